@@ -1,0 +1,1 @@
+"""Delta Lake tables: snapshots, versions and their mapping to protocol actions."""

@@ -1,0 +1,73 @@
+"""Errors whose messages are safe to show to a recipient.
+
+    ShareStoreError                 base: error_code + HTTP status + safe message
+    ├── NotFound                    404 RESOURCE_DOES_NOT_EXIST
+    ├── InvalidParameter            400 INVALID_PARAMETER_VALUE
+    ├── MalformedRequest            400 MALFORMED_REQUEST
+    ├── UnsupportedOperation        400 UNSUPPORTED_OPERATION
+    ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing"
+    ├── Unauthenticated             401 UNAUTHENTICATED
+    ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
+    └── AdminError                  bad admin input (CLI exit code 2), never half-applied
+
+Anything else raised while serving a request is an internal error whose text
+is hidden from the recipient, since it may carry paths or credentials.
+"""
+
+from __future__ import annotations
+
+
+class ShareStoreError(Exception):
+    error_code = "INTERNAL_ERROR"
+    status_code = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(ShareStoreError):
+    error_code = "RESOURCE_DOES_NOT_EXIST"
+    status_code = 404
+
+
+class InvalidParameter(ShareStoreError):
+    error_code = "INVALID_PARAMETER_VALUE"
+    status_code = 400
+
+
+class MalformedRequest(ShareStoreError):
+    error_code = "MALFORMED_REQUEST"
+    status_code = 400
+
+
+class UnsupportedOperation(ShareStoreError):
+    error_code = "UNSUPPORTED_OPERATION"
+    status_code = 400
+
+
+class TableFilesMissing(ShareStoreError):
+    # The reference server answers 400 (not 404) for missing table files;
+    # clients' tests grep for this exact code and text.
+    error_code = "RESOURCE_DOES_NOT_EXIST"
+    status_code = 400
+
+    def __init__(self, message: str = "table files missing") -> None:
+        super().__init__(message)
+
+
+class Unauthenticated(ShareStoreError):
+    error_code = "UNAUTHENTICATED"
+    status_code = 401
+
+
+class StorageUnavailable(ShareStoreError):
+    error_code = "TEMPORARILY_UNAVAILABLE"
+    status_code = 503
+
+
+class AdminError(ShareStoreError):
+    """Bad input to an admin command: reported on one line, store untouched."""
+
+    error_code = "INVALID_PARAMETER_VALUE"
+    status_code = 400

@@ -1,0 +1,148 @@
+"""The share model: share → schema → table, tokens, and the admin spec grammar.
+
+Names are matched case-insensitively (as the reference server does) but kept
+as the provider typed them. Table specs follow MinIO AIStor's `mc table share`
+grammar so that its users can reuse their commands:
+
+    NAME:delta:BUCKET:PATH                 (after a SCHEMA argument)
+    SCHEMA:NAME:delta:BUCKET:PATH          (`share update --add`)
+    SCHEMA:NAME:uniform:WAREHOUSE:NAMESPACE:TABLE
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from posixpath import normpath
+
+from share_store.errors import AdminError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$")
+# S3's bucket rules; for local storage a bucket is a directory, and the same
+# rule keeps it from being "..", absolute, or nested.
+BUCKET_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def validate_name(kind: str, name: str) -> str:
+    if not NAME_PATTERN.match(name):
+        raise AdminError(
+            f"invalid {kind} name {name!r}: use letters, digits, '_' and '-' (at most 128)"
+        )
+    return name
+
+
+def validate_bucket(bucket: str) -> str:
+    if not BUCKET_PATTERN.match(bucket) or ".." in bucket:
+        raise AdminError(f"invalid bucket name {bucket!r}: 3-63 of a-z, 0-9, '.', '-'")
+    return bucket
+
+
+def validate_table_path(path: str) -> str:
+    cleaned = path.strip("/")
+    if (
+        not cleaned
+        or "\\" in cleaned
+        or "\x00" in cleaned
+        or any(part in ("", ".", "..") for part in cleaned.split("/"))
+        or normpath(cleaned) != cleaned
+    ):
+        raise AdminError(f"invalid table path {path!r}: a relative path inside the bucket")
+    return cleaned
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What an admin asks to share: a table name in a schema and where it lives."""
+
+    schema: str
+    name: str
+    format: str
+    bucket: str
+    path: str
+
+    @classmethod
+    def parse(cls, spec: str, schema: str | None = None) -> TableSpec:
+        """Parse `NAME:delta:BUCKET:PATH` (with `schema`) or `SCHEMA:NAME:delta:BUCKET:PATH`."""
+        parts = spec.split(":")
+        if schema is None:
+            if len(parts) < 2:
+                raise AdminError(f"invalid table spec {spec!r}: expected SCHEMA:NAME:delta:BUCKET:PATH")
+            schema, parts = parts[0], parts[1:]
+        if len(parts) >= 2 and parts[1] == "uniform":
+            raise AdminError(
+                f"invalid table spec {spec!r}: Iceberg (uniform) tables are not supported by this server yet"
+            )
+        if len(parts) < 4 or parts[1] != "delta":
+            raise AdminError(
+                f"invalid table spec {spec!r}: expected NAME:delta:BUCKET:PATH"
+                " (SCHEMA:NAME:delta:BUCKET:PATH with --add)"
+            )
+        name, fmt, bucket, path = parts[0], parts[1], parts[2], ":".join(parts[3:])
+        return cls(
+            schema=validate_name("schema", schema),
+            name=validate_name("table", name),
+            format=fmt,
+            bucket=validate_bucket(bucket),
+            path=validate_table_path(path),
+        )
+
+
+def parse_table_ref(ref: str) -> tuple[str, str]:
+    """Parse `SCHEMA/NAME` (the `--remove` argument)."""
+    schema, sep, name = ref.partition("/")
+    if not sep or not schema or not name or "/" in name:
+        raise AdminError(f"invalid table reference {ref!r}: expected SCHEMA/NAME")
+    return schema, name
+
+
+def parse_create_args(args: list[str]) -> list[TableSpec]:
+    """`SCHEMA spec spec SCHEMA2 spec …`: a word without ':' starts a schema."""
+    specs: list[TableSpec] = []
+    schema: str | None = None
+    for arg in args:
+        if ":" not in arg:
+            schema = validate_name("schema", arg)
+            continue
+        if schema is None:
+            raise AdminError(f"table spec {arg!r} must follow a SCHEMA argument")
+        specs.append(TableSpec.parse(arg, schema))
+    return specs
+
+
+@dataclass(frozen=True)
+class Share:
+    id: str
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SharedTable:
+    id: str
+    share: str
+    schema: str
+    name: str
+    format: str
+    bucket: str
+    path: str
+    history_shared: bool
+    created_at: datetime
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.share}.{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True)
+class Token:
+    id: str
+    share_id: str
+    share: str
+    description: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None = None
+
+    def is_active(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)

@@ -1,0 +1,360 @@
+"""Share store persistence on SQLAlchemy: SQLite by default, any SQLAlchemy URL.
+
+Every admin change runs in one transaction, so an interrupted or rejected
+command leaves the store exactly as it was.
+"""
+
+from __future__ import annotations
+
+import hmac
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+    create_engine,
+    delete,
+    event,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Engine, Row
+
+from share_store.errors import AdminError, NotFound, Unauthenticated
+from share_store.model import Share, SharedTable, TableSpec, Token, validate_name
+from share_store.tokens import hash_secret, new_secret, new_token_id
+
+metadata = MetaData()
+
+shares_table = Table(
+    "shares",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("name_key", String(128), nullable=False, unique=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+tables_table = Table(
+    "shared_tables",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("share_id", String(36), ForeignKey("shares.id", ondelete="CASCADE"), nullable=False),
+    Column("schema_name", String(128), nullable=False),
+    Column("schema_key", String(128), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("name_key", String(128), nullable=False),
+    Column("format", String(16), nullable=False),
+    Column("bucket", String(63), nullable=False),
+    Column("path", String(1024), nullable=False),
+    Column("history_shared", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("share_id", "schema_key", "name_key"),
+)
+
+tokens_table = Table(
+    "tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    # Not a foreign key: a removed share keeps its (revoked) tokens for audit.
+    Column("share_id", String(36), nullable=False, index=True),
+    Column("share_name", String(128), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("description", String(1024), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything we store is UTC.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _share(row: Row) -> Share:
+    return Share(id=row.id, name=row.name, created_at=_utc(row.created_at))
+
+
+def _table(row: Row, share: str) -> SharedTable:
+    return SharedTable(
+        id=row.id,
+        share=share,
+        schema=row.schema_name,
+        name=row.name,
+        format=row.format,
+        bucket=row.bucket,
+        path=row.path,
+        history_shared=row.history_shared,
+        created_at=_utc(row.created_at),
+    )
+
+
+def _token(row: Row) -> Token:
+    return Token(
+        id=row.id,
+        share_id=row.share_id,
+        share=row.share_name,
+        description=row.description,
+        created_at=_utc(row.created_at),
+        expires_at=_utc(row.expires_at),
+        revoked_at=_utc(row.revoked_at),
+    )
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+class ShareStore:
+    """Shares, their tables and tokens, behind one SQLAlchemy engine."""
+
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = create_engine(url, future=True)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- reads -------------------------------------------------------------
+
+    def list_shares(self) -> list[Share]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(shares_table).order_by(shares_table.c.name_key))
+            return [_share(row) for row in rows]
+
+    def get_share(self, name: str) -> Share:
+        with self.engine.connect() as conn:
+            return self._share_row(conn, name)
+
+    def get_share_by_id(self, share_id: str) -> Share | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(shares_table).where(shares_table.c.id == share_id)).first()
+            return _share(row) if row else None
+
+    def list_schemas(self, share: str) -> list[str]:
+        with self.engine.connect() as conn:
+            share_row = self._share_row(conn, share)
+            rows = conn.execute(
+                select(tables_table.c.schema_name, tables_table.c.schema_key)
+                .where(tables_table.c.share_id == share_row.id)
+                .order_by(tables_table.c.schema_key, tables_table.c.name_key)
+            )
+            names: dict[str, str] = {}
+            for row in rows:
+                names.setdefault(row.schema_key, row.schema_name)
+            return list(names.values())
+
+    def list_tables(self, share: str, schema: str | None = None) -> list[SharedTable]:
+        """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
+        with self.engine.connect() as conn:
+            share_row = self._share_row(conn, share)
+            query = select(tables_table).where(tables_table.c.share_id == share_row.id)
+            if schema is not None:
+                query = query.where(tables_table.c.schema_key == schema.lower())
+            rows = conn.execute(query.order_by(tables_table.c.schema_key, tables_table.c.name_key))
+            tables = [_table(row, share_row.name) for row in rows]
+        if schema is not None and not tables:
+            raise NotFound(f"schema '{schema}' not found")
+        return tables
+
+    def get_table(self, share: str, schema: str, name: str) -> SharedTable:
+        with self.engine.connect() as conn:
+            share_row = self._share_row(conn, share)
+            row = conn.execute(
+                select(tables_table).where(
+                    tables_table.c.share_id == share_row.id,
+                    tables_table.c.schema_key == schema.lower(),
+                    tables_table.c.name_key == name.lower(),
+                )
+            ).first()
+        if row is None:
+            raise NotFound(
+                f"[Share/Schema/Table] '{share}/{schema}/{name}' does not exist, "
+                "please contact your share provider for further information."
+            )
+        return _table(row, share_row.name)
+
+    # -- admin changes: one transaction each ---------------------------------
+
+    def create_share(self, name: str, specs: Iterable[TableSpec] = (), history_shared: bool = True) -> Share:
+        validate_name("share", name)
+        with self.engine.begin() as conn:
+            if conn.execute(select(shares_table.c.id).where(shares_table.c.name_key == name.lower())).first():
+                raise AdminError(f"share '{name}' already exists")
+            share = Share(id=str(uuid.uuid4()), name=name, created_at=_now())
+            conn.execute(
+                insert(shares_table).values(
+                    id=share.id, name=name, name_key=name.lower(), created_at=share.created_at
+                )
+            )
+            self._add_tables(conn, share.id, specs, history_shared)
+        return share
+
+    def update_share(
+        self,
+        name: str,
+        add: Iterable[TableSpec] = (),
+        remove: Iterable[tuple[str, str]] = (),
+        history_shared: bool = True,
+    ) -> None:
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, name, admin=True)
+            for schema, table in remove:
+                result = conn.execute(
+                    delete(tables_table).where(
+                        tables_table.c.share_id == share_row.id,
+                        tables_table.c.schema_key == schema.lower(),
+                        tables_table.c.name_key == table.lower(),
+                    )
+                )
+                if result.rowcount == 0:
+                    raise AdminError(f"table '{schema}/{table}' is not in share '{name}'")
+            self._add_tables(conn, share_row.id, add, history_shared)
+
+    def remove_share(self, name: str) -> None:
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, name, admin=True)
+            conn.execute(
+                update(tokens_table)
+                .where(tokens_table.c.share_id == share_row.id, tokens_table.c.revoked_at.is_(None))
+                .values(revoked_at=_now())
+            )
+            conn.execute(delete(tables_table).where(tables_table.c.share_id == share_row.id))
+            conn.execute(delete(shares_table).where(shares_table.c.id == share_row.id))
+
+    def create_token(
+        self, share: str, expires_in: timedelta | None, description: str = ""
+    ) -> tuple[Token, str]:
+        """Create a token; the secret is returned here and never again."""
+        secret = new_secret()
+        now = _now()
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            token = Token(
+                id=new_token_id(),
+                share_id=share_row.id,
+                share=share_row.name,
+                description=description,
+                created_at=now,
+                expires_at=now + expires_in if expires_in else None,
+            )
+            conn.execute(
+                insert(tokens_table).values(
+                    id=token.id,
+                    share_id=token.share_id,
+                    share_name=token.share,
+                    secret_hash=hash_secret(secret),
+                    description=description,
+                    created_at=now,
+                    expires_at=token.expires_at,
+                )
+            )
+        return token, secret
+
+    def list_tokens(self, share: str) -> list[Token]:
+        with self.engine.connect() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            rows = conn.execute(
+                select(tokens_table)
+                .where(tokens_table.c.share_id == share_row.id)
+                .order_by(tokens_table.c.created_at)
+            )
+            return [_token(row) for row in rows]
+
+    def revoke_token(self, share: str, token_id: str) -> None:
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            result = conn.execute(
+                update(tokens_table)
+                .where(
+                    tokens_table.c.id == token_id,
+                    tokens_table.c.share_id == share_row.id,
+                    tokens_table.c.revoked_at.is_(None),
+                )
+                .values(revoked_at=_now())
+            )
+            if result.rowcount == 0:
+                raise AdminError(f"no active token '{token_id}' in share '{share}'")
+
+    def authenticate(self, secret: str) -> Token:
+        """The active token holding `secret`, or `Unauthenticated`."""
+        digest = hash_secret(secret)
+        with self.engine.connect() as conn:
+            row = conn.execute(select(tokens_table).where(tokens_table.c.secret_hash == digest)).first()
+        # The lookup is by hash, so timing reveals nothing about the secret; the
+        # compare below keeps the final check constant-time all the same.
+        if row is None or not hmac.compare_digest(row.secret_hash, digest):
+            raise Unauthenticated("The bearer token is missing, invalid or unknown.")
+        token = _token(row)
+        if token.revoked_at is not None:
+            raise Unauthenticated("The bearer token has been revoked.")
+        if not token.is_active(_now()):
+            raise Unauthenticated("The bearer token has expired.")
+        return token
+
+    # -- helpers -----------------------------------------------------------
+
+    def _share_row(self, conn: Connection, name: str, admin: bool = False) -> Row:
+        row = conn.execute(select(shares_table).where(shares_table.c.name_key == name.lower())).first()
+        if row is None:
+            if admin:
+                raise AdminError(f"share '{name}' does not exist")
+            raise NotFound(f"share '{name}' not found")
+        return row
+
+    def _add_tables(
+        self, conn: Connection, share_id: str, specs: Iterable[TableSpec], history_shared: bool
+    ) -> None:
+        now = _now()
+        for spec in specs:
+            exists = conn.execute(
+                select(tables_table.c.id).where(
+                    tables_table.c.share_id == share_id,
+                    tables_table.c.schema_key == spec.schema.lower(),
+                    tables_table.c.name_key == spec.name.lower(),
+                )
+            ).first()
+            if exists:
+                raise AdminError(f"table '{spec.schema}/{spec.name}' is already in this share")
+            conn.execute(
+                insert(tables_table).values(
+                    id=str(uuid.uuid4()),
+                    share_id=share_id,
+                    schema_name=spec.schema,
+                    schema_key=spec.schema.lower(),
+                    name=spec.name,
+                    name_key=spec.name.lower(),
+                    format=spec.format,
+                    bucket=spec.bucket,
+                    path=spec.path,
+                    history_shared=history_shared,
+                    created_at=now,
+                )
+            )
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API objects
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()

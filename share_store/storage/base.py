@@ -1,0 +1,45 @@
+"""The storage interface the table readers and the server depend on."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+    modified_ms: int
+
+
+class ObjectStorage(ABC):
+    """A set of buckets holding table files."""
+
+    #: How long presigned URLs live, in seconds.
+    url_lifetime: int
+
+    @abstractmethod
+    def table_uri(self, bucket: str, path: str) -> str:
+        """The URI deltalake opens the table at."""
+
+    @abstractmethod
+    def deltalake_options(self) -> dict[str, str]:
+        """Storage options for deltalake (credentials, endpoint)."""
+
+    @abstractmethod
+    def list(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
+        """Objects whose key starts with `prefix` (a directory when it ends with '/')."""
+
+    @abstractmethod
+    def read(self, bucket: str, key: str) -> bytes:
+        """The whole object; `FileNotFoundError` if absent."""
+
+    @abstractmethod
+    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
+        """Which of `keys` (all under `prefix`) do not exist."""
+
+    @abstractmethod
+    def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
+        """A GET URL for one object and its expiry in epoch milliseconds."""

@@ -1,0 +1,128 @@
+"""S3-compatible object storage (AWS, MinIO/AIStor, SeaweedFS, Ceph) with SigV4 URLs.
+
+Two endpoints: `endpoint` is where this server reads (often a private address),
+`public_endpoint` is what recipients reach, and is the host presigned URLs are
+signed for. The reference server signs for its own endpoint only (its bug #753).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from share_store.errors import StorageUnavailable
+from share_store.storage.base import ObjectInfo, ObjectStorage
+
+# Beyond this many files a table's existence check would cost more LIST calls
+# than it is worth; the recipient then learns of a missing file from its URL.
+MISSING_CHECK_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    endpoint: str | None = None
+    public_endpoint: str | None = None
+    region: str = "us-east-1"
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+    path_style: bool = True
+
+
+class S3Storage(ObjectStorage):
+    def __init__(self, settings: S3Settings, url_lifetime: int = 3600) -> None:
+        self.settings = settings
+        self.url_lifetime = url_lifetime
+        self._client = self._make_client(settings.endpoint)
+        self._signing_client = self._make_client(settings.public_endpoint or settings.endpoint)
+
+    def _make_client(self, endpoint: str | None):  # noqa: ANN202 - boto3 has no public client type
+        return boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=self.settings.region,
+            aws_access_key_id=self.settings.access_key,
+            aws_secret_access_key=self.settings.secret_key,
+            aws_session_token=self.settings.session_token,
+            config=Config(
+                signature_version="s3v4",
+                s3={"addressing_style": "path" if self.settings.path_style else "virtual"},
+                retries={"max_attempts": 3, "mode": "standard"},
+                connect_timeout=5,
+                read_timeout=30,
+            ),
+        )
+
+    def table_uri(self, bucket: str, path: str) -> str:
+        return f"s3://{bucket}/{path}"
+
+    def deltalake_options(self) -> dict[str, str]:
+        s = self.settings
+        options = {"AWS_REGION": s.region}
+        if s.endpoint:
+            options["AWS_ENDPOINT_URL"] = s.endpoint
+            if s.endpoint.startswith("http://"):
+                options["AWS_ALLOW_HTTP"] = "true"
+        if s.access_key:
+            options["AWS_ACCESS_KEY_ID"] = s.access_key
+        if s.secret_key:
+            options["AWS_SECRET_ACCESS_KEY"] = s.secret_key
+        if s.session_token:
+            options["AWS_SESSION_TOKEN"] = s.session_token
+        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if s.path_style else "true"
+        return options
+
+    def list(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+                for item in page.get("Contents", []):
+                    yield ObjectInfo(
+                        key=item["Key"],
+                        size=item["Size"],
+                        modified_ms=int(item["LastModified"].timestamp() * 1000),
+                    )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
+                return
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable("object storage is unreachable") from error
+
+    def read(self, bucket: str, key: str) -> bytes:
+        try:
+            return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+                raise FileNotFoundError(f"{bucket}/{key}") from error
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable("object storage is unreachable") from error
+
+    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
+        wanted = list(keys)
+        if not wanted or len(wanted) > MISSING_CHECK_LIMIT:
+            return []
+        present: set[str] = set()
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                present.update(item["Key"] for item in page.get("Contents", []))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
+                return wanted
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable("object storage is unreachable") from error
+        return [key for key in wanted if key not in present]
+
+    def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
+        url = self._signing_client.generate_presigned_url(
+            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=self.url_lifetime
+        )
+        # botocore signs with its own clock; `now` only sets the advertised expiry.
+        return url, int(now + self.url_lifetime) * 1000

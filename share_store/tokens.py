@@ -1,0 +1,22 @@
+"""Bearer token secrets: generated once, shown once, stored only as a hash."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+TOKEN_PREFIX = "dss_"
+
+
+def new_secret() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_secret(secret: str) -> str:
+    # Secrets carry 256 random bits, so a fast hash is enough: there is nothing
+    # to brute-force that a slow KDF would protect.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_token_id() -> str:
+    return secrets.token_hex(8)

@@ -1,0 +1,3 @@
+from sharing_server.cli import main
+
+raise SystemExit(main())

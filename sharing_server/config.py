@@ -1,0 +1,148 @@
+"""Server configuration: one TOML file, overridden by `SHARING_<SECTION>_<KEY>` variables.
+
+    [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
+               certfile, keyfile, workers
+    [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
+    [storage]  type = "local": root (subdirectories are buckets)
+               type = "s3": endpoint, public_endpoint, region, access_key,
+                            secret_key, session_token, path_style
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from share_store.errors import AdminError
+from share_store.persistence import sqlite_url
+from share_store.signing import UrlSigner
+from share_store.storage import LocalStorage, ObjectStorage, S3Storage
+from share_store.storage.s3 import S3Settings
+
+ENV_PREFIX = "SHARING_"
+BOOL_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    prefix: str = "/delta-sharing"
+    public_url: str | None = None
+    data_dir: Path = Path(".sharing")
+    url_lifetime: int = 3600
+    secret_key: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    workers: int = 1
+    store_url: str | None = None
+    storage: dict[str, Any] = field(default_factory=lambda: {"type": "local"})
+
+    @property
+    def base_url(self) -> str:
+        """Where recipients reach this server (profiles, local file URLs)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        scheme = "https" if self.certfile else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url + self.prefix
+
+    def resolved_store_url(self) -> str:
+        if self.store_url:
+            return self.store_url
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return sqlite_url(self.data_dir / "store.db")
+
+    def secret(self) -> bytes:
+        """Key for signed URLs and page tokens; replicas must share it."""
+        if self.secret_key:
+            return self.secret_key.encode()
+        path = self.data_dir / "server.key"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(32))
+        return path.read_text().strip().encode()
+
+    def make_storage(self) -> ObjectStorage:
+        kind = self.storage.get("type", "local")
+        if kind == "local":
+            root = Path(self.storage.get("root") or self.data_dir / "data")
+            root.mkdir(parents=True, exist_ok=True)
+            signer = UrlSigner(self.secret(), f"{self.endpoint}/files")
+            return LocalStorage(root, signer, self.url_lifetime)
+        if kind == "s3":
+            s = self.storage
+            settings = S3Settings(
+                endpoint=s.get("endpoint"),
+                public_endpoint=s.get("public_endpoint"),
+                region=s.get("region", "us-east-1"),
+                access_key=s.get("access_key"),
+                secret_key=s.get("secret_key"),
+                session_token=s.get("session_token"),
+                path_style=_bool(s.get("path_style", True)),
+            )
+            return S3Storage(settings, self.url_lifetime)
+        raise AdminError(f"unknown storage type {kind!r}: use 'local' or 's3'")
+
+
+def _bool(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() in BOOL_TRUE
+
+
+SERVER_KEYS = {
+    "host": str, "port": int, "prefix": str, "public_url": str, "data_dir": Path,
+    "url_lifetime": int, "secret_key": str, "certfile": str, "keyfile": str, "workers": int,
+}
+STORAGE_KEYS = (
+    "type", "root", "endpoint", "public_endpoint", "region", "access_key", "secret_key",
+    "session_token", "path_style",
+)
+
+
+def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> ServerConfig:
+    env = dict(os.environ if env is None else env)
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                raw = tomllib.load(handle)
+        except FileNotFoundError as error:
+            raise AdminError(f"config file {path} not found") from error
+        except tomllib.TOMLDecodeError as error:
+            raise AdminError(f"config file {path} is not valid TOML: {error}") from error
+    server = dict(raw.get("server", {}))
+    store = dict(raw.get("store", {}))
+    storage = dict(raw.get("storage", {}))
+    for key in SERVER_KEYS:
+        if f"{ENV_PREFIX}SERVER_{key.upper()}" in env:
+            server[key] = env[f"{ENV_PREFIX}SERVER_{key.upper()}"]
+    if f"{ENV_PREFIX}STORE_URL" in env:
+        store["url"] = env[f"{ENV_PREFIX}STORE_URL"]
+    for key in STORAGE_KEYS:
+        if f"{ENV_PREFIX}STORAGE_{key.upper()}" in env:
+            storage[key] = env[f"{ENV_PREFIX}STORAGE_{key.upper()}"]
+    unknown = set(server) - set(SERVER_KEYS)
+    if unknown:
+        raise AdminError(f"unknown [server] settings: {', '.join(sorted(unknown))}")
+    config = ServerConfig()
+    for key, kind in SERVER_KEYS.items():
+        if key in server:
+            try:
+                setattr(config, key, kind(server[key]))
+            except ValueError as error:
+                raise AdminError(f"[server] {key}: {error}") from error
+    if not config.prefix.startswith("/"):
+        config.prefix = "/" + config.prefix
+    config.prefix = config.prefix.rstrip("/")
+    config.store_url = store.get("url")
+    config.storage = {"type": "local", **storage}
+    return config

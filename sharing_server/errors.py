@@ -1,0 +1,56 @@
+"""Every error leaves as `{"errorCode", "message"}` JSON; internals never leave at all."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.errors import ShareStoreError, StorageUnavailable
+
+logger = logging.getLogger("sharing_server")
+
+HTTP_CODES = {
+    400: "MALFORMED_REQUEST",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "RESOURCE_DOES_NOT_EXIST",
+    405: "METHOD_NOT_ALLOWED",
+    413: "REQUEST_TOO_LARGE",
+}
+
+
+def error_response(request: Request, status: int, code: str, message: str) -> Response:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if request.method == "HEAD":
+        return Response(status_code=status, headers=headers)
+    return JSONResponse({"errorCode": code, "message": message}, status_code=status, headers=headers)
+
+
+async def share_store_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ShareStoreError)
+    if isinstance(error, StorageUnavailable):
+        logger.warning("storage unavailable: %s", error.__cause__ or error)
+    return error_response(request, error.status_code, error.error_code, error.message)
+
+
+async def http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    code = HTTP_CODES.get(error.status_code, "INTERNAL_ERROR")
+    return error_response(request, error.status_code, code, str(error.detail))
+
+
+async def internal_error(request: Request, error: Exception) -> Response:
+    # Logged with the type only: messages of storage and database errors can
+    # carry URLs with credentials.
+    logger.error("internal error on %s %s: %s", request.method, request.url.path, type(error).__name__)
+    return error_response(request, 500, "INTERNAL_ERROR", "The server failed to process the request.")
+
+
+EXCEPTION_HANDLERS = {
+    ShareStoreError: share_store_error,
+    HTTPException: http_error,
+    Exception: internal_error,
+}

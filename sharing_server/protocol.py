@@ -1,0 +1,231 @@
+"""Protocol request parsing and response encoding, free of HTTP plumbing.
+
+Parsing follows the reference server's rules and messages (protocol notes
+§1, §2.3) so that clients' error handling sees what it expects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from share_store.errors import InvalidParameter, MalformedRequest
+
+MAX_LIST_RESULTS = 500
+MAX_PAGE_FILES = 10_000
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+NDJSON = "application/x-ndjson; charset=utf-8"
+JSON = "application/json; charset=utf-8"
+
+
+def dumps(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def ndjson_chunks(actions: Iterable[dict[str, Any]], chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:
+    """Encode actions one per line, grouped into chunks so streaming stays cheap."""
+    buffer: list[str] = []
+    size = 0
+    for action in actions:
+        line = dumps(action) + "\n"
+        buffer.append(line)
+        size += len(line)
+        if size >= chunk_bytes:
+            yield "".join(buffer).encode()
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer).encode()
+
+
+# -- capabilities header -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    response_formats: tuple[str, ...] = ("parquet",)
+    reader_features: frozenset[str] = frozenset()
+    include_end_stream_action: bool = False
+
+    @classmethod
+    def parse(cls, header: str | None) -> Capabilities:
+        if not header:
+            return cls()
+        values: dict[str, list[str]] = {}
+        for entry in header.lower().split(";"):
+            parts = entry.split("=")
+            if len(parts) != 2:
+                continue  # the reference drops malformed entries too
+            values[parts[0].strip()] = [v.strip() for v in parts[1].split(",") if v.strip()]
+        formats = tuple(values.get("responseformat") or ["parquet"])
+        return cls(
+            response_formats=formats,
+            reader_features=frozenset(values.get("readerfeatures", [])),
+            include_end_stream_action=values.get("includeendstreamaction", ["false"])[0] == "true",
+        )
+
+    def response_format(self) -> str:
+        """The format to answer in; only `parquet` is served so far."""
+        unknown = [f for f in self.response_formats if f not in ("parquet", "delta")]
+        if unknown:
+            raise InvalidParameter(
+                f"Unsupported responseformat: {', '.join(unknown)}. Supported: parquet, delta"
+            )
+        if "parquet" in self.response_formats:
+            return "parquet"
+        raise InvalidParameter(
+            "responseformat=delta is not supported by this server yet; "
+            "request responseformat=parquet (or delta,parquet)."
+        )
+
+
+def parse_file_id_hash(header: str | None) -> str | None:
+    if header is None:
+        return None
+    value = header.strip().lower()
+    if value not in ("parquet", "delta"):
+        raise InvalidParameter(f"Unsupported fileidhash: '{header}'. Supported: parquet, delta")
+    return value
+
+
+# -- query parameters ------------------------------------------------------------
+
+
+def parse_max_results(raw: str | None) -> int:
+    if raw is None:
+        return MAX_LIST_RESULTS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidParameter(
+            "expected a number but the string didn't have the appropriate format"
+        ) from None
+    if not 0 <= value <= MAX_LIST_RESULTS:
+        raise InvalidParameter(
+            f"Acceptable values of 'maxResults' are 0 to {MAX_LIST_RESULTS}, inclusive. "
+            f"(Default: {MAX_LIST_RESULTS})"
+        )
+    return value
+
+
+def parse_timestamp(raw: str, name: str = "startingTimestamp") -> int:
+    """ISO-8601 (offset required unless it ends in a date-time without zone: UTC) → epoch ms."""
+    try:
+        moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidParameter(f"Invalid {name}: {raw}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _long(body: dict[str, Any], key: str, limit: int = INT64_MAX) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    # The reference (scalapb) accepts numbers sent as JSON strings, e.g. "3".
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise MalformedRequest(f"Not a numeric value: {value}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise MalformedRequest(f"Not a numeric value: {value}") from None
+    if abs(number) > limit:
+        raise MalformedRequest(f"Not an int{'32' if limit == INT32_MAX else '64'} value: {value}")
+    return number
+
+
+def _bool(body: dict[str, Any], key: str) -> bool:
+    value = body.get(key, False)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        raise MalformedRequest(f"Expected a boolean for {key}: {value}")
+    return value
+
+
+def _string(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise MalformedRequest(f"Expected a string for {key}")
+    return value
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    predicate_hints: tuple[str, ...] = ()
+    json_predicate_hints: str | None = None
+    limit_hint: int | None = None
+    version: int | None = None
+    timestamp: str | None = None
+    starting_version: int | None = None
+    ending_version: int | None = None
+    max_files: int | None = None
+    page_token: str | None = None
+    include_refresh_token: bool = False
+    refresh_token: str | None = None
+
+    @classmethod
+    def parse(cls, raw: bytes) -> QueryRequest:
+        if not raw.strip():
+            raise MalformedRequest("No content to map due to end-of-input")
+        try:
+            body = json.loads(raw)
+        except ValueError as error:
+            raise MalformedRequest(f"Invalid JSON in request body: {error}") from None
+        if not isinstance(body, dict):
+            raise MalformedRequest("Expected a JSON object as request body")
+        hints = body.get("predicateHints") or []
+        if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
+            raise MalformedRequest(
+                "Expected an array for repeated field predicateHints of QueryTableRequest"
+            )
+        request = cls(
+            predicate_hints=tuple(hints),
+            json_predicate_hints=_string(body, "jsonPredicateHints"),
+            limit_hint=_long(body, "limitHint"),
+            version=_long(body, "version"),
+            timestamp=_string(body, "timestamp"),
+            starting_version=_long(body, "startingVersion"),
+            ending_version=_long(body, "endingVersion"),
+            max_files=_long(body, "maxFiles", INT32_MAX),
+            page_token=_string(body, "pageToken"),
+            include_refresh_token=_bool(body, "includeRefreshToken"),
+            refresh_token=_string(body, "refreshToken"),
+        )
+        request.validate()
+        return request
+
+    def validate(self) -> None:
+        chosen = [self.version is not None, self.timestamp is not None, self.starting_version is not None]
+        if sum(chosen) > 1:
+            raise InvalidParameter("Please only provide one of: version,timestamp,startingVersion")
+        if self.version is not None and self.version < 0:
+            raise InvalidParameter("table version cannot be negative.")
+        if self.starting_version is not None and self.starting_version < 0:
+            raise InvalidParameter("startingVersion cannot be negative.")
+        if self.max_files is not None and self.max_files <= 0:
+            raise InvalidParameter("maxFiles must be positive.")
+        if self.limit_hint is not None and self.limit_hint < 0:
+            raise InvalidParameter("limitHint cannot be negative.")
+        specific = any(chosen)
+        if self.include_refresh_token and specific:
+            raise InvalidParameter("includeRefreshToken cannot be used when querying a specific version.")
+        if self.include_refresh_token and self.page_token:
+            raise InvalidParameter("includeRefreshToken must be used in the first page request.")
+        if self.refresh_token and specific:
+            raise InvalidParameter("refreshToken cannot be used when querying a specific version.")
+        if self.refresh_token and self.page_token:
+            raise InvalidParameter("refreshToken must be used in the first page request.")
+
+    def checksum(self) -> str:
+        """What a page token pins: every parameter that shapes the file list."""
+        shape = [
+            self.version, self.timestamp, self.starting_version, self.ending_version,
+            list(self.predicate_hints), self.json_predicate_hints, self.limit_hint,
+        ]
+        return hashlib.sha256(dumps(shape).encode()).hexdigest()[:32]

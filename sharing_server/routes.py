@@ -1,0 +1,202 @@
+"""HTTP handlers of the Delta Sharing REST protocol: parse, call, encode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.model import Share, SharedTable, Token
+from share_store.persistence import ShareStore
+from sharing_server.auth import authenticate, require_share
+from sharing_server.page_tokens import TokenCodec
+from sharing_server.protocol import (
+    JSON,
+    NDJSON,
+    Capabilities,
+    QueryRequest,
+    dumps,
+    ndjson_chunks,
+    parse_file_id_hash,
+    parse_max_results,
+)
+from sharing_server.queries import TableQueries, TableResponse
+
+CAPABILITIES_HEADER = "delta-sharing-capabilities"
+VERSION_HEADER = "Delta-Table-Version"
+
+
+def json_response(payload: dict[str, Any]) -> Response:
+    # One line: the Python client reads list responses with json.loads(next(lines)).
+    return Response(dumps(payload), media_type=None, headers={"Content-Type": JSON})
+
+
+def _store(request: Request) -> ShareStore:
+    return request.app.state.store
+
+
+def _queries(request: Request) -> TableQueries:
+    return request.app.state.queries
+
+
+def _list_codec(request: Request) -> TokenCodec:
+    return request.app.state.list_tokens
+
+
+def paginate(request: Request, scope: str, items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One page of `items` with a token bound to `scope`; no token on the last page."""
+    max_results = parse_max_results(request.query_params.get("maxResults"))
+    start = 0
+    token = request.query_params.get("pageToken")
+    if token:
+        try:
+            payload = _list_codec(request).decode(token)
+        except ValueError:
+            raise InvalidParameter("invalid 'nextPageToken'") from None
+        if payload.get("s") != scope:
+            raise InvalidParameter("invalid 'nextPageToken'")
+        start = int(payload["o"])
+    end = start + max_results
+    body: dict[str, Any] = {}
+    page = list(items[start:end])
+    if page:
+        body["items"] = page
+    if end < len(items):
+        body["nextPageToken"] = _list_codec(request).encode({"s": scope, "o": end})
+    return body
+
+
+def _authorized_share(store: ShareStore, request: Request) -> tuple[Token, Share]:
+    token = authenticate(store, request)
+    name = request.path_params["share"]
+    share = store.get_share(name)
+    require_share(token, share.id, name)
+    return token, share
+
+
+def _table_item(table: SharedTable, share: Share, url_share: str, url_schema: str | None = None) -> dict[str, Any]:
+    # Like the reference, echo the share (and schema) as the URL spelled them.
+    return {
+        "name": table.name,
+        "schema": url_schema or table.schema,
+        "share": url_share,
+        "shareId": share.id,
+        "id": table.id,
+    }
+
+
+async def list_shares(request: Request) -> Response:
+    def run() -> dict[str, Any]:
+        store = _store(request)
+        token = authenticate(store, request)
+        share = store.get_share_by_id(token.share_id)
+        items = [{"name": share.name, "id": share.id}] if share else []
+        return paginate(request, "shares", items)
+
+    return json_response(await run_in_threadpool(run))
+
+
+async def get_share(request: Request) -> Response:
+    def run() -> dict[str, Any]:
+        _, share = _authorized_share(_store(request), request)
+        return {"share": {"name": share.name, "id": share.id}}
+
+    return json_response(await run_in_threadpool(run))
+
+
+async def list_schemas(request: Request) -> Response:
+    def run() -> dict[str, Any]:
+        store = _store(request)
+        _, share = _authorized_share(store, request)
+        url_share = request.path_params["share"]
+        items = [{"name": name, "share": url_share} for name in store.list_schemas(share.name)]
+        return paginate(request, f"schemas:{share.id}", items)
+
+    return json_response(await run_in_threadpool(run))
+
+
+async def list_tables(request: Request) -> Response:
+    def run() -> dict[str, Any]:
+        store = _store(request)
+        _, share = _authorized_share(store, request)
+        url_share, schema = request.path_params["share"], request.path_params["schema"]
+        tables = store.list_tables(share.name, schema)
+        items = [_table_item(t, share, url_share, schema) for t in tables]
+        return paginate(request, f"tables:{share.id}:{schema.lower()}", items)
+
+    return json_response(await run_in_threadpool(run))
+
+
+async def list_all_tables(request: Request) -> Response:
+    def run() -> dict[str, Any]:
+        store = _store(request)
+        _, share = _authorized_share(store, request)
+        url_share = request.path_params["share"]
+        tables = store.list_tables(share.name)
+        items = [_table_item(t, share, url_share) for t in tables]
+        return paginate(request, f"all-tables:{share.id}", items)
+
+    return json_response(await run_in_threadpool(run))
+
+
+def _authorized_table(request: Request) -> SharedTable:
+    store = _store(request)
+    _authorized_share(store, request)
+    params = request.path_params
+    return store.get_table(params["share"], params["schema"], params["table"])
+
+
+async def table_version(request: Request) -> Response:
+    def run() -> int:
+        table = _authorized_table(request)
+        return _queries(request).table_version(table, request.query_params.get("startingTimestamp"))
+
+    version = await run_in_threadpool(run)
+    return Response(status_code=200, headers={VERSION_HEADER: str(version)})
+
+
+def _stream(result: TableResponse, file_id_hash: str | None = None) -> Response:
+    capabilities = f"responseformat={result.response_format}"
+    if result.end_stream_action:
+        capabilities += ";includeendstreamaction=true"
+    headers = {
+        VERSION_HEADER: str(result.version),
+        CAPABILITIES_HEADER: capabilities,
+        "Content-Type": NDJSON,
+    }
+    if file_id_hash:
+        headers["fileidhash"] = file_id_hash
+    return StreamingResponse(ndjson_chunks(result.actions), headers=headers, media_type=None)
+
+
+async def table_metadata(request: Request) -> Response:
+    def run() -> TableResponse:
+        table = _authorized_table(request)
+        capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
+        params = request.query_params
+        return _queries(request).metadata(table, capabilities, params.get("version"), params.get("timestamp"))
+
+    return _stream(await run_in_threadpool(run))
+
+
+async def table_query(request: Request) -> Response:
+    body = await request.body()
+
+    def run() -> tuple[TableResponse, str | None]:
+        table = _authorized_table(request)
+        capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
+        file_id_hash = parse_file_id_hash(request.headers.get("fileidhash"))
+        query = QueryRequest.parse(body)
+        return _queries(request).query(table, query, capabilities, file_id_hash), file_id_hash
+
+    result, file_id_hash = await run_in_threadpool(run)
+    return _stream(result, file_id_hash)
+
+
+async def table_changes(request: Request) -> Response:
+    await run_in_threadpool(_authorized_table, request)
+    raise UnsupportedOperation("Change data feed (/changes) is not supported by this server yet.")
