@@ -26,9 +26,7 @@ BUCKET_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 def validate_name(kind: str, name: str) -> str:
     if not NAME_PATTERN.match(name):
-        raise AdminError(
-            f"invalid {kind} name {name!r}: use letters, digits, '_' and '-' (at most 128)"
-        )
+        raise AdminError(f"invalid {kind} name {name!r}: use letters, digits, '_' and '-' (at most 128)")
     return name
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-TOKEN_PREFIX = "dss_"
+TOKEN_PREFIX = "dss_"  # noqa: S105 - a marker that makes leaked tokens greppable, not a secret
 
 
 def new_secret() -> str:

@@ -63,7 +63,9 @@ def protocol_routes() -> list[Route]:
     ]
 
 
-def create_app(store: ShareStore, storage: ObjectStorage, secret: bytes, prefix: str = "/delta-sharing") -> Starlette:
+def create_app(
+    store: ShareStore, storage: ObjectStorage, secret: bytes, prefix: str = "/delta-sharing"
+) -> Starlette:
     app = Starlette(
         routes=[Route("/healthz", health, methods=["GET"]), Mount(prefix, routes=protocol_routes())],
         exception_handlers=EXCEPTION_HANDLERS,

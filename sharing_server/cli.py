@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument("share")
     upd.add_argument("--add", action="append", default=[], metavar="SCHEMA:NAME:delta:BUCKET:PATH")
     upd.add_argument("--remove", action="append", default=[], metavar="SCHEMA/NAME")
-    upd.add_argument("--no-history", action="store_true", help="share only the latest version of added tables")
+    upd.add_argument(
+        "--no-history", action="store_true", help="share only the latest version of added tables"
+    )
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
     info.add_argument("share")

@@ -1,11 +1,11 @@
 """Server configuration: one TOML file, overridden by `SHARING_<SECTION>_<KEY>` variables.
 
-    [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
-               certfile, keyfile, workers
-    [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
-    [storage]  type = "local": root (subdirectories are buckets)
-               type = "s3": endpoint, public_endpoint, region, access_key,
-                            secret_key, session_token, path_style
+[server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
+           certfile, keyfile, workers
+[store]    url (any SQLAlchemy URL; default SQLite in data_dir)
+[storage]  type = "local": root (subdirectories are buckets)
+           type = "s3": endpoint, public_endpoint, region, access_key,
+                        secret_key, session_token, path_style
 """
 
 from __future__ import annotations
@@ -99,16 +99,33 @@ def _bool(value: Any) -> bool:
 
 
 SERVER_KEYS = {
-    "host": str, "port": int, "prefix": str, "public_url": str, "data_dir": Path,
-    "url_lifetime": int, "secret_key": str, "certfile": str, "keyfile": str, "workers": int,
+    "host": str,
+    "port": int,
+    "prefix": str,
+    "public_url": str,
+    "data_dir": Path,
+    "url_lifetime": int,
+    "secret_key": str,
+    "certfile": str,
+    "keyfile": str,
+    "workers": int,
 }
 STORAGE_KEYS = (
-    "type", "root", "endpoint", "public_endpoint", "region", "access_key", "secret_key",
-    "session_token", "path_style",
+    "type",
+    "root",
+    "endpoint",
+    "public_endpoint",
+    "region",
+    "access_key",
+    "secret_key",
+    "session_token",
+    "path_style",
 )
 
 
-def load_config(path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> ServerConfig:
+def load_config(
+    path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
+) -> ServerConfig:
     env = dict(os.environ if env is None else env)
     raw: dict[str, Any] = {}
     if path is not None:

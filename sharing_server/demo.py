@@ -28,12 +28,14 @@ DEMO_TABLE = "orders"
 
 def _orders(start: int, count: int, regions: list[str]) -> pa.Table:
     ids = list(range(start, start + count))
-    return pa.table({
-        "order_id": pa.array(ids, pa.int64()),
-        "region": pa.array([regions[i % len(regions)] for i in ids]),
-        "amount": pa.array([round(10 + i * 1.5, 2) for i in ids], pa.float64()),
-        "status": pa.array(["open"] * count),
-    })
+    return pa.table(
+        {
+            "order_id": pa.array(ids, pa.int64()),
+            "region": pa.array([regions[i % len(regions)] for i in ids]),
+            "amount": pa.array([round(10 + i * 1.5, 2) for i in ids], pa.float64()),
+            "status": pa.array(["open"] * count),
+        }
+    )
 
 
 def write_demo_table(root: Path) -> Path:
@@ -43,7 +45,9 @@ def write_demo_table(root: Path) -> Path:
         return location
     location.parent.mkdir(parents=True, exist_ok=True)
     config = {"delta.enableChangeDataFeed": "true"}
-    write_deltalake(str(location), _orders(0, 20, ["emea", "amer"]), partition_by=["region"], configuration=config)
+    write_deltalake(
+        str(location), _orders(0, 20, ["emea", "amer"]), partition_by=["region"], configuration=config
+    )
     write_deltalake(str(location), _orders(20, 20, ["emea", "amer", "apac"]), mode="append")
     table = DeltaTable(str(location))
     table.update(predicate="order_id < 5", updates={"status": "'shipped'"})
@@ -66,7 +70,9 @@ def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
     root = Path(config.storage.get("root") or config.data_dir / "data")
     write_demo_table(root)
     if not any(share.name == DEMO_SHARE for share in store.list_shares()):
-        store.create_share(DEMO_SHARE, parse_create_args([DEMO_SCHEMA, f"{DEMO_TABLE}:delta:{DEMO_BUCKET}:{DEMO_PATH}"]))
+        store.create_share(
+            DEMO_SHARE, parse_create_args([DEMO_SCHEMA, f"{DEMO_TABLE}:delta:{DEMO_BUCKET}:{DEMO_PATH}"])
+        )
     profile = config.data_dir / "demo.share"
     if not profile_works(store, profile):
         token, secret = store.create_token(DEMO_SHARE, timedelta(days=30), "demo token from make run")
@@ -74,7 +80,7 @@ def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
     print(f"Demo share profile: {profile.resolve()}")
     print("Read it with:")
     print(
-        f"  python -c \"import delta_sharing; print(delta_sharing.load_as_pandas("
+        f'  python -c "import delta_sharing; print(delta_sharing.load_as_pandas('
         f"'{profile.resolve()}#{DEMO_SHARE}.{DEMO_SCHEMA}.{DEMO_TABLE}'))\""
     )
     return profile

@@ -24,11 +24,15 @@ async def serve_file(request: Request) -> Response:
     bucket = request.path_params["bucket"]
     key = request.path_params["key"]
     params = request.query_params
-    if not storage.signer.verify(bucket, key, params.get(EXPIRES_PARAM), params.get(SIGNATURE_PARAM), time.time()):
+    if not storage.signer.verify(
+        bucket, key, params.get(EXPIRES_PARAM), params.get(SIGNATURE_PARAM), time.time()
+    ):
         raise Forbidden("The URL signature is invalid or has expired.")
     path = storage.resolve(bucket, key)
     if path is None:
         raise Forbidden("The URL signature is invalid or has expired.")
     if not path.is_file():
         raise NotFound("The requested object does not exist.")
-    return FileResponse(path, media_type="application/octet-stream", headers={"Cache-Control": "private, no-store"})
+    return FileResponse(
+        path, media_type="application/octet-stream", headers={"Cache-Control": "private, no-store"}
+    )

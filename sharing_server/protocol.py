@@ -181,9 +181,7 @@ class QueryRequest:
             raise MalformedRequest("Expected a JSON object as request body")
         hints = body.get("predicateHints") or []
         if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
-            raise MalformedRequest(
-                "Expected an array for repeated field predicateHints of QueryTableRequest"
-            )
+            raise MalformedRequest("Expected an array for repeated field predicateHints of QueryTableRequest")
         request = cls(
             predicate_hints=tuple(hints),
             json_predicate_hints=_string(body, "jsonPredicateHints"),
@@ -225,7 +223,12 @@ class QueryRequest:
     def checksum(self) -> str:
         """What a page token pins: every parameter that shapes the file list."""
         shape = [
-            self.version, self.timestamp, self.starting_version, self.ending_version,
-            list(self.predicate_hints), self.json_predicate_hints, self.limit_hint,
+            self.version,
+            self.timestamp,
+            self.starting_version,
+            self.ending_version,
+            list(self.predicate_hints),
+            self.json_predicate_hints,
+            self.limit_hint,
         ]
         return hashlib.sha256(dumps(shape).encode()).hexdigest()[:32]

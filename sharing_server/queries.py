@@ -15,9 +15,9 @@ from itertools import islice
 from typing import Any
 
 from share_store.delta import actions
+from share_store.delta.log import first_version_at_or_after, version_at
 from share_store.delta.predicates import parse_hint
 from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, file_key
-from share_store.delta.log import first_version_at_or_after, version_at
 from share_store.errors import InvalidParameter
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
@@ -169,19 +169,30 @@ class TableQueries:
             if wants_end:
                 end: dict[str, Any] = {}
                 if has_more:
-                    end["nextPageToken"] = self.page_tokens.encode({
-                        "t": table.id, "v": snapshot.version, "c": checksum,
-                        "o": offset + emitted, "e": now_ms + PAGE_TOKEN_TTL_MS,
-                    })
+                    end["nextPageToken"] = self.page_tokens.encode(
+                        {
+                            "t": table.id,
+                            "v": snapshot.version,
+                            "c": checksum,
+                            "o": offset + emitted,
+                            "e": now_ms + PAGE_TOKEN_TTL_MS,
+                        }
+                    )
                 if request.include_refresh_token or request.refresh_token:
-                    end["refreshToken"] = self.refresh_tokens.encode({
-                        "t": table.id, "v": snapshot.version, "e": now_ms + REFRESH_TOKEN_TTL_MS,
-                    })
+                    end["refreshToken"] = self.refresh_tokens.encode(
+                        {
+                            "t": table.id,
+                            "v": snapshot.version,
+                            "e": now_ms + REFRESH_TOKEN_TTL_MS,
+                        }
+                    )
                 if min_expiration is not None:
                     end["minUrlExpirationTimestamp"] = min_expiration
                 yield {"endStreamAction": end}
 
-        return TableResponse(snapshot.version, response_format, lines(), wants_end and capabilities.include_end_stream_action)
+        return TableResponse(
+            snapshot.version, response_format, lines(), wants_end and capabilities.include_end_stream_action
+        )
 
     # -- helpers ------------------------------------------------------------------
 
@@ -190,16 +201,16 @@ class TableQueries:
     ) -> Iterator[actions.FileEntry]:
         hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
         records = 0
+        limit = request.limit_hint
         for entry in actions.iter_file_entries(snapshot):
+            if limit is not None and records >= limit:
+                return
             if not actions.matches_hint(hint, entry):
                 continue
             yield entry
-            if request.limit_hint is not None:
-                records += entry.num_records or 0
-                # Files without stats count as zero rows: we keep listing rather
-                # than risk returning fewer rows than asked for.
-                if records >= request.limit_hint:
-                    return
+            # Files without stats count as zero rows: we keep listing rather
+            # than risk returning fewer rows than asked for.
+            records += entry.num_records or 0
 
     def _resolve(self, table: SharedTable, version: int | None, timestamp: str | None) -> DeltaSnapshot:
         reader = self.reader(table)
@@ -226,7 +237,9 @@ class TableQueries:
         except ValueError as error:
             raise InvalidParameter(f"Error decoding the {what}: {error}") from None
         if payload.get("t") != table.id:
-            raise InvalidParameter(f"The table specified in the {what} does not match the table being queried.")
+            raise InvalidParameter(
+                f"The table specified in the {what} does not match the table being queried."
+            )
         if int(payload.get("e", 0)) < now_ms:
             raise InvalidParameter(f"The {what} has expired. Please restart the query.")
         return payload

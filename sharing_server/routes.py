@@ -78,7 +78,9 @@ def _authorized_share(store: ShareStore, request: Request) -> tuple[Token, Share
     return token, share
 
 
-def _table_item(table: SharedTable, share: Share, url_share: str, url_schema: str | None = None) -> dict[str, Any]:
+def _table_item(
+    table: SharedTable, share: Share, url_share: str, url_schema: str | None = None
+) -> dict[str, Any]:
     # Like the reference, echo the share (and schema) as the URL spelled them.
     return {
         "name": table.name,

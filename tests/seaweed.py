@@ -50,7 +50,7 @@ class SeaweedS3:
     secret_key: str = SECRET_KEY
     region: str = "us-east-1"
 
-    def client(self):  # noqa: ANN201 - boto3 clients have no public type
+    def client(self):
         return boto3.client(
             "s3",
             endpoint_url=self.endpoint,
@@ -129,7 +129,7 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
             client.put_object(Bucket=probe, Key="ready", Body=b"1")
             client.delete_object(Bucket=probe, Key="ready")
             return server
-        except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+        except Exception:
             if time.monotonic() > deadline:
                 server.stop()
                 raise RuntimeError(f"SeaweedFS not ready:\n{log_path.read_text()[-3000:]}") from None

@@ -39,8 +39,11 @@ class FileEntry:
         if self.num_records is None:
             return None
         stats: dict[str, Any] = {"numRecords": self.num_records}
-        for name, values in (("minValues", self.min_values), ("maxValues", self.max_values),
-                             ("nullCount", self.null_count)):
+        for name, values in (
+            ("minValues", self.min_values),
+            ("maxValues", self.max_values),
+            ("nullCount", self.null_count),
+        ):
             cleaned = _json_values(values)
             if cleaned:
                 stats[name] = cleaned
@@ -132,7 +135,8 @@ def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
         reasons.append("reader features " + ", ".join(sorted(other)))
     if reasons:
         raise UnsupportedOperation(
-            "Unsupported Delta Table Properties: " + "; ".join(reasons)
+            "Unsupported Delta Table Properties: "
+            + "; ".join(reasons)
             + ". This table can only be read with responseformat=delta."
         )
 

@@ -113,4 +113,8 @@ def first_version_at_or_after(commits: list[Commit], timestamp: int, shown: str)
 
 
 def format_ms(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        datetime.fromtimestamp(timestamp / 1000, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )

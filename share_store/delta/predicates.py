@@ -163,8 +163,12 @@ def _evaluate(node: Mapping[str, Any], lookup: ColumnLookup) -> bool | None:
 
 def _compare(op: str, left: Mapping[str, Any], right: Mapping[str, Any], lookup: ColumnLookup) -> bool | None:
     # Normalise to `column OP literal`; a literal on the left mirrors the op.
-    mirrored = {"lessThan": "greaterThan", "greaterThan": "lessThan",
-                "lessThanOrEqual": "greaterThanOrEqual", "greaterThanOrEqual": "lessThanOrEqual"}
+    mirrored = {
+        "lessThan": "greaterThan",
+        "greaterThan": "lessThan",
+        "lessThanOrEqual": "greaterThanOrEqual",
+        "greaterThanOrEqual": "lessThanOrEqual",
+    }
     if left["op"] == "literal" and right["op"] == "column":
         left, right = right, left
         op = mirrored.get(op, op)

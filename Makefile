@@ -1,0 +1,37 @@
+# Everything runs from the project's own virtualenv; `make install` builds it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: install run demo test lint format bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+## Serve the demo share on 127.0.0.1:8080 (SQLite store, files under ./.sharing/).
+run: install
+	$(PY) -m sharing_server serve --demo
+
+## Seed the demo share and profile without serving.
+demo: install
+	$(PY) -m sharing_server demo
+
+lint: install
+	$(PY) -m ruff check sharing_server share_store tests
+
+format: install
+	$(PY) -m ruff format sharing_server share_store tests
+
+## Lint, then the whole suite (starts its own SeaweedFS S3 server on loopback).
+test: install lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

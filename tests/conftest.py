@@ -1,0 +1,141 @@
+"""Session fixtures: one SeaweedFS S3 server, one sharing server per storage kind.
+
+Every server binds 127.0.0.1 on a free port and stops at session end.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from share_store.model import parse_create_args
+from share_store.persistence import ShareStore
+from share_store.storage.base import ObjectStorage
+from sharing_server.app import create_app
+from sharing_server.config import ServerConfig, load_config
+from sharing_server.profiles import write_profile
+from tests.live_server import LiveServer
+from tests.seaweed import SeaweedS3, free_port, start_seaweed
+
+TESTDATA = Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "delta"
+if not TESTDATA.exists():  # CI clones the repo elsewhere; the env var points at the data
+    import os
+
+    TESTDATA = Path(os.environ.get("SHARING_TESTDATA", "/work/shared/testdata/delta"))
+
+TESTDATA_BUCKET = "testdata"
+
+
+@dataclass
+class Deployment:
+    """A running sharing server with its store, storage and config."""
+
+    config: ServerConfig
+    store: ShareStore
+    storage: ObjectStorage
+    server: LiveServer
+    tmp: Path
+
+    @property
+    def endpoint(self) -> str:
+        return self.config.endpoint
+
+    def share_tables(
+        self,
+        share: str,
+        tables: dict[str, str],
+        bucket: str = TESTDATA_BUCKET,
+        schema: str = "default",
+        history: bool = True,
+    ) -> None:
+        """Create `share` holding `{table name: path in bucket}`."""
+        args = [schema] + [f"{name}:delta:{bucket}:{path}" for name, path in tables.items()]
+        self.store.create_share(share, parse_create_args(args), history_shared=history)
+
+    def token(self, share: str, expires: timedelta | None = timedelta(days=1)) -> str:
+        _, secret = self.store.create_token(share, expires, "test")
+        return secret
+
+    def profile(self, share: str) -> str:
+        secret = self.token(share)
+        path = self.tmp / f"{share}-{secret[-6:]}.share"
+        write_profile(path, self.endpoint, secret, None)
+        return str(path)
+
+
+def _deploy(tmp: Path, storage: dict[str, str]) -> Deployment:
+    port = free_port()
+    env = {
+        "SHARING_SERVER_DATA_DIR": str(tmp / "data-dir"),
+        "SHARING_SERVER_PORT": str(port),
+        "SHARING_SERVER_PUBLIC_URL": f"http://127.0.0.1:{port}",
+    }
+    env.update({f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()})
+    config = load_config(env=env)
+    store = ShareStore(config.resolved_store_url())
+    storage_obj = config.make_storage()
+    app = create_app(store, storage_obj, config.secret(), config.prefix)
+    server = LiveServer(app, port).start()
+    return Deployment(config, store, storage_obj, server, tmp)
+
+
+@pytest.fixture(scope="session")
+def testdata() -> Path:
+    assert TESTDATA.exists(), f"test tables not found at {TESTDATA}"
+    return TESTDATA
+
+
+@pytest.fixture(scope="session")
+def local(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("local")
+    root = tmp / "buckets"
+    shutil.copytree(testdata, root / TESTDATA_BUCKET)
+    deployment = _deploy(tmp, {"type": "local", "root": str(root)})
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+    server = start_seaweed(tmp_path_factory.mktemp("seaweed"))
+    yield server
+    server.stop()
+
+
+def upload_tree(client, source: Path, bucket: str, prefix: str) -> None:
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(source).as_posix()}")
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: Path) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("s3")
+    client = seaweed.client()
+    client.create_bucket(Bucket=TESTDATA_BUCKET)
+    deployment = _deploy(
+        tmp,
+        {
+            "type": "s3",
+            "endpoint": seaweed.endpoint,
+            "region": seaweed.region,
+            "access_key": seaweed.access_key,
+            "secret_key": seaweed.secret_key,
+            "path_style": "true",
+        },
+    )
+    deployment.seaweed = seaweed  # type: ignore[attr-defined]
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def read_profile(path: str) -> dict[str, object]:
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,180 @@
+"""Every admin command, good input and bad, through the real entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from share_store.persistence import ShareStore
+from sharing_server.cli import main, parse_duration
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "sharing.toml"
+    path.write_text(f"""
+[server]
+host = "127.0.0.1"
+port = 9999
+public_url = "https://sharing.example.com"
+data_dir = "{tmp_path / "data"}"
+
+[storage]
+type = "local"
+root = "{tmp_path / "buckets"}"
+""")
+    return path
+
+
+def run(config: Path, *args: str) -> int:
+    return main(["--config", str(config), *args])
+
+
+def store_of(config: Path) -> ShareStore:
+    return ShareStore(f"sqlite:///{config.parent / 'data' / 'store.db'}")
+
+
+def test_share_lifecycle(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(config, "share", "create", "test", "tpch", "orders:delta:testdelta:tpch/orders") == 0
+    assert (
+        run(
+            config,
+            "share",
+            "update",
+            "test",
+            "--add",
+            "tpch:lineitem:delta:testdelta:tpch/lineitem",
+            "--add",
+            "sales:q1:delta:testdelta:sales/q1",
+        )
+        == 0
+    )
+    assert run(config, "share", "update", "test", "--remove", "tpch/orders") == 0
+    capsys.readouterr()
+    assert run(config, "share", "list") == 0
+    assert capsys.readouterr().out.startswith("test\t2 table(s)")
+    assert run(config, "share", "info", "TEST") == 0
+    info = capsys.readouterr().out
+    assert "├── sales" in info and "└── tpch" in info and "lineitem  [delta] testdelta/tpch/lineitem" in info
+    assert run(config, "share", "remove", "test") == 0
+    assert store_of(config).list_shares() == []
+
+
+def test_token_create_writes_profile(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(config, "share", "create", "test")
+    profile = tmp_path / "out" / "test.share"
+    assert (
+        run(
+            config,
+            "token",
+            "create",
+            "test",
+            "--expires",
+            "30d",
+            "--description",
+            "for acme",
+            "--profile",
+            str(profile),
+        )
+        == 0
+    )
+    output = capsys.readouterr().out
+    document = json.loads(profile.read_text())
+    assert document["shareCredentialsVersion"] == 1
+    assert document["endpoint"] == "https://sharing.example.com/delta-sharing"
+    assert document["expirationTime"].endswith("Z")
+    assert document["bearerToken"] not in output  # written to the file, not the terminal
+    assert stat.S_IMODE(os.stat(profile).st_mode) == 0o600
+    assert store_of(config).authenticate(document["bearerToken"]).share == "test"
+
+    assert run(config, "token", "create", "test", "--expires", "12h") == 0
+    output = capsys.readouterr().out
+    secret = next(line.split()[-1] for line in output.splitlines() if line.startswith("Token:"))
+    token_id = next(line.split()[-1] for line in output.splitlines() if line.startswith("Token id:"))
+    assert run(config, "token", "list", "test") == 0
+    listing = capsys.readouterr().out
+    assert "for acme" in listing and secret not in listing and listing.count("active") == 2
+    assert run(config, "token", "revoke", "test", token_id) == 0
+    assert run(config, "token", "list", "test") == 0
+    assert "revoked" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["share", "create", "test"],  # duplicate (created below first)
+        ["share", "create", "bad name"],
+        ["share", "create", "x", "orders:delta:b:p"],
+        ["share", "create", "x", "tpch", "orders:delta:bucket:../../etc"],
+        ["share", "create", "x", "tpch", "orders:uniform:wh:ns:t"],
+        [
+            "share",
+            "update",
+            "test",
+            "--add",
+            "tpch:orders:delta:bucket:p",
+            "--add",
+            "tpch:ORDERS:delta:bucket:q",
+        ],
+        ["share", "update", "test", "--remove", "tpch/nope"],
+        ["share", "update", "test"],
+        ["share", "update", "missing", "--remove", "a/b"],
+        ["share", "info", "missing"],
+        ["share", "remove", "missing"],
+        ["token", "create", "missing"],
+        ["token", "create", "test", "--expires", "soon"],
+        ["token", "create", "test", "--expires", "0d"],
+        ["token", "revoke", "test", "nope"],
+    ],
+)
+def test_bad_input_exits_2_and_changes_nothing(
+    config: Path, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(config, "share", "create", "test", "tpch", "keep:delta:bucket:keep")
+    before = [
+        (s.name, [t.name for t in store_of(config).list_tables(s.name)])
+        for s in store_of(config).list_shares()
+    ]
+    capsys.readouterr()
+    assert run(config, *args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    after = [
+        (s.name, [t.name for t in store_of(config).list_tables(s.name)])
+        for s in store_of(config).list_shares()
+    ]
+    assert after == before
+
+
+def test_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(tmp_path / "nope.toml"), "share", "list"]) == 2
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[server\n")
+    assert main(["--config", str(bad), "share", "list"]) == 2
+    bad.write_text("[server]\nprot = 1\n")
+    assert main(["--config", str(bad), "share", "list"]) == 2
+    assert "unknown [server] settings: prot" in capsys.readouterr().err
+
+
+def test_durations() -> None:
+    assert parse_duration("30d").days == 30
+    assert parse_duration("90m").total_seconds() == 5400
+    assert parse_duration("never") is None
+
+
+def test_console_script_runs(config: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sharing_server", "--config", str(config), "share", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,66 @@
+"""`make run`'s demo: seeded once, readable by the client, idempotent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import delta_sharing
+import httpx
+
+from tests.seaweed import free_port
+
+
+def test_demo_is_idempotent_and_readable(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        "SHARING_SERVER_DATA_DIR": str(tmp_path / ".sharing"),
+        "SHARING_SERVER_PORT": str(port),
+        "PATH": "/usr/bin:/bin",
+    }
+    first = subprocess.run(
+        [sys.executable, "-m", "sharing_server", "demo"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert first.returncode == 0, first.stderr
+    profile = tmp_path / ".sharing" / "demo.share"
+    secret = json.loads(profile.read_text())["bearerToken"]
+    second = subprocess.run(
+        [sys.executable, "-m", "sharing_server", "demo"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert second.returncode == 0, second.stderr
+    assert json.loads(profile.read_text())["bearerToken"] == secret  # same token, nothing duplicated
+    assert "load_as_pandas" in second.stdout
+
+    log = (tmp_path / "server.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sharing_server", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        client = delta_sharing.SharingClient(str(profile))
+        assert [t.name for t in client.list_all_tables()] == ["orders"]
+        url = f"{profile}#demo.sales.orders"
+        latest = delta_sharing.load_as_pandas(url)
+        assert len(latest) == 38 and set(latest["region"]) == {"amer", "emea", "apac"}
+        assert (latest[latest["order_id"] < 5]["status"] == "shipped").all()
+        assert len(delta_sharing.load_as_pandas(url, version=0)) == 20
+        version = httpx.get(
+            f"http://127.0.0.1:{port}/delta-sharing/shares/demo/schemas/sales/tables/orders/version",
+            headers={"Authorization": f"Bearer {secret}"},
+        )
+        assert version.headers["delta-table-version"] == "3"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
+    out = (tmp_path / "server.log").read_text()
+    assert "GET /delta-sharing/files/demo/" in out  # the access log is on...
+    assert secret not in out and "X-Amz-Signature" not in out  # ...and holds no secret

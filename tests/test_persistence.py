@@ -1,0 +1,106 @@
+"""The share store on SQLite: transactions, case-insensitive names, token hashing."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from share_store.errors import AdminError, NotFound, Unauthenticated
+from share_store.model import TableSpec, parse_create_args
+from share_store.persistence import ShareStore, sqlite_url
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ShareStore:
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    yield store
+    store.close()
+
+
+def snapshot(store: ShareStore) -> list:
+    return [
+        (s.name, [(t.schema, t.name, t.path) for t in store.list_tables(s.name)]) for s in store.list_shares()
+    ]
+
+
+def test_create_and_read(store: ShareStore) -> None:
+    store.create_share("Sales", parse_create_args(["Q1", "Orders:delta:bucket:a/b"]))
+    assert store.get_share("sales").name == "Sales"
+    table = store.get_table("SALES", "q1", "ORDERS")
+    assert (table.share, table.schema, table.name, table.bucket, table.path) == (
+        "Sales",
+        "Q1",
+        "Orders",
+        "bucket",
+        "a/b",
+    )
+    assert store.list_schemas("sales") == ["Q1"]
+    with pytest.raises(NotFound, match="schema 'q2' not found"):
+        store.list_tables("sales", "q2")
+
+
+def test_duplicate_share_and_table_leave_store_untouched(store: ShareStore) -> None:
+    store.create_share("s", parse_create_args(["sc", "t:delta:bucket:p"]))
+    before = snapshot(store)
+    with pytest.raises(AdminError, match="already exists"):
+        store.create_share("S")
+    with pytest.raises(AdminError, match="already in this share"):
+        store.update_share(
+            "s", add=[TableSpec.parse("sc:new:delta:bucket:n"), TableSpec.parse("sc:T:delta:bucket:x")]
+        )
+    with pytest.raises(AdminError, match="is not in share"):
+        store.update_share("s", add=[TableSpec.parse("sc:new:delta:bucket:n")], remove=[("sc", "missing")])
+    with pytest.raises(AdminError, match="already in this share"):
+        store.create_share("other", parse_create_args(["sc", "t:delta:bucket:p", "T:delta:bucket:p"]))
+    assert snapshot(store) == before
+
+
+def test_update_add_and_remove(store: ShareStore) -> None:
+    store.create_share("s", parse_create_args(["sc", "a:delta:bucket:a", "b:delta:bucket:b"]))
+    store.update_share("s", add=[TableSpec.parse("sc2:c:delta:bucket:c")], remove=[("SC", "A")])
+    assert snapshot(store) == [("s", [("sc", "b", "b"), ("sc2", "c", "c")])]
+
+
+def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, tmp_path: Path) -> None:
+    store.create_share("s")
+    token, secret = store.create_token("s", timedelta(days=1), "for bob")
+    assert store.authenticate(secret).id == token.id
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        dump = "\n".join(db.iterdump())
+    assert secret not in dump and secret[4:] not in dump
+    with pytest.raises(Unauthenticated):
+        store.authenticate(secret + "x")
+    store.revoke_token("s", token.id)
+    with pytest.raises(Unauthenticated, match="revoked"):
+        store.authenticate(secret)
+    with pytest.raises(AdminError):
+        store.revoke_token("s", token.id)
+    _, short = store.create_token("s", timedelta(microseconds=1), "")
+    with pytest.raises(Unauthenticated, match="expired"):
+        store.authenticate(short)
+
+
+def test_remove_share_revokes_tokens_and_recreation_does_not_revive_them(store: ShareStore) -> None:
+    store.create_share("s", parse_create_args(["sc", "a:delta:bucket:a"]))
+    _, secret = store.create_token("s", None, "")
+    store.remove_share("s")
+    with pytest.raises(Unauthenticated):
+        store.authenticate(secret)
+    store.create_share("s")
+    with pytest.raises(Unauthenticated):
+        store.authenticate(secret)
+    assert store.list_tables("s") == []
+
+
+def test_unknown_share_for_admin_commands(store: ShareStore) -> None:
+    for call in (
+        lambda: store.update_share("x", add=[]),
+        lambda: store.remove_share("x"),
+        lambda: store.create_token("x", None),
+        lambda: store.list_tokens("x"),
+    ):
+        with pytest.raises(AdminError, match="does not exist"):
+            call()

@@ -1,0 +1,109 @@
+"""jsonPredicateHints: parsing limits and three-valued evaluation on ranges."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from share_store.delta.actions import FileEntry, matches_hint
+from share_store.delta.predicates import parse_hint
+
+
+def col(name: str, value_type: str = "int") -> dict:
+    return {"op": "column", "name": name, "valueType": value_type}
+
+
+def lit(value: str, value_type: str = "int") -> dict:
+    return {"op": "literal", "value": value, "valueType": value_type}
+
+
+def op(name: str, *children: dict) -> dict:
+    return {"op": name, "children": list(children)}
+
+
+def entry(
+    partition: dict | None = None, low: int | None = 10, high: int | None = 20, nulls: int = 0
+) -> FileEntry:
+    return FileEntry(
+        path="f",
+        size=1,
+        modification_time=0,
+        partition_values=partition or {},
+        num_records=None if low is None else 5,
+        min_values={"x": low},
+        max_values={"x": high},
+        null_count={"x": nulls},
+    )
+
+
+def keeps(tree: dict, file: FileEntry) -> bool:
+    return matches_hint(parse_hint(json.dumps(tree)), file)
+
+
+@pytest.mark.parametrize(
+    ("tree", "kept"),
+    [
+        (op("equal", col("x"), lit("15")), True),
+        (op("equal", col("x"), lit("25")), False),
+        (op("lessThan", col("x"), lit("10")), False),
+        (op("lessThan", col("x"), lit("11")), True),
+        (op("lessThanOrEqual", col("x"), lit("10")), True),
+        (op("greaterThan", col("x"), lit("20")), False),
+        (op("greaterThanOrEqual", col("x"), lit("20")), True),
+        (op("greaterThan", lit("10"), col("x")), False),  # literal on the left mirrors
+        (op("not", op("equal", col("x"), lit("15"))), True),  # unknown stays unknown
+        (op("not", op("lessThan", col("x"), lit("30"))), False),  # all rows < 30, so NOT prunes
+        (op("and", op("equal", col("x"), lit("15")), op("equal", col("x"), lit("99"))), False),
+        (op("or", op("equal", col("x"), lit("1")), op("equal", col("x"), lit("99"))), False),
+        (op("or", op("equal", col("x"), lit("1")), op("equal", col("x"), lit("12"))), True),
+        (op("isNull", col("x")), False),
+        (op("equal", col("unknown_column"), lit("1")), True),
+    ],
+)
+def test_stats_ranges(tree: dict, kept: bool) -> None:
+    assert keeps(tree, entry()) is kept
+
+
+def test_nulls_make_comparisons_uncertain() -> None:
+    assert keeps(op("not", op("lessThan", col("x"), lit("30"))), entry(nulls=1)) is True
+    assert keeps(op("isNull", col("x")), entry(nulls=1)) is True
+
+
+def test_partition_values() -> None:
+    file = entry(partition={"d": "2021-04-28", "s": None}, low=None)
+    assert keeps(op("equal", col("d", "date"), lit("2021-04-28", "date")), file)
+    assert not keeps(op("greaterThan", col("d", "date"), lit("2021-04-28", "date")), file)
+    assert keeps(op("isNull", col("s", "string")), file)
+    assert not keeps(op("not", op("isNull", col("s", "string"))), file)
+    assert not keeps(op("equal", col("s", "string"), lit("a", "string")), file)
+
+
+def test_files_without_stats_are_kept() -> None:
+    assert keeps(op("equal", col("x"), lit("99")), entry(low=None))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "not json",
+        "[]",
+        json.dumps({"op": "bogus"}),
+        json.dumps(op("equal", col("x"))),
+        json.dumps(op("equal", col("x", "int"), lit("a", "string"))),
+        json.dumps(op("equal", col("x"), lit("abc"))),
+        json.dumps(op("and", op("equal", col("x"), lit("1")))),
+    ],
+)
+def test_invalid_hints_are_ignored(text: str) -> None:
+    assert parse_hint(text) is None
+
+
+def test_depth_and_size_limits() -> None:
+    tree = op("equal", col("x"), lit("1"))
+    for _ in range(101):
+        tree = op("not", tree)
+    assert parse_hint(json.dumps(tree)) is None
+    huge = op("or", *[op("equal", col("x"), lit(str(i))) for i in range(20000)])
+    assert parse_hint(json.dumps(huge)) is None
