@@ -68,19 +68,23 @@ class Capabilities:
             include_end_stream_action=values.get("includeendstreamaction", ["false"])[0] == "true",
         )
 
-    def response_format(self) -> str:
-        """The format to answer in; only `parquet` is served so far."""
-        unknown = [f for f in self.response_formats if f not in ("parquet", "delta")]
+    def response_format(self, min_reader_version: int) -> str:
+        """The format to answer in (protocol notes §2.3).
+
+        Only `delta` → delta; only `parquet` → parquet; both → parquet when the
+        table needs nothing beyond reader version 1, else delta.
+        """
+        formats = set(self.response_formats)
+        unknown = formats - {"parquet", "delta"}
         if unknown:
             raise InvalidParameter(
-                f"Unsupported responseformat: {', '.join(unknown)}. Supported: parquet, delta"
+                f"Unsupported responseformat: {', '.join(sorted(unknown))}. Supported: parquet, delta"
             )
-        if "parquet" in self.response_formats:
+        if formats == {"delta"}:
+            return "delta"
+        if formats == {"parquet"}:
             return "parquet"
-        raise InvalidParameter(
-            "responseformat=delta is not supported by this server yet; "
-            "request responseformat=parquet (or delta,parquet)."
-        )
+        return "parquet" if min_reader_version == 1 else "delta"
 
 
 def parse_file_id_hash(header: str | None) -> str | None:
@@ -206,6 +210,15 @@ class QueryRequest:
             raise InvalidParameter("table version cannot be negative.")
         if self.starting_version is not None and self.starting_version < 0:
             raise InvalidParameter("startingVersion cannot be negative.")
+        if (
+            self.starting_version is not None
+            and self.ending_version is not None
+            and self.starting_version > self.ending_version
+        ):
+            raise InvalidParameter(
+                f"startingVersion({self.starting_version}) must be smaller than or equal to "
+                f"endingVersion({self.ending_version})."
+            )
         if self.max_files is not None and self.max_files <= 0:
             raise InvalidParameter("maxFiles must be positive.")
         if self.limit_hint is not None and self.limit_hint < 0:
@@ -231,4 +244,88 @@ class QueryRequest:
             self.json_predicate_hints,
             self.limit_hint,
         ]
+        return hashlib.sha256(dumps(shape).encode()).hexdigest()[:32]
+
+
+def parse_bool(raw: str | None, name: str) -> bool:
+    """Query-string booleans, case-insensitively: the Python client sends `True`."""
+    if raw is None:
+        return False
+    lowered = raw.strip().lower()
+    if lowered not in ("true", "false"):
+        raise InvalidParameter(f"{name} must be true or false, not {raw!r}")
+    return lowered == "true"
+
+
+def _query_int(raw: str | None, name: str) -> int | None:
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidParameter(f"{name} is not a valid number.") from None
+
+
+@dataclass(frozen=True)
+class ChangesRequest:
+    """Parameters of `GET .../changes`, validated as the reference server does."""
+
+    starting_version: int | None = None
+    starting_timestamp: str | None = None
+    ending_version: int | None = None
+    ending_timestamp: str | None = None
+    include_historical_metadata: bool = False
+    max_files: int | None = None
+    page_token: str | None = None
+
+    @classmethod
+    def parse(cls, params: dict[str, str]) -> ChangesRequest:
+        starting_version = params.get("startingVersion")
+        starting_timestamp = params.get("startingTimestamp")
+        ending_version = params.get("endingVersion")
+        ending_timestamp = params.get("endingTimestamp")
+        if starting_version is None and starting_timestamp is None:
+            raise InvalidParameter("No startingVersion or startingTimestamp provided for CDF read.")
+        if starting_version is not None and starting_timestamp is not None:
+            raise InvalidParameter(
+                "Multiple starting arguments provided for CDF read. Please provide one of either "
+                "startingTimestamp or startingVersion."
+            )
+        if ending_version is not None and ending_timestamp is not None:
+            raise InvalidParameter(
+                "Multiple ending arguments provided for CDF read. Please provide one of either "
+                "endingTimestamp or endingVersion."
+            )
+        max_files = params.get("maxFiles")
+        if max_files is not None:
+            try:
+                max_files_value = int(max_files)
+            except ValueError:
+                raise InvalidParameter(
+                    "expected a number but the string didn't have the appropriate format"
+                ) from None
+            if max_files_value <= 0:
+                raise InvalidParameter("maxFiles must be positive.")
+        request = cls(
+            starting_version=_query_int(starting_version, "startingVersion"),
+            starting_timestamp=starting_timestamp,
+            ending_version=_query_int(ending_version, "endingVersion"),
+            ending_timestamp=ending_timestamp,
+            include_historical_metadata=parse_bool(
+                params.get("includeHistoricalMetadata"), "includeHistoricalMetadata"
+            ),
+            max_files=int(max_files) if max_files is not None else None,
+            page_token=params.get("pageToken"),
+        )
+        if request.starting_version is not None and request.starting_version < 0:
+            raise InvalidParameter("startingVersion cannot be negative.")
+        if request.ending_version is not None and request.ending_version < 0:
+            raise InvalidParameter("endingVersion cannot be negative.")
+        return request
+
+    def checksum(self) -> str:
+        shape = [
+            self.starting_version, self.starting_timestamp, self.ending_version,
+            self.ending_timestamp, self.include_historical_metadata,
+        ]  # fmt: skip
         return hashlib.sha256(dumps(shape).encode()).hexdigest()[:32]

@@ -1,41 +1,51 @@
-"""Table reads for the protocol: version resolution, file listing, paging, signing.
+"""Table reads for the protocol: version resolution, snapshots, streaming, changes.
 
 Kept apart from the HTTP handlers so that each step is a plain method, and
 apart from `share_store` because it speaks the protocol's request vocabulary
-(page tokens, refresh tokens, response formats).
+(response formats, page tokens, refresh tokens).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 from share_store.delta import actions
-from share_store.delta.log import first_version_at_or_after, version_at
+from share_store.delta.log import Commit, first_version_at_or_after, version_at
 from share_store.delta.predicates import parse_hint
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, file_key
-from share_store.errors import InvalidParameter
+from share_store.delta.replay import LogListing
+from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, cdf_enabled, file_key
+from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
+from sharing_server.encoding import LineEncoder
 from sharing_server.page_tokens import TokenCodec
-from sharing_server.protocol import MAX_PAGE_FILES, Capabilities, QueryRequest, parse_timestamp
+from sharing_server.protocol import (
+    MAX_PAGE_FILES,
+    Capabilities,
+    ChangesRequest,
+    QueryRequest,
+    parse_timestamp,
+)
 
 PAGE_TOKEN_TTL_MS = 3 * 24 * 3600 * 1000
 REFRESH_TOKEN_TTL_MS = 3600 * 1000
 
+Line = dict[str, Any]
+
 
 @dataclass(frozen=True)
 class TableResponse:
-    """A response ready to stream: its version header and its action lines."""
+    """A response ready to stream: its version header, format and lines."""
 
     version: int
     response_format: str
-    actions: Iterator[dict[str, Any]]
-    end_stream_action: bool = False
+    lines: Iterator[Line]
+    echo_end_stream_action: bool = False
 
 
 def _history_required(table: SharedTable) -> None:
@@ -44,6 +54,15 @@ def _history_required(table: SharedTable) -> None:
             "Reading table by version or timestamp is not supported because history sharing "
             f"is not enabled on table: {table.full_name}"
         )
+
+
+@dataclass
+class Paging:
+    """Where a page starts and how many lines after the header it may hold."""
+
+    offset: int = 0
+    size: int | None = None
+    token_payload: dict[str, Any] | None = None
 
 
 class TableQueries:
@@ -62,20 +81,38 @@ class TableQueries:
                 reader = self._readers[key] = DeltaTableReader(self.storage, table.bucket, table.path)
             return reader
 
-    # -- /version --------------------------------------------------------------
+    def _encoder(
+        self, table: SharedTable, response_format: str, file_id_hash: str | None = None
+    ) -> LineEncoder:
+        return LineEncoder(
+            response_format, self.storage, table.bucket, table.path, time.time(),
+            file_id_hash, table.history_shared,
+        )  # fmt: skip
+
+    @staticmethod
+    def _format(snapshot: DeltaSnapshot, capabilities: Capabilities) -> str:
+        response_format = capabilities.response_format(snapshot.min_reader_version)
+        if response_format == "parquet":
+            actions.check_parquet_readable(snapshot)
+        else:
+            actions.check_delta_readable(snapshot, capabilities.reader_features)
+        return response_format
+
+    # -- /version -------------------------------------------------------------------
 
     def table_version(self, table: SharedTable, starting_timestamp: str | None) -> int:
         reader = self.reader(table)
+        listing = reader.listing()
         if starting_timestamp is None:
-            return reader.latest_version()
+            return listing.latest_version
         _history_required(table)
         moment = parse_timestamp(starting_timestamp)
-        latest = reader.snapshot()
+        commits = reader.commits(listing, reader.snapshot(listing=listing))
         # Spec wording, not the reference's quirk: the earliest version committed
         # at or after the timestamp (the reference answers v+1 on an exact match).
-        return first_version_at_or_after(reader.commits(latest), moment, starting_timestamp)
+        return first_version_at_or_after(commits, moment, starting_timestamp)
 
-    # -- /metadata ---------------------------------------------------------------
+    # -- /metadata ----------------------------------------------------------------------
 
     def metadata(
         self, table: SharedTable, capabilities: Capabilities, version: str | None, timestamp: str | None
@@ -93,142 +130,343 @@ class TableQueries:
             if number < 0:
                 raise InvalidParameter("version cannot be negative.")
         snapshot = self._resolve(table, number, timestamp)
-        response_format = capabilities.response_format()
-        actions.check_parquet_readable(snapshot)
-        lines = [actions.parquet_protocol(), actions.parquet_metadata(snapshot, table.history_shared)]
+        response_format = self._format(snapshot, capabilities)
+        encoder = self._encoder(table, response_format)
+        lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
         return TableResponse(snapshot.version, response_format, iter(lines))
 
-    # -- /query -------------------------------------------------------------------
+    # -- /query ---------------------------------------------------------------------------
 
     def query(
-        self,
-        table: SharedTable,
-        request: QueryRequest,
-        capabilities: Capabilities,
-        file_id_hash: str | None,
+        self, table: SharedTable, request: QueryRequest, capabilities: Capabilities, file_id_hash: str | None
     ) -> TableResponse:
-        response_format = capabilities.response_format()
         if request.starting_version is not None:
-            _history_required(table)
-            raise InvalidParameter(
-                "startingVersion queries (streaming) are not supported by this server yet."
-            )
+            return self._streaming_query(table, request, capabilities, file_id_hash)
         now_ms = int(time.time() * 1000)
-        checksum = request.checksum()
-        offset = 0
-        pinned: int | None = None
-        if request.page_token:
-            page = self._decode(self.page_tokens, request.page_token, "page token", table, now_ms)
-            if page.get("c") != checksum:
-                raise InvalidParameter(
-                    "Query parameter mismatch detected for the next page query. The query parameter "
-                    "cannot change when querying the next page results."
-                )
-            pinned, offset = int(page["v"]), int(page["o"])
-        elif request.refresh_token:
+        paging = self._paging(table, request.page_token, request.checksum(), request.max_files, now_ms)
+        pinned = paging.token_payload["v"] if paging.token_payload else None
+        if request.refresh_token:
             refresh = self._decode(self.refresh_tokens, request.refresh_token, "refresh token", table, now_ms)
             pinned = int(refresh["v"])
         if pinned is not None:
-            snapshot = self.reader(table).snapshot(pinned)
+            snapshot = self.reader(table).snapshot(int(pinned))
         else:
             if request.version is not None or request.timestamp is not None:
                 _history_required(table)
             snapshot = self._resolve(table, request.version, request.timestamp)
-        actions.check_parquet_readable(snapshot)
-        self.reader(table).check_files_exist(snapshot)
+        response_format = self._format(snapshot, capabilities)
+        encoder = self._encoder(table, response_format, file_id_hash)
+        reader = self.reader(table)
+        reader.check_files_exist(snapshot)
+        if response_format == "delta":
+            reader.check_keys_exist(encoder.dv_keys(snapshot.adds))
 
         time_travel = request.version is not None or request.timestamp is not None
-        hash_kind = file_id_hash or "parquet"
+        file_version = snapshot.version if time_travel else None
+        partition_columns = tuple(snapshot.partition_columns)
+
+        def files() -> Iterator[Line]:
+            for entry in self._selected(snapshot, request):
+                yield encoder.file("add", entry.action, partition_columns, version=file_version)
+
+        def end_extras() -> dict[str, Any]:
+            if request.include_refresh_token or request.refresh_token:
+                token = {"t": table.id, "v": snapshot.version, "e": now_ms + REFRESH_TOKEN_TTL_MS}
+                return {"refreshToken": self.refresh_tokens.encode(token)}
+            return {}
+
+        head = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
         wants_end = (
             capabilities.include_end_stream_action
             or request.include_refresh_token
             or request.max_files is not None
         )
-        page_size = min(request.max_files, MAX_PAGE_FILES) if request.max_files else None
+        page_state = {"t": table.id, "v": snapshot.version, "c": request.checksum()}
+        lines = self._paged(head, files(), paging, wants_end, encoder, page_state, now_ms, end_extras)
+        return TableResponse(snapshot.version, response_format, lines, capabilities.include_end_stream_action)
 
-        def lines() -> Iterator[dict[str, Any]]:
-            yield actions.parquet_protocol()
-            yield actions.parquet_metadata(snapshot, table.history_shared)
-            files = self._files(table, snapshot, request)
-            page = islice(files, offset, None if page_size is None else offset + page_size + 1)
-            min_expiration: int | None = None
-            emitted = 0
-            has_more = False
-            for entry in page:
-                if page_size is not None and emitted == page_size:
-                    has_more = True
-                    break
-                url, expiration = self.storage.presign(
-                    table.bucket, file_key(table.path, entry.path), now_ms / 1000
-                )
-                min_expiration = expiration if min_expiration is None else min(min_expiration, expiration)
-                yield actions.parquet_file(
-                    entry, url, expiration, hash_kind, snapshot.version if time_travel else None
-                )
-                emitted += 1
-            if wants_end:
-                end: dict[str, Any] = {}
-                if has_more:
-                    end["nextPageToken"] = self.page_tokens.encode(
-                        {
-                            "t": table.id,
-                            "v": snapshot.version,
-                            "c": checksum,
-                            "o": offset + emitted,
-                            "e": now_ms + PAGE_TOKEN_TTL_MS,
-                        }
-                    )
-                if request.include_refresh_token or request.refresh_token:
-                    end["refreshToken"] = self.refresh_tokens.encode(
-                        {
-                            "t": table.id,
-                            "v": snapshot.version,
-                            "e": now_ms + REFRESH_TOKEN_TTL_MS,
-                        }
-                    )
-                if min_expiration is not None:
-                    end["minUrlExpirationTimestamp"] = min_expiration
-                yield {"endStreamAction": end}
-
-        return TableResponse(
-            snapshot.version, response_format, lines(), wants_end and capabilities.include_end_stream_action
-        )
-
-    # -- helpers ------------------------------------------------------------------
-
-    def _files(
-        self, table: SharedTable, snapshot: DeltaSnapshot, request: QueryRequest
-    ) -> Iterator[actions.FileEntry]:
+    def _selected(self, snapshot: DeltaSnapshot, request: QueryRequest) -> Iterator[actions.FileEntry]:
+        """Files left after predicate hints, cut once `limitHint` rows are covered."""
         hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
-        records = 0
+        names = actions.physical_names(snapshot)
         limit = request.limit_hint
-        for entry in actions.iter_file_entries(snapshot):
+        records = 0
+        for entry in actions.entries(snapshot):
             if limit is not None and records >= limit:
                 return
-            if not actions.matches_hint(hint, entry):
+            if not actions.matches_hint(hint, entry, names):
                 continue
             yield entry
             # Files without stats count as zero rows: we keep listing rather
             # than risk returning fewer rows than asked for.
-            records += entry.num_records or 0
+            records += max((entry.num_records or 0) - entry.deleted_rows, 0)
+
+    # -- streaming: /query with startingVersion ------------------------------------------------
+
+    def _streaming_query(
+        self, table: SharedTable, request: QueryRequest, capabilities: Capabilities, file_id_hash: str | None
+    ) -> TableResponse:
+        _history_required(table)
+        now_ms = int(time.time() * 1000)
+        reader = self.reader(table)
+        listing = reader.listing()
+        paging = self._paging(table, request.page_token, request.checksum(), request.max_files, now_ms)
+        latest = int(paging.token_payload["l"]) if paging.token_payload else listing.latest_version
+        start = request.starting_version
+        assert start is not None
+        end = request.ending_version if request.ending_version is not None else latest
+        if start > latest:
+            raise InvalidParameter(
+                f"Provided Start version({start}) for reading change data is invalid. Start version "
+                f"cannot be greater than the latest version of the table({latest})."
+            )
+        if end > latest:
+            raise InvalidParameter(
+                f"Provided end version({end}) is invalid. End version cannot be greater than the "
+                f"latest version of the table({latest})."
+            )
+        snapshot = reader.snapshot(start, listing)
+        response_format = self._format(snapshot, capabilities)
+        encoder = self._encoder(table, response_format, file_id_hash)
+        commits = self._commit_times(reader, listing, start, end)
+        changes = self._version_lines(
+            table, reader, listing, encoder, start, end, commits, include_metadata=True, use_cdc=False,
+            parquet_check=response_format == "parquet", client_features=capabilities.reader_features,
+        )  # fmt: skip
+        head = [encoder.protocol(snapshot), encoder.metadata(snapshot, version=start)]
+        wants_end = capabilities.include_end_stream_action or request.max_files is not None
+        page_state = {"t": table.id, "l": latest, "c": request.checksum()}
+        lines = self._paged(head, changes, paging, wants_end, encoder, page_state, now_ms)
+        return TableResponse(start, response_format, lines, capabilities.include_end_stream_action)
+
+    # -- /changes -------------------------------------------------------------------------------
+
+    def changes(
+        self,
+        table: SharedTable,
+        request: ChangesRequest,
+        capabilities: Capabilities,
+        file_id_hash: str | None,
+    ) -> TableResponse:
+        if not table.history_shared:
+            raise InvalidParameter(f"cdf is not enabled on table {table.full_name}")
+        now_ms = int(time.time() * 1000)
+        reader = self.reader(table)
+        listing = reader.listing()
+        paging = self._paging(table, request.page_token, request.checksum(), request.max_files, now_ms)
+        latest_version = int(paging.token_payload["l"]) if paging.token_payload else listing.latest_version
+        latest = reader.snapshot(latest_version, listing)
+        commits_all = reader.commits(listing, latest)
+        if request.starting_timestamp is not None:
+            moment = parse_timestamp(request.starting_timestamp)
+            start = first_version_at_or_after(commits_all, moment, request.starting_timestamp)
+        else:
+            start = request.starting_version or 0
+        if request.ending_timestamp is not None:
+            moment = parse_timestamp(request.ending_timestamp, "endingTimestamp")
+            end = version_at(commits_all, moment, request.ending_timestamp)
+        else:
+            end = request.ending_version if request.ending_version is not None else latest_version
+        if start > latest_version:
+            raise InvalidParameter(
+                f"Provided Start version({start}) for reading change data is invalid. Start version "
+                f"cannot be greater than the latest version of the table({latest_version})."
+            )
+        end = min(end, latest_version)
+        if end < start:
+            raise InvalidParameter(
+                f"CDF range from start {start} to end {end} was invalid. End cannot be before start."
+            )
+        start_snapshot = reader.snapshot(start, listing)
+        self._check_cdf_recorded(reader, listing, start_snapshot, start, end)
+        head_snapshot = start_snapshot if request.include_historical_metadata else latest
+        response_format = self._format(head_snapshot, capabilities)
+        encoder = self._encoder(table, response_format, file_id_hash)
+        commits = self._commit_times(reader, listing, start, end)
+        self._check_change_files(reader, listing, encoder, start, end)
+        changes = self._version_lines(
+            table, reader, listing, encoder, start, end, commits,
+            include_metadata=request.include_historical_metadata, use_cdc=True,
+            parquet_check=response_format == "parquet", client_features=capabilities.reader_features,
+        )  # fmt: skip
+        head = [
+            encoder.protocol(head_snapshot),
+            encoder.metadata(head_snapshot, version=head_snapshot.version),
+        ]
+        wants_end = capabilities.include_end_stream_action or request.max_files is not None
+        page_state = {"t": table.id, "l": latest_version, "c": request.checksum()}
+        lines = self._paged(head, changes, paging, wants_end, encoder, page_state, now_ms)
+        return TableResponse(start, response_format, lines, capabilities.include_end_stream_action)
+
+    def _check_cdf_recorded(
+        self,
+        reader: DeltaTableReader,
+        listing: LogListing,
+        start_snapshot: DeltaSnapshot,
+        start: int,
+        end: int,
+    ) -> None:
+        disabled = [] if start_snapshot.change_data_feed_enabled else [start]
+        for version in range(start + 1, end + 1):
+            for action in reader.commit(listing, version):
+                if "metaData" in action and not cdf_enabled(action["metaData"]):
+                    disabled.append(version)
+        if disabled:
+            listed = ", ".join(str(v) for v in disabled)
+            raise InvalidParameter(
+                f"Error getting change data for range [{start}, {end}] as change data was not recorded "
+                f"for version [{listed}]"
+            )
+
+    def _check_change_files(
+        self, reader: DeltaTableReader, listing: LogListing, encoder: LineEncoder, start: int, end: int
+    ) -> None:
+        """Vacuumed change or data files make the whole range unreadable: say so up front."""
+        keys: list[str] = []
+        for version in range(start, end + 1):
+            commit = reader.commit(listing, version)
+            kinds = ("cdc",) if any("cdc" in a for a in commit) else ("add", "remove")
+            for action in commit:
+                for kind in kinds:
+                    if kind in action and (kind == "cdc" or action[kind].get("dataChange", True)):
+                        keys.append(file_key(reader.path, action[kind]["path"]))
+        reader.check_keys_exist(keys)
+
+    def _commit_times(
+        self, reader: DeltaTableReader, listing: LogListing, start: int, end: int
+    ) -> dict[int, int]:
+        commits: list[Commit] = reader.commits(listing, reader.snapshot(end, listing))
+        times = {c.version: c.timestamp for c in commits}
+        missing = [v for v in range(start, end + 1) if v not in times]
+        if missing:
+            raise InvalidParameter(
+                f"You can only query table changes since version {min(times)}."
+                if times
+                else "table files missing"
+            )
+        return times
+
+    def _version_lines(
+        self,
+        table: SharedTable,
+        reader: DeltaTableReader,
+        listing: LogListing,
+        encoder: LineEncoder,
+        start: int,
+        end: int,
+        times: dict[int, int],
+        include_metadata: bool,
+        use_cdc: bool,
+        parquet_check: bool,
+        client_features: frozenset[str],
+    ) -> Iterator[Line]:
+        """Per version, in order: its data-changing files, and metadata changes after `start`."""
+        partition_columns = tuple(reader.snapshot(start, listing).partition_columns)
+        for version in range(start, end + 1):
+            commit = reader.commit(listing, version)
+            timestamp = times[version]
+            meta = next((a["metaData"] for a in commit if "metaData" in a), None)
+            protocol = next((a["protocol"] for a in commit if "protocol" in a), None)
+            if meta is not None or protocol is not None:
+                snapshot = reader.snapshot(version, listing)
+                if parquet_check:
+                    actions.check_parquet_readable(snapshot)
+                else:
+                    actions.check_delta_readable(snapshot, client_features)
+                partition_columns = tuple(snapshot.partition_columns)
+                if meta is not None and include_metadata and version > start:
+                    yield encoder.metadata(snapshot, version=version)
+            if _is_noop_merge(commit):
+                continue
+            has_cdc = use_cdc and any("cdc" in a for a in commit)
+            for action in commit:
+                if has_cdc:
+                    if "cdc" in action:
+                        yield encoder.file("cdc", action["cdc"], partition_columns, version, timestamp)
+                    continue
+                for kind in ("add", "remove"):
+                    body = action.get(kind)
+                    if body is not None and body.get("dataChange", True):
+                        if kind == "remove" and "size" not in body:
+                            body = body | {"size": self._removed_size(reader, listing, version, body["path"])}
+                        yield encoder.file(kind, body, partition_columns, version, timestamp)
+
+    def _removed_size(self, reader: DeltaTableReader, listing: LogListing, version: int, path: str) -> int:
+        # Older writers omit `size` on removes; the file's add in the previous
+        # version has it, and Spark refuses a remove without one.
+        previous = reader.snapshot(version - 1, listing)
+        for add in previous.adds:
+            if add["path"] == path:
+                return int(add.get("size") or 0)
+        raise UnsupportedOperation(f"cannot determine the size of a file removed in version {version}")
+
+    # -- paging -----------------------------------------------------------------------------
+
+    def _paging(
+        self, table: SharedTable, token: str | None, checksum: str, max_files: int | None, now_ms: int
+    ) -> Paging:
+        size = min(max_files, MAX_PAGE_FILES) if max_files else None
+        if not token:
+            return Paging(0, size)
+        payload = self._decode(self.page_tokens, token, "page token", table, now_ms)
+        if payload.get("c") != checksum:
+            raise InvalidParameter(
+                "Query parameter mismatch detected for the next page query. The query parameter "
+                "cannot change when querying the next page results."
+            )
+        return Paging(int(payload["o"]), size, payload)
+
+    def _paged(
+        self,
+        head: list[Line],
+        body: Iterator[Line],
+        paging: Paging,
+        wants_end: bool,
+        encoder: LineEncoder,
+        page_state: dict[str, Any],
+        now_ms: int,
+        end_extras: Callable[[], dict[str, Any]] | None = None,
+    ) -> Iterator[Line]:
+        """Head lines, one page of body lines, then the endStreamAction when it was asked for.
+
+        Every page repeats the head, so a client can check that the protocol and
+        metadata did not change between pages.
+        """
+        yield from head
+        emitted = 0
+        has_more = False
+        stop = None if paging.size is None else paging.offset + paging.size + 1
+        for line in islice(body, paging.offset, stop):
+            if paging.size is not None and emitted == paging.size:
+                has_more = True
+                break
+            yield line
+            emitted += 1
+        if not wants_end:
+            return
+        end: dict[str, Any] = {}
+        if has_more:
+            state = page_state | {"o": paging.offset + emitted, "e": now_ms + PAGE_TOKEN_TTL_MS}
+            end["nextPageToken"] = self.page_tokens.encode(state)
+        if end_extras:
+            end.update(end_extras())
+        if encoder.min_expiration is not None:
+            end["minUrlExpirationTimestamp"] = encoder.min_expiration
+        yield {"endStreamAction": end}
+
+    # -- helpers ------------------------------------------------------------------------------
 
     def _resolve(self, table: SharedTable, version: int | None, timestamp: str | None) -> DeltaSnapshot:
         reader = self.reader(table)
         if version is None and timestamp is None:
             return reader.snapshot()
         _history_required(table)
+        listing = reader.listing()
         if timestamp is not None:
             moment = parse_timestamp(timestamp)
-            latest = reader.snapshot()
-            version = version_at(reader.commits(latest), moment, timestamp)
-            return reader.snapshot(version)
-        latest_version = reader.latest_version()
-        if version > latest_version:
-            raise InvalidParameter(
-                f"Cannot load table version {version} as it does not exist. "
-                f"The latest version of the table is {latest_version}."
-            )
-        return reader.snapshot(version)
+            commits = reader.commits(listing, reader.snapshot(listing=listing))
+            version = version_at(commits, moment, timestamp)
+        return reader.snapshot(version, listing)
 
     @staticmethod
     def _decode(codec: TokenCodec, token: str, what: str, table: SharedTable, now_ms: int) -> dict[str, Any]:
@@ -243,3 +481,13 @@ class TableQueries:
         if int(payload.get("e", 0)) < now_ms:
             raise InvalidParameter(f"The {what} has expired. Please restart the query.")
         return payload
+
+
+def _is_noop_merge(commit: list[dict[str, Any]]) -> bool:
+    """A MERGE that touched no row: the reference emits nothing for it."""
+    info = next((a["commitInfo"] for a in commit if "commitInfo" in a), None)
+    if not info or info.get("operation") != "MERGE":
+        return False
+    metrics = info.get("operationMetrics") or {}
+    keys = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+    return all(str(metrics.get(key, "")) == "0" for key in keys)

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.errors import InvalidParameter
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
 from sharing_server.auth import authenticate, require_share
@@ -18,6 +18,7 @@ from sharing_server.protocol import (
     JSON,
     NDJSON,
     Capabilities,
+    ChangesRequest,
     QueryRequest,
     dumps,
     ndjson_chunks,
@@ -163,7 +164,7 @@ async def table_version(request: Request) -> Response:
 
 def _stream(result: TableResponse, file_id_hash: str | None = None) -> Response:
     capabilities = f"responseformat={result.response_format}"
-    if result.end_stream_action:
+    if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
     headers = {
         VERSION_HEADER: str(result.version),
@@ -172,7 +173,7 @@ def _stream(result: TableResponse, file_id_hash: str | None = None) -> Response:
     }
     if file_id_hash:
         headers["fileidhash"] = file_id_hash
-    return StreamingResponse(ndjson_chunks(result.actions), headers=headers, media_type=None)
+    return StreamingResponse(ndjson_chunks(result.lines), headers=headers, media_type=None)
 
 
 async def table_metadata(request: Request) -> Response:
@@ -200,5 +201,12 @@ async def table_query(request: Request) -> Response:
 
 
 async def table_changes(request: Request) -> Response:
-    await run_in_threadpool(_authorized_table, request)
-    raise UnsupportedOperation("Change data feed (/changes) is not supported by this server yet.")
+    def run() -> tuple[TableResponse, str | None]:
+        table = _authorized_table(request)
+        capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
+        file_id_hash = parse_file_id_hash(request.headers.get("fileidhash"))
+        changes = ChangesRequest.parse(dict(request.query_params))
+        return _queries(request).changes(table, changes, capabilities, file_id_hash), file_id_hash
+
+    result, file_id_hash = await run_in_threadpool(run)
+    return _stream(result, file_id_hash)

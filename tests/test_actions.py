@@ -1,179 +1,259 @@
-"""Pure snapshot → parquet-format action mapping, tested without a server."""
+"""Pure snapshot → protocol action mapping (both formats), tested without a server."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
-from decimal import Decimal
-from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from share_store.delta import actions
-from share_store.delta.snapshot import DeltaProtocol, DeltaSnapshot, file_key
+from share_store.delta.deletion_vectors import dv_relative_path, dv_storage_path, z85_decode
+from share_store.delta.snapshot import DeltaSnapshot, file_key
 from share_store.errors import UnsupportedOperation
 
-
-def snapshot(configuration: dict | None = None, protocol: DeltaProtocol | None = None) -> DeltaSnapshot:
-    schema = {
-        "type": "struct",
-        "fields": [
-            {
-                "name": "id",
-                "type": "long",
-                "nullable": True,
-                "metadata": {"comment": "key", "delta.identity.highWaterMark": 3},
-            },
-            {"name": "p", "type": "date", "nullable": True, "metadata": {}},
-        ],
-    }
-    files = pa.table(
+SCHEMA = {
+    "type": "struct",
+    "fields": [
         {
-            "path": ["p=2024-01-01/a.parquet", "p=__HIVE_DEFAULT_PARTITION__/b%20c.parquet"],
-            "size_bytes": [10, 20],
-            "modification_time": [1, 2],
-            "num_records": [3, None],
-            "min": [{"id": 1}, None],
-            "max": [{"id": 9}, None],
-            "null_count": [{"id": 0}, None],
-            "partition": [{"p": date(2024, 1, 1)}, {"p": None}],
-        }
-    )
-    return DeltaSnapshot(
-        version=7,
-        protocol=protocol or DeltaProtocol(1, 2),
-        metadata={
-            "id": "m-id",
-            "name": "orders",
-            "description": None,
-            "format": {"provider": "parquet"},
-            "schemaString": json.dumps(schema),
-            "partitionColumns": ["p"],
-            "configuration": configuration or {},
-            "createdTime": 0,
+            "name": "id",
+            "type": "long",
+            "nullable": True,
+            "metadata": {"comment": "key", "delta.identity.highWaterMark": 3},
         },
-        files=files,
+        {"name": "p", "type": "date", "nullable": True, "metadata": {}},
+    ],
+}
+ADD_A = {
+    "path": "p=2024-01-01/a.parquet",
+    "partitionValues": {"p": "2024-01-01"},
+    "size": 10,
+    "modificationTime": 1,
+    "dataChange": True,
+    "tags": {"INSERTION_TIME": "1"},
+    "stats": '{"numRecords":3,"minValues":{"id":1},"maxValues":{"id":9},"nullCount":{"id":0}}',
+}
+ADD_B = {
+    "path": "p=__HIVE_DEFAULT_PARTITION__/b%20c.parquet",
+    "partitionValues": {"p": None},
+    "size": 20,
+    "modificationTime": 2,
+    "dataChange": True,
+}
+DV = {
+    "storageType": "u",
+    "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+    "offset": 4,
+    "sizeInBytes": 40,
+    "cardinality": 6,
+}
+
+
+def snapshot(
+    configuration: dict | None = None, protocol: dict | None = None, adds: list | None = None
+) -> DeltaSnapshot:
+    metadata = {
+        "id": "m-id",
+        "name": "orders",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(SCHEMA),
+        "partitionColumns": ["p"],
+        "configuration": configuration or {},
+        "createdTime": 0,
+    }
+    return DeltaSnapshot(
+        7,
+        protocol or {"minReaderVersion": 1, "minWriterVersion": 2},
+        metadata,
+        adds if adds is not None else [ADD_A, ADD_B],
     )
 
 
-def test_metadata_line() -> None:
-    meta = actions.parquet_metadata(snapshot({"delta.enableChangeDataFeed": "true"}), history_shared=True)[
-        "metaData"
-    ]
+def test_parquet_metadata_line() -> None:
+    snap = snapshot({"delta.enableChangeDataFeed": "true"})
+    meta = actions.parquet_metadata(snap, history_shared=True)["metaData"]
     assert meta["id"] == "m-id" and meta["name"] == "orders" and "description" not in meta
     assert meta["format"] == {"provider": "parquet"}
     assert meta["configuration"] == {"enableChangeDataFeed": "true"}
     assert meta["size"] == 30 and meta["numFiles"] == 2
-    fields = json.loads(meta["schemaString"])["fields"]
-    assert fields[0]["metadata"] == {"comment": "key"}
-    assert (
-        actions.parquet_metadata(snapshot({"delta.enableChangeDataFeed": "true"}), False)["metaData"][
-            "configuration"
-        ]
-        == {}
-    )
+    assert json.loads(meta["schemaString"])["fields"][0]["metadata"] == {"comment": "key"}
+    assert actions.parquet_metadata(snap, False)["metaData"]["configuration"] == {}
+    assert actions.parquet_metadata(snap, True, version=3)["metaData"]["version"] == 3
 
 
-def test_file_entries_and_file_lines() -> None:
-    first, second = actions.iter_file_entries(snapshot())
+def test_parquet_file_lines() -> None:
+    first, second = actions.entries(snapshot())
     assert first.partition_values == {"p": "2024-01-01"} and second.partition_values == {"p": None}
-    assert json.loads(first.stats) == {
-        "numRecords": 3,
-        "minValues": {"id": 1},
-        "maxValues": {"id": 9},
-        "nullCount": {"id": 0},
-    }
-    assert second.stats is None
+    assert first.num_records == 3 and second.num_records is None
     line = actions.parquet_file(first, "https://x", 123)["file"]
     assert line == {
         "url": "https://x",
         "id": actions.file_id(first.path),
         "partitionValues": {"p": "2024-01-01"},
         "size": 10,
-        "stats": first.stats,
+        "stats": ADD_A["stats"],
         "expirationTimestamp": 123,
     }
+    change = actions.parquet_file(second, "u", 1, version=7, timestamp=99, kind="remove")
+    assert change == {
+        "remove": {
+            "url": "u",
+            "id": actions.file_id(second.path),
+            "partitionValues": {"p": None},
+            "size": 20,
+            "version": 7,
+            "timestamp": 99,
+            "expirationTimestamp": 1,
+        }
+    }
     assert len(actions.file_id("a", "delta")) == 64
-    assert actions.parquet_file(second, "u", 1, version=7)["file"]["version"] == 7
 
 
-def test_object_keys_are_url_decoded_and_relative() -> None:
+def test_delta_protocol_metadata_and_file() -> None:
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["deletionVectors"],
+        "writerFeatures": ["deletionVectors"],
+    }
+    snap = snapshot(protocol=protocol)
+    assert actions.delta_protocol(snap) == {"protocol": {"deltaProtocol": protocol}}
+    assert actions.delta_protocol(snapshot()) == {
+        "protocol": {"deltaProtocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+    }
+    meta = actions.delta_metadata(snap, version=4)["metaData"]
+    assert meta["deltaMetadata"]["schemaString"] == json.dumps(SCHEMA)  # raw, column mapping included
+    assert (meta["version"], meta["size"], meta["numFiles"]) == (4, 30, 2)
+    with_dv = ADD_A | {"deletionVector": DV}
+    line = actions.delta_file("add", with_dv, "https://data", 5, dv_url="https://dv", version=2, timestamp=9)[
+        "file"
+    ]
+    add = line["deltaSingleAction"]["add"]
+    assert add["path"] == "https://data" and "tags" not in add and add["stats"] == ADD_A["stats"]
+    assert add["deletionVector"] == DV | {"storageType": "p", "pathOrInlineDv": "https://dv"}
+    assert line["deletionVectorFileId"] == actions.file_id(DV["pathOrInlineDv"], "delta")
+    assert (line["id"], line["version"], line["timestamp"], line["expirationTimestamp"]) == (
+        actions.file_id(ADD_A["path"], "delta"),
+        2,
+        9,
+        5,
+    )
+    inline = {
+        "storageType": "i",
+        "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+        "sizeInBytes": 40,
+        "cardinality": 6,
+    }
+    kept = actions.delta_file("add", ADD_A | {"deletionVector": inline}, "u", 1)["file"]
+    assert kept["deltaSingleAction"]["add"]["deletionVector"] == inline and "deletionVectorFileId" not in kept
+    with pytest.raises(UnsupportedOperation, match="without size"):
+        actions.delta_file("remove", {"path": "x", "dataChange": True}, "u", 1)
+
+
+def test_deletion_vector_paths() -> None:
+    assert z85_decode("HelloWorld") == bytes([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B])
+    assert dv_relative_path(DV) == "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"
+    assert dv_storage_path({"storageType": "u", "pathOrInlineDv": "vBn[lx{q8@P<9BNH/isA"}) == (
+        "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin"
+    )
+    assert dv_storage_path({"storageType": "i", "pathOrInlineDv": "x"}) is None
+    with pytest.raises(UnsupportedOperation):
+        dv_storage_path({"storageType": "p", "pathOrInlineDv": "s3://elsewhere/dv.bin"})
+
+
+def test_object_keys_are_url_decoded_and_stay_inside_the_table() -> None:
     assert file_key("t/path", "p=x/b%20c.parquet") == "t/path/p=x/b c.parquet"
     assert file_key("t", "x=A%252FA/f.parquet") == "t/x=A%2FA/f.parquet"
-    for absolute in ("s3://other/bucket/f.parquet", "/etc/passwd", "file:///etc/passwd"):
+    for outside in (
+        "s3://other/bucket/f.parquet",
+        "/etc/passwd",
+        "file:///etc/passwd",
+        "../x.parquet",
+        "a/%2E%2E/%2E%2E/x.parquet",
+    ):
         with pytest.raises(UnsupportedOperation):
-            file_key("t", absolute)
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (None, None),
-        (True, "true"),
-        (False, "false"),
-        (5, "5"),
-        (1.5, "1.5"),
-        (Decimal("1.20"), "1.20"),
-        (date(2024, 2, 29), "2024-02-29"),
-        (datetime(2024, 1, 2, 3, 4, 5), "2024-01-02 03:04:05"),
-        (datetime(2024, 1, 2, 3, 4, 5, 120000), "2024-01-02 03:04:05.12"),
-        ("a/b c", "a/b c"),
-    ],
-)
-def test_partition_value_strings(value: object, text: str | None) -> None:
-    assert actions.partition_value_string(value) == text
-
-
-def test_stats_values_are_json() -> None:
-    entry = actions.FileEntry(
-        "f",
-        1,
-        0,
-        {},
-        2,
-        {"t": datetime(2024, 1, 1, tzinfo=UTC), "d": Decimal("1.5"), "n": float("nan"), "s": {"inner": 1}},
-        None,
-        None,
-    )
-    assert json.loads(entry.stats)["minValues"] == {
-        "t": "2024-01-01T00:00:00.000Z",
-        "d": 1.5,
-        "s": {"inner": 1},
-    }
+            file_key("t", outside)
 
 
 @pytest.mark.parametrize(
     ("configuration", "protocol", "reason"),
     [
-        ({"delta.columnMapping.mode": "name"}, DeltaProtocol(2, 5), "columnMapping"),
+        (
+            {"delta.columnMapping.mode": "name"},
+            {"minReaderVersion": 2, "minWriterVersion": 5},
+            "columnMapping",
+        ),
         (
             {"delta.enableDeletionVectors": "true"},
-            DeltaProtocol(3, 7, ("deletionVectors",), ("deletionVectors",)),
+            {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"]},
             "deletion vectors",
         ),
-        ({}, DeltaProtocol(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)), "v2Checkpoint"),
+        (
+            {},
+            {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["variantType"]},
+            "variantType",
+        ),
     ],
 )
-def test_parquet_refuses_tables_it_cannot_describe(
-    configuration: dict, protocol: DeltaProtocol, reason: str
-) -> None:
+def test_parquet_refuses_tables_it_cannot_describe(configuration: dict, protocol: dict, reason: str) -> None:
     with pytest.raises(UnsupportedOperation, match=reason):
         actions.check_parquet_readable(snapshot(configuration, protocol))
     actions.check_parquet_readable(snapshot())
+    v2 = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["v2Checkpoint"]}
+    actions.check_parquet_readable(snapshot(protocol=v2))  # log layout only
 
 
-def test_real_table_snapshot(tmp_path: Path, testdata: Path) -> None:
-    import shutil
+def test_delta_format_requires_announced_reader_features() -> None:
+    dv_table = snapshot(
+        {"delta.enableDeletionVectors": "true"},
+        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"]},
+    )
+    with pytest.raises(UnsupportedOperation, match="deletionVectors"):
+        actions.check_delta_readable(dv_table, frozenset())
+    actions.check_delta_readable(dv_table, frozenset({"deletionvectors"}))
+    mapped = snapshot({"delta.columnMapping.mode": "id"}, {"minReaderVersion": 2, "minWriterVersion": 5})
+    with pytest.raises(UnsupportedOperation, match="columnMapping"):
+        actions.check_delta_readable(mapped, frozenset({"deletionvectors"}))
+    v2 = snapshot(protocol={"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["v2Checkpoint"]})
+    actions.check_delta_readable(v2, frozenset())
 
-    from share_store.delta.snapshot import DeltaTableReader
-    from share_store.signing import UrlSigner
-    from share_store.storage.local import LocalStorage
 
-    shutil.copytree(testdata / "delta-0.8.0-special-partition", tmp_path / "bucket" / "t")
-    storage = LocalStorage(tmp_path, UrlSigner(b"k" * 32, "http://x/files"))
-    reader = DeltaTableReader(storage, "bucket", "t")
-    snap = reader.snapshot()
-    entries = list(actions.iter_file_entries(snap))
-    assert sorted(e.partition_values["x"] for e in entries) == ["A/A", "B B"]
-    reader.check_files_exist(snap)
+def test_hints_use_physical_names_under_column_mapping() -> None:
+    schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "Id",
+                "type": "long",
+                "nullable": True,
+                "metadata": {"delta.columnMapping.physicalName": "col-1a2b"},
+            }
+        ],
+    }
+    add = {
+        "path": "f",
+        "size": 1,
+        "partitionValues": {},
+        "stats": '{"numRecords":2,"minValues":{"col-1a2b":5},"maxValues":{"col-1a2b":8}}',
+    }
+    snap = DeltaSnapshot(
+        0,
+        {"minReaderVersion": 2, "minWriterVersion": 5},
+        {
+            "id": "x",
+            "schemaString": json.dumps(schema),
+            "partitionColumns": [],
+            "configuration": {"delta.columnMapping.mode": "name"},
+        },
+        [add],
+    )
+    names = actions.physical_names(snap)
+    assert names == {"Id": "col-1a2b"}
+    tree = {
+        "op": "greaterThan",
+        "children": [
+            {"op": "column", "name": "Id", "valueType": "long"},
+            {"op": "literal", "value": "10", "valueType": "long"},
+        ],
+    }
+    assert not actions.matches_hint(tree, actions.entries(snap)[0], names)
+    assert actions.matches_hint(tree, actions.entries(snap)[0], {})  # unknown column: kept

@@ -25,16 +25,16 @@ def op(name: str, *children: dict) -> dict:
 def entry(
     partition: dict | None = None, low: int | None = 10, high: int | None = 20, nulls: int = 0
 ) -> FileEntry:
-    return FileEntry(
-        path="f",
-        size=1,
-        modification_time=0,
-        partition_values=partition or {},
-        num_records=None if low is None else 5,
-        min_values={"x": low},
-        max_values={"x": high},
-        null_count={"x": nulls},
-    )
+    action = {"path": "f", "size": 1, "partitionValues": partition or {}}
+    if low is not None:
+        stats = {
+            "numRecords": 5,
+            "minValues": {"x": low},
+            "maxValues": {"x": high},
+            "nullCount": {"x": nulls},
+        }
+        action["stats"] = json.dumps(stats)
+    return FileEntry(action, tuple(partition or ()))
 
 
 def keeps(tree: dict, file: FileEntry) -> bool:

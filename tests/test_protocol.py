@@ -185,7 +185,8 @@ def test_table_version_starting_timestamp(local: Deployment, api: httpx.Client) 
     from share_store.delta.log import format_ms
 
     table = local.store.get_table("proto", "default", "t_simple")
-    commits = local.server.app.state.queries.reader(table).commits()
+    reader = local.server.app.state.queries.reader(table)
+    commits = reader.commits(reader.listing())
     path = "/shares/proto/schemas/default/tables/t_simple/version"
     for commit in commits:
         response = api.get(path, params={"startingTimestamp": format_ms(commit.timestamp)})
@@ -259,21 +260,22 @@ def test_history_not_shared(local: Deployment) -> None:
 
 
 def test_response_format_negotiation(api: httpx.Client) -> None:
-    path = "/shares/proto/schemas/default/tables/t_simple/metadata"
-    both = api.get(path, headers={"delta-sharing-capabilities": "responseformat=delta,parquet"})
-    assert both.status_code == 200 and both.headers["delta-sharing-capabilities"] == "responseformat=parquet"
-    error(
-        api.get(path, headers={"delta-sharing-capabilities": "responseformat=delta"}),
-        400,
-        "INVALID_PARAMETER_VALUE",
-        "responseformat=delta is not supported",
-    )
-    error(
-        api.get(path, headers={"delta-sharing-capabilities": "responseformat=orc"}),
-        400,
-        "INVALID_PARAMETER_VALUE",
-        "Unsupported responseformat",
-    )
+    def fmt(table: str, header: str | None) -> httpx.Response:
+        headers = {"delta-sharing-capabilities": header} if header else {}
+        return api.get(f"/shares/proto/schemas/default/tables/{table}/metadata", headers=headers)
+
+    def chosen(response: httpx.Response) -> str:
+        assert response.status_code == 200, response.text
+        return response.headers["delta-sharing-capabilities"]
+
+    assert chosen(fmt("t_simple", None)) == "responseformat=parquet"
+    assert chosen(fmt("t_simple", "responseformat=delta")) == "responseformat=delta"
+    assert chosen(fmt("t_simple", "responseformat=delta,parquet")) == "responseformat=parquet"
+    assert chosen(fmt("t_simple", "responseFormat=Parquet,Delta")) == "responseformat=parquet"
+    dv = "responseformat=delta,parquet;readerfeatures=deletionvectors"
+    assert chosen(fmt("t_dv", dv)) == "responseformat=delta"
+    error(fmt("t_dv", "responseformat=delta"), 400, "UNSUPPORTED_OPERATION", "deletionVectors")
+    error(fmt("t_simple", "responseformat=orc"), 400, "INVALID_PARAMETER_VALUE", "Unsupported responseformat")
 
 
 def test_deletion_vector_table_refused_in_parquet(api: httpx.Client) -> None:
@@ -486,15 +488,6 @@ def test_query_validation(api: httpx.Client, body: bytes, code: str, message: st
         headers={"Content-Type": "application/json"},
     )
     error(response, 400, code, message)
-
-
-def test_changes_not_yet_served(api: httpx.Client) -> None:
-    error(
-        api.get("/shares/proto/schemas/default/tables/t_simple/changes", params={"startingVersion": 0}),
-        400,
-        "UNSUPPORTED_OPERATION",
-        "not supported by this server yet",
-    )
 
 
 # -- signed file URLs -------------------------------------------------------------------------

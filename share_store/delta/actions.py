@@ -1,126 +1,93 @@
-"""Pure mapping from a Delta snapshot to Delta Sharing protocol actions.
+"""Pure mapping from a Delta snapshot's raw actions to Delta Sharing protocol lines.
 
-No I/O here: URLs come in already signed, so every function can be tested on
-a snapshot alone.
+No I/O here: URLs arrive already signed, so every function can be tested on
+plain dictionaries. Two response formats:
+
+* `parquet`: one flat object per file (`file`, or `add`/`cdf`/`remove` for
+  changes and streaming), partition values and stats as strings;
+* `delta`: the table's own Delta actions wrapped in `file` objects, paths
+  replaced by signed URLs, for clients that replay them with a Delta reader.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-import math
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from share_store.delta.predicates import ColumnRange, convert, evaluate
 from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
 
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One active data file of a snapshot, as the log describes it."""
-
-    path: str
-    size: int
-    modification_time: int
-    partition_values: dict[str, str | None]
-    num_records: int | None
-    min_values: dict[str, Any] | None
-    max_values: dict[str, Any] | None
-    null_count: dict[str, Any] | None
-
-    @property
-    def stats(self) -> str | None:
-        if self.num_records is None:
-            return None
-        stats: dict[str, Any] = {"numRecords": self.num_records}
-        for name, values in (
-            ("minValues", self.min_values),
-            ("maxValues", self.max_values),
-            ("nullCount", self.null_count),
-        ):
-            cleaned = _json_values(values)
-            if cleaned:
-                stats[name] = cleaned
-        return json.dumps(stats, separators=(",", ":"))
+# Reader features that shape how data files are read; a client must announce
+# each one the table uses. Log-layout features (v2Checkpoint,
+# vacuumProtocolCheck) are not listed: recipients never see our log layout.
+DATA_READER_FEATURES = {
+    "columnmapping", "deletionvectors", "timestampntz", "typewidening", "typewidening-preview",
+    "varianttype", "varianttype-preview", "variantshredding-preview", "variantshredding", "geospatial",
+}  # fmt: skip
+LOG_ONLY_FEATURES = {"v2checkpoint", "vacuumprotocolcheck", "checkpointprotection", "catalogmanaged"}
 
 
 def file_id(path: str, hash_kind: str = "parquet") -> str:
-    """Stable file id: md5 of the log path (parquet) or sha256 (delta), as the reference."""
+    """Stable id of a file: md5 of its log path (parquet) or sha256 (delta), as the reference."""
     digest = hashlib.md5 if hash_kind == "parquet" else hashlib.sha256
     return digest(path.encode()).hexdigest()
 
 
-def partition_value_string(value: Any) -> str | None:
-    """A partition value in the protocol's string form."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f").rstrip("0").rstrip(".")
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)
+@dataclass(frozen=True)
+class FileEntry:
+    """One `add` (or `remove`/`cdc`) action of the log, with convenient views."""
+
+    action: dict[str, Any]
+    partition_columns: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> str:
+        return self.action["path"]
+
+    @property
+    def size(self) -> int:
+        return int(self.action.get("size") or 0)
+
+    @property
+    def stats(self) -> str | None:
+        return self.action.get("stats")
+
+    @property
+    def partition_values(self) -> dict[str, str | None]:
+        values = self.action.get("partitionValues") or {}
+        if not self.partition_columns:
+            return dict(values)
+        return {column: values.get(column) for column in self.partition_columns}
+
+    @cached_property
+    def parsed_stats(self) -> dict[str, Any]:
+        try:
+            stats = json.loads(self.stats) if self.stats else {}
+        except ValueError:
+            return {}
+        return stats if isinstance(stats, dict) else {}
+
+    @property
+    def num_records(self) -> int | None:
+        value = self.parsed_stats.get("numRecords")
+        return value if isinstance(value, int) else None
+
+    @property
+    def deleted_rows(self) -> int:
+        descriptor = self.action.get("deletionVector") or {}
+        return int(descriptor.get("cardinality") or 0)
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, dict):
-        return _json_values(value)
-    if isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, datetime):
-        text = value.isoformat(timespec="milliseconds")
-        return text.replace("+00:00", "Z") if value.tzinfo else text
-    if isinstance(value, date):
-        return value.isoformat()
-    return None
+def entries(snapshot: DeltaSnapshot) -> list[FileEntry]:
+    columns = tuple(snapshot.partition_columns)
+    return [FileEntry(add, columns) for add in snapshot.adds]
 
 
-def _json_values(values: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not values:
-        return None
-    result = {}
-    for key, value in values.items():
-        converted = _json_value(value)
-        if converted is not None:
-            result[key] = converted
-    return result or None
-
-
-def iter_file_entries(snapshot: DeltaSnapshot, batch_size: int = 2048) -> Iterator[FileEntry]:
-    files = snapshot.files
-    names = set(files.column_names)
-    for batch in files.to_batches(max_chunksize=batch_size):
-        for row in batch.to_pylist():
-            partition = row.get("partition") if "partition" in names else None
-            yield FileEntry(
-                path=row["path"],
-                size=row["size_bytes"],
-                modification_time=row["modification_time"],
-                partition_values={
-                    column: partition_value_string((partition or {}).get(column))
-                    for column in snapshot.metadata["partitionColumns"]
-                },
-                num_records=row.get("num_records"),
-                min_values=row.get("min"),
-                max_values=row.get("max"),
-                null_count=row.get("null_count"),
-            )
-
-
-# -- format rules ---------------------------------------------------------------
+# -- format rules ---------------------------------------------------------------------------
 
 
 def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
@@ -130,14 +97,36 @@ def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
         reasons.append(f"delta.columnMapping.mode={snapshot.column_mapping_mode}")
     if snapshot.has_deletion_vectors:
         reasons.append("deletion vectors")
-    other = set(snapshot.protocol.reader_features) - {"deletionVectors", "columnMapping"}
-    if snapshot.protocol.min_reader_version > 1 and other:
+    other = {f for f in snapshot.reader_features if f.lower() not in LOG_ONLY_FEATURES}
+    other -= {"deletionVectors", "columnMapping"}
+    if other:
         reasons.append("reader features " + ", ".join(sorted(other)))
     if reasons:
         raise UnsupportedOperation(
             "Unsupported Delta Table Properties: "
             + "; ".join(reasons)
             + ". This table can only be read with responseformat=delta."
+        )
+
+
+def required_reader_features(snapshot: DeltaSnapshot) -> set[str]:
+    """Lower-cased reader features a client must announce to read this table."""
+    features = {f.lower() for f in snapshot.reader_features} - LOG_ONLY_FEATURES
+    if snapshot.column_mapping_mode != "none":
+        features.add("columnmapping")
+    if snapshot.has_deletion_vectors:
+        features.add("deletionvectors")
+    return features
+
+
+def check_delta_readable(snapshot: DeltaSnapshot, client_features: frozenset[str]) -> None:
+    missing = required_reader_features(snapshot) - client_features
+    if missing:
+        names = {"deletionvectors": "deletionVectors", "columnmapping": "columnMapping"}
+        listed = ", ".join(sorted(names.get(m, m) for m in missing))
+        raise UnsupportedOperation(
+            f"Unsupported Delta Table Properties: the table needs reader features the client did not "
+            f"announce: {listed}. Add them to readerfeatures in the delta-sharing-capabilities header."
         )
 
 
@@ -152,6 +141,9 @@ def clean_schema_string(schema_string: str) -> str:
         metadata = field.get("metadata") or {}
         field["metadata"] = {"comment": metadata["comment"]} if "comment" in metadata else {}
     return json.dumps(schema, separators=(",", ":"))
+
+
+# -- parquet format ---------------------------------------------------------------------------
 
 
 def parquet_protocol() -> dict[str, Any]:
@@ -169,7 +161,7 @@ def parquet_metadata(
         body["description"] = meta["description"]
     body["format"] = {"provider": "parquet"}
     body["schemaString"] = clean_schema_string(meta["schemaString"])
-    body["partitionColumns"] = meta["partitionColumns"]
+    body["partitionColumns"] = snapshot.partition_columns
     body["configuration"] = (
         {"enableChangeDataFeed": "true"} if history_shared and snapshot.change_data_feed_enabled else {}
     )
@@ -182,42 +174,125 @@ def parquet_metadata(
 
 
 def parquet_file(
-    entry: FileEntry, url: str, expiration: int, hash_kind: str = "parquet", version: int | None = None
+    entry: FileEntry,
+    url: str,
+    expiration: int,
+    hash_kind: str = "parquet",
+    version: int | None = None,
+    timestamp: int | None = None,
+    kind: str = "file",
 ) -> dict[str, Any]:
+    """A `file` line, or with `kind` an `add`/`cdf`/`remove` line of changes and streaming."""
     body: dict[str, Any] = {
         "url": url,
         "id": file_id(entry.path, hash_kind),
         "partitionValues": entry.partition_values,
         "size": entry.size,
     }
-    stats = entry.stats
-    if stats is not None:
-        body["stats"] = stats
+    if entry.stats is not None and kind in ("file", "add"):
+        body["stats"] = entry.stats
     if version is not None:
         body["version"] = version
+    if timestamp is not None:
+        body["timestamp"] = timestamp
     body["expirationTimestamp"] = expiration
-    return {"file": body}
+    return {kind: body}
 
 
-# -- predicate hints ---------------------------------------------------------------
+# -- delta format ---------------------------------------------------------------------------------
 
 
-def matches_hint(tree: dict[str, Any] | None, entry: FileEntry) -> bool:
+def delta_protocol(snapshot: DeltaSnapshot) -> dict[str, Any]:
+    protocol = snapshot.protocol
+    body: dict[str, Any] = {
+        "minReaderVersion": int(protocol.get("minReaderVersion", 1)),
+        "minWriterVersion": int(protocol.get("minWriterVersion", 2)),
+    }
+    if protocol.get("readerFeatures"):
+        body["readerFeatures"] = list(protocol["readerFeatures"])
+    if protocol.get("writerFeatures"):
+        body["writerFeatures"] = list(protocol["writerFeatures"])
+    return {"protocol": {"deltaProtocol": body}}
+
+
+def delta_metadata(snapshot: DeltaSnapshot, version: int | None = None) -> dict[str, Any]:
+    meta = dict(snapshot.metadata)
+    meta.setdefault("format", {"provider": "parquet", "options": {}})
+    meta.setdefault("partitionColumns", [])
+    meta.setdefault("configuration", {})
+    body: dict[str, Any] = {"deltaMetadata": meta}
+    if version is not None:
+        body["version"] = version
+    # The Delta Lake connector refuses a delta-format metadata without `size`.
+    body["size"] = snapshot.size
+    body["numFiles"] = snapshot.num_files
+    return {"metaData": body}
+
+
+def delta_file(
+    kind: str,
+    action: dict[str, Any],
+    url: str,
+    expiration: int,
+    hash_kind: str = "delta",
+    dv_url: str | None = None,
+    version: int | None = None,
+    timestamp: int | None = None,
+) -> dict[str, Any]:
+    """A `file` line wrapping one `add`/`remove`/`cdc` action whose paths are signed URLs."""
+    signed = {key: value for key, value in action.items() if key != "tags"}
+    signed["path"] = url
+    wrapper: dict[str, Any] = {"id": file_id(action["path"], hash_kind)}
+    descriptor = action.get("deletionVector")
+    if descriptor and dv_url is not None:
+        signed["deletionVector"] = descriptor | {"storageType": "p", "pathOrInlineDv": dv_url}
+        wrapper["deletionVectorFileId"] = file_id(descriptor["pathOrInlineDv"], hash_kind)
+    if kind == "remove" and "size" not in signed:
+        raise UnsupportedOperation("a remove action without size cannot be shared")
+    if version is not None:
+        wrapper["version"] = version
+    if timestamp is not None:
+        wrapper["timestamp"] = timestamp
+    wrapper["expirationTimestamp"] = expiration
+    wrapper["deltaSingleAction"] = {kind: signed}
+    return {"file": wrapper}
+
+
+# -- predicate hints ---------------------------------------------------------------------------
+
+
+def physical_names(snapshot: DeltaSnapshot) -> dict[str, str]:
+    """Logical → physical top-level column names (identity without column mapping)."""
+    if snapshot.column_mapping_mode == "none":
+        return {}
+    names = {}
+    for field in snapshot.schema.get("fields", []):
+        physical = (field.get("metadata") or {}).get("delta.columnMapping.physicalName")
+        if physical:
+            names[field["name"]] = physical
+    return names
+
+
+def matches_hint(tree: dict[str, Any] | None, entry: FileEntry, names: dict[str, str] | None = None) -> bool:
     """False only when the hint proves the file holds no matching row."""
     if tree is None:
         return True
+    partition = entry.action.get("partitionValues") or {}
 
     def lookup(name: str, value_type: str) -> ColumnRange | None:
-        if name in entry.partition_values:
-            value = convert(entry.partition_values[name], value_type)
+        physical = (names or {}).get(name, name)
+        if physical in partition or name in entry.partition_columns:
+            value = convert(partition.get(physical), value_type)
             return ColumnRange(value, value, value is None, value is None)
-        if entry.num_records is None or "." in name:
+        stats = entry.parsed_stats
+        records = stats.get("numRecords")
+        if not isinstance(records, int) or "." in name:
             return None
-        low = (entry.min_values or {}).get(name)
-        high = (entry.max_values or {}).get(name)
-        nulls = (entry.null_count or {}).get(name)
-        has_nulls = None if not isinstance(nulls, int) else nulls > 0
-        all_null = None if not isinstance(nulls, int) else nulls == entry.num_records and nulls > 0
+        low = (stats.get("minValues") or {}).get(physical)
+        high = (stats.get("maxValues") or {}).get(physical)
+        nulls = (stats.get("nullCount") or {}).get(physical)
+        has_nulls = nulls > 0 if isinstance(nulls, int) else None
+        all_null = (nulls == records and nulls > 0) if isinstance(nulls, int) else None
         if low is None or high is None or isinstance(low, dict):
             return ColumnRange(None, None, has_nulls, all_null)
         return ColumnRange(convert(low, value_type), convert(high, value_type), has_nulls, all_null)

@@ -1,74 +1,19 @@
-"""A Delta table at one version, read with deltalake.
-
-deltalake replays the log (checkpoints of every kind included) and hands us
-the active files as an Arrow table; we keep that table as it is rather than
-turning 100k files into 100k dicts, and map rows to protocol actions only
-while streaming them out.
-"""
+"""A shared Delta table: its commits, and its snapshots (cached by version)."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
-import pyarrow as pa
-from deltalake import DeltaTable
-from deltalake.exceptions import DeltaError, DeltaProtocolError, TableNotFoundError
-
-from share_store.delta.log import Commit, CommitLog
-from share_store.errors import MalformedRequest, TableFilesMissing, UnsupportedOperation
+from share_store.delta.log import Commit, monotonic
+from share_store.delta.replay import LogListing, LogReader
+from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import ObjectStorage
-
-
-@dataclass(frozen=True)
-class DeltaProtocol:
-    min_reader_version: int
-    min_writer_version: int
-    reader_features: tuple[str, ...] = ()
-    writer_features: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class DeltaSnapshot:
-    version: int
-    protocol: DeltaProtocol
-    metadata: dict[str, Any]
-    files: pa.Table
-    partition_types: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def num_files(self) -> int:
-        return self.files.num_rows
-
-    @property
-    def size(self) -> int:
-        return int(pa.compute.sum(self.files["size_bytes"]).as_py() or 0) if self.files.num_rows else 0
-
-    @property
-    def configuration(self) -> dict[str, str]:
-        return self.metadata.get("configuration") or {}
-
-    @property
-    def column_mapping_mode(self) -> str:
-        return self.configuration.get("delta.columnMapping.mode", "none")
-
-    @property
-    def has_deletion_vectors(self) -> bool:
-        return (
-            "deletionVectors" in self.protocol.reader_features
-            or self.configuration.get("delta.enableDeletionVectors", "false").lower() == "true"
-        )
-
-    @property
-    def change_data_feed_enabled(self) -> bool:
-        return self.configuration.get("delta.enableChangeDataFeed", "false").lower() == "true"
-
-    def file_keys(self, table_path: str) -> list[str]:
-        return [file_key(table_path, path) for path in self.files["path"].to_pylist()]
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -77,100 +22,160 @@ def file_key(table_path: str, log_path: str) -> str:
         # Absolute paths point outside the shared table: sharing them would hand
         # out URLs to objects the provider never shared.
         raise UnsupportedOperation("tables with absolute file paths cannot be shared")
-    return f"{table_path}/{unquote(log_path)}"
+    key = unquote(log_path)
+    if any(part in ("..", ".") for part in key.split("/")):
+        raise UnsupportedOperation("tables with file paths leaving the table cannot be shared")
+    return f"{table_path}/{key}"
 
 
-def _sanitize(error: Exception, uri: str) -> str:
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return text.replace(uri, "<table>")
+@dataclass(frozen=True)
+class DeltaSnapshot:
+    """The raw protocol, metadata and active `add` actions of one version."""
+
+    version: int
+    protocol: dict[str, Any]
+    metadata: dict[str, Any]
+    adds: list[dict[str, Any]]
+
+    @property
+    def num_files(self) -> int:
+        return len(self.adds)
+
+    @cached_property
+    def size(self) -> int:
+        return sum(int(add.get("size") or 0) for add in self.adds)
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return self.metadata.get("configuration") or {}
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.get("partitionColumns") or [])
+
+    @property
+    def min_reader_version(self) -> int:
+        return int(self.protocol.get("minReaderVersion", 1))
+
+    @property
+    def reader_features(self) -> tuple[str, ...]:
+        return tuple(self.protocol.get("readerFeatures") or ())
+
+    @property
+    def column_mapping_mode(self) -> str:
+        return self.configuration.get("delta.columnMapping.mode", "none")
+
+    @property
+    def has_deletion_vectors(self) -> bool:
+        return (
+            "deletionVectors" in self.reader_features
+            or self.configuration.get("delta.enableDeletionVectors", "false").lower() == "true"
+            or any(add.get("deletionVector") for add in self.adds)
+        )
+
+    @property
+    def change_data_feed_enabled(self) -> bool:
+        return cdf_enabled(self.metadata)
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        return json.loads(self.metadata["schemaString"])
+
+    def file_keys(self, table_path: str) -> list[str]:
+        return [file_key(table_path, add["path"]) for add in self.adds]
+
+
+def cdf_enabled(metadata: dict[str, Any]) -> bool:
+    config = metadata.get("configuration") or {}
+    return str(config.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
 class DeltaTableReader:
-    """One shared Delta table: its commits and snapshots (cached by version)."""
-
     CACHE_SIZE = 8
 
     def __init__(self, storage: ObjectStorage, bucket: str, path: str) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
-        self.uri = storage.table_uri(bucket, path)
-        self.log = CommitLog(storage, bucket, path)
+        self.log = LogReader(storage, bucket, path)
         self._snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
+        self._ict: dict[int, int] = {}
         self._checked: set[int] = set()
         self._lock = threading.Lock()
 
-    def latest_version(self) -> int:
-        return self.log.list_commits()[-1].version
+    def listing(self) -> LogListing:
+        return self.log.listing()
 
-    def commits(self, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
-        config = snapshot.configuration if snapshot else {}
-        ict_from = None
-        if config.get("delta.enableInCommitTimestamps", "false").lower() == "true":
-            ict_from = int(config.get("delta.inCommitTimestampEnablementVersion", "0"))
-        return self.log.list_commits(ict_from)
+    def latest_version(self, listing: LogListing | None = None) -> int:
+        return (listing or self.listing()).latest_version
 
-    def snapshot(self, version: int | None = None) -> DeltaSnapshot:
+    def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
+        if version is None or version not in self._snapshots:
+            listing = listing or self.listing()
         if version is None:
-            version = self.latest_version()
+            version = listing.latest_version
         with self._lock:
             cached = self._snapshots.get(version)
             if cached is not None:
                 self._snapshots.move_to_end(version)
                 return cached
-        snapshot = self._load(version)
+        if version > listing.latest_version:
+            raise InvalidParameter(
+                f"Cannot load table version {version} as it does not exist. "
+                f"The latest version of the table is {listing.latest_version}."
+            )
+        state = self.log.replay(listing, version)
+        snapshot = DeltaSnapshot(version, state.protocol, state.metadata, list(state.active.values()))
         with self._lock:
             self._snapshots[version] = snapshot
             while len(self._snapshots) > self.CACHE_SIZE:
                 self._snapshots.popitem(last=False)
         return snapshot
 
+    def commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
+        """The actions of one commit; commits never change, so they are cached."""
+        with self._lock:
+            cached = self._commits.get(version)
+        if cached is None:
+            cached = self.log.read_commit(listing, version)
+            with self._lock:
+                self._commits[version] = cached
+                while len(self._commits) > 256:
+                    self._commits.popitem(last=False)
+        return cached
+
+    def commits(self, listing: LogListing, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
+        """Every commit still in the log with its timestamp, oldest first."""
+        config = snapshot.configuration if snapshot else {}
+        ict_from: int | None = None
+        if str(config.get("delta.enableInCommitTimestamps", "false")).lower() == "true":
+            ict_from = int(config.get("delta.inCommitTimestampEnablementVersion", "0"))
+        versions = sorted(listing.commits)
+        if not versions:
+            raise TableFilesMissing()
+        times = [
+            self._in_commit_timestamp(listing, v)
+            if ict_from is not None and v >= ict_from
+            else listing.commit_times[v]
+            for v in versions
+        ]
+        return [Commit(v, t) for v, t in zip(versions, monotonic(times), strict=True)]
+
+    def _in_commit_timestamp(self, listing: LogListing, version: int) -> int:
+        if version not in self._ict:
+            info = next((a["commitInfo"] for a in self.commit(listing, version) if "commitInfo" in a), {})
+            value = info.get("inCommitTimestamp")
+            self._ict[version] = int(value) if value is not None else listing.commit_times[version]
+        return self._ict[version]
+
     def check_files_exist(self, snapshot: DeltaSnapshot) -> None:
         """`TableFilesMissing` if any active data file is gone (vacuumed, lost)."""
         if snapshot.version in self._checked:
             return
-        if self.storage.missing(self.bucket, f"{self.path}/", snapshot.file_keys(self.path)):
-            raise TableFilesMissing()
+        self.check_keys_exist(snapshot.file_keys(self.path))
         self._checked.add(snapshot.version)
 
-    def _load(self, version: int) -> DeltaSnapshot:
-        try:
-            table = DeltaTable(self.uri, version=version, storage_options=self.storage.deltalake_options())
-            files = pa.table(table.get_add_actions(flatten=False))
-            protocol = table.protocol()
-            meta = table.metadata()
-            schema_string = table.schema().to_json()
-        except TableNotFoundError as error:
-            raise TableFilesMissing() from error
-        except DeltaProtocolError as error:
-            raise UnsupportedOperation(f"table cannot be read: {_sanitize(error, self.uri)}") from error
-        except DeltaError as error:
-            message = _sanitize(error, self.uri)
-            if "not found" in message.lower() or "no such file" in message.lower():
-                raise TableFilesMissing() from error
-            raise MalformedRequest(f"Cannot load table version {version}: {message}") from error
-        except FileNotFoundError as error:
-            raise TableFilesMissing() from error
-        metadata = {
-            "id": meta.id,
-            "name": meta.name,
-            "description": meta.description,
-            "format": {"provider": "parquet", "options": {}},
-            "schemaString": schema_string,
-            "partitionColumns": list(meta.partition_columns),
-            "configuration": dict(meta.configuration),
-            "createdTime": meta.created_time,
-        }
-        fields = {f["name"]: f["type"] for f in json.loads(schema_string)["fields"]}
-        return DeltaSnapshot(
-            version=version,
-            protocol=DeltaProtocol(
-                min_reader_version=protocol.min_reader_version,
-                min_writer_version=protocol.min_writer_version,
-                reader_features=tuple(protocol.reader_features or ()),
-                writer_features=tuple(protocol.writer_features or ()),
-            ),
-            metadata=metadata,
-            files=files,
-            partition_types={c: fields.get(c, "string") for c in meta.partition_columns},
-        )
+    def check_keys_exist(self, keys: list[str]) -> None:
+        if keys and self.storage.missing(self.bucket, f"{self.path}/", keys):
+            raise TableFilesMissing()
