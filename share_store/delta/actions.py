@@ -215,11 +215,25 @@ def delta_protocol(snapshot: DeltaSnapshot) -> dict[str, Any]:
     return {"protocol": {"deltaProtocol": body}}
 
 
+# Recipients rebuild a log from our lines with their own commit files, which carry
+# no commitInfo; a reader told that in-commit timestamps are on then fails to
+# find them. Commit times travel on each file line instead.
+LOG_ONLY_CONFIGURATION = {
+    "delta.enableInCommitTimestamps",
+    "delta.inCommitTimestampEnablementVersion",
+    "delta.inCommitTimestampEnablementTimestamp",
+}
+
+
 def delta_metadata(snapshot: DeltaSnapshot, version: int | None = None) -> dict[str, Any]:
     meta = dict(snapshot.metadata)
     meta.setdefault("format", {"provider": "parquet", "options": {}})
     meta.setdefault("partitionColumns", [])
-    meta.setdefault("configuration", {})
+    meta["configuration"] = {
+        key: value
+        for key, value in (meta.get("configuration") or {}).items()
+        if key not in LOG_ONLY_CONFIGURATION
+    }
     body: dict[str, Any] = {"deltaMetadata": meta}
     if version is not None:
         body["version"] = version

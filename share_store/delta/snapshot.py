@@ -154,13 +154,13 @@ class DeltaTableReader:
         versions = sorted(listing.commits)
         if not versions:
             raise TableFilesMissing()
-        times = [
-            self._in_commit_timestamp(listing, v)
-            if ict_from is not None and v >= ict_from
-            else listing.commit_times[v]
-            for v in versions
-        ]
-        return [Commit(v, t) for v, t in zip(versions, monotonic(times), strict=True)]
+        # File times are made increasing, as Delta readers do; in-commit
+        # timestamps are the writer's promise and are used as written.
+        with_ict = [v for v in versions if ict_from is not None and v >= ict_from]
+        by_file = [v for v in versions if ict_from is None or v < ict_from]
+        times = dict(zip(by_file, monotonic([listing.commit_times[v] for v in by_file]), strict=True))
+        times.update({v: self._in_commit_timestamp(listing, v) for v in with_ict})
+        return [Commit(v, times[v]) for v in versions]
 
     def _in_commit_timestamp(self, listing: LogListing, version: int) -> int:
         if version not in self._ict:
