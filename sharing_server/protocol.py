@@ -172,6 +172,7 @@ class QueryRequest:
     page_token: str | None = None
     include_refresh_token: bool = False
     refresh_token: str | None = None
+    include_historical_protocol: bool = False
 
     @classmethod
     def parse(cls, raw: bytes) -> QueryRequest:
@@ -198,6 +199,7 @@ class QueryRequest:
             page_token=_string(body, "pageToken"),
             include_refresh_token=_bool(body, "includeRefreshToken"),
             refresh_token=_string(body, "refreshToken"),
+            include_historical_protocol=_bool(body, "includeHistoricalProtocol"),
         )
         request.validate()
         return request
@@ -275,6 +277,7 @@ class ChangesRequest:
     ending_version: int | None = None
     ending_timestamp: str | None = None
     include_historical_metadata: bool = False
+    include_historical_protocol: bool = False
     max_files: int | None = None
     page_token: str | None = None
 
@@ -314,6 +317,9 @@ class ChangesRequest:
             include_historical_metadata=parse_bool(
                 params.get("includeHistoricalMetadata"), "includeHistoricalMetadata"
             ),
+            include_historical_protocol=parse_bool(
+                params.get("includeHistoricalProtocol"), "includeHistoricalProtocol"
+            ),
             max_files=int(max_files) if max_files is not None else None,
             page_token=params.get("pageToken"),
         )
@@ -326,6 +332,6 @@ class ChangesRequest:
     def checksum(self) -> str:
         shape = [
             self.starting_version, self.starting_timestamp, self.ending_version,
-            self.ending_timestamp, self.include_historical_metadata,
+            self.ending_timestamp, self.include_historical_metadata, self.include_historical_protocol,
         ]  # fmt: skip
         return hashlib.sha256(dumps(shape).encode()).hexdigest()[:32]

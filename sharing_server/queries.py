@@ -232,6 +232,7 @@ class TableQueries:
         changes = self._version_lines(
             table, reader, listing, encoder, start, end, commits, include_metadata=True, use_cdc=False,
             parquet_check=response_format == "parquet", client_features=capabilities.reader_features,
+            include_protocol=request.include_historical_protocol,
         )  # fmt: skip
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot, version=start)]
         wants_end = capabilities.include_end_stream_action or request.max_files is not None
@@ -288,6 +289,7 @@ class TableQueries:
             table, reader, listing, encoder, start, end, commits,
             include_metadata=request.include_historical_metadata, use_cdc=True,
             parquet_check=response_format == "parquet", client_features=capabilities.reader_features,
+            include_protocol=request.include_historical_protocol,
         )  # fmt: skip
         head = [
             encoder.protocol(head_snapshot),
@@ -359,8 +361,13 @@ class TableQueries:
         use_cdc: bool,
         parquet_check: bool,
         client_features: frozenset[str],
+        include_protocol: bool = False,
     ) -> Iterator[Line]:
-        """Per version, in order: its data-changing files, and metadata changes after `start`."""
+        """Per version, in order: its data-changing files, and metadata changes after `start`.
+
+        `include_protocol` adds protocol changes too (`includeHistoricalProtocol`,
+        delta format only: the parquet format has no way to express them).
+        """
         partition_columns = tuple(reader.snapshot(start, listing).partition_columns)
         for version in range(start, end + 1):
             commit = reader.commit(listing, version)
@@ -374,6 +381,8 @@ class TableQueries:
                 else:
                     actions.check_delta_readable(snapshot, client_features)
                 partition_columns = tuple(snapshot.partition_columns)
+                if protocol is not None and include_protocol and not parquet_check and version > start:
+                    yield {"protocol": actions.delta_protocol(snapshot)["protocol"] | {"version": version}}
                 if meta is not None and include_metadata and version > start:
                     yield encoder.metadata(snapshot, version=version)
             if _is_noop_merge(commit):
