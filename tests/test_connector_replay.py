@@ -121,11 +121,11 @@ def test_legacy_spark_streaming(api: httpx.Client) -> None:
     assert response.headers["delta-table-version"] == "1"
     lines = ndjson(response)
     assert lines[1]["metaData"]["version"] == 1
-    body = [(kind, line[kind].get("version")) for kind, line in zip(kinds(lines), lines)][2:]
+    body = [(kind, line[kind].get("version")) for kind, line in zip(kinds(lines), lines, strict=True)][2:]
     # Versions in order; within a version the commit's own order.
     assert [v for _, v in body] == sorted(v for _, v in body)
     assert sorted(body) == sorted([("add", 1), ("remove", 2), ("add", 2), ("metaData", 3), ("add", 3)])
-    for kind, line in zip(kinds(lines)[2:], lines[2:]):
+    for kind, line in zip(kinds(lines)[2:], lines[2:], strict=True):
         if kind != "metaData":
             assert {
                 "url",
