@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from share_store.delta import actions
 from share_store.delta.actions import FileEntry
-from share_store.delta.deletion_vectors import dv_storage_path
-from share_store.delta.snapshot import DeltaSnapshot, file_key
-from share_store.storage.base import ObjectStorage
+from share_store.delta.snapshot import DeltaSnapshot
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
+
+
+class FileSigner(Protocol):
+    """What a table reader offers for signing its files (Delta and Iceberg alike)."""
+
+    def locate(self, path: str) -> tuple[str, str]: ...
+
+    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None: ...
+
+    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]: ...
 
 
 class LineEncoder:
@@ -19,24 +27,20 @@ class LineEncoder:
     def __init__(
         self,
         response_format: str,
-        storage: ObjectStorage,
-        bucket: str,
-        table_path: str,
+        signer: FileSigner,
         now: float,
         hash_kind: str | None = None,
         history_shared: bool = True,
     ) -> None:
         self.format = response_format
-        self.storage = storage
-        self.bucket = bucket
-        self.table_path = table_path
+        self.signer = signer
         self.now = now
         self.hash_kind = hash_kind or response_format
         self.history_shared = history_shared
         self.min_expiration: int | None = None
 
-    def _sign(self, key: str) -> tuple[str, int]:
-        url, expiration = self.storage.presign(self.bucket, key, self.now)
+    def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
+        url, expiration = self.signer.sign(location, self.now)
         if self.min_expiration is None or expiration < self.min_expiration:
             self.min_expiration = expiration
         return url, expiration
@@ -64,27 +68,16 @@ class LineEncoder:
         A snapshot file is an `add` without a timestamp; in the parquet format it
         is written as a `file` line.
         """
-        url, expiration = self._sign(file_key(self.table_path, action["path"]))
+        url, expiration = self._sign(self.signer.locate(action["path"]))
         if self.format == "delta":
             dv_url = None
             descriptor = action.get("deletionVector")
-            if descriptor:
-                relative = dv_storage_path(descriptor)
-                if relative is not None:
-                    dv_url, _ = self._sign(f"{self.table_path}/{relative}")
+            location = self.signer.locate_dv(descriptor) if descriptor else None
+            if location is not None:
+                dv_url, _ = self._sign(location)
             return actions.delta_file(
                 kind, action, url, expiration, self.hash_kind, dv_url, version, timestamp
             )
         line_kind = "file" if kind == "add" and timestamp is None else PARQUET_KINDS[kind]
         entry = FileEntry(action, partition_columns)
         return actions.parquet_file(entry, url, expiration, self.hash_kind, version, timestamp, line_kind)
-
-    def dv_keys(self, adds: list[dict[str, Any]]) -> list[str]:
-        """Object keys of the on-disk deletion vectors these actions point to."""
-        keys = []
-        for add in adds:
-            descriptor = add.get("deletionVector")
-            relative = dv_storage_path(descriptor) if descriptor else None
-            if relative is not None:
-                keys.append(f"{self.table_path}/{relative}")
-        return keys

@@ -18,7 +18,7 @@ from share_store.delta import actions
 from share_store.delta.log import Commit, first_version_at_or_after, version_at
 from share_store.delta.predicates import parse_hint
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, cdf_enabled, file_key
+from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, cdf_enabled
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
@@ -85,9 +85,8 @@ class TableQueries:
         self, table: SharedTable, response_format: str, file_id_hash: str | None = None
     ) -> LineEncoder:
         return LineEncoder(
-            response_format, self.storage, table.bucket, table.path, time.time(),
-            file_id_hash, table.history_shared,
-        )  # fmt: skip
+            response_format, self.reader(table), time.time(), file_id_hash, table.history_shared
+        )
 
     @staticmethod
     def _format(snapshot: DeltaSnapshot, capabilities: Capabilities) -> str:
@@ -156,10 +155,7 @@ class TableQueries:
             snapshot = self._resolve(table, request.version, request.timestamp)
         response_format = self._format(snapshot, capabilities)
         encoder = self._encoder(table, response_format, file_id_hash)
-        reader = self.reader(table)
-        reader.check_files_exist(snapshot)
-        if response_format == "delta":
-            reader.check_keys_exist(encoder.dv_keys(snapshot.adds))
+        self.reader(table).check_files_exist(snapshot, with_dvs=response_format == "delta")
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
@@ -324,15 +320,15 @@ class TableQueries:
         self, reader: DeltaTableReader, listing: LogListing, encoder: LineEncoder, start: int, end: int
     ) -> None:
         """Vacuumed change or data files make the whole range unreadable: say so up front."""
-        keys: list[str] = []
+        locations: list[tuple[str, str]] = []
         for version in range(start, end + 1):
             commit = reader.commit(listing, version)
             kinds = ("cdc",) if any("cdc" in a for a in commit) else ("add", "remove")
             for action in commit:
                 for kind in kinds:
                     if kind in action and (kind == "cdc" or action[kind].get("dataChange", True)):
-                        keys.append(file_key(reader.path, action[kind]["path"]))
-        reader.check_keys_exist(keys)
+                        locations.append(reader.locate(action[kind]["path"]))
+        reader.check_exist(locations)
 
     def _commit_times(
         self, reader: DeltaTableReader, listing: LogListing, start: int, end: int

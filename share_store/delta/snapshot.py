@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
+from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
 from share_store.delta.replay import LogListing, LogReader
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
@@ -81,9 +82,6 @@ class DeltaSnapshot:
     def schema(self) -> dict[str, Any]:
         return json.loads(self.metadata["schemaString"])
 
-    def file_keys(self, table_path: str) -> list[str]:
-        return [file_key(table_path, add["path"]) for add in self.adds]
-
 
 def cdf_enabled(metadata: dict[str, Any]) -> bool:
     config = metadata.get("configuration") or {}
@@ -101,7 +99,7 @@ class DeltaTableReader:
         self._snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._ict: dict[int, int] = {}
-        self._checked: set[int] = set()
+        self._checked: set[tuple[int, bool]] = set()
         self._lock = threading.Lock()
 
     def listing(self) -> LogListing:
@@ -169,13 +167,38 @@ class DeltaTableReader:
             self._ict[version] = int(value) if value is not None else listing.commit_times[version]
         return self._ict[version]
 
-    def check_files_exist(self, snapshot: DeltaSnapshot) -> None:
-        """`TableFilesMissing` if any active data file is gone (vacuumed, lost)."""
-        if snapshot.version in self._checked:
-            return
-        self.check_keys_exist(snapshot.file_keys(self.path))
-        self._checked.add(snapshot.version)
+    # -- where files live -------------------------------------------------------------
 
-    def check_keys_exist(self, keys: list[str]) -> None:
-        if keys and self.storage.missing(self.bucket, f"{self.path}/", keys):
-            raise TableFilesMissing()
+    def locate(self, path: str) -> tuple[str, str]:
+        """Bucket and key of a file named by a log path."""
+        return self.bucket, file_key(self.path, path)
+
+    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
+        """Bucket and key of an on-disk deletion vector (None when inline)."""
+        relative = dv_storage_path(descriptor)
+        return None if relative is None else (self.bucket, f"{self.path}/{relative}")
+
+    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
+        return self.storage.presign(location[0], location[1], now)
+
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
+        """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""
+        key = (snapshot.version, with_dvs)
+        if key in self._checked:
+            return
+        locations = [self.locate(add["path"]) for add in snapshot.adds]
+        if with_dvs:
+            dvs = (
+                self.locate_dv(add["deletionVector"]) for add in snapshot.adds if add.get("deletionVector")
+            )
+            locations += [dv for dv in dvs if dv is not None]
+        self.check_exist(locations)
+        self._checked.add(key)
+
+    def check_exist(self, locations: list[tuple[str, str]]) -> None:
+        by_bucket: dict[str, list[str]] = {}
+        for bucket, key in locations:
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            if self.storage.missing(bucket, f"{self.path}/", keys):
+                raise TableFilesMissing()
