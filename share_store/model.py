@@ -7,6 +7,10 @@ grammar so that its users can reuse their commands:
     NAME:delta:BUCKET:PATH                 (after a SCHEMA argument)
     SCHEMA:NAME:delta:BUCKET:PATH          (`share update --add`)
     SCHEMA:NAME:uniform:WAREHOUSE:NAMESPACE:TABLE
+
+A Delta table lives at BUCKET/PATH of the configured storage; an Iceberg
+table is kept as `bucket` = WAREHOUSE (a configured catalog) and `path` =
+NAMESPACE/TABLE.
 """
 
 from __future__ import annotations
@@ -34,6 +38,22 @@ def validate_bucket(bucket: str) -> str:
     if not BUCKET_PATTERN.match(bucket) or ".." in bucket:
         raise AdminError(f"invalid bucket name {bucket!r}: 3-63 of a-z, 0-9, '.', '-'")
     return bucket
+
+
+WAREHOUSE_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
+
+
+def validate_warehouse(name: str) -> str:
+    if not WAREHOUSE_PATTERN.match(name) or ".." in name:
+        raise AdminError(f"invalid warehouse name {name!r}: letters, digits, '_', '-', '.' (at most 63)")
+    return name
+
+
+def validate_namespace(namespace: str) -> str:
+    """An Iceberg namespace; levels are separated by dots (`db.sub`)."""
+    for level in namespace.split("."):
+        validate_name("namespace", level)
+    return namespace
 
 
 def validate_table_path(path: str) -> str:
@@ -68,8 +88,18 @@ class TableSpec:
                 raise AdminError(f"invalid table spec {spec!r}: expected SCHEMA:NAME:delta:BUCKET:PATH")
             schema, parts = parts[0], parts[1:]
         if len(parts) >= 2 and parts[1] == "uniform":
-            raise AdminError(
-                f"invalid table spec {spec!r}: Iceberg (uniform) tables are not supported by this server yet"
+            if len(parts) != 5:
+                raise AdminError(
+                    f"invalid table spec {spec!r}: expected NAME:uniform:WAREHOUSE:NAMESPACE:TABLE"
+                    " (SCHEMA:NAME:uniform:WAREHOUSE:NAMESPACE:TABLE with --add)"
+                )
+            name, _, warehouse, namespace, table = parts
+            return cls(
+                schema=validate_name("schema", schema),
+                name=validate_name("table", name),
+                format="uniform",
+                bucket=validate_warehouse(warehouse),
+                path=f"{validate_namespace(namespace)}/{validate_name('Iceberg table', table)}",
             )
         if len(parts) < 4 or parts[1] != "delta":
             raise AdminError(
@@ -130,6 +160,16 @@ class SharedTable:
     @property
     def full_name(self) -> str:
         return f"{self.share}.{self.schema}.{self.name}"
+
+    @property
+    def is_iceberg(self) -> bool:
+        return self.format == "uniform"
+
+    @property
+    def iceberg_identifier(self) -> tuple[str, str, tuple[str, ...]]:
+        """(warehouse, table name, namespace levels) of an Iceberg table."""
+        namespace, _, table = self.path.rpartition("/")
+        return self.bucket, table, tuple(namespace.split("."))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -29,8 +30,10 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine, Row
+from sqlalchemy.exc import IntegrityError
 
 from share_store.errors import AdminError, NotFound, Unauthenticated
+from share_store.iceberg.versions import SnapshotVersion
 from share_store.model import Share, SharedTable, TableSpec, Token, validate_name
 from share_store.tokens import hash_secret, new_secret, new_token_id
 
@@ -74,6 +77,17 @@ tokens_table = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),
+)
+
+
+iceberg_versions_table = Table(
+    "iceberg_versions",
+    metadata,
+    Column("table_id", String(36), nullable=False, primary_key=True),
+    Column("version", BigInteger, nullable=False, primary_key=True),
+    Column("snapshot_id", BigInteger, nullable=False),
+    Column("timestamp_ms", BigInteger, nullable=False),
+    UniqueConstraint("table_id", "snapshot_id"),
 )
 
 
@@ -219,15 +233,19 @@ class ShareStore:
         with self.engine.begin() as conn:
             share_row = self._share_row(conn, name, admin=True)
             for schema, table in remove:
-                result = conn.execute(
-                    delete(tables_table).where(
+                found = conn.execute(
+                    select(tables_table.c.id).where(
                         tables_table.c.share_id == share_row.id,
                         tables_table.c.schema_key == schema.lower(),
                         tables_table.c.name_key == table.lower(),
                     )
-                )
-                if result.rowcount == 0:
+                ).first()
+                if found is None:
                     raise AdminError(f"table '{schema}/{table}' is not in share '{name}'")
+                conn.execute(
+                    delete(iceberg_versions_table).where(iceberg_versions_table.c.table_id == found.id)
+                )
+                conn.execute(delete(tables_table).where(tables_table.c.id == found.id))
             self._add_tables(conn, share_row.id, add, history_shared)
 
     def remove_share(self, name: str) -> None:
@@ -237,6 +255,10 @@ class ShareStore:
                 update(tokens_table)
                 .where(tokens_table.c.share_id == share_row.id, tokens_table.c.revoked_at.is_(None))
                 .values(revoked_at=_now())
+            )
+            table_ids = select(tables_table.c.id).where(tables_table.c.share_id == share_row.id)
+            conn.execute(
+                delete(iceberg_versions_table).where(iceberg_versions_table.c.table_id.in_(table_ids))
             )
             conn.execute(delete(tables_table).where(tables_table.c.share_id == share_row.id))
             conn.execute(delete(shares_table).where(shares_table.c.id == share_row.id))
@@ -310,6 +332,38 @@ class ShareStore:
         if not token.is_active(_now()):
             raise Unauthenticated("The bearer token has expired.")
         return token
+
+    # -- Iceberg snapshot versions ---------------------------------------------
+
+    def snapshot_versions(self, table_id: str) -> list[SnapshotVersion]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(iceberg_versions_table)
+                .where(iceberg_versions_table.c.table_id == table_id)
+                .order_by(iceberg_versions_table.c.version)
+            )
+            return [SnapshotVersion(row.version, row.snapshot_id, row.timestamp_ms) for row in rows]
+
+    def add_snapshot_versions(self, table_id: str, versions: list[SnapshotVersion]) -> list[SnapshotVersion]:
+        """Record new versions; if another replica numbered them first, keep its numbers."""
+        if versions:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(
+                        insert(iceberg_versions_table),
+                        [
+                            {
+                                "table_id": table_id,
+                                "version": v.version,
+                                "snapshot_id": v.snapshot_id,
+                                "timestamp_ms": v.timestamp_ms,
+                            }
+                            for v in versions
+                        ],
+                    )
+            except IntegrityError:
+                pass
+        return self.snapshot_versions(table_id)
 
     # -- helpers -----------------------------------------------------------
 

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from sharing_server import routes
@@ -64,7 +65,11 @@ def protocol_routes() -> list[Route]:
 
 
 def create_app(
-    store: ShareStore, storage: ObjectStorage, secret: bytes, prefix: str = "/delta-sharing"
+    store: ShareStore,
+    storage: ObjectStorage,
+    secret: bytes,
+    prefix: str = "/delta-sharing",
+    catalogs: CatalogRegistry | None = None,
 ) -> Starlette:
     app = Starlette(
         routes=[Route("/healthz", health, methods=["GET"]), Mount(prefix, routes=protocol_routes())],
@@ -73,6 +78,6 @@ def create_app(
     )
     app.state.store = store
     app.state.storage = storage
-    app.state.queries = TableQueries(storage, secret)
+    app.state.queries = TableQueries(storage, secret, catalogs, store)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     return app

@@ -89,15 +89,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_share(store: ShareStore, args: argparse.Namespace) -> None:
+def check_catalogs(config: ServerConfig, specs: list[TableSpec]) -> None:
+    """Refuse Iceberg specs whose warehouse no configured catalog serves."""
+    uniform = [spec for spec in specs if spec.format == "uniform"]
+    if uniform:
+        catalogs = config.make_catalogs()
+        for spec in uniform:
+            catalogs.check_warehouse(spec.bucket)
+
+
+def run_share(store: ShareStore, config: ServerConfig, args: argparse.Namespace) -> None:
     if args.action == "create":
         specs = parse_create_args(args.tables)
+        check_catalogs(config, specs)
         store.create_share(args.share, specs, history_shared=not args.no_history)
         print(f"Created share '{args.share}' with {len(specs)} table(s).")
     elif args.action == "update":
         if not args.add and not args.remove:
             raise AdminError("nothing to do: give --add and/or --remove")
         add = [TableSpec.parse(spec) for spec in args.add]
+        check_catalogs(config, add)
         remove = [parse_table_ref(ref) for ref in args.remove]
         store.update_share(args.share, add, remove, history_shared=not args.no_history)
         print(f"Updated share '{args.share}': {len(add)} added, {len(remove)} removed.")
@@ -112,9 +123,12 @@ def run_share(store: ShareStore, args: argparse.Namespace) -> None:
         schemas: dict[str, list[str]] = {}
         for table in tables:
             history = "" if table.history_shared else " (latest only)"
-            schemas.setdefault(table.schema, []).append(
-                f"{table.name}  [{table.format}] {table.bucket}/{table.path}{history}"
-            )
+            if table.is_iceberg:
+                warehouse, name, namespace = table.iceberg_identifier
+                where = f"{warehouse}:{'.'.join(namespace)}.{name}"
+            else:
+                where = f"{table.bucket}/{table.path}"
+            schemas.setdefault(table.schema, []).append(f"{table.name}  [{table.format}] {where}{history}")
         for s_index, (schema, entries) in enumerate(schemas.items()):
             last_schema = s_index == len(schemas) - 1
             print(("└── " if last_schema else "├── ") + schema)
@@ -171,7 +185,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         from sharing_server.demo import seed_demo
 
         seed_demo(config, store)
-    app = create_app(store, config.make_storage(), config.secret(), config.prefix)
+    app = create_app(store, config.make_storage(), config.secret(), config.prefix, config.make_catalogs())
     hyper = Config()
     hyper.bind = [f"{config.host}:{config.port}"]
     hyper.certfile = config.certfile
@@ -198,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 seed_demo(config, store)
             elif args.command == "share":
-                run_share(store, args)
+                run_share(store, config, args)
             else:
                 run_token(store, config, args)
         finally:

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from share_store.errors import AdminError
+from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
 
 ENV_PREFIX = "SHARING_"
+DEFAULT_CATALOG = "default"
 BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
@@ -41,6 +43,7 @@ class ServerConfig:
     workers: int = 1
     store_url: str | None = None
     storage: dict[str, Any] = field(default_factory=lambda: {"type": "local"})
+    catalogs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -72,10 +75,27 @@ class ServerConfig:
                 handle.write(secrets.token_hex(32))
         return path.read_text().strip().encode()
 
+    def storage_root(self) -> Path:
+        return Path(self.storage.get("root") or self.data_dir / "data")
+
+    def make_catalogs(self) -> CatalogRegistry:
+        """Configured catalogs; with none, an embedded SQLite catalog named `default` (local storage)."""
+        catalogs = dict(self.catalogs)
+        if not catalogs and self.storage.get("type", "local") == "local":
+            warehouse = self.storage_root().resolve() / "warehouse"
+            warehouse.mkdir(parents=True, exist_ok=True)
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            catalogs[DEFAULT_CATALOG] = {
+                "type": "sql",
+                "uri": sqlite_url(self.data_dir.resolve() / "iceberg.db"),
+                "warehouse": warehouse.as_uri(),
+            }
+        return CatalogRegistry(catalogs, self.url_lifetime)
+
     def make_storage(self) -> ObjectStorage:
         kind = self.storage.get("type", "local")
         if kind == "local":
-            root = Path(self.storage.get("root") or self.data_dir / "data")
+            root = self.storage_root()
             root.mkdir(parents=True, exist_ok=True)
             signer = UrlSigner(self.secret(), f"{self.endpoint}/files")
             return LocalStorage(root, signer, self.url_lifetime)
@@ -162,4 +182,8 @@ def load_config(
     config.prefix = config.prefix.rstrip("/")
     config.store_url = store.get("url")
     config.storage = {"type": "local", **storage}
+    catalogs = raw.get("catalogs", {})
+    if not isinstance(catalogs, dict) or not all(isinstance(v, dict) for v in catalogs.values()):
+        raise AdminError("[catalogs.<name>] blocks must hold catalog properties")
+    config.catalogs = catalogs
     return config

@@ -20,6 +20,8 @@ from share_store.delta.predicates import parse_hint
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, cdf_enabled
 from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.table import IcebergTableReader, VersionStore
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
 from sharing_server.encoding import LineEncoder
@@ -65,20 +67,37 @@ class Paging:
     token_payload: dict[str, Any] | None = None
 
 
+TableReader = DeltaTableReader | IcebergTableReader
+
+
 class TableQueries:
-    def __init__(self, storage: ObjectStorage, secret: bytes) -> None:
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        secret: bytes,
+        catalogs: CatalogRegistry | None = None,
+        versions: VersionStore | None = None,
+    ) -> None:
         self.storage = storage
+        self.catalogs = catalogs or CatalogRegistry({})
+        self.versions = versions
         self.page_tokens = TokenCodec(secret, "query-page")
         self.refresh_tokens = TokenCodec(secret, "query-refresh")
-        self._readers: dict[tuple[str, str, str], DeltaTableReader] = {}
+        self._readers: dict[tuple[str, str, str], TableReader] = {}
         self._lock = threading.Lock()
 
-    def reader(self, table: SharedTable) -> DeltaTableReader:
+    def reader(self, table: SharedTable) -> TableReader:
         key = (table.id, table.bucket, table.path)
         with self._lock:
             reader = self._readers.get(key)
             if reader is None:
-                reader = self._readers[key] = DeltaTableReader(self.storage, table.bucket, table.path)
+                if table.is_iceberg:
+                    if self.versions is None:
+                        raise UnsupportedOperation("Iceberg tables need a share store for their versions")
+                    reader = IcebergTableReader(table, self.catalogs, self.versions, self.storage)
+                else:
+                    reader = DeltaTableReader(self.storage, table.bucket, table.path)
+                self._readers[key] = reader
             return reader
 
     def _encoder(
@@ -298,7 +317,7 @@ class TableQueries:
 
     def _check_cdf_recorded(
         self,
-        reader: DeltaTableReader,
+        reader: TableReader,
         listing: LogListing,
         start_snapshot: DeltaSnapshot,
         start: int,
@@ -317,7 +336,7 @@ class TableQueries:
             )
 
     def _check_change_files(
-        self, reader: DeltaTableReader, listing: LogListing, encoder: LineEncoder, start: int, end: int
+        self, reader: TableReader, listing: LogListing, encoder: LineEncoder, start: int, end: int
     ) -> None:
         """Vacuumed change or data files make the whole range unreadable: say so up front."""
         locations: list[tuple[str, str]] = []
@@ -330,9 +349,7 @@ class TableQueries:
                         locations.append(reader.locate(action[kind]["path"]))
         reader.check_exist(locations)
 
-    def _commit_times(
-        self, reader: DeltaTableReader, listing: LogListing, start: int, end: int
-    ) -> dict[int, int]:
+    def _commit_times(self, reader: TableReader, listing: LogListing, start: int, end: int) -> dict[int, int]:
         commits: list[Commit] = reader.commits(listing, reader.snapshot(end, listing))
         times = {c.version: c.timestamp for c in commits}
         missing = [v for v in range(start, end + 1) if v not in times]
@@ -347,7 +364,7 @@ class TableQueries:
     def _version_lines(
         self,
         table: SharedTable,
-        reader: DeltaTableReader,
+        reader: TableReader,
         listing: LogListing,
         encoder: LineEncoder,
         start: int,
@@ -396,7 +413,7 @@ class TableQueries:
                             body = body | {"size": self._removed_size(reader, listing, version, body["path"])}
                         yield encoder.file(kind, body, partition_columns, version, timestamp)
 
-    def _removed_size(self, reader: DeltaTableReader, listing: LogListing, version: int, path: str) -> int:
+    def _removed_size(self, reader: TableReader, listing: LogListing, version: int, path: str) -> int:
         # Older writers omit `size` on removes; the file's add in the previous
         # version has it, and Spark refuses a remove without one.
         previous = reader.snapshot(version - 1, listing)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import parse_create_args
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
@@ -41,6 +42,7 @@ class Deployment:
     storage: ObjectStorage
     server: LiveServer
     tmp: Path
+    catalogs: CatalogRegistry
 
     @property
     def endpoint(self) -> str:
@@ -80,9 +82,10 @@ def _deploy(tmp: Path, storage: dict[str, str]) -> Deployment:
     config = load_config(env=env)
     store = ShareStore(config.resolved_store_url())
     storage_obj = config.make_storage()
-    app = create_app(store, storage_obj, config.secret(), config.prefix)
+    catalogs = config.make_catalogs()
+    app = create_app(store, storage_obj, config.secret(), config.prefix, catalogs)
     server = LiveServer(app, port).start()
-    return Deployment(config, store, storage_obj, server, tmp)
+    return Deployment(config, store, storage_obj, server, tmp, catalogs)
 
 
 @pytest.fixture(scope="session")

@@ -59,9 +59,25 @@ def test_bad_specs(spec: str) -> None:
         TableSpec.parse(spec)
 
 
-def test_uniform_is_refused_clearly() -> None:
-    with pytest.raises(AdminError, match="Iceberg"):
-        TableSpec.parse("tpch:customer:uniform:testice:tpch:customer")
+def test_uniform_grammar() -> None:
+    spec = TableSpec.parse("tpch:customer:uniform:testice:tpch:customer")
+    assert (spec.schema, spec.name, spec.format, spec.bucket, spec.path) == (
+        "tpch",
+        "customer",
+        "uniform",
+        "testice",
+        "tpch/customer",
+    )
+    nested = parse_create_args(["tpch", "c:uniform:testice:db.sub:customer"])[0]
+    assert nested.path == "db.sub/customer"
+    for bad in (
+        "tpch:c:uniform:testice:tpch",
+        "tpch:c:uniform:test/ice:tpch:c",
+        "tpch:c:uniform:w:a..b:c",
+        "tpch:c:uniform:w:ns:bad.name",
+    ):
+        with pytest.raises(AdminError):
+            TableSpec.parse(bad)
 
 
 def test_spec_before_schema_is_an_error() -> None:

@@ -92,13 +92,17 @@ def entries(snapshot: DeltaSnapshot) -> list[FileEntry]:
 
 def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
     """Refuse tables the parquet response format cannot describe faithfully."""
+    if "parquet" in snapshot.refusals:
+        raise UnsupportedOperation(snapshot.refusals["parquet"])
     reasons = []
-    if snapshot.column_mapping_mode != "none":
+    if snapshot.column_mapping_mode != "none" and not snapshot.native_column_names:
         reasons.append(f"delta.columnMapping.mode={snapshot.column_mapping_mode}")
     if snapshot.has_deletion_vectors:
         reasons.append("deletion vectors")
     other = {f for f in snapshot.reader_features if f.lower() not in LOG_ONLY_FEATURES}
     other -= {"deletionVectors", "columnMapping"}
+    if snapshot.native_column_names:
+        other.discard("timestampNtz")  # a column type, which the parquet format carries as is
     if other:
         reasons.append("reader features " + ", ".join(sorted(other)))
     if reasons:
@@ -120,6 +124,8 @@ def required_reader_features(snapshot: DeltaSnapshot) -> set[str]:
 
 
 def check_delta_readable(snapshot: DeltaSnapshot, client_features: frozenset[str]) -> None:
+    if "delta" in snapshot.refusals:
+        raise UnsupportedOperation(snapshot.refusals["delta"])
     missing = required_reader_features(snapshot) - client_features
     if missing:
         names = {"deletionvectors": "deletionVectors", "columnmapping": "columnMapping"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
@@ -37,6 +37,11 @@ class DeltaSnapshot:
     protocol: dict[str, Any]
     metadata: dict[str, Any]
     adds: list[dict[str, Any]]
+    #: Response format → why this snapshot cannot be served in it (Iceberg tables).
+    refusals: dict[str, str] = field(default_factory=dict)
+    #: Files name their columns as the schema does, whatever the column mapping says
+    #: (Iceberg tables whose columns were never renamed).
+    native_column_names: bool = False
 
     @property
     def num_files(self) -> int:

@@ -1,0 +1,116 @@
+"""Named Iceberg catalogs from the configuration, loaded lazily with pyiceberg.
+
+    [catalogs.testice]                       # WAREHOUSE "testice" in a table spec
+    type = "rest"
+    uri = "https://aistor:9000/_iceberg"
+    "rest.sigv4-enabled" = "true"
+    "rest.signing-name" = "s3tables"
+    "rest.signing-region" = "local"
+    "client.access-key-id" = "${AISTOR_ACCESS_KEY}"   # from the environment
+    "client.secret-access-key" = "${AISTOR_SECRET_KEY}"
+    "s3.endpoint" = "https://aistor:9000"
+    "s3.path-style-access" = "true"
+    "sharing.warehouses" = "*"               # ours: serve any warehouse name through this catalog
+
+Every key other than `sharing.*` goes to pyiceberg's `load_catalog` as is, so
+catalog types and options are pyiceberg's. A catalog that serves many
+warehouses (AIStor, where the warehouse is a request parameter) is loaded once
+per warehouse with `warehouse` set to the name in the spec.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from typing import Any
+
+from share_store.errors import AdminError, NotFound, StorageUnavailable
+from share_store.storage.base import ObjectStorage
+from share_store.storage.s3 import S3Settings, S3Storage
+
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+OWN_PREFIX = "sharing."
+
+
+def expand_environment(value: str, env: dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise AdminError(f"catalog setting refers to ${{{name}}}, which is not set")
+        return env[name]
+
+    return ENV_REFERENCE.sub(replace, value)
+
+
+class CatalogRegistry:
+    def __init__(self, configs: dict[str, dict[str, Any]], url_lifetime: int = 3600) -> None:
+        self.configs = {name: {k: str(v) for k, v in props.items()} for name, props in configs.items()}
+        self.url_lifetime = url_lifetime
+        self._catalogs: dict[str, Any] = {}
+        self._storages: dict[str, ObjectStorage | None] = {}
+        self._lock = threading.Lock()
+
+    def _config_for(self, warehouse: str) -> tuple[str, dict[str, str]]:
+        if warehouse in self.configs:
+            return warehouse, self.configs[warehouse]
+        for name, props in self.configs.items():
+            served = props.get("sharing.warehouses", "")
+            if served == "*" or warehouse in [w.strip() for w in served.split(",")]:
+                return name, props | {"warehouse": warehouse}
+        raise NotFound(f"no Iceberg catalog is configured for warehouse '{warehouse}'")
+
+    def check_warehouse(self, warehouse: str) -> None:
+        """AdminError unless a configured catalog serves `warehouse` (no connection made)."""
+        try:
+            self._config_for(warehouse)
+        except NotFound as error:
+            configured = ", ".join(sorted(self.configs)) or "none"
+            raise AdminError(f"{error.message} (configured catalogs: {configured})") from None
+
+    def properties(self, warehouse: str) -> dict[str, str]:
+        _, props = self._config_for(warehouse)
+        return {
+            key: expand_environment(value) for key, value in props.items() if not key.startswith(OWN_PREFIX)
+        }
+
+    def catalog(self, warehouse: str) -> Any:
+        with self._lock:
+            if warehouse in self._catalogs:
+                return self._catalogs[warehouse]
+        from pyiceberg.catalog import load_catalog
+
+        name, _ = self._config_for(warehouse)
+        try:
+            catalog = load_catalog(name, **self.properties(warehouse))
+        except (OSError, ConnectionError) as error:
+            raise StorageUnavailable(f"Iceberg catalog for warehouse '{warehouse}' is unreachable") from error
+        with self._lock:
+            self._catalogs[warehouse] = catalog
+        return catalog
+
+    def storage(self, warehouse: str) -> ObjectStorage | None:
+        """An S3 store signed with the catalog's own credentials, when it names them."""
+        with self._lock:
+            if warehouse in self._storages:
+                return self._storages[warehouse]
+        props = self.properties(warehouse)
+        own = self._config_for(warehouse)[1]
+        storage = None
+        if props.get("s3.access-key-id") or props.get("client.access-key-id"):
+            storage = S3Storage(
+                S3Settings(
+                    endpoint=props.get("s3.endpoint"),
+                    public_endpoint=own.get("sharing.s3-public-endpoint") or props.get("s3.endpoint"),
+                    region=props.get("s3.region") or props.get("client.region") or "us-east-1",
+                    access_key=props.get("s3.access-key-id") or props.get("client.access-key-id"),
+                    secret_key=props.get("s3.secret-access-key") or props.get("client.secret-access-key"),
+                    path_style=props.get("s3.force-virtual-addressing", "false").lower() != "true",
+                ),
+                self.url_lifetime,
+            )
+        with self._lock:
+            self._storages[warehouse] = storage
+        return storage

@@ -1,0 +1,224 @@
+"""An Iceberg table seen through the Delta reader's interface.
+
+`IcebergTableReader` answers what `DeltaTableReader` answers (listing,
+snapshots by version, one version's changes, signing) so that the protocol
+layer serves both formats with the same code. Each snapshot becomes a
+`DeltaSnapshot` whose schema uses Delta column mapping by Iceberg field id.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import unquote, urlparse
+
+from share_store.delta.log import Commit
+from share_store.delta.replay import LogListing
+from share_store.delta.snapshot import DeltaSnapshot
+from share_store.errors import (
+    InvalidParameter,
+    StorageUnavailable,
+    TableFilesMissing,
+    UnsupportedOperation,
+)
+from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
+from share_store.model import SharedTable
+from share_store.storage.base import ObjectStorage
+from share_store.storage.local import LocalStorage
+
+
+@dataclass
+class IcebergListing(LogListing):
+    """A listing whose "commits" are the numbered snapshots of the current ancestry."""
+
+    table: Any = None
+    snapshots: dict[int, int] = field(default_factory=dict)  # version -> snapshot id
+
+
+class VersionStore(Protocol):
+    """Where snapshot versions persist (the share store)."""
+
+    def snapshot_versions(self, table_id: str) -> list[SnapshotVersion]: ...
+
+    def add_snapshot_versions(
+        self, table_id: str, versions: list[SnapshotVersion]
+    ) -> list[SnapshotVersion]: ...
+
+
+class IcebergTableReader:
+    CACHE_SIZE = 8
+
+    def __init__(
+        self, table: SharedTable, catalogs: CatalogRegistry, versions: VersionStore, storage: ObjectStorage
+    ) -> None:
+        self.table = table
+        self.warehouse, self.name, self.namespace = table.iceberg_identifier
+        self.catalogs = catalogs
+        self.versions = versions
+        self.storage = catalogs.storage(self.warehouse) or storage
+        self.path = table.path
+        self._snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self._commits: dict[int, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    # -- versions -----------------------------------------------------------------
+
+    def _load(self) -> Any:
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        catalog = self.catalogs.catalog(self.warehouse)
+        try:
+            return catalog.load_table((*self.namespace, self.name))
+        except (NoSuchTableError, NoSuchNamespaceError) as error:
+            name = ".".join((*self.namespace, self.name))
+            raise TableFilesMissing(
+                f"Iceberg table {name} not found in warehouse '{self.warehouse}'"
+            ) from error
+        except (OSError, ConnectionError) as error:
+            raise StorageUnavailable("the Iceberg catalog is unreachable") from error
+
+    def listing(self) -> IcebergListing:
+        from pyiceberg.table.snapshots import ancestors_of
+
+        table = self._load()
+        current = table.current_snapshot()
+        ancestry = list(reversed(list(ancestors_of(current, table.metadata)))) if current else []
+        known = self.versions.snapshot_versions(self.table.id)
+        created = int(table.metadata.last_updated_ms)
+        added = new_versions(known, [(s.snapshot_id, s.timestamp_ms) for s in ancestry], created)
+        if added:
+            known = self.versions.add_snapshot_versions(self.table.id, added)
+        visible = visible_versions(known, {s.snapshot_id for s in ancestry})
+        if ancestry:
+            visible = [v for v in visible if v.snapshot_id != EMPTY_SNAPSHOT]
+        listing = IcebergListing(table=table)
+        for entry in visible:
+            listing.commits[entry.version] = str(entry.snapshot_id)
+            listing.commit_times[entry.version] = entry.timestamp_ms
+            listing.snapshots[entry.version] = entry.snapshot_id
+        if not listing.commits:
+            raise TableFilesMissing("the Iceberg table's snapshots have all expired")
+        return listing
+
+    def latest_version(self, listing: IcebergListing | None = None) -> int:
+        return (listing or self.listing()).latest_version
+
+    def commits(self, listing: IcebergListing, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
+        return [Commit(v, listing.commit_times[v]) for v in sorted(listing.commits)]
+
+    def _snapshot_id(self, listing: IcebergListing, version: int) -> int:
+        if version in listing.snapshots:
+            return listing.snapshots[version]
+        if version > listing.latest_version:
+            raise InvalidParameter(
+                f"Cannot load table version {version} as it does not exist. "
+                f"The latest version of the table is {listing.latest_version}."
+            )
+        known = {v.version: v for v in self.versions.snapshot_versions(self.table.id)}
+        if version in known and listing.table.metadata.snapshot_by_id(known[version].snapshot_id) is not None:
+            raise InvalidParameter(
+                f"Version {version} is no longer in the history of the Iceberg table (it was rolled back)."
+            )
+        raise InvalidParameter(
+            f"Version {version} of the table is no longer available: its Iceberg snapshot has expired."
+        )
+
+    # -- snapshots ----------------------------------------------------------------
+
+    def snapshot(self, version: int | None = None, listing: IcebergListing | None = None) -> DeltaSnapshot:
+        listing = listing or self.listing()
+        if version is None:
+            version = listing.latest_version
+        snapshot_id = self._snapshot_id(listing, version)
+        # A version names one snapshot for good, so the cache is keyed by version.
+        with self._lock:
+            cached = self._snapshots.get(version)
+        if cached is not None:
+            return cached
+        snapshot = self._build(listing.table, version, snapshot_id)
+        with self._lock:
+            self._snapshots[version] = snapshot
+            while len(self._snapshots) > self.CACHE_SIZE:
+                self._snapshots.popitem(last=False)
+        return snapshot
+
+    def _schema_for(self, table: Any, snapshot_id: int) -> Any:
+        if snapshot_id == EMPTY_SNAPSHOT:
+            return table.schema()
+        snap = table.metadata.snapshot_by_id(snapshot_id)
+        schemas = table.schemas()
+        return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
+
+    def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
+        from share_store.iceberg import mapping
+
+        schema = self._schema_for(table, snapshot_id)
+        tasks = (
+            [] if snapshot_id == EMPTY_SNAPSHOT else list(table.scan(snapshot_id=snapshot_id).plan_files())
+        )
+        return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks)
+
+    # -- one version's changes ------------------------------------------------------
+
+    def commit(self, listing: IcebergListing, version: int) -> list[dict[str, Any]]:
+        from share_store.iceberg import mapping
+
+        snapshot_id = self._snapshot_id(listing, version)
+        with self._lock:
+            cached = self._commits.get(snapshot_id)
+        if cached is None:
+            cached = mapping.changes_of_snapshot(
+                listing.table, snapshot_id, self._previous_schema(listing, version)
+            )
+            with self._lock:
+                self._commits[snapshot_id] = cached
+        return cached
+
+    def _previous_schema(self, listing: IcebergListing, version: int) -> Any:
+        earlier = [v for v in listing.snapshots if v < version]
+        if not earlier:
+            return None
+        return self._schema_for(listing.table, listing.snapshots[max(earlier)])
+
+    # -- where files live --------------------------------------------------------------
+
+    def locate(self, path: str) -> tuple[str, str]:
+        """Bucket and key of a data file named by an absolute Iceberg URI."""
+        parsed = urlparse(path)
+        if parsed.scheme in ("s3", "s3a", "s3n") and not isinstance(self.storage, LocalStorage):
+            return parsed.netloc, unquote(parsed.path.lstrip("/"))
+        if parsed.scheme in ("file", "") and isinstance(self.storage, LocalStorage):
+            absolute = os.path.realpath(unquote(parsed.path))
+            root = str(self.storage.root)
+            if absolute.startswith(root + os.sep):
+                bucket, _, key = absolute[len(root) + 1 :].partition(os.sep)
+                if bucket and key:
+                    return bucket, key
+        # A file outside the storage this server signs for cannot be handed out.
+        raise UnsupportedOperation(
+            "the Iceberg table has data files outside the configured object storage; "
+            "configure the storage (or the catalog's s3.* settings) that holds them"
+        )
+
+    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
+        return None  # deletion vectors of Iceberg tables are inline (see mapping)
+
+    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
+        return self.storage.presign(location[0], location[1], now)
+
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
+        self.check_exist([self.locate(add["path"]) for add in snapshot.adds])
+
+    def check_exist(self, locations: list[tuple[str, str]]) -> None:
+        by_bucket: dict[str, list[str]] = {}
+        for bucket, key in locations:
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            prefix = posixpath.commonpath([key.rpartition("/")[0] for key in keys])
+            if self.storage.missing(bucket, f"{prefix}/" if prefix else "", keys):
+                raise TableFilesMissing()
