@@ -40,6 +40,10 @@ class TokenCodec:
             body, mac = _unb64(body_part), _unb64(mac_part)
         except (ValueError, binascii.Error) as error:
             raise ValueError("malformed token") from error
+        # Only the canonical spelling is accepted: base64's spare bits would
+        # otherwise let several strings stand for one token.
+        if _b64(body) != body_part or _b64(mac) != mac_part:
+            raise ValueError("malformed token")
         expected = hmac.new(self._key, body, hashlib.sha256).digest()[:16]
         if not hmac.compare_digest(mac, expected):
             raise ValueError("token signature mismatch")

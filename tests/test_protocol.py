@@ -555,3 +555,18 @@ def test_security_headers(api: httpx.Client) -> None:
     response = api.get("/shares")
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["cache-control"] == "no-store"
+
+
+def test_page_tokens_have_one_spelling() -> None:
+    from sharing_server.page_tokens import TokenCodec
+
+    codec = TokenCodec(b"k" * 32, "test")
+    token = codec.encode({"o": 1})
+    assert codec.decode(token) == {"o": 1}
+    body, mac = token.split(".")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    for replacement in alphabet:
+        variant = f"{body}.{mac[:-1]}{replacement}"
+        if variant != token:
+            with pytest.raises(ValueError):
+                codec.decode(variant)

@@ -8,34 +8,53 @@ from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.schema import Schema
 
 from share_store.delta.snapshot import DeltaSnapshot
-from share_store.iceberg.schema import names_changed, schema_string, uses_timestamp_ntz
+from share_store.iceberg.schema import (
+    kernel_unreadable_columns,
+    names_changed,
+    schema_string,
+    uses_timestamp_ntz,
+)
 from share_store.iceberg.stats import delta_stats, identity_partition_columns, partition_values
 
 
-def protocol_for(schema: Schema) -> dict[str, Any]:
-    features = ["columnMapping"] + (["timestampNtz"] if uses_timestamp_ntz(schema) else [])
+def renamed_columns(table: Any) -> list[str]:
+    """Columns whose name ever meant another field: only then is column mapping needed."""
+    return names_changed(table.metadata.schemas, table.schema())
+
+
+def protocol_for(schema: Schema, column_mapping: bool) -> dict[str, Any]:
+    features = ["columnMapping"] if column_mapping else []
+    if uses_timestamp_ntz(schema):
+        features.append("timestampNtz")
+    # Writer version 4 (or the changeDataFeed feature) is what makes
+    # delta.enableChangeDataFeed meaningful; readers check it before reading changes.
+    if not features:
+        return {"minReaderVersion": 1, "minWriterVersion": 4}
+    writer = [*features, "changeDataFeed"]
     return {
         "minReaderVersion": 3,
         "minWriterVersion": 7,
         "readerFeatures": features,
-        "writerFeatures": features,
+        "writerFeatures": writer,
     }
 
 
 def metadata_for(table: Any, schema: Schema, partition_columns: list[str]) -> dict[str, Any]:
+    # Column mapping by field id only when a rename makes names ambiguous: readers
+    # (delta-kernel-rs's change data feed among them) support plain tables best.
+    column_mapping = bool(renamed_columns(table))
     properties = table.metadata.properties or {}
+    configuration = {"delta.enableChangeDataFeed": "true"}  # changes come from snapshots, always
+    if column_mapping:
+        configuration["delta.columnMapping.mode"] = "id"
+        configuration["delta.columnMapping.maxColumnId"] = str(table.metadata.last_column_id)
     metadata: dict[str, Any] = {
         "id": str(table.metadata.table_uuid),
         "name": table.name()[-1],
         "format": {"provider": "parquet", "options": {}},
-        "schemaString": schema_string(schema, column_mapping=True),
+        "schemaString": schema_string(schema, column_mapping=column_mapping),
         "partitionColumns": partition_columns,
-        "configuration": {
-            "delta.columnMapping.mode": "id",
-            "delta.columnMapping.maxColumnId": str(table.metadata.last_column_id),
-            # Changes are derived from snapshots, so every version has them.
-            "delta.enableChangeDataFeed": "true",
-        },
+        "configuration": configuration,
         "createdTime": int(table.metadata.last_updated_ms),
     }
     if properties.get("comment"):
@@ -81,7 +100,14 @@ def snapshot_from_tasks(
             "serving its data files alone would return deleted rows"
         )
         refusals = {"parquet": reason, "delta": reason}
-    renamed = names_changed(table.metadata.schemas, schema)
+    unreadable = kernel_unreadable_columns(schema)
+    if unreadable:
+        refusals.setdefault(
+            "delta",
+            "columns of Iceberg type fixed, uuid or time (" + ", ".join(unreadable) + ") have no Delta type "
+            "that delta-format readers accept; read this table with responseformat=parquet",
+        )
+    renamed = renamed_columns(table)
     if renamed:
         refusals.setdefault(
             "parquet",
@@ -91,7 +117,7 @@ def snapshot_from_tasks(
         )
     return DeltaSnapshot(
         version=version,
-        protocol=protocol_for(schema),
+        protocol=protocol_for(schema, column_mapping=bool(renamed)),
         metadata=metadata_for(table, schema, columns),
         adds=adds,
         refusals=refusals,

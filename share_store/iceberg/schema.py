@@ -94,6 +94,20 @@ def schema_string(schema: Schema, column_mapping: bool) -> str:
     return json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
 
 
+def kernel_unreadable_columns(schema: Schema) -> list[str]:
+    """Columns whose Parquet type Delta readers refuse for the Delta type we map them to.
+
+    Delta has no fixed-length binary, UUID or time-of-day type; delta-kernel
+    readers check Parquet types strictly (FixedSizeBinary is not binary, Time64
+    is not long), while the parquet response format reads them as they are.
+    """
+    return [
+        field.name
+        for field in _all_fields(schema.as_struct())
+        if isinstance(field.field_type, FixedType | UUIDType | TimeType)
+    ]
+
+
 def uses_timestamp_ntz(schema: Schema) -> bool:
     return any(isinstance(field.field_type, TimestampType) for field in _all_fields(schema.as_struct()))
 
