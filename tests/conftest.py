@@ -71,7 +71,9 @@ class Deployment:
         return str(path)
 
 
-def _deploy(tmp: Path, storage: dict[str, str]) -> Deployment:
+def deploy(
+    tmp: Path, storage: dict[str, str], catalogs: dict[str, dict[str, str]] | None = None
+) -> Deployment:
     port = free_port()
     env = {
         "SHARING_SERVER_DATA_DIR": str(tmp / "data-dir"),
@@ -80,6 +82,7 @@ def _deploy(tmp: Path, storage: dict[str, str]) -> Deployment:
     }
     env.update({f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()})
     config = load_config(env=env)
+    config.catalogs = catalogs or {}
     store = ShareStore(config.resolved_store_url())
     storage_obj = config.make_storage()
     catalogs = config.make_catalogs()
@@ -99,7 +102,7 @@ def local(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[
     tmp = tmp_path_factory.mktemp("local")
     root = tmp / "buckets"
     shutil.copytree(testdata, root / TESTDATA_BUCKET)
-    deployment = _deploy(tmp, {"type": "local", "root": str(root)})
+    deployment = deploy(tmp, {"type": "local", "root": str(root)})
     yield deployment
     deployment.server.stop()
     deployment.store.close()
@@ -123,7 +126,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: P
     tmp = tmp_path_factory.mktemp("s3")
     client = seaweed.client()
     client.create_bucket(Bucket=TESTDATA_BUCKET)
-    deployment = _deploy(
+    deployment = deploy(
         tmp,
         {
             "type": "s3",

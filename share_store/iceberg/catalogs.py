@@ -11,6 +11,8 @@
     "s3.endpoint" = "https://aistor:9000"
     "s3.path-style-access" = "true"
     "sharing.warehouses" = "*"               # ours: serve any warehouse name through this catalog
+    "sharing.warehouse-template" = "{}"      # ours: how the name is passed ("s3://{}/" for SeaweedFS)
+    "sharing.s3-public-endpoint" = "…"       # ours: the object store address recipients reach
 
 Every key other than `sharing.*` goes to pyiceberg's `load_catalog` as is, so
 catalog types and options are pyiceberg's. A catalog that serves many
@@ -59,7 +61,9 @@ class CatalogRegistry:
         for name, props in self.configs.items():
             served = props.get("sharing.warehouses", "")
             if served == "*" or warehouse in [w.strip() for w in served.split(",")]:
-                return name, props | {"warehouse": warehouse}
+                # AIStor takes the bare name; other REST catalogs (SeaweedFS's) want `s3://name/`.
+                template = props.get("sharing.warehouse-template", "{}")
+                return name, props | {"warehouse": template.replace("{}", warehouse)}
         raise NotFound(f"no Iceberg catalog is configured for warehouse '{warehouse}'")
 
     def check_warehouse(self, warehouse: str) -> None:
