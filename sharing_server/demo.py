@@ -1,4 +1,4 @@
-"""The demo share of `make run`: a small partitioned Delta table with history.
+"""The demo share of `make run`: a partitioned Delta table and an Iceberg table, with history.
 
 Idempotent: a second run finds the table, share and profile in place and
 changes nothing (a profile whose token no longer works is replaced).
@@ -14,7 +14,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.errors import Unauthenticated
-from share_store.model import parse_create_args
+from share_store.model import TableSpec, parse_create_args
 from share_store.persistence import ShareStore
 from sharing_server.config import ServerConfig
 from sharing_server.profiles import write_profile
@@ -24,6 +24,8 @@ DEMO_PATH = "sales/orders"
 DEMO_SHARE = "demo"
 DEMO_SCHEMA = "sales"
 DEMO_TABLE = "orders"
+DEMO_ICEBERG_TABLE = "customers"
+DEMO_ICEBERG_SPEC = f"{DEMO_SCHEMA}:{DEMO_ICEBERG_TABLE}:uniform:default:sales:customers"
 
 
 def _orders(start: int, count: int, regions: list[str]) -> pa.Table:
@@ -55,6 +57,42 @@ def write_demo_table(root: Path) -> Path:
     return location
 
 
+def write_demo_iceberg_table(config: ServerConfig) -> None:
+    """`sales.customers` in the embedded catalog: two snapshots, partitioned by nation."""
+    from pyiceberg.exceptions import NoSuchTableError
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+    catalog = config.make_catalogs().catalog("default")
+    catalog.create_namespace_if_not_exists("sales")
+    try:
+        catalog.load_table("sales.customers")
+        return
+    except NoSuchTableError:
+        pass
+    schema = Schema(
+        NestedField(1, "custkey", LongType(), required=True),
+        NestedField(2, "name", StringType()),
+        NestedField(3, "nation", StringType()),
+        NestedField(4, "acctbal", DoubleType()),
+    )
+    spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "nation"))
+    table = catalog.create_table("sales.customers", schema, partition_spec=spec)
+    for start in (0, 10):
+        keys = list(range(start, start + 10))
+        batch = pa.table(
+            {
+                "custkey": pa.array(keys, pa.int64()),
+                "name": [f"Customer#{k:09d}" for k in keys],
+                "nation": [("FRANCE", "JAPAN", "BRAZIL")[k % 3] for k in keys],
+                "acctbal": [round(100 + k * 17.5, 2) for k in keys],
+            }
+        )
+        table.append(batch.cast(table.schema().as_arrow()))
+
+
 def profile_works(store: ShareStore, path: Path) -> bool:
     try:
         secret = json.loads(path.read_text())["bearerToken"]
@@ -67,20 +105,20 @@ def profile_works(store: ShareStore, path: Path) -> bool:
 def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
     if config.storage.get("type", "local") != "local":
         raise SystemExit("the demo share needs local storage")
-    root = Path(config.storage.get("root") or config.data_dir / "data")
-    write_demo_table(root)
+    write_demo_table(config.storage_root())
+    write_demo_iceberg_table(config)
     if not any(share.name == DEMO_SHARE for share in store.list_shares()):
-        store.create_share(
-            DEMO_SHARE, parse_create_args([DEMO_SCHEMA, f"{DEMO_TABLE}:delta:{DEMO_BUCKET}:{DEMO_PATH}"])
-        )
+        delta_spec = f"{DEMO_TABLE}:delta:{DEMO_BUCKET}:{DEMO_PATH}"
+        store.create_share(DEMO_SHARE, parse_create_args([DEMO_SCHEMA, delta_spec]))
+    if not any(table.name == DEMO_ICEBERG_TABLE for table in store.list_tables(DEMO_SHARE)):
+        store.update_share(DEMO_SHARE, add=[TableSpec.parse(DEMO_ICEBERG_SPEC)])
     profile = config.data_dir / "demo.share"
     if not profile_works(store, profile):
         token, secret = store.create_token(DEMO_SHARE, timedelta(days=30), "demo token from make run")
         write_profile(profile, config.endpoint, secret, token.expires_at)
     print(f"Demo share profile: {profile.resolve()}")
     print("Read it with:")
-    print(
-        f'  python -c "import delta_sharing; print(delta_sharing.load_as_pandas('
-        f"'{profile.resolve()}#{DEMO_SHARE}.{DEMO_SCHEMA}.{DEMO_TABLE}'))\""
-    )
+    for table in (DEMO_TABLE, DEMO_ICEBERG_TABLE):
+        url = f"{profile.resolve()}#{DEMO_SHARE}.{DEMO_SCHEMA}.{table}"
+        print(f"  python -c \"import delta_sharing; print(delta_sharing.load_as_pandas('{url}'))\"")
     return profile

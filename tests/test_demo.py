@@ -46,7 +46,10 @@ def test_demo_is_idempotent_and_readable(tmp_path: Path) -> None:
             except httpx.HTTPError:
                 time.sleep(0.1)
         client = delta_sharing.SharingClient(str(profile))
-        assert [t.name for t in client.list_all_tables()] == ["orders"]
+        assert sorted(t.name for t in client.list_all_tables()) == ["customers", "orders"]
+        customers = delta_sharing.load_as_pandas(f"{profile}#demo.sales.customers")
+        assert len(customers) == 20 and set(customers["nation"]) == {"FRANCE", "JAPAN", "BRAZIL"}
+        assert len(delta_sharing.load_as_pandas(f"{profile}#demo.sales.customers", version=0)) == 10
         url = f"{profile}#demo.sales.orders"
         latest = delta_sharing.load_as_pandas(url)
         assert len(latest) == 38 and set(latest["region"]) == {"amer", "emea", "apac"}

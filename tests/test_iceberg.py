@@ -233,10 +233,21 @@ ALL_TYPES = Schema(
     NestedField(20, "mp", MapType(21, StringType(), 22, IntegerType(), value_required=False)),
 )
 ROW = {
-    "b": True, "i": 1, "l": 2, "f": 1.5, "d": 2.5, "dec": Decimal("12.34"), "day": dt.date(2024, 2, 29),
-    "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 6), "tstz": dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
-    "s": "hé", "bin": b"\x00\x01", "st": {"x": 1, "y": "z"}, "li": [1, None, 3], "mp": {"k": 1},
-}  # fmt: skip
+    "b": True,
+    "i": 1,
+    "l": 2,
+    "f": 1.5,
+    "d": 2.5,
+    "dec": Decimal("12.34"),
+    "day": dt.date(2024, 2, 29),
+    "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 6),
+    "tstz": dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+    "s": "hé",
+    "bin": b"\x00\x01",
+    "st": {"x": 1, "y": "z"},
+    "li": [1, None, 3],
+    "mp": {"k": 1},
+}
 
 
 def check_row(row: pd.Series) -> None:
@@ -264,12 +275,19 @@ def test_every_type(local: Deployment, catalog) -> None:
     # The Python client's parquet path cannot parse timestamp_ntz (Iceberg `timestamp`), so the
     # table read in that format leaves it out; Spark's parquet path reads it.
     plain_fields = [field for field in ALL_TYPES.fields if field.name != "ts"]
-    with_odd = Schema(*plain_fields, NestedField(23, "u", UUIDType()), NestedField(24, "fx", FixedType(4)),
-                      NestedField(25, "t", TimeType()))  # fmt: skip
+    with_odd = Schema(
+        *plain_fields,
+        NestedField(23, "u", UUIDType()),
+        NestedField(24, "fx", FixedType(4)),
+        NestedField(25, "t", TimeType()),
+    )
     odd = catalog.create_table("sales.odd_types", with_odd)
     odd_uuid = uuid.UUID("12345678-1234-5678-1234-567812345678").bytes
-    odd_row = {k: v for k, v in ROW.items() if k != "ts"} | {"u": odd_uuid, "fx": b"abcd",
-                     "t": dt.time(1, 2, 3)}  # fmt: skip
+    odd_row = {k: v for k, v in ROW.items() if k != "ts"} | {
+        "u": odd_uuid,
+        "fx": b"abcd",
+        "t": dt.time(1, 2, 3),
+    }
     odd.append(pa.Table.from_pylist([odd_row], schema=odd.schema().as_arrow()))
     local.store.update_share(
         "ice",

@@ -27,8 +27,13 @@ CUSTOMER = Schema(
 
 def customers(start: int, count: int) -> pa.Table:
     keys = list(range(start, start + count))
-    return pa.table({"custkey": pa.array(keys, pa.int64()), "name": [f"Customer#{k:09d}" for k in keys],
-                     "acctbal": [k * 1.25 for k in keys]})  # fmt: skip
+    return pa.table(
+        {
+            "custkey": pa.array(keys, pa.int64()),
+            "name": [f"Customer#{k:09d}" for k in keys],
+            "acctbal": [k * 1.25 for k in keys],
+        }
+    )
 
 
 def iceberg_port(seaweed: SeaweedS3) -> int:
@@ -41,11 +46,20 @@ def catalog_configs(
     seaweed: SeaweedS3, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, dict[str, str]]:
     seaweed.client().create_bucket(Bucket="sqlwarehouse")
-    tables = boto3.client("s3tables", endpoint_url=seaweed.endpoint, aws_access_key_id=seaweed.access_key,
-                          aws_secret_access_key=seaweed.secret_key, region_name=seaweed.region)  # fmt: skip
+    tables = boto3.client(
+        "s3tables",
+        endpoint_url=seaweed.endpoint,
+        aws_access_key_id=seaweed.access_key,
+        aws_secret_access_key=seaweed.secret_key,
+        region_name=seaweed.region,
+    )
     tables.create_table_bucket(name="testice")
-    s3 = {"s3.endpoint": seaweed.endpoint, "s3.access-key-id": seaweed.access_key,
-          "s3.secret-access-key": seaweed.secret_key, "s3.region": seaweed.region}  # fmt: skip
+    s3 = {
+        "s3.endpoint": seaweed.endpoint,
+        "s3.access-key-id": seaweed.access_key,
+        "s3.secret-access-key": seaweed.secret_key,
+        "s3.region": seaweed.region,
+    }
     sql_db = tmp_path_factory.mktemp("icesql") / "catalog.db"
     return {
         "sqlwh": {"type": "sql", "uri": f"sqlite:///{sql_db}", "warehouse": "s3://sqlwarehouse/wh"} | s3,
@@ -71,8 +85,13 @@ def catalog_configs(
 def deployment(tmp_path_factory, seaweed: SeaweedS3, catalog_configs, monkeypatch_module) -> Deployment:
     monkeypatch_module.setenv("TEST_ICEBERG_ACCESS_KEY", seaweed.access_key)
     monkeypatch_module.setenv("TEST_ICEBERG_SECRET_KEY", seaweed.secret_key)
-    storage = {"type": "s3", "endpoint": seaweed.endpoint, "region": seaweed.region,
-               "access_key": seaweed.access_key, "secret_key": seaweed.secret_key}  # fmt: skip
+    storage = {
+        "type": "s3",
+        "endpoint": seaweed.endpoint,
+        "region": seaweed.region,
+        "access_key": seaweed.access_key,
+        "secret_key": seaweed.secret_key,
+    }
     result = deploy(tmp_path_factory.mktemp("ices3"), storage, catalog_configs)
     yield result
     result.server.stop()
@@ -107,11 +126,17 @@ def test_sql_catalog_with_s3_warehouse(deployment: Deployment) -> None:
 
 
 def test_rest_catalog_with_sigv4(deployment: Deployment, seaweed: SeaweedS3, catalog_configs) -> None:
-    writer = load_catalog("writer", **{
-        k: v for k, v in catalog_configs["aistor"].items() if not k.startswith("sharing.")
-    } | {"warehouse": "s3://testice/", "client.access-key-id": seaweed.access_key,
-         "client.secret-access-key": seaweed.secret_key, "s3.access-key-id": seaweed.access_key,
-         "s3.secret-access-key": seaweed.secret_key})  # fmt: skip
+    writer = load_catalog(
+        "writer",
+        **{k: v for k, v in catalog_configs["aistor"].items() if not k.startswith("sharing.")}
+        | {
+            "warehouse": "s3://testice/",
+            "client.access-key-id": seaweed.access_key,
+            "client.secret-access-key": seaweed.secret_key,
+            "s3.access-key-id": seaweed.access_key,
+            "s3.secret-access-key": seaweed.secret_key,
+        },
+    )
     writer.create_namespace("tpch")
     table = writer.create_table("tpch.customer", CUSTOMER)
     table.append(customers(1, 4).cast(table.schema().as_arrow()))

@@ -114,13 +114,13 @@ class IcebergTableReader:
     def _snapshot_id(self, listing: IcebergListing, version: int) -> int:
         if version in listing.snapshots:
             return listing.snapshots[version]
-        if version > listing.latest_version:
+        known = {v.version: v for v in self.versions.snapshot_versions(self.table.id)}
+        if version not in known:
             raise InvalidParameter(
                 f"Cannot load table version {version} as it does not exist. "
                 f"The latest version of the table is {listing.latest_version}."
             )
-        known = {v.version: v for v in self.versions.snapshot_versions(self.table.id)}
-        if version in known and listing.table.metadata.snapshot_by_id(known[version].snapshot_id) is not None:
+        if listing.table.metadata.snapshot_by_id(known[version].snapshot_id) is not None:
             raise InvalidParameter(
                 f"Version {version} is no longer in the history of the Iceberg table (it was rolled back)."
             )
