@@ -12,7 +12,9 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	# compat mode puts the project directory on sys.path, where Spark's worker looks
+	# for top-level pyspark_* data source modules.
+	$(PY) -m pip install --quiet -e ".[test]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 ## Serve the demo share on 127.0.0.1:8080 (SQLite store, files under ./.sharing/).
@@ -24,10 +26,10 @@ demo: install
 	$(PY) -m sharing_server demo
 
 lint: install
-	$(PY) -m ruff check sharing_server share_store tests
+	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing tests
 
 format: install
-	$(PY) -m ruff format sharing_server share_store tests
+	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing tests
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server on loopback).
 test: install lint
