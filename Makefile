@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install run demo test lint format bench clean
+.PHONY: install run demo test lint format pipeline clean
 
 install: $(STAMP)
 
@@ -26,14 +26,19 @@ demo: install
 	$(PY) -m sharing_server demo
 
 lint: install
-	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing tests
+	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples tests
 
 format: install
-	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing tests
+	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples tests
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server on loopback).
 test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas.
+SCALE ?= 0.01
+pipeline: install
+	$(PY) examples/tpch_pipeline.py --scale $(SCALE) --workdir .pipeline
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .pipeline
