@@ -1,0 +1,86 @@
+"""SigV4 query-string presigning for S3 GET URLs, written for speed.
+
+botocore spends about 0.3 ms per URL building a request object, hooks and a
+canonical request through generic code; a 100,000-file table would spend half
+a minute just signing. This module does only what an S3 GET URL needs, caches
+the signing key per day, and produces byte for byte the URL botocore's
+`generate_presigned_url("get_object", …)` does for the same inputs (path-style
+addressing, `X-Amz-SignedHeaders=host`, `UNSIGNED-PAYLOAD`), which the tests
+check against botocore itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import quote, urlsplit
+
+ALGORITHM = "AWS4-HMAC-SHA256"
+
+
+def _hmac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode(), hashlib.sha256).digest()
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key: str
+    secret_key: str
+    session_token: str | None = None
+
+
+class S3Presigner:
+    def __init__(self, endpoint: str, region: str, credentials: Credentials, path_style: bool = True) -> None:
+        parts = urlsplit(endpoint)
+        self.scheme = parts.scheme
+        self.netloc = parts.netloc
+        self.base_path = parts.path.rstrip("/")
+        self.region = region
+        self.credentials = credentials
+        self.path_style = path_style
+        self._keys: dict[str, bytes] = {}
+
+    def _signing_key(self, day: str) -> bytes:
+        key = self._keys.get(day)
+        if key is None:
+            key = _hmac(("AWS4" + self.credentials.secret_key).encode(), day)
+            for part in (self.region, "s3", "aws4_request"):
+                key = _hmac(key, part)
+            self._keys = {day: key}  # only today's key is worth keeping
+        return key
+
+    def presign(self, bucket: str, key: str, expires_in: int, now: datetime | None = None) -> str:
+        moment = (now or datetime.now(UTC)).astimezone(UTC)
+        stamp = moment.strftime("%Y%m%dT%H%M%SZ")
+        day = stamp[:8]
+        scope = f"{day}/{self.region}/s3/aws4_request"
+        quoted_key = quote(key, safe="/~")
+        if self.path_style:
+            host = self.netloc
+            path = f"{self.base_path}/{bucket}/{quoted_key}"
+        else:
+            host = f"{bucket}.{self.netloc}"
+            path = f"{self.base_path}/{quoted_key}"
+        credential = quote(f"{self.credentials.access_key}/{scope}", safe="")
+        params = [
+            ("X-Amz-Algorithm", ALGORITHM),
+            ("X-Amz-Credential", credential),
+            ("X-Amz-Date", stamp),
+            ("X-Amz-Expires", str(expires_in)),
+            ("X-Amz-SignedHeaders", "host"),
+        ]
+        if self.credentials.session_token:
+            params.append(("X-Amz-Security-Token", quote(self.credentials.session_token, safe="")))
+        query = "&".join(f"{name}={value}" for name, value in params)
+        # The URL keeps botocore's order; the signed canonical query is sorted.
+        sorted_query = (
+            query
+            if not self.credentials.session_token
+            else "&".join(f"{name}={value}" for name, value in sorted(params))
+        )
+        canonical = f"GET\n{quote(path, safe='/~%')}\n{sorted_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
+        to_sign = f"{ALGORITHM}\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+        signature = hmac.new(self._signing_key(day), to_sign.encode(), hashlib.sha256).hexdigest()
+        return f"{self.scheme}://{host}{path}?{query}&X-Amz-Signature={signature}"
