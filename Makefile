@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install run demo test lint format pipeline clean
+.PHONY: install run demo test lint format pipeline bench clean
 
 install: $(STAMP)
 
@@ -26,10 +26,10 @@ demo: install
 	$(PY) -m sharing_server demo
 
 lint: install
-	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples tests
+	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples bench tests
 
 format: install
-	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples tests
+	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench tests
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server on loopback).
 test: install lint
@@ -39,6 +39,10 @@ test: install lint
 SCALE ?= 0.01
 pipeline: install
 	$(PY) examples/tpch_pipeline.py --scale $(SCALE) --workdir .pipeline
+
+## Benchmarks: prints a table and writes bench/RESULTS.md (a few minutes).
+bench: install
+	$(PY) bench/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .pipeline

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
 ALGORITHM = "AWS4-HMAC-SHA256"
+# Keys made only of characters S3 leaves unencoded need no quoting at all.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.~/-]*")
 
 
 def _hmac(key: bytes, message: str) -> bytes:
@@ -41,6 +44,7 @@ class S3Presigner:
         self.credentials = credentials
         self.path_style = path_style
         self._keys: dict[str, bytes] = {}
+        self._second: tuple[int, tuple[str, str, str, bytes]] | None = None
 
     def _signing_key(self, day: str) -> bytes:
         key = self._keys.get(day)
@@ -51,36 +55,46 @@ class S3Presigner:
             self._keys = {day: key}  # only today's key is worth keeping
         return key
 
-    def presign(self, bucket: str, key: str, expires_in: int, now: datetime | None = None) -> str:
-        moment = (now or datetime.now(UTC)).astimezone(UTC)
+    def _per_second(self, moment: datetime) -> tuple[str, str, str, bytes]:
+        """Stamp, scope, the credential query and the signing key: the same for a whole second."""
+        second = int(moment.timestamp())
+        cached = self._second
+        if cached is not None and cached[0] == second:
+            return cached[1]
         stamp = moment.strftime("%Y%m%dT%H%M%SZ")
         day = stamp[:8]
         scope = f"{day}/{self.region}/s3/aws4_request"
-        quoted_key = quote(key, safe="/~")
+        credential = quote(f"{self.credentials.access_key}/{scope}", safe="")
+        values = (stamp, scope, credential, self._signing_key(day))
+        self._second = (second, values)
+        return values
+
+    def presign(self, bucket: str, key: str, expires_in: int, now: datetime | None = None) -> str:
+        moment = (now or datetime.now(UTC)).astimezone(UTC)
+        stamp, scope, credential, signing_key = self._per_second(moment)
+        quoted_key = key if _PLAIN_KEY.fullmatch(key) else quote(key, safe="/~")
         if self.path_style:
             host = self.netloc
             path = f"{self.base_path}/{bucket}/{quoted_key}"
         else:
             host = f"{bucket}.{self.netloc}"
             path = f"{self.base_path}/{quoted_key}"
-        credential = quote(f"{self.credentials.access_key}/{scope}", safe="")
-        params = [
-            ("X-Amz-Algorithm", ALGORITHM),
-            ("X-Amz-Credential", credential),
-            ("X-Amz-Date", stamp),
-            ("X-Amz-Expires", str(expires_in)),
-            ("X-Amz-SignedHeaders", "host"),
-        ]
-        if self.credentials.session_token:
-            params.append(("X-Amz-Security-Token", quote(self.credentials.session_token, safe="")))
-        query = "&".join(f"{name}={value}" for name, value in params)
-        # The URL keeps botocore's order; the signed canonical query is sorted.
-        sorted_query = (
-            query
-            if not self.credentials.session_token
-            else "&".join(f"{name}={value}" for name, value in sorted(params))
+        query = (
+            f"X-Amz-Algorithm={ALGORITHM}&X-Amz-Credential={credential}&X-Amz-Date={stamp}"
+            f"&X-Amz-Expires={expires_in}&X-Amz-SignedHeaders=host"
         )
-        canonical = f"GET\n{quote(path, safe='/~%')}\n{sorted_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
+        if self.credentials.session_token:
+            token = quote(self.credentials.session_token, safe="")
+            # The URL keeps botocore's order; the signed canonical query is sorted,
+            # and X-Amz-Security-Token sorts before X-Amz-SignedHeaders.
+            signed_query = query.replace(
+                "&X-Amz-SignedHeaders", f"&X-Amz-Security-Token={token}&X-Amz-SignedHeaders"
+            )
+            query += f"&X-Amz-Security-Token={token}"
+        else:
+            signed_query = query
+        # The path is already URI-encoded once, which is S3's canonical form.
+        canonical = f"GET\n{path}\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
         to_sign = f"{ALGORITHM}\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        signature = hmac.new(self._signing_key(day), to_sign.encode(), hashlib.sha256).hexdigest()
+        signature = hmac.new(signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
         return f"{self.scheme}://{host}{path}?{query}&X-Amz-Signature={signature}"
