@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent
 DATA = ROOT / ".data"
 sys.path.insert(0, str(ROOT.parent))
 
-from share_store.storage.sigv4 import Credentials, S3Presigner  # noqa: E402
+from share_store.storage.sigv4 import Credentials, S3Presigner
 
 rows: list[tuple[str, str, str, str]] = []
 
