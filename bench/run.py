@@ -92,11 +92,12 @@ def make_delta_table(location: Path, files: int) -> None:
         return
     shutil.rmtree(location, ignore_errors=True)
     (location / "_delta_log").mkdir(parents=True)
-    template = location / "template.parquet"
-    pq.write_table(
-        pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"x{i}" for i in range(100)]}), template
-    )
-    size = template.stat().st_size
+    sample = pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"x{i}" for i in range(100)]})
+    # File systems cap hard links per inode (ext4: 65,000), so each template serves 50,000 files.
+    templates = [location / f"template-{index}.parquet" for index in range(files // 50_000 + 1)]
+    for template in templates:
+        pq.write_table(sample, template)
+    size = templates[0].stat().st_size
     schema = json.dumps(
         {
             "type": "struct",
@@ -125,7 +126,7 @@ def make_delta_table(location: Path, files: int) -> None:
         )
         for i in range(files):
             name = f"part-{i:07d}.parquet"
-            os.link(template, location / name)
+            os.link(templates[i // 50_000], location / name)
             stats = json.dumps(
                 {
                     "numRecords": 100,
@@ -149,7 +150,8 @@ def make_delta_table(location: Path, files: int) -> None:
                 )
                 + "\n"
             )
-    template.unlink()
+    for template in templates:
+        template.unlink()
 
 
 def free_port() -> int:

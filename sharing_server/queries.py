@@ -174,14 +174,21 @@ class TableQueries:
             snapshot = self._resolve(table, request.version, request.timestamp)
         response_format = self._format(snapshot, capabilities)
         encoder = self._encoder(table, response_format, file_id_hash)
-        self.reader(table).check_files_exist(snapshot, with_dvs=response_format == "delta")
+        reader = self.reader(table)
+        files_of = snapshot
+        hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
+        if hint is not None and isinstance(reader, IcebergTableReader):
+            # Iceberg prunes manifests and files while planning; the generic evaluation
+            # runs on what is left. Head lines keep describing the whole snapshot.
+            files_of = reader.snapshot(snapshot.version, hint=hint)
+        reader.check_files_exist(files_of, with_dvs=response_format == "delta")
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
         partition_columns = tuple(snapshot.partition_columns)
 
         def files() -> Iterator[Line]:
-            for entry in self._selected(snapshot, request):
+            for entry in self._selected(files_of, request):
                 yield encoder.file("add", entry.action, partition_columns, version=file_version)
 
         def end_extras() -> dict[str, Any]:

@@ -192,3 +192,50 @@ def test_rollback_and_expiry_give_clear_errors(local: Deployment) -> None:
     expired = api.post(f"{path}/query", json={"version": 0})
     assert expired.status_code == 400 and "expired" in expired.json()["message"]
     assert sorted(delta_sharing.load_as_pandas(url, version=1)["id"]) == [0, 1, 10, 11]
+
+
+def test_hints_become_row_filters() -> None:
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, IsNull, Not, Or
+
+    from share_store.iceberg.filters import row_filter
+
+    def leaf(op: str, name: str, value: str, kind: str = "long") -> dict:
+        return {
+            "op": op,
+            "children": [
+                {"op": "column", "name": name, "valueType": kind},
+                {"op": "literal", "value": value, "valueType": kind},
+            ],
+        }
+
+    columns = {"id", "region", "day"}
+    assert row_filter(leaf("equal", "id", "3"), columns) == EqualTo("id", 3)
+    mirrored = {
+        "op": "lessThan",
+        "children": [
+            {"op": "literal", "value": "3", "valueType": "long"},
+            {"op": "column", "name": "id", "valueType": "long"},
+        ],
+    }
+    assert row_filter(mirrored, columns) == GreaterThan("id", 3)
+    both = {
+        "op": "and",
+        "children": [leaf("equal", "region", "eu", "string"), leaf("equal", "day", "2024-01-02", "date")],
+    }
+    assert row_filter(both, columns) == And(EqualTo("region", "eu"), EqualTo("day", "2024-01-02"))
+    assert (
+        row_filter({"op": "or", "children": [leaf("equal", "id", "1"), leaf("equal", "nope", "1")]}, columns)
+        == AlwaysTrue()
+    )
+    assert row_filter(
+        {"op": "or", "children": [leaf("equal", "id", "1"), leaf("equal", "id", "2")]}, columns
+    ) == Or(EqualTo("id", 1), EqualTo("id", 2))
+    assert row_filter(
+        {
+            "op": "not",
+            "children": [{"op": "isNull", "children": [{"op": "column", "name": "id", "valueType": "long"}]}],
+        },
+        columns,
+    ) == Not(IsNull("id"))
+    assert row_filter({"op": "not", "children": [leaf("equal", "nope", "1")]}, columns) == AlwaysTrue()
+    assert row_filter(None, columns) == AlwaysTrue()

@@ -130,11 +130,19 @@ class IcebergTableReader:
 
     # -- snapshots ----------------------------------------------------------------
 
-    def snapshot(self, version: int | None = None, listing: IcebergListing | None = None) -> DeltaSnapshot:
+    def snapshot(
+        self,
+        version: int | None = None,
+        listing: IcebergListing | None = None,
+        hint: dict[str, Any] | None = None,
+    ) -> DeltaSnapshot:
+        """The snapshot of `version`; with a predicate `hint`, only the files pyiceberg's planning keeps."""
         listing = listing or self.listing()
         if version is None:
             version = listing.latest_version
         snapshot_id = self._snapshot_id(listing, version)
+        if hint is not None:
+            return self._build(listing.table, version, snapshot_id, hint)
         # A version names one snapshot for good, so the cache is keyed by version.
         with self._lock:
             cached = self._snapshots.get(version)
@@ -154,13 +162,18 @@ class IcebergTableReader:
         schemas = table.schemas()
         return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
 
-    def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
+    def _build(
+        self, table: Any, version: int, snapshot_id: int, hint: dict[str, Any] | None = None
+    ) -> DeltaSnapshot:
         from share_store.iceberg import mapping
+        from share_store.iceberg.filters import row_filter
 
         schema = self._schema_for(table, snapshot_id)
-        tasks = (
-            [] if snapshot_id == EMPTY_SNAPSHOT else list(table.scan(snapshot_id=snapshot_id).plan_files())
-        )
+        tasks = []
+        if snapshot_id != EMPTY_SNAPSHOT:
+            names = {field.name for field in schema.fields}
+            scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
+            tasks = list(scan.plan_files())
         return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks)
 
     # -- one version's changes ------------------------------------------------------
