@@ -81,7 +81,7 @@ def test_parquet_metadata_line() -> None:
 
 
 def test_parquet_file_lines() -> None:
-    first, second = actions.entries(snapshot())
+    first, second = list(actions.entries(snapshot()))
     assert first.partition_values == {"p": "2024-01-01"} and second.partition_values == {"p": None}
     assert first.num_records == 3 and second.num_records is None
     line = actions.parquet_file(first, "https://x", 123)["file"]
@@ -255,5 +255,5 @@ def test_hints_use_physical_names_under_column_mapping() -> None:
             {"op": "literal", "value": "10", "valueType": "long"},
         ],
     }
-    assert not actions.matches_hint(tree, actions.entries(snap)[0], names)
-    assert actions.matches_hint(tree, actions.entries(snap)[0], {})  # unknown column: kept
+    assert not actions.matches_hint(tree, next(actions.entries(snap)), names)
+    assert actions.matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -82,9 +83,11 @@ class FileEntry:
         return int(descriptor.get("cardinality") or 0)
 
 
-def entries(snapshot: DeltaSnapshot) -> list[FileEntry]:
+def entries(snapshot: DeltaSnapshot) -> Iterator[FileEntry]:
+    """The snapshot's files, made one at a time: a response streams them as it goes."""
     columns = tuple(snapshot.partition_columns)
-    return [FileEntry(add, columns) for add in snapshot.adds]
+    for add in snapshot.adds:
+        yield FileEntry(add, columns)
 
 
 # -- format rules ---------------------------------------------------------------------------
