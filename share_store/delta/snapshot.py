@@ -201,9 +201,5 @@ class DeltaTableReader:
         self._checked.add(key)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        by_bucket: dict[str, list[str]] = {}
-        for bucket, key in locations:
-            by_bucket.setdefault(bucket, []).append(key)
-        for bucket, keys in by_bucket.items():
-            if self.storage.missing(bucket, f"{self.path}/", keys):
-                raise TableFilesMissing()
+        if self.storage.any_missing(locations):
+            raise TableFilesMissing()

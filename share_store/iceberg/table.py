@@ -9,7 +9,6 @@ layer serves both formats with the same code. Each snapshot becomes a
 from __future__ import annotations
 
 import os
-import posixpath
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -228,10 +227,5 @@ class IcebergTableReader:
         self.check_exist([self.locate(add["path"]) for add in snapshot.adds])
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        by_bucket: dict[str, list[str]] = {}
-        for bucket, key in locations:
-            by_bucket.setdefault(bucket, []).append(key)
-        for bucket, keys in by_bucket.items():
-            prefix = posixpath.commonpath([key.rpartition("/")[0] for key in keys])
-            if self.storage.missing(bucket, f"{prefix}/" if prefix else "", keys):
-                raise TableFilesMissing()
+        if self.storage.any_missing(locations):
+            raise TableFilesMissing()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -43,3 +44,14 @@ class ObjectStorage(ABC):
     @abstractmethod
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         """A GET URL for one object and its expiry in epoch milliseconds."""
+
+    def any_missing(self, locations: Iterable[tuple[str, str]]) -> bool:
+        """Whether any of these (bucket, key) objects is absent; one check per bucket."""
+        by_bucket: dict[str, list[str]] = {}
+        for bucket, key in locations:
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            prefix = posixpath.commonpath([key.rpartition("/")[0] for key in keys])
+            if self.missing(bucket, f"{prefix}/" if prefix else "", keys):
+                return True
+        return False
