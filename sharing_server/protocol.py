@@ -23,8 +23,12 @@ NDJSON = "application/x-ndjson; charset=utf-8"
 JSON = "application/json; charset=utf-8"
 
 
+# One encoder for every line: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def dumps(payload: Any) -> str:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(payload)
 
 
 def ndjson_chunks(actions: Iterable[dict[str, Any]], chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:

@@ -219,9 +219,10 @@ class TableQueries:
             if not actions.matches_hint(hint, entry, names):
                 continue
             yield entry
-            # Files without stats count as zero rows: we keep listing rather
-            # than risk returning fewer rows than asked for.
-            records += max((entry.num_records or 0) - entry.deleted_rows, 0)
+            if limit is not None:
+                # Files without stats count as zero rows: we keep listing rather
+                # than risk returning fewer rows than asked for.
+                records += max((entry.num_records or 0) - entry.deleted_rows, 0)
 
     # -- streaming: /query with startingVersion ------------------------------------------------
 
