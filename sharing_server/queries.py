@@ -362,11 +362,8 @@ class TableQueries:
         times = {c.version: c.timestamp for c in commits}
         missing = [v for v in range(start, end + 1) if v not in times]
         if missing:
-            raise InvalidParameter(
-                f"You can only query table changes since version {min(times)}."
-                if times
-                else "table files missing"
-            )
+            # The log was cleaned up before these versions (commits() never returns none).
+            raise InvalidParameter(f"You can only query table changes since version {min(times)}.")
         return times
 
     def _version_lines(
