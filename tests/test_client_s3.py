@@ -126,3 +126,22 @@ def test_expired_s3_url_is_refused(s3: Deployment, s3_profile: str) -> None:
 
     time.sleep(2.1)
     assert httpx.get(url).status_code == 403
+
+
+def test_storage_refusals_are_clear_400s(s3: Deployment, s3_profile: str) -> None:
+    """Wrong storage credentials: "permission denied" as the reference says it, never a 500."""
+    from share_store.errors import TableFilesMissing
+
+    seaweed = s3.seaweed
+    wrong = S3Storage(
+        S3Settings(
+            endpoint=seaweed.endpoint,
+            region=seaweed.region,
+            access_key=seaweed.access_key,
+            secret_key="not-the-secret",
+        )
+    )
+    with pytest.raises(TableFilesMissing, match="permission denied"):
+        list(wrong.list(TESTDATA_BUCKET, "simple_table/_delta_log/"))
+    with pytest.raises(TableFilesMissing, match="permission denied"):
+        wrong.read(TESTDATA_BUCKET, "simple_table/_delta_log/00000000000000000000.json")

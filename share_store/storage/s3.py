@@ -14,9 +14,18 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from share_store.errors import StorageUnavailable
+from share_store.errors import StorageUnavailable, TableFilesMissing
 from share_store.storage.base import ObjectInfo, ObjectStorage
 from share_store.storage.sigv4 import Credentials, S3Presigner
+
+DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
+
+
+def _raise_if_denied(error: ClientError) -> None:
+    """Storage refusing us is the reference server's "permission denied", never a 500."""
+    if error.response.get("Error", {}).get("Code") in DENIED:
+        raise TableFilesMissing("permission denied") from error
+
 
 # Beyond this many files a table's existence check would cost more LIST calls
 # than it is worth; the recipient then learns of a missing file from its URL.
@@ -97,6 +106,7 @@ class S3Storage(ObjectStorage):
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
                 return
+            _raise_if_denied(error)
             raise
         except BotoCoreError as error:
             raise StorageUnavailable("object storage is unreachable") from error
@@ -107,6 +117,7 @@ class S3Storage(ObjectStorage):
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
                 raise FileNotFoundError(f"{bucket}/{key}") from error
+            _raise_if_denied(error)
             raise
         except BotoCoreError as error:
             raise StorageUnavailable("object storage is unreachable") from error
@@ -123,6 +134,7 @@ class S3Storage(ObjectStorage):
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
                 return wanted
+            _raise_if_denied(error)
             raise
         except BotoCoreError as error:
             raise StorageUnavailable("object storage is unreachable") from error
