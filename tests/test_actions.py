@@ -257,3 +257,19 @@ def test_hints_use_physical_names_under_column_mapping() -> None:
     }
     assert not actions.matches_hint(tree, next(actions.entries(snap)), names)
     assert actions.matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept
+
+
+def test_snapshot_cache_is_bounded_by_count_and_files() -> None:
+    from share_store.delta.snapshot import SnapshotCache
+
+    def sized(version: int, files: int) -> DeltaSnapshot:
+        return DeltaSnapshot(version, {}, {}, [{"path": str(i)} for i in range(files)])
+
+    cache = SnapshotCache(max_snapshots=3, max_files=10)
+    for version in range(4):
+        cache.put(sized(version, 2))
+    assert cache.get(0) is None and cache.get(3) is not None  # at most three
+    cache.put(sized(9, 9))
+    assert cache.get(9) is not None and cache.get(3) is None  # 9 + 2 files > 10: older ones go
+    cache.put(sized(10, 50))
+    assert cache.get(10) is not None  # one oversized snapshot is still kept

@@ -88,20 +88,52 @@ class DeltaSnapshot:
         return json.loads(self.metadata["schemaString"])
 
 
+class SnapshotCache:
+    """Recent snapshots by version, bounded by count and by the files they hold in total.
+
+    A version never changes, so entries never go stale; the bound on files
+    keeps a few huge tables from holding gigabytes of actions.
+    """
+
+    def __init__(self, max_snapshots: int = 8, max_files: int = 500_000) -> None:
+        self.max_snapshots = max_snapshots
+        self.max_files = max_files
+        self._entries: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, version: int) -> DeltaSnapshot | None:
+        with self._lock:
+            snapshot = self._entries.get(version)
+            if snapshot is not None:
+                self._entries.move_to_end(version)
+            return snapshot
+
+    def put(self, snapshot: DeltaSnapshot) -> None:
+        with self._lock:
+            self._entries[snapshot.version] = snapshot
+            self._entries.move_to_end(snapshot.version)
+            while len(self._entries) > 1 and (
+                len(self._entries) > self.max_snapshots
+                or sum(s.num_files for s in self._entries.values()) > self.max_files
+            ):
+                self._entries.popitem(last=False)
+
+    def __contains__(self, version: int) -> bool:
+        return version in self._entries
+
+
 def cdf_enabled(metadata: dict[str, Any]) -> bool:
     config = metadata.get("configuration") or {}
     return str(config.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
 class DeltaTableReader:
-    CACHE_SIZE = 8
-
     def __init__(self, storage: ObjectStorage, bucket: str, path: str) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
         self.log = LogReader(storage, bucket, path)
-        self._snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self._snapshots = SnapshotCache()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._ict: dict[int, int] = {}
         self._checked: set[tuple[int, bool]] = set()
@@ -118,11 +150,9 @@ class DeltaTableReader:
             listing = listing or self.listing()
         if version is None:
             version = listing.latest_version
-        with self._lock:
-            cached = self._snapshots.get(version)
-            if cached is not None:
-                self._snapshots.move_to_end(version)
-                return cached
+        cached = self._snapshots.get(version)
+        if cached is not None:
+            return cached
         if version > listing.latest_version:
             raise InvalidParameter(
                 f"Cannot load table version {version} as it does not exist. "
@@ -130,10 +160,7 @@ class DeltaTableReader:
             )
         state = self.log.replay(listing, version)
         snapshot = DeltaSnapshot(version, state.protocol, state.metadata, list(state.active.values()))
-        with self._lock:
-            self._snapshots[version] = snapshot
-            while len(self._snapshots) > self.CACHE_SIZE:
-                self._snapshots.popitem(last=False)
+        self._snapshots.put(snapshot)
         return snapshot
 
     def commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:

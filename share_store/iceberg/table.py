@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot
+from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
 from share_store.errors import (
     InvalidParameter,
     StorageUnavailable,
@@ -50,8 +49,6 @@ class VersionStore(Protocol):
 
 
 class IcebergTableReader:
-    CACHE_SIZE = 8
-
     def __init__(
         self, table: SharedTable, catalogs: CatalogRegistry, versions: VersionStore, storage: ObjectStorage
     ) -> None:
@@ -61,7 +58,7 @@ class IcebergTableReader:
         self.versions = versions
         self.storage = catalogs.storage(self.warehouse) or storage
         self.path = table.path
-        self._snapshots: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self._snapshots = SnapshotCache()
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
@@ -143,16 +140,11 @@ class IcebergTableReader:
         if hint is not None:
             return self._build(listing.table, version, snapshot_id, hint)
         # A version names one snapshot for good, so the cache is keyed by version.
-        with self._lock:
-            cached = self._snapshots.get(version)
-        if cached is not None:
-            return cached
-        snapshot = self._build(listing.table, version, snapshot_id)
-        with self._lock:
-            self._snapshots[version] = snapshot
-            while len(self._snapshots) > self.CACHE_SIZE:
-                self._snapshots.popitem(last=False)
-        return snapshot
+        cached = self._snapshots.get(version)
+        if cached is None:
+            cached = self._build(listing.table, version, snapshot_id)
+            self._snapshots.put(cached)
+        return cached
 
     def _schema_for(self, table: Any, snapshot_id: int) -> Any:
         if snapshot_id == EMPTY_SNAPSHOT:
