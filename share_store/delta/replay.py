@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -218,7 +218,3 @@ class LogReader:
                 elif row.get("sidecar"):
                     sidecars.append(row["sidecar"]["path"])
         return sidecars
-
-
-def commit_actions(actions: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [action[kind] for action in actions if kind in action]

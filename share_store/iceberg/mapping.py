@@ -8,6 +8,7 @@ from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.schema import Schema
 
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.errors import UnsupportedOperation
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,
@@ -127,8 +128,6 @@ def snapshot_from_tasks(
 
 def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | None) -> list[dict[str, Any]]:
     """The Delta actions of one snapshot: the data files it added and removed."""
-    from share_store.errors import UnsupportedOperation
-
     snap = table.metadata.snapshot_by_id(snapshot_id)
     if snap is None:
         return [{"commitInfo": {"timestamp": int(table.metadata.last_updated_ms), "operation": "CREATE"}}]

@@ -57,7 +57,6 @@ class IcebergTableReader:
         self.catalogs = catalogs
         self.versions = versions
         self.storage = catalogs.storage(self.warehouse) or storage
-        self.path = table.path
         self._snapshots = SnapshotCache()
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
