@@ -48,6 +48,7 @@ class TableResponse:
     response_format: str
     lines: Iterator[Line]
     echo_end_stream_action: bool = False
+    file_id_hash: str | None = None  # echoed in the response's `fileidhash` header
 
 
 def _history_required(table: SharedTable) -> None:
@@ -205,7 +206,9 @@ class TableQueries:
         )
         page_state = {"t": table.id, "v": snapshot.version, "c": request.checksum()}
         lines = self._paged(head, files(), paging, wants_end, encoder, page_state, now_ms, end_extras)
-        return TableResponse(snapshot.version, response_format, lines, capabilities.include_end_stream_action)
+        return TableResponse(
+            snapshot.version, response_format, lines, capabilities.include_end_stream_action, file_id_hash
+        )
 
     def _selected(self, snapshot: DeltaSnapshot, request: QueryRequest) -> Iterator[actions.FileEntry]:
         """Files left after predicate hints, cut once `limitHint` rows are covered."""
@@ -261,7 +264,9 @@ class TableQueries:
         wants_end = capabilities.include_end_stream_action or request.max_files is not None
         page_state = {"t": table.id, "l": latest, "c": request.checksum()}
         lines = self._paged(head, changes, paging, wants_end, encoder, page_state, now_ms)
-        return TableResponse(start, response_format, lines, capabilities.include_end_stream_action)
+        return TableResponse(
+            start, response_format, lines, capabilities.include_end_stream_action, file_id_hash
+        )
 
     # -- /changes -------------------------------------------------------------------------------
 
@@ -321,7 +326,9 @@ class TableQueries:
         wants_end = capabilities.include_end_stream_action or request.max_files is not None
         page_state = {"t": table.id, "l": latest_version, "c": request.checksum()}
         lines = self._paged(head, changes, paging, wants_end, encoder, page_state, now_ms)
-        return TableResponse(start, response_format, lines, capabilities.include_end_stream_action)
+        return TableResponse(
+            start, response_format, lines, capabilities.include_end_stream_action, file_id_hash
+        )
 
     def _check_cdf_recorded(
         self,

@@ -162,7 +162,7 @@ async def table_version(request: Request) -> Response:
     return Response(status_code=200, headers={VERSION_HEADER: str(version)})
 
 
-def _stream(result: TableResponse, file_id_hash: str | None = None) -> Response:
+def _stream(result: TableResponse) -> Response:
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
@@ -171,8 +171,8 @@ def _stream(result: TableResponse, file_id_hash: str | None = None) -> Response:
         CAPABILITIES_HEADER: capabilities,
         "Content-Type": NDJSON,
     }
-    if file_id_hash:
-        headers["fileidhash"] = file_id_hash
+    if result.file_id_hash:
+        headers["fileidhash"] = result.file_id_hash
     return StreamingResponse(ndjson_chunks(result.lines), headers=headers, media_type=None)
 
 
@@ -186,27 +186,27 @@ async def table_metadata(request: Request) -> Response:
     return _stream(await run_in_threadpool(run))
 
 
+def _listing_context(request: Request) -> tuple[SharedTable, Capabilities, str | None]:
+    """The authorized table and the headers every file listing takes."""
+    table = _authorized_table(request)
+    capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
+    return table, capabilities, parse_file_id_hash(request.headers.get("fileidhash"))
+
+
 async def table_query(request: Request) -> Response:
     body = await request.body()
 
-    def run() -> tuple[TableResponse, str | None]:
-        table = _authorized_table(request)
-        capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
-        file_id_hash = parse_file_id_hash(request.headers.get("fileidhash"))
-        query = QueryRequest.parse(body)
-        return _queries(request).query(table, query, capabilities, file_id_hash), file_id_hash
+    def run() -> TableResponse:
+        table, capabilities, file_id_hash = _listing_context(request)
+        return _queries(request).query(table, QueryRequest.parse(body), capabilities, file_id_hash)
 
-    result, file_id_hash = await run_in_threadpool(run)
-    return _stream(result, file_id_hash)
+    return _stream(await run_in_threadpool(run))
 
 
 async def table_changes(request: Request) -> Response:
-    def run() -> tuple[TableResponse, str | None]:
-        table = _authorized_table(request)
-        capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
-        file_id_hash = parse_file_id_hash(request.headers.get("fileidhash"))
+    def run() -> TableResponse:
+        table, capabilities, file_id_hash = _listing_context(request)
         changes = ChangesRequest.parse(dict(request.query_params))
-        return _queries(request).changes(table, changes, capabilities, file_id_hash), file_id_hash
+        return _queries(request).changes(table, changes, capabilities, file_id_hash)
 
-    result, file_id_hash = await run_in_threadpool(run)
-    return _stream(result, file_id_hash)
+    return _stream(await run_in_threadpool(run))
