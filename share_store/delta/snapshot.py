@@ -71,8 +71,9 @@ class DeltaSnapshot:
     def column_mapping_mode(self) -> str:
         return self.configuration.get("delta.columnMapping.mode", "none")
 
-    @property
+    @cached_property
     def has_deletion_vectors(self) -> bool:
+        # Cached: checked on every request, and a snapshot never changes.
         return (
             "deletionVectors" in self.reader_features
             or self.configuration.get("delta.enableDeletionVectors", "false").lower() == "true"

@@ -48,7 +48,6 @@ class S3Storage(ObjectStorage):
         self.settings = settings
         self.url_lifetime = url_lifetime
         self._client = self._make_client(settings.endpoint)
-        self._signing_client = self._make_client(settings.public_endpoint or settings.endpoint)
         signing_endpoint = settings.public_endpoint or settings.endpoint
         self._presigner: S3Presigner | None = None
         if signing_endpoint and settings.access_key and settings.secret_key and settings.path_style:
@@ -56,6 +55,8 @@ class S3Storage(ObjectStorage):
             # (AWS's regional endpoints, virtual hosts, role credentials) goes to botocore.
             credentials = Credentials(settings.access_key, settings.secret_key, settings.session_token)
             self._presigner = S3Presigner(signing_endpoint, settings.region, credentials)
+        # botocore signs only what the fast signer does not cover.
+        self._signing_client = None if self._presigner else self._make_client(signing_endpoint)
 
     def _make_client(self, endpoint: str | None):  # noqa: ANN202 - boto3 has no public client type
         return boto3.client(
