@@ -170,9 +170,7 @@ class TableQueries:
         if pinned is not None:
             snapshot = self.reader(table).snapshot(int(pinned))
         else:
-            if request.version is not None or request.timestamp is not None:
-                _history_required(table)
-            snapshot = self._resolve(table, request.version, request.timestamp)
+            snapshot = self._resolve(table, request.version, request.timestamp)  # checks history sharing
         response_format = self._format(snapshot, capabilities)
         encoder = self._encoder(table, response_format, file_id_hash)
         reader = self.reader(table)
