@@ -4,8 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
+# The store tests start a throwaway PostgreSQL cluster from Debian's binaries.
+PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: install run demo test lint format pipeline bench clean
+.PHONY: install postgres run demo test lint format pipeline bench clean
 
 install: $(STAMP)
 
@@ -16,6 +19,16 @@ $(STAMP): pyproject.toml
 	# for top-level pyspark_* data source modules.
 	$(PY) -m pip install --quiet -e ".[test]" --config-settings editable_mode=compat
 	touch $(STAMP)
+
+## Debian's PostgreSQL server binaries (apt-get), unless an initdb is already installed.
+## No "main" cluster is created or started: the tests run their own on loopback.
+postgres:
+ifeq ($(PG_INITDB),)
+	$(SUDO) mkdir -p /etc/postgresql-common/createcluster.d
+	echo "create_main_cluster = false" | $(SUDO) tee /etc/postgresql-common/createcluster.d/no-main-cluster.conf >/dev/null
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql
+endif
 
 ## Serve the demo share on 127.0.0.1:8080 (SQLite store, files under ./.sharing/).
 run: install
@@ -31,8 +44,8 @@ lint: install
 format: install
 	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench tests
 
-## Lint, then the whole suite (starts its own SeaweedFS S3 server on loopback).
-test: install lint
+## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback).
+test: install lint postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas.

@@ -1,21 +1,46 @@
-"""The share store on SQLite: transactions, case-insensitive names, token hashing."""
+"""The share store on SQLite and PostgreSQL: transactions, case-insensitive names, token hashing."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import make_url
 
 from share_store.errors import AdminError, NotFound, Unauthenticated
 from share_store.model import TableSpec, parse_create_args
 from share_store.persistence import ShareStore, sqlite_url
 
 
+@dataclass
+class Backend:
+    url: str
+    dump: Callable[[], str]  # the whole database as SQL text
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "sqlite":
+        path = tmp_path / "store.db"
+
+        def dump() -> str:
+            with sqlite3.connect(path) as db:
+                return "\n".join(db.iterdump())
+
+        return Backend(sqlite_url(path), dump)
+    # Only the postgres cases start the session's cluster (`-k sqlite` never does).
+    postgres = request.getfixturevalue("postgres")
+    url = request.getfixturevalue("postgres_url")
+    return Backend(url, lambda: postgres.dump(make_url(url).database))
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> ShareStore:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+def store(backend: Backend) -> ShareStore:
+    store = ShareStore(backend.url)
     yield store
     store.close()
 
@@ -64,12 +89,11 @@ def test_update_add_and_remove(store: ShareStore) -> None:
     assert snapshot(store) == [("s", [("sc", "b", "b"), ("sc2", "c", "c")])]
 
 
-def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, tmp_path: Path) -> None:
+def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, backend: Backend) -> None:
     store.create_share("s")
     token, secret = store.create_token("s", timedelta(days=1), "for bob")
     assert store.authenticate(secret).id == token.id
-    with sqlite3.connect(tmp_path / "store.db") as db:
-        dump = "\n".join(db.iterdump())
+    dump = backend.dump()
     assert secret not in dump and secret[4:] not in dump
     with pytest.raises(Unauthenticated):
         store.authenticate(secret + "x")
