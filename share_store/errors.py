@@ -8,7 +8,10 @@
     ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing"
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
-    └── AdminError                  bad admin input (CLI exit code 2), never half-applied
+    ├── RateLimited                 429 TOO_MANY_REQUESTS (with a retry delay)
+    └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
+        ├── AdminNotFound           404 the share, token or client named does not exist
+        └── AdminConflict           409 the name is already taken
 
 Anything else raised while serving a request is an internal error whose text
 is hidden from the recipient, since it may carry paths or credentials.
@@ -66,8 +69,27 @@ class StorageUnavailable(ShareStoreError):
     status_code = 503
 
 
+class RateLimited(ShareStoreError):
+    error_code = "TOO_MANY_REQUESTS"
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class AdminError(ShareStoreError):
     """Bad input to an admin command: reported on one line, store untouched."""
 
     error_code = "INVALID_PARAMETER_VALUE"
     status_code = 400
+
+
+class AdminNotFound(AdminError):
+    error_code = "RESOURCE_DOES_NOT_EXIST"
+    status_code = 404
+
+
+class AdminConflict(AdminError):
+    error_code = "RESOURCE_ALREADY_EXISTS"
+    status_code = 409

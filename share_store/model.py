@@ -181,6 +181,26 @@ class Token:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None = None
+    # Set on access tokens issued to an OAuth client.
+    oauth_client_id: str | None = None
+    # Set once the token was rotated: it lives on until `expires_at`, its grace period.
+    replaced_by: str | None = None
+
+    def is_active(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
+@dataclass(frozen=True)
+class OAuthClient:
+    """A recipient's OAuth2 client: exchanges its id and secret for access tokens to one share."""
+
+    id: str
+    share_id: str
+    share: str
+    description: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None = None
 
     def is_active(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)

@@ -32,10 +32,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.exc import IntegrityError
 
-from share_store.errors import AdminError, NotFound, Unauthenticated
+from share_store.errors import AdminConflict, AdminError, AdminNotFound, NotFound, Unauthenticated
 from share_store.iceberg.versions import SnapshotVersion
-from share_store.model import Share, SharedTable, TableSpec, Token, validate_name
-from share_store.tokens import hash_secret, new_secret, new_token_id
+from share_store.migrate import upgrade
+from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token, validate_name
+from share_store.tokens import CLIENT_SECRET_PREFIX, hash_secret, new_secret, new_token_id
 
 metadata = MetaData()
 
@@ -77,8 +78,22 @@ tokens_table = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True)),
     Column("revoked_at", DateTime(timezone=True)),
+    Column("oauth_client_id", String(32), index=True),
+    Column("replaced_by", String(32)),
 )
 
+oauth_clients_table = Table(
+    "oauth_clients",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("share_id", String(36), nullable=False, index=True),
+    Column("share_name", String(128), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("description", String(1024), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+)
 
 iceberg_versions_table = Table(
     "iceberg_versions",
@@ -129,6 +144,20 @@ def _token(row: Row) -> Token:
         created_at=_utc(row.created_at),
         expires_at=_utc(row.expires_at),
         revoked_at=_utc(row.revoked_at),
+        oauth_client_id=row.oauth_client_id,
+        replaced_by=row.replaced_by,
+    )
+
+
+def _oauth_client(row: Row) -> OAuthClient:
+    return OAuthClient(
+        id=row.id,
+        share_id=row.share_id,
+        share=row.share_name,
+        description=row.description,
+        created_at=_utc(row.created_at),
+        expires_at=_utc(row.expires_at),
+        revoked_at=_utc(row.revoked_at),
     )
 
 
@@ -143,7 +172,7 @@ class ShareStore:
         self.engine: Engine = create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+        upgrade(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -213,7 +242,7 @@ class ShareStore:
         validate_name("share", name)
         with self.engine.begin() as conn:
             if conn.execute(select(shares_table.c.id).where(shares_table.c.name_key == name.lower())).first():
-                raise AdminError(f"share '{name}' already exists")
+                raise AdminConflict(f"share '{name}' already exists")
             share = Share(id=str(uuid.uuid4()), name=name, created_at=_now())
             conn.execute(
                 insert(shares_table).values(
@@ -241,7 +270,7 @@ class ShareStore:
                     )
                 ).first()
                 if found is None:
-                    raise AdminError(f"table '{schema}/{table}' is not in share '{name}'")
+                    raise AdminNotFound(f"table '{schema}/{table}' is not in share '{name}'")
                 conn.execute(
                     delete(iceberg_versions_table).where(iceberg_versions_table.c.table_id == found.id)
                 )
@@ -251,11 +280,12 @@ class ShareStore:
     def remove_share(self, name: str) -> None:
         with self.engine.begin() as conn:
             share_row = self._share_row(conn, name, admin=True)
-            conn.execute(
-                update(tokens_table)
-                .where(tokens_table.c.share_id == share_row.id, tokens_table.c.revoked_at.is_(None))
-                .values(revoked_at=_now())
-            )
+            for credentials in (tokens_table, oauth_clients_table):
+                conn.execute(
+                    update(credentials)
+                    .where(credentials.c.share_id == share_row.id, credentials.c.revoked_at.is_(None))
+                    .values(revoked_at=_now())
+                )
             table_ids = select(tables_table.c.id).where(tables_table.c.share_id == share_row.id)
             conn.execute(
                 delete(iceberg_versions_table).where(iceberg_versions_table.c.table_id.in_(table_ids))
@@ -267,28 +297,47 @@ class ShareStore:
         self, share: str, expires_in: timedelta | None, description: str = ""
     ) -> tuple[Token, str]:
         """Create a token; the secret is returned here and never again."""
-        secret = new_secret()
         now = _now()
         with self.engine.begin() as conn:
             share_row = self._share_row(conn, share, admin=True)
-            token = Token(
-                id=new_token_id(),
-                share_id=share_row.id,
-                share=share_row.name,
-                description=description,
-                created_at=now,
-                expires_at=now + expires_in if expires_in else None,
-            )
-            conn.execute(
-                insert(tokens_table).values(
-                    id=token.id,
-                    share_id=token.share_id,
-                    share_name=token.share,
-                    secret_hash=hash_secret(secret),
-                    description=description,
-                    created_at=now,
-                    expires_at=token.expires_at,
+            expires_at = now + expires_in if expires_in else None
+            return self._insert_token(conn, share_row.id, share_row.name, description, now, expires_at)
+
+    def rotate_token(self, share: str, token_id: str, grace: timedelta) -> tuple[Token, str]:
+        """Replace a token by a new one of the same lifetime; the old one works `grace` longer.
+
+        Recipients can then switch profiles without a moment in which neither
+        token works. The grace period never extends the old token's own expiry.
+        """
+        now = _now()
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            row = conn.execute(
+                select(tokens_table).where(
+                    tokens_table.c.id == token_id,
+                    tokens_table.c.share_id == share_row.id,
+                    tokens_table.c.oauth_client_id.is_(None),
                 )
+            ).first()
+            old = _token(row) if row else None
+            if old is None or not old.is_active(now):
+                raise AdminNotFound(f"no active token '{token_id}' in share '{share}'")
+            if old.replaced_by:
+                raise AdminError(
+                    f"token '{token_id}' was already rotated: rotate '{old.replaced_by}' instead"
+                )
+            lifetime = old.expires_at - old.created_at if old.expires_at else None
+            expires_at = now + lifetime if lifetime else None
+            token, secret = self._insert_token(
+                conn, share_row.id, share_row.name, old.description, now, expires_at
+            )
+            grace_end = now + grace
+            if old.expires_at is not None:
+                grace_end = min(grace_end, old.expires_at)
+            conn.execute(
+                update(tokens_table)
+                .where(tokens_table.c.id == old.id)
+                .values(expires_at=grace_end, replaced_by=token.id)
             )
         return token, secret
 
@@ -297,7 +346,7 @@ class ShareStore:
             share_row = self._share_row(conn, share, admin=True)
             rows = conn.execute(
                 select(tokens_table)
-                .where(tokens_table.c.share_id == share_row.id)
+                .where(tokens_table.c.share_id == share_row.id, tokens_table.c.oauth_client_id.is_(None))
                 .order_by(tokens_table.c.created_at)
             )
             return [_token(row) for row in rows]
@@ -310,12 +359,13 @@ class ShareStore:
                 .where(
                     tokens_table.c.id == token_id,
                     tokens_table.c.share_id == share_row.id,
+                    tokens_table.c.oauth_client_id.is_(None),
                     tokens_table.c.revoked_at.is_(None),
                 )
                 .values(revoked_at=_now())
             )
             if result.rowcount == 0:
-                raise AdminError(f"no active token '{token_id}' in share '{share}'")
+                raise AdminNotFound(f"no active token '{token_id}' in share '{share}'")
 
     def authenticate(self, secret: str) -> Token:
         """The active token holding `secret`, or `Unauthenticated`."""
@@ -332,6 +382,97 @@ class ShareStore:
         if not token.is_active(_now()):
             raise Unauthenticated("The bearer token has expired.")
         return token
+
+    # -- OAuth clients ---------------------------------------------------------
+
+    def create_oauth_client(
+        self, share: str, expires_in: timedelta | None, description: str = ""
+    ) -> tuple[OAuthClient, str]:
+        """Create a client of `share`; its secret is returned here and never again."""
+        secret = new_secret(CLIENT_SECRET_PREFIX)
+        now = _now()
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            client = OAuthClient(
+                id=new_token_id(),
+                share_id=share_row.id,
+                share=share_row.name,
+                description=description,
+                created_at=now,
+                expires_at=now + expires_in if expires_in else None,
+            )
+            conn.execute(
+                insert(oauth_clients_table).values(
+                    id=client.id,
+                    share_id=client.share_id,
+                    share_name=client.share,
+                    secret_hash=hash_secret(secret),
+                    description=description,
+                    created_at=now,
+                    expires_at=client.expires_at,
+                )
+            )
+        return client, secret
+
+    def list_oauth_clients(self, share: str) -> list[OAuthClient]:
+        with self.engine.connect() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            rows = conn.execute(
+                select(oauth_clients_table)
+                .where(oauth_clients_table.c.share_id == share_row.id)
+                .order_by(oauth_clients_table.c.created_at)
+            )
+            return [_oauth_client(row) for row in rows]
+
+    def revoke_oauth_client(self, share: str, client_id: str) -> None:
+        """Revoke a client and every access token it was issued."""
+        now = _now()
+        with self.engine.begin() as conn:
+            share_row = self._share_row(conn, share, admin=True)
+            result = conn.execute(
+                update(oauth_clients_table)
+                .where(
+                    oauth_clients_table.c.id == client_id,
+                    oauth_clients_table.c.share_id == share_row.id,
+                    oauth_clients_table.c.revoked_at.is_(None),
+                )
+                .values(revoked_at=now)
+            )
+            if result.rowcount == 0:
+                raise AdminNotFound(f"no active OAuth client '{client_id}' in share '{share}'")
+            conn.execute(
+                update(tokens_table)
+                .where(tokens_table.c.oauth_client_id == client_id, tokens_table.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+
+    def issue_access_token(
+        self, client_id: str, client_secret: str, lifetime: timedelta
+    ) -> tuple[Token, str]:
+        """Exchange client credentials for an access token (OAuth2 client_credentials grant)."""
+        digest = hash_secret(client_secret)
+        now = _now()
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                select(oauth_clients_table).where(oauth_clients_table.c.id == client_id)
+            ).first()
+            if row is None or not hmac.compare_digest(row.secret_hash, digest):
+                raise Unauthenticated("invalid client credentials")
+            client = _oauth_client(row)
+            if not client.is_active(now):
+                raise Unauthenticated("the OAuth client has been revoked or has expired")
+            expires_at = now + lifetime
+            if client.expires_at is not None:
+                expires_at = min(expires_at, client.expires_at)
+            # Access tokens are short-lived and renewed often: drop the spent ones.
+            conn.execute(
+                delete(tokens_table).where(
+                    tokens_table.c.oauth_client_id == client.id, tokens_table.c.expires_at < now
+                )
+            )
+            return self._insert_token(
+                conn, client.share_id, client.share, "OAuth access token", now, expires_at, client.id
+            )
 
     # -- Iceberg snapshot versions ---------------------------------------------
 
@@ -371,9 +512,43 @@ class ShareStore:
         row = conn.execute(select(shares_table).where(shares_table.c.name_key == name.lower())).first()
         if row is None:
             if admin:
-                raise AdminError(f"share '{name}' does not exist")
+                raise AdminNotFound(f"share '{name}' does not exist")
             raise NotFound(f"share '{name}' not found")
         return row
+
+    def _insert_token(
+        self,
+        conn: Connection,
+        share_id: str,
+        share_name: str,
+        description: str,
+        now: datetime,
+        expires_at: datetime | None,
+        oauth_client_id: str | None = None,
+    ) -> tuple[Token, str]:
+        secret = new_secret()
+        token = Token(
+            id=new_token_id(),
+            share_id=share_id,
+            share=share_name,
+            description=description,
+            created_at=now,
+            expires_at=expires_at,
+            oauth_client_id=oauth_client_id,
+        )
+        conn.execute(
+            insert(tokens_table).values(
+                id=token.id,
+                share_id=share_id,
+                share_name=share_name,
+                secret_hash=hash_secret(secret),
+                description=description,
+                created_at=now,
+                expires_at=expires_at,
+                oauth_client_id=oauth_client_id,
+            )
+        )
+        return token, secret
 
     def _add_tables(
         self, conn: Connection, share_id: str, specs: Iterable[TableSpec], history_shared: bool
@@ -388,7 +563,7 @@ class ShareStore:
                 )
             ).first()
             if exists:
-                raise AdminError(f"table '{spec.schema}/{spec.name}' is already in this share")
+                raise AdminConflict(f"table '{spec.schema}/{spec.name}' is already in this share")
             conn.execute(
                 insert(tables_table).values(
                     id=str(uuid.uuid4()),

@@ -8,8 +8,11 @@ import secrets
 TOKEN_PREFIX = "dss_"  # noqa: S105 - a marker that makes leaked tokens greppable, not a secret
 
 
-def new_secret() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+CLIENT_SECRET_PREFIX = "dsc_"  # noqa: S105 - OAuth client secrets, told apart from bearer tokens
+
+
+def new_secret(prefix: str = TOKEN_PREFIX) -> str:
+    return prefix + secrets.token_urlsafe(32)
 
 
 def hash_secret(secret: str) -> str:

@@ -1,4 +1,12 @@
-"""The Starlette application: routes under the protocol prefix, errors as JSON."""
+"""The Starlette application: the protocol under its prefix, the admin API, OAuth, probes.
+
+/healthz                      liveness (no auth, not logged)
+/metrics                      Prometheus metrics (no auth; no names in labels)
+{prefix}/...                  the Delta Sharing protocol (bearer tokens)
+{prefix}/oauth/token          OAuth2 client credentials → access tokens
+{prefix}/files/...            local storage's signed file URLs
+/admin/v1/...                 the admin API (admin token; off unless configured)
+"""
 
 from __future__ import annotations
 
@@ -6,41 +14,25 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from sharing_server import routes
+from sharing_server.admin import OAUTH_TOKEN_PATH, Admin
+from sharing_server.admin_routes import admin_routes
+from sharing_server.audit import AuditLog
+from sharing_server.config import ServiceOptions
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
+from sharing_server.metrics import Metrics, metrics_endpoint
+from sharing_server.middleware import Observe, RequestLimits, SecurityHeaders
+from sharing_server.oauth import token_endpoint
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
+from sharing_server.rate_limits import RateLimiter
 
 TABLE = "/shares/{share}/schemas/{schema}/tables/{table}"
-
-
-class SecurityHeaders:
-    """Headers every response carries; protocol bodies are data, never pages."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers.append((b"x-content-type-options", b"nosniff"))
-                if not any(name.lower() == b"cache-control" for name, _ in headers):
-                    headers.append((b"cache-control", b"no-store"))
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
 
 
 async def health(_request: object) -> Response:
@@ -60,6 +52,7 @@ def protocol_routes() -> list[Route]:
         Route(TABLE + "/metadata", routes.table_metadata, methods=["GET"]),
         Route(TABLE + "/query", routes.table_query, methods=["POST"]),
         Route(TABLE + "/changes", routes.table_changes, methods=["GET"]),
+        Route(OAUTH_TOKEN_PATH, token_endpoint, methods=["POST"]),
         Route("/files/{bucket}/{key:path}", serve_file, methods=["GET", "HEAD"]),
     ]
 
@@ -70,14 +63,36 @@ def create_app(
     secret: bytes,
     prefix: str = "/delta-sharing",
     catalogs: CatalogRegistry | None = None,
+    options: ServiceOptions | None = None,
 ) -> Starlette:
+    options = options or ServiceOptions()
+    metrics = Metrics()
+    audit = AuditLog(options.audit_log)
     app = Starlette(
-        routes=[Route("/healthz", health, methods=["GET"]), Mount(prefix, routes=protocol_routes())],
+        routes=[
+            Route("/healthz", health, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
+            Mount(prefix, routes=protocol_routes()),
+            Mount("/admin/v1", routes=admin_routes()),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[Middleware(SecurityHeaders)],
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(Observe, audit=audit, metrics=metrics),
+            Middleware(
+                RequestLimits,
+                limiter=RateLimiter(options.per_token_rps, options.global_rps),
+                metrics=metrics,
+                max_body_bytes=options.max_body_bytes,
+            ),
+        ],
     )
     app.state.store = store
     app.state.storage = storage
+    app.state.options = options
+    app.state.metrics = metrics
+    app.state.audit = audit
     app.state.queries = TableQueries(storage, secret, catalogs, store)
     app.state.list_tokens = TokenCodec(secret, "list-page")
+    app.state.admin = Admin(store, options.endpoint, lambda: catalogs)
     return app

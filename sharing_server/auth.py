@@ -7,6 +7,7 @@ from starlette.requests import Request
 from share_store.errors import NotFound, Unauthenticated
 from share_store.model import Token
 from share_store.persistence import ShareStore
+from sharing_server.audit import audit_fields
 
 
 def bearer_secret(request: Request) -> str:
@@ -18,7 +19,12 @@ def bearer_secret(request: Request) -> str:
 
 
 def authenticate(store: ShareStore, request: Request) -> Token:
-    return store.authenticate(bearer_secret(request))
+    token = store.authenticate(bearer_secret(request))
+    fields = audit_fields(request)
+    fields.update(token_id=token.id, share=token.share)
+    if token.oauth_client_id:
+        fields["oauth_client"] = token.oauth_client_id
+    return token
 
 
 def require_share(token: Token, share_id: str, share_name: str) -> None:

@@ -1,4 +1,4 @@
-"""`sharing-server`: serve, and administer shares and tokens.
+"""`sharing-server`: serve, and administer shares, tokens and OAuth clients.
 
 The grammar follows MinIO AIStor's `mc table share`, so its users can reuse
 their commands:
@@ -6,46 +6,54 @@ their commands:
     sharing-server share create SHARE SCHEMA "NAME:delta:BUCKET:PATH" ...
     sharing-server share update SHARE --add "SCHEMA:NAME:delta:BUCKET:PATH" --remove "SCHEMA/NAME"
     sharing-server share list | info SHARE | remove SHARE
-    sharing-server token create SHARE --expires 30d --description TEXT [--profile FILE]
-    sharing-server token list SHARE | revoke SHARE TOKEN_ID
+    sharing-server token create SHARE --expires 30d --description TEXT [--profile FILE] [--oauth]
+    sharing-server token list SHARE | revoke SHARE TOKEN_ID | rotate SHARE TOKEN_ID --grace 1h
+    sharing-server oauth list SHARE | revoke SHARE CLIENT_ID
+    sharing-server admin-token          (a new admin API token and the hash to configure)
 
+Admin commands work on the configured store, or on a running server's admin
+API with `--server URL` (token from SHARING_ADMIN_TOKEN or `--admin-token`).
 Bad input prints one line and exits with status 2, leaving the store as it was.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import os
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from share_store.errors import AdminError, ShareStoreError
-from share_store.model import TableSpec, parse_create_args, parse_table_ref
+from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
+from share_store.tokens import hash_secret, new_secret
+from sharing_server.admin import Admin, AdminBackend, parse_duration
+from sharing_server.admin_client import RemoteAdmin
 from sharing_server.config import ServerConfig, load_config
-from sharing_server.profiles import write_profile
+from sharing_server.profiles import write_profile_document
 
-DURATION = re.compile(r"^(\d+)([smhdw])$")
-UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_duration(text: str) -> timedelta | None:
-    if text == "never":
-        return None
-    match = DURATION.match(text.strip())
-    if not match or int(match.group(1)) == 0:
-        raise AdminError(f"invalid duration {text!r}: use e.g. 3600s, 90m, 12h, 30d, 4w or 'never'")
-    return timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
+__all__ = ["main", "parse_duration"]
+ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker for admin tokens, not a secret
 
 
-def _when(value: datetime | None) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ") if value else "never"
+def _when(value: str | None) -> str:
+    return value.replace("T", " ") if value else "never"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharing-server", description="Delta Sharing server")
     parser.add_argument("--config", help="TOML configuration file")
+    parser.add_argument(
+        "--server",
+        default=os.environ.get("SHARING_ADMIN_URL"),
+        help="manage a running server through its admin API (default: $SHARING_ADMIN_URL)",
+    )
+    parser.add_argument(
+        "--admin-token",
+        default=os.environ.get("SHARING_ADMIN_TOKEN"),
+        help="the admin API token (default: $SHARING_ADMIN_TOKEN; prefer the variable)",
+    )
+    parser.add_argument("--cafile", help="CA bundle to verify the --server certificate")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the sharing server")
@@ -56,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--demo", action="store_true", help="seed the demo share before serving")
 
     commands.add_parser("demo", help="seed the demo share and profile (idempotent)")
+    commands.add_parser("admin-token", help="print a new admin API token and the token_hash to configure")
 
     share = commands.add_parser("share", help="manage shares").add_subparsers(dest="action", required=True)
     create = share.add_parser("create", help="create a share, optionally with tables")
@@ -72,96 +81,138 @@ def build_parser() -> argparse.ArgumentParser:
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
     info.add_argument("share")
-    remove = share.add_parser("remove", help="remove a share and revoke its tokens")
+    remove = share.add_parser("remove", help="remove a share and revoke its tokens and clients")
     remove.add_argument("share")
 
     token = commands.add_parser("token", help="manage tokens").add_subparsers(dest="action", required=True)
-    tcreate = token.add_parser("create", help="create a bearer token (shown once)")
+    tcreate = token.add_parser("create", help="create a bearer token or OAuth client (shown once)")
     tcreate.add_argument("share")
     tcreate.add_argument("--expires", default="30d", help="lifetime: 3600s, 90m, 12h, 30d, 4w, never")
     tcreate.add_argument("--description", default="")
     tcreate.add_argument("--profile", type=Path, help="write a .share profile file here")
-    tlist = token.add_parser("list", help="list a share's tokens")
+    tcreate.add_argument(
+        "--oauth",
+        action="store_true",
+        help="create an OAuth2 client (profile version 2, client credentials) instead of a bearer token",
+    )
+    tlist = token.add_parser("list", help="list a share's bearer tokens")
     tlist.add_argument("share")
     revoke = token.add_parser("revoke", help="revoke a token")
     revoke.add_argument("share")
     revoke.add_argument("token_id")
+    rotate = token.add_parser("rotate", help="replace a token; the old one works for a grace period")
+    rotate.add_argument("share")
+    rotate.add_argument("token_id")
+    rotate.add_argument("--grace", default="1h", help="how long the old token keeps working (default 1h)")
+    rotate.add_argument("--profile", type=Path, help="write the new .share profile file here")
+
+    oauth = commands.add_parser("oauth", help="manage OAuth clients").add_subparsers(
+        dest="action", required=True
+    )
+    olist = oauth.add_parser("list", help="list a share's OAuth clients")
+    olist.add_argument("share")
+    orevoke = oauth.add_parser("revoke", help="revoke an OAuth client and its access tokens")
+    orevoke.add_argument("share")
+    orevoke.add_argument("client_id")
     return parser
 
 
-def check_catalogs(config: ServerConfig, specs: list[TableSpec]) -> None:
-    """Refuse Iceberg specs whose warehouse no configured catalog serves."""
-    uniform = [spec for spec in specs if spec.format == "uniform"]
-    if uniform:
-        catalogs = config.make_catalogs()
-        for spec in uniform:
-            catalogs.check_warehouse(spec.bucket)
-
-
-def run_share(store: ShareStore, config: ServerConfig, args: argparse.Namespace) -> None:
+def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
     if args.action == "create":
-        specs = parse_create_args(args.tables)
-        check_catalogs(config, specs)
-        store.create_share(args.share, specs, history_shared=not args.no_history)
-        print(f"Created share '{args.share}' with {len(specs)} table(s).")
+        created = admin.create_share(args.share, args.tables, history=not args.no_history)
+        print(f"Created share '{created['name']}' with {created['tables']} table(s).")
     elif args.action == "update":
-        if not args.add and not args.remove:
-            raise AdminError("nothing to do: give --add and/or --remove")
-        add = [TableSpec.parse(spec) for spec in args.add]
-        check_catalogs(config, add)
-        remove = [parse_table_ref(ref) for ref in args.remove]
-        store.update_share(args.share, add, remove, history_shared=not args.no_history)
-        print(f"Updated share '{args.share}': {len(add)} added, {len(remove)} removed.")
+        updated = admin.update_share(args.share, args.add, args.remove, history=not args.no_history)
+        print(f"Updated share '{args.share}': {updated['added']} added, {updated['removed']} removed.")
     elif args.action == "list":
-        for share in store.list_shares():
-            count = len(store.list_tables(share.name))
-            print(f"{share.name}\t{count} table(s)\tcreated {_when(share.created_at)}")
+        for share in admin.list_shares():
+            print(f"{share['name']}\t{share['tables']} table(s)\tcreated {_when(share['createdAt'])}")
     elif args.action == "info":
-        share = store.get_share(args.share)
-        tables = store.list_tables(share.name)
-        print(f"{share.name}")
-        schemas: dict[str, list[str]] = {}
-        for table in tables:
-            history = "" if table.history_shared else " (latest only)"
-            if table.is_iceberg:
-                warehouse, name, namespace = table.iceberg_identifier
-                where = f"{warehouse}:{'.'.join(namespace)}.{name}"
-            else:
-                where = f"{table.bucket}/{table.path}"
-            schemas.setdefault(table.schema, []).append(f"{table.name}  [{table.format}] {where}{history}")
-        for s_index, (schema, entries) in enumerate(schemas.items()):
-            last_schema = s_index == len(schemas) - 1
-            print(("└── " if last_schema else "├── ") + schema)
-            for t_index, entry in enumerate(entries):
-                branch = "└── " if t_index == len(entries) - 1 else "├── "
-                print(("    " if last_schema else "│   ") + branch + entry)
-        tokens = [t for t in store.list_tokens(share.name) if t.is_active(datetime.now(UTC))]
-        print(f"{len(tokens)} active token(s)")
+        print_share_info(admin.share_info(args.share))
     elif args.action == "remove":
-        store.remove_share(args.share)
-        print(f"Removed share '{args.share}' and revoked its tokens.")
+        admin.remove_share(args.share)
+        print(f"Removed share '{args.share}' and revoked its tokens and OAuth clients.")
 
 
-def run_token(store: ShareStore, config: ServerConfig, args: argparse.Namespace) -> None:
-    if args.action == "create":
-        token, secret = store.create_token(args.share, parse_duration(args.expires), args.description)
-        print(f"Token id:   {token.id}")
-        print(f"Expires:    {_when(token.expires_at)}")
-        print(f"Endpoint:   {config.endpoint}")
-        if args.profile:
-            write_profile(args.profile, config.endpoint, secret, token.expires_at)
-            print(f"Profile:    {args.profile} (keep it secret)")
+def print_share_info(info: dict[str, Any]) -> None:
+    print(info["name"])
+    schemas: dict[str, list[str]] = {}
+    for table in info["tables"]:
+        history = "" if table["historyShared"] else " (latest only)"
+        if table["format"] == "uniform":
+            where = f"{table['warehouse']}:{table['namespace']}.{table['table']}"
         else:
-            print(f"Token:      {secret}")
-            print("The token is shown once; it is stored only as a hash.")
+            where = f"{table['bucket']}/{table['path']}"
+        schemas.setdefault(table["schema"], []).append(
+            f"{table['name']}  [{table['format']}] {where}{history}"
+        )
+    for s_index, (schema, entries) in enumerate(schemas.items()):
+        last_schema = s_index == len(schemas) - 1
+        print(("└── " if last_schema else "├── ") + schema)
+        for t_index, entry in enumerate(entries):
+            branch = "└── " if t_index == len(entries) - 1 else "├── "
+            print(("    " if last_schema else "│   ") + branch + entry)
+    print(f"{info['activeTokens']} active token(s), {info['activeOAuthClients']} active OAuth client(s)")
+
+
+def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
+    print(f"Token id:   {issued['id']}")
+    print(f"Expires:    {_when(issued['expiresAt'])}")
+    print(f"Endpoint:   {issued['endpoint']}")
+    if profile:
+        write_profile_document(profile, issued["profile"])
+        print(f"Profile:    {profile} (keep it secret)")
+    else:
+        print(f"Token:      {issued['token']}")
+        print("The token is shown once; it is stored only as a hash.")
+
+
+def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
+    if args.action == "create" and args.oauth:
+        client = admin.create_oauth_client(args.share, args.expires, args.description)
+        print(f"Client id:  {client['clientId']}")
+        print(f"Expires:    {_when(client['expiresAt'])}")
+        print(f"Token URL:  {client['tokenEndpoint']}")
+        if args.profile:
+            write_profile_document(args.profile, client["profile"])
+            print(f"Profile:    {args.profile} (version 2, OAuth client credentials; keep it secret)")
+        else:
+            print(f"Secret:     {client['clientSecret']}")
+            print("The client secret is shown once; it is stored only as a hash.")
+    elif args.action == "create":
+        _print_issued(admin.create_token(args.share, args.expires, args.description), args.profile)
     elif args.action == "list":
-        now = datetime.now(UTC)
-        for token in store.list_tokens(args.share):
-            state = "active" if token.is_active(now) else ("revoked" if token.revoked_at else "expired")
-            print(f"{token.id}\t{state}\texpires {_when(token.expires_at)}\t{token.description}")
+        for token in admin.list_tokens(args.share):
+            expires = _when(token["expiresAt"])
+            print(f"{token['id']}\t{token['state']}\texpires {expires}\t{token['description']}")
     elif args.action == "revoke":
-        store.revoke_token(args.share, args.token_id)
+        admin.revoke_token(args.share, args.token_id)
         print(f"Revoked token {args.token_id}.")
+    elif args.action == "rotate":
+        issued = admin.rotate_token(args.share, args.token_id, args.grace)
+        _print_issued(issued, args.profile)
+        print(f"Old token {args.token_id} keeps working until {_when(issued['graceEndsAt'])}.")
+
+
+def run_oauth(admin: AdminBackend, args: argparse.Namespace) -> None:
+    if args.action == "list":
+        for client in admin.list_oauth_clients(args.share):
+            print(
+                f"{client['clientId']}\t{client['state']}\texpires {_when(client['expiresAt'])}"
+                f"\t{client['description']}"
+            )
+    elif args.action == "revoke":
+        admin.revoke_oauth_client(args.share, args.client_id)
+        print(f"Revoked OAuth client {args.client_id} and its access tokens.")
+
+
+def print_admin_token() -> None:
+    token = new_secret(ADMIN_TOKEN_PREFIX)
+    print(f"Admin token: {token}")
+    print("Configure the server with its hash (the token itself is not stored anywhere):")
+    print("  [admin]")
+    print(f'  token_hash = "{hash_secret(token)}"')
+    print("or SHARING_ADMIN_TOKEN_HASH; clients send it as SHARING_ADMIN_TOKEN.")
 
 
 def serve(config: ServerConfig, args: argparse.Namespace) -> None:
@@ -185,14 +236,19 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         from sharing_server.demo import seed_demo
 
         seed_demo(config, store)
-    app = create_app(store, config.make_storage(), config.secret(), config.prefix, config.make_catalogs())
+    options = config.service_options()
+    app = create_app(
+        store, config.make_storage(), config.secret(), config.prefix, config.make_catalogs(), options
+    )
     hyper = Config()
     hyper.bind = [f"{config.host}:{config.port}"]
     hyper.certfile = config.certfile
     hyper.keyfile = config.keyfile
-    hyper.accesslog = "-"
-    # %(U)s is the path without the query: signed URLs never reach the log.
-    hyper.access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(D)sus'
+    if options.audit_log == "off":
+        # Without the audit log, keep an access log; %(U)s is the path without
+        # the query, so signed URLs never reach it.
+        hyper.accesslog = "-"
+        hyper.access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(D)sus'
     print(f"Serving Delta Sharing at {config.endpoint}", flush=True)
     asyncio.run(hypercorn_serve(app, hyper))
 
@@ -201,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "admin-token":
+            print_admin_token()
+            return 0
+        if args.server and args.command in ("share", "token", "oauth"):
+            run_admin(RemoteAdmin(args.server, args.admin_token or "", cafile=args.cafile), args)
+            return 0
         config = load_config(args.config)
         if args.command == "serve":
             serve(config, args)
@@ -211,10 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                 from sharing_server.demo import seed_demo
 
                 seed_demo(config, store)
-            elif args.command == "share":
-                run_share(store, config, args)
             else:
-                run_token(store, config, args)
+                run_admin(Admin(store, config.endpoint, config.make_catalogs), args)
         finally:
             store.close()
     except ShareStoreError as error:
@@ -223,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def run_admin(admin: AdminBackend, args: argparse.Namespace) -> None:
+    {"share": run_share, "token": run_token, "oauth": run_oauth}[args.command](admin, args)
 
 
 if __name__ == "__main__":

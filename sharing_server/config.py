@@ -1,7 +1,10 @@
 """Server configuration: one TOML file, overridden by `SHARING_<SECTION>_<KEY>` variables.
 
 [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
-           certfile, keyfile, workers
+           certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off")
+[admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
+[limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes
+[oauth]    access_token_lifetime (seconds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
@@ -29,6 +32,21 @@ DEFAULT_CATALOG = "default"
 BOOL_TRUE = {"1", "true", "yes", "on"}
 
 
+@dataclass(frozen=True)
+class ServiceOptions:
+    """What the running app needs beyond its store and storage; defaults suit tests and demos."""
+
+    endpoint: str = "http://127.0.0.1:8080/delta-sharing"
+    admin_token_hash: str | None = None
+    # AIStor's defaults: 100 requests/s per token, 1000/s for the whole server.
+    per_token_rps: float = 100.0
+    global_rps: float = 1000.0
+    max_body_bytes: int = 1024 * 1024
+    # Clients renew 600 s before expiry, so an hour leaves them 50 minutes per token.
+    access_token_lifetime: int = 3600
+    audit_log: str = "off"
+
+
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -44,6 +62,27 @@ class ServerConfig:
     store_url: str | None = None
     storage: dict[str, Any] = field(default_factory=lambda: {"type": "local"})
     catalogs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    audit_log: str = "-"
+    admin: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+    oauth: dict[str, Any] = field(default_factory=dict)
+
+    def service_options(self) -> ServiceOptions:
+        defaults = ServiceOptions()
+        try:
+            return ServiceOptions(
+                endpoint=self.endpoint,
+                admin_token_hash=_token_hash(self.admin.get("token_hash")),
+                per_token_rps=float(self.limits.get("per_token_rps", defaults.per_token_rps)),
+                global_rps=float(self.limits.get("global_rps", defaults.global_rps)),
+                max_body_bytes=int(self.limits.get("max_body_bytes", defaults.max_body_bytes)),
+                access_token_lifetime=int(
+                    self.oauth.get("access_token_lifetime", defaults.access_token_lifetime)
+                ),
+                audit_log=self.audit_log,
+            )
+        except ValueError as error:
+            raise AdminError(f"invalid [limits]/[oauth] setting: {error}") from error
 
     @property
     def base_url(self) -> str:
@@ -114,6 +153,15 @@ class ServerConfig:
         raise AdminError(f"unknown storage type {kind!r}: use 'local' or 's3'")
 
 
+def _token_hash(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    text = str(value).strip().lower()
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise AdminError("[admin] token_hash must be the SHA-256 hex digest of the admin token")
+    return text
+
+
 def _bool(value: Any) -> bool:
     return value if isinstance(value, bool) else str(value).lower() in BOOL_TRUE
 
@@ -129,6 +177,12 @@ SERVER_KEYS = {
     "certfile": str,
     "keyfile": str,
     "workers": int,
+    "audit_log": str,
+}
+SECTION_KEYS = {
+    "admin": ("token_hash",),
+    "limits": ("per_token_rps", "global_rps", "max_body_bytes"),
+    "oauth": ("access_token_lifetime",),
 }
 STORAGE_KEYS = (
     "type",
@@ -170,6 +224,16 @@ def load_config(
     unknown = set(server) - set(SERVER_KEYS)
     if unknown:
         raise AdminError(f"unknown [server] settings: {', '.join(sorted(unknown))}")
+    sections: dict[str, dict[str, Any]] = {}
+    for section, keys in SECTION_KEYS.items():
+        values = dict(raw.get(section, {}))
+        for key in keys:
+            if f"{ENV_PREFIX}{section.upper()}_{key.upper()}" in env:
+                values[key] = env[f"{ENV_PREFIX}{section.upper()}_{key.upper()}"]
+        unknown = set(values) - set(keys)
+        if unknown:
+            raise AdminError(f"unknown [{section}] settings: {', '.join(sorted(unknown))}")
+        sections[section] = values
     config = ServerConfig()
     for key, kind in SERVER_KEYS.items():
         if key in server:
@@ -186,4 +250,6 @@ def load_config(
     if not isinstance(catalogs, dict) or not all(isinstance(v, dict) for v in catalogs.values()):
         raise AdminError("[catalogs.<name>] blocks must hold catalog properties")
     config.catalogs = catalogs
+    config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
+    config.service_options()  # report bad values at load time, not at the first request
     return config

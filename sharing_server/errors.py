@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import ShareStoreError, StorageUnavailable
+from sharing_server.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
 
@@ -19,10 +20,12 @@ HTTP_CODES = {
     404: "RESOURCE_DOES_NOT_EXIST",
     405: "METHOD_NOT_ALLOWED",
     413: "REQUEST_TOO_LARGE",
+    429: "TOO_MANY_REQUESTS",
 }
 
 
 def error_response(request: Request, status: int, code: str, message: str) -> Response:
+    audit_fields(request)["error_code"] = code
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)

@@ -12,6 +12,7 @@ from starlette.responses import Response, StreamingResponse
 from share_store.errors import InvalidParameter
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
+from sharing_server.audit import audit_fields, counting_files
 from sharing_server.auth import authenticate, require_share
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.protocol import (
@@ -150,7 +151,9 @@ def _authorized_table(request: Request) -> SharedTable:
     store = _store(request)
     _authorized_share(store, request)
     params = request.path_params
-    return store.get_table(params["share"], params["schema"], params["table"])
+    table = store.get_table(params["share"], params["schema"], params["table"])
+    audit_fields(request).update(schema=table.schema, table=table.name)
+    return table
 
 
 async def table_version(request: Request) -> Response:
@@ -159,10 +162,11 @@ async def table_version(request: Request) -> Response:
         return _queries(request).table_version(table, request.query_params.get("startingTimestamp"))
 
     version = await run_in_threadpool(run)
+    audit_fields(request)["version"] = version
     return Response(status_code=200, headers={VERSION_HEADER: str(version)})
 
 
-def _stream(result: TableResponse) -> Response:
+def _stream(request: Request, result: TableResponse) -> Response:
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
@@ -173,7 +177,10 @@ def _stream(result: TableResponse) -> Response:
     }
     if result.file_id_hash:
         headers["fileidhash"] = result.file_id_hash
-    return StreamingResponse(ndjson_chunks(result.lines), headers=headers, media_type=None)
+    fields = audit_fields(request)
+    fields["version"] = result.version
+    lines = counting_files(result.lines, fields)
+    return StreamingResponse(ndjson_chunks(lines), headers=headers, media_type=None)
 
 
 async def table_metadata(request: Request) -> Response:
@@ -183,7 +190,7 @@ async def table_metadata(request: Request) -> Response:
         params = request.query_params
         return _queries(request).metadata(table, capabilities, params.get("version"), params.get("timestamp"))
 
-    return _stream(await run_in_threadpool(run))
+    return _stream(request, await run_in_threadpool(run))
 
 
 def _listing_context(request: Request) -> tuple[SharedTable, Capabilities, str | None]:
@@ -200,7 +207,7 @@ async def table_query(request: Request) -> Response:
         table, capabilities, file_id_hash = _listing_context(request)
         return _queries(request).query(table, QueryRequest.parse(body), capabilities, file_id_hash)
 
-    return _stream(await run_in_threadpool(run))
+    return _stream(request, await run_in_threadpool(run))
 
 
 async def table_changes(request: Request) -> Response:
@@ -209,4 +216,4 @@ async def table_changes(request: Request) -> Response:
         changes = ChangesRequest.parse(dict(request.query_params))
         return _queries(request).changes(table, changes, capabilities, file_id_hash)
 
-    return _stream(await run_in_threadpool(run))
+    return _stream(request, await run_in_threadpool(run))

@@ -1,11 +1,13 @@
-"""Session fixtures: one SeaweedFS S3 server, one sharing server per storage kind.
+"""Session fixtures: one SeaweedFS S3 server, one PostgreSQL cluster, one sharing server per storage kind.
 
 Every server binds 127.0.0.1 on a free port and stops at session end.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from sharing_server.app import create_app
 from sharing_server.config import ServerConfig, load_config
 from sharing_server.profiles import write_profile
 from tests.live_server import LiveServer
+from tests.postgres import Postgres, start_postgres
 from tests.seaweed import SeaweedS3, free_port, start_seaweed
 
 TESTDATA = Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "delta"
@@ -79,6 +82,7 @@ def deploy(
         "SHARING_SERVER_DATA_DIR": str(tmp / "data-dir"),
         "SHARING_SERVER_PORT": str(port),
         "SHARING_SERVER_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        "SHARING_SERVER_AUDIT_LOG": str(tmp / "audit.log"),
     }
     env.update({f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()})
     config = load_config(env=env)
@@ -86,7 +90,7 @@ def deploy(
     store = ShareStore(config.resolved_store_url())
     storage_obj = config.make_storage()
     catalogs = config.make_catalogs()
-    app = create_app(store, storage_obj, config.secret(), config.prefix, catalogs)
+    app = create_app(store, storage_obj, config.secret(), config.prefix, catalogs, config.service_options())
     server = LiveServer(app, port).start()
     return Deployment(config, store, storage_obj, server, tmp, catalogs)
 
@@ -113,6 +117,27 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
     server = start_seaweed(tmp_path_factory.mktemp("seaweed"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+_database_ids = itertools.count(1)
+
+
+@pytest.fixture
+def postgres_url(postgres: Postgres, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty database for this test (dropped afterwards); its SQLAlchemy URL."""
+    slug = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())
+    name = f"t{next(_database_ids)}_{slug}"[:63]
+    yield postgres.create_database(name)
+    postgres.drop_database(name)
 
 
 def upload_tree(client, source: Path, bucket: str, prefix: str) -> None:

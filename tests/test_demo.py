@@ -65,5 +65,8 @@ def test_demo_is_idempotent_and_readable(tmp_path: Path) -> None:
         server.wait(timeout=10)
         log.close()
     out = (tmp_path / "server.log").read_text()
-    assert "GET /delta-sharing/files/demo/" in out  # the access log is on...
+    # The audit log is on (stdout by default), one JSON line per request...
+    audit = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert any(r["method"] == "GET" and r["path"].startswith("/delta-sharing/files/demo/") for r in audit)
+    assert any(r.get("route") == "table_version" and r.get("share") == "demo" for r in audit)
     assert secret not in out and "X-Amz-Signature" not in out  # ...and holds no secret

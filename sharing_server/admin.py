@@ -1,0 +1,229 @@
+"""Admin operations on shares, tokens and OAuth clients, answered as JSON-ready dicts.
+
+One implementation serves the CLI on the store's host and the `/admin/v1` REST
+API, so both accept the same input (the AIStor table-spec grammar, durations
+like `30d`) and report the same errors. `sharing_server.admin_client` speaks
+the same interface over HTTP for `--server`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from share_store.errors import AdminError
+from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
+from share_store.persistence import ShareStore
+from sharing_server.profiles import oauth_profile_document, profile_document
+
+DURATION = re.compile(r"^(\d{1,9})([smhdw])$")
+UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+OAUTH_TOKEN_PATH = "/oauth/token"  # noqa: S105 - a URL path, not a secret
+
+
+def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
+    if text == "never" and allow_never:
+        return None
+    match = DURATION.match(text.strip())
+    if not match or int(match.group(1)) == 0:
+        never = " or 'never'" if allow_never else ""
+        raise AdminError(f"invalid duration {text!r}: use e.g. 3600s, 90m, 12h, 30d, 4w{never}")
+    try:
+        return timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
+    except OverflowError:
+        raise AdminError(f"duration {text!r} is too long") from None
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
+
+
+def token_state(token: Token | OAuthClient, now: datetime) -> str:
+    if token.revoked_at is not None:
+        return "revoked"
+    if not token.is_active(now):
+        return "expired"
+    if isinstance(token, Token) and token.replaced_by:
+        return "rotating"
+    return "active"
+
+
+def table_entry(table: SharedTable) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "schema": table.schema,
+        "name": table.name,
+        "format": table.format,
+        "historyShared": table.history_shared,
+    }
+    if table.is_iceberg:
+        warehouse, name, namespace = table.iceberg_identifier
+        entry.update(warehouse=warehouse, namespace=".".join(namespace), table=name)
+    else:
+        entry.update(bucket=table.bucket, path=table.path)
+    return entry
+
+
+def token_entry(token: Token, now: datetime) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "state": token_state(token, now),
+        "description": token.description,
+        "createdAt": iso(token.created_at),
+        "expiresAt": iso(token.expires_at),
+        "replacedBy": token.replaced_by,
+    }
+
+
+def client_entry(client: OAuthClient, now: datetime) -> dict[str, Any]:
+    return {
+        "clientId": client.id,
+        "state": token_state(client, now),
+        "description": client.description,
+        "createdAt": iso(client.created_at),
+        "expiresAt": iso(client.expires_at),
+    }
+
+
+class AdminBackend(Protocol):
+    """What the CLI needs: `Admin` on the store's host, `RemoteAdmin` through `/admin/v1`."""
+
+    def list_shares(self) -> list[dict[str, Any]]: ...
+    def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]: ...
+    def share_info(self, name: str) -> dict[str, Any]: ...
+    def update_share(
+        self, name: str, add: list[str], remove: list[str], history: bool = True
+    ) -> dict[str, Any]: ...
+    def remove_share(self, name: str) -> None: ...
+    def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
+    def list_tokens(self, share: str) -> list[dict[str, Any]]: ...
+    def rotate_token(self, share: str, token_id: str, grace: str) -> dict[str, Any]: ...
+    def revoke_token(self, share: str, token_id: str) -> None: ...
+    def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
+    def list_oauth_clients(self, share: str) -> list[dict[str, Any]]: ...
+    def revoke_oauth_client(self, share: str, client_id: str) -> None: ...
+
+
+class Admin:
+    """Admin operations against a store, checking Iceberg specs against the configured catalogs."""
+
+    def __init__(
+        self, store: ShareStore, endpoint: str, catalogs: Callable[[], CatalogRegistry | None]
+    ) -> None:
+        self.store = store
+        self.endpoint = endpoint.rstrip("/")
+        self._catalogs = catalogs
+
+    def _check_catalogs(self, specs: list[TableSpec]) -> None:
+        """Refuse Iceberg specs whose warehouse no configured catalog serves."""
+        uniform = [spec for spec in specs if spec.format == "uniform"]
+        if uniform:
+            catalogs = self._catalogs()
+            if catalogs is None:
+                raise AdminError("no Iceberg catalog is configured: add a [catalogs.<name>] block")
+            for spec in uniform:
+                catalogs.check_warehouse(spec.bucket)
+
+    # -- shares ----------------------------------------------------------------
+
+    def list_shares(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": share.name,
+                "id": share.id,
+                "createdAt": iso(share.created_at),
+                "tables": len(self.store.list_tables(share.name)),
+            }
+            for share in self.store.list_shares()
+        ]
+
+    def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]:
+        specs = parse_create_args(tables)
+        self._check_catalogs(specs)
+        share = self.store.create_share(name, specs, history_shared=history)
+        return {"name": share.name, "id": share.id, "tables": len(specs)}
+
+    def share_info(self, name: str) -> dict[str, Any]:
+        share = self.store.get_share(name)
+        now = datetime.now(UTC)
+        tokens = [t for t in self.store.list_tokens(share.name) if t.is_active(now)]
+        clients = [c for c in self.store.list_oauth_clients(share.name) if c.is_active(now)]
+        return {
+            "name": share.name,
+            "id": share.id,
+            "createdAt": iso(share.created_at),
+            "tables": [table_entry(table) for table in self.store.list_tables(share.name)],
+            "activeTokens": len(tokens),
+            "activeOAuthClients": len(clients),
+        }
+
+    def update_share(
+        self, name: str, add: list[str], remove: list[str], history: bool = True
+    ) -> dict[str, Any]:
+        if not add and not remove:
+            raise AdminError("nothing to do: give --add and/or --remove")
+        specs = [TableSpec.parse(spec) for spec in add]
+        self._check_catalogs(specs)
+        refs = [parse_table_ref(ref) for ref in remove]
+        self.store.update_share(name, specs, refs, history_shared=history)
+        return {"name": name, "added": len(specs), "removed": len(refs)}
+
+    def remove_share(self, name: str) -> None:
+        self.store.remove_share(name)
+
+    # -- bearer tokens -----------------------------------------------------------
+
+    def _issued(self, token: Token, secret: str) -> dict[str, Any]:
+        return {
+            "id": token.id,
+            "token": secret,
+            "expiresAt": iso(token.expires_at),
+            "endpoint": self.endpoint,
+            "profile": profile_document(self.endpoint, secret, token.expires_at),
+        }
+
+    def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
+        token, secret = self.store.create_token(share, parse_duration(expires), description)
+        return self._issued(token, secret)
+
+    def list_tokens(self, share: str) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
+        return [token_entry(token, now) for token in self.store.list_tokens(share)]
+
+    def rotate_token(self, share: str, token_id: str, grace: str) -> dict[str, Any]:
+        grace_period = parse_duration(grace, allow_never=False)
+        assert grace_period is not None
+        token, secret = self.store.rotate_token(share, token_id, grace_period)
+        issued = self._issued(token, secret)
+        issued["replaces"] = token_id
+        issued["graceEndsAt"] = iso(
+            next(t.expires_at for t in self.store.list_tokens(share) if t.id == token_id)
+        )
+        return issued
+
+    def revoke_token(self, share: str, token_id: str) -> None:
+        self.store.revoke_token(share, token_id)
+
+    # -- OAuth clients -------------------------------------------------------------
+
+    def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]:
+        client, secret = self.store.create_oauth_client(share, parse_duration(expires), description)
+        return {
+            "clientId": client.id,
+            "clientSecret": secret,
+            "expiresAt": iso(client.expires_at),
+            "endpoint": self.endpoint,
+            "tokenEndpoint": self.endpoint + OAUTH_TOKEN_PATH,
+            "profile": oauth_profile_document(
+                self.endpoint, self.endpoint + OAUTH_TOKEN_PATH, client.id, secret
+            ),
+        }
+
+    def list_oauth_clients(self, share: str) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
+        return [client_entry(client, now) for client in self.store.list_oauth_clients(share)]
+
+    def revoke_oauth_client(self, share: str, client_id: str) -> None:
+        self.store.revoke_oauth_client(share, client_id)

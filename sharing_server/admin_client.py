@@ -1,0 +1,107 @@
+"""`RemoteAdmin`: the admin operations of `sharing_server.admin`, through a server's `/admin/v1`.
+
+Used by the CLI's `--server URL`, so an operator manages a deployment (say,
+replicas on PostgreSQL) from anywhere the admin API is reachable, without the
+store's credentials. Errors come back as the server's JSON messages.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from share_store.errors import AdminError, AdminNotFound
+
+ADMIN_PREFIX = "/admin/v1"
+
+
+class RemoteAdmin:
+    def __init__(self, server: str, token: str, timeout: float = 30, cafile: str | None = None) -> None:
+        if not server.startswith(("http://", "https://")):
+            raise AdminError(f"invalid --server {server!r}: expected http(s)://HOST[:PORT]")
+        if not token:
+            raise AdminError("the admin API needs a token: set SHARING_ADMIN_TOKEN or pass --admin-token")
+        self.base = server.rstrip("/") + ADMIN_PREFIX
+        self._token = token
+        self._timeout = timeout
+        self._context = ssl.create_default_context(cafile=cafile) if cafile else None
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
+            self.base + path, data=data, method=method
+        )
+        request.add_header("Authorization", f"Bearer {self._token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(  # noqa: S310
+                request, timeout=self._timeout, context=self._context
+            ) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as error:
+            raise _error_from(error) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise AdminError(f"cannot reach {self.base}: {reason}") from None
+        return json.loads(payload) if payload else None
+
+    @staticmethod
+    def _q(name: str) -> str:
+        return urllib.parse.quote(name, safe="")
+
+    def list_shares(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/shares")["items"]
+
+    def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]:
+        return self._call("POST", "/shares", {"name": name, "tables": tables, "history": history})
+
+    def share_info(self, name: str) -> dict[str, Any]:
+        return self._call("GET", f"/shares/{self._q(name)}")
+
+    def update_share(
+        self, name: str, add: list[str], remove: list[str], history: bool = True
+    ) -> dict[str, Any]:
+        body = {"add": add, "remove": remove, "history": history}
+        return self._call("PATCH", f"/shares/{self._q(name)}", body)
+
+    def remove_share(self, name: str) -> None:
+        self._call("DELETE", f"/shares/{self._q(name)}")
+
+    def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
+        body = {"expires": expires, "description": description}
+        return self._call("POST", f"/shares/{self._q(share)}/tokens", body)
+
+    def list_tokens(self, share: str) -> list[dict[str, Any]]:
+        return self._call("GET", f"/shares/{self._q(share)}/tokens")["items"]
+
+    def rotate_token(self, share: str, token_id: str, grace: str) -> dict[str, Any]:
+        path = f"/shares/{self._q(share)}/tokens/{self._q(token_id)}/rotate"
+        return self._call("POST", path, {"grace": grace})
+
+    def revoke_token(self, share: str, token_id: str) -> None:
+        self._call("DELETE", f"/shares/{self._q(share)}/tokens/{self._q(token_id)}")
+
+    def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]:
+        body = {"expires": expires, "description": description}
+        return self._call("POST", f"/shares/{self._q(share)}/oauth-clients", body)
+
+    def list_oauth_clients(self, share: str) -> list[dict[str, Any]]:
+        return self._call("GET", f"/shares/{self._q(share)}/oauth-clients")["items"]
+
+    def revoke_oauth_client(self, share: str, client_id: str) -> None:
+        self._call("DELETE", f"/shares/{self._q(share)}/oauth-clients/{self._q(client_id)}")
+
+
+def _error_from(error: urllib.error.HTTPError) -> AdminError:
+    try:
+        message = json.loads(error.read())["message"]
+    except (ValueError, KeyError, TypeError):
+        message = f"HTTP {error.code} {error.reason}"
+    if error.code == 404:
+        return AdminNotFound(message)
+    return AdminError(message)

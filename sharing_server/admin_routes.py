@@ -1,0 +1,198 @@
+"""The admin REST API under `/admin/v1`: everything the CLI does, behind the admin token.
+
+    GET    /shares                                   list shares
+    POST   /shares                 {name, tables, history}
+    GET    /shares/{share}                           schemas, tables, credential counts
+    PATCH  /shares/{share}         {add, remove, history}
+    DELETE /shares/{share}                           also revokes its tokens and clients
+    GET    /shares/{share}/tokens
+    POST   /shares/{share}/tokens  {expires, description}      -> secret, shown once
+    POST   /shares/{share}/tokens/{id}/rotate  {grace}         -> new secret
+    DELETE /shares/{share}/tokens/{id}
+    GET    /shares/{share}/oauth-clients
+    POST   /shares/{share}/oauth-clients  {expires, description} -> client secret, shown once
+    DELETE /shares/{share}/oauth-clients/{id}
+
+The API is off unless `[admin] token_hash` is set; the token itself is never stored.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from share_store.errors import MalformedRequest, ShareStoreError, Unauthenticated
+from share_store.tokens import hash_secret
+from sharing_server.admin import Admin
+from sharing_server.auth import bearer_secret
+
+Handler = Callable[[Request, dict[str, Any]], Any]
+
+
+class AdminDisabled(ShareStoreError):
+    error_code = "PERMISSION_DENIED"
+    status_code = 403
+
+
+def _authorize(request: Request) -> None:
+    expected = request.app.state.options.admin_token_hash
+    if expected is None:
+        raise AdminDisabled("the admin API is disabled: set [admin] token_hash to enable it")
+    secret = bearer_secret(request)
+    if not hmac.compare_digest(hash_secret(secret), expected):
+        raise Unauthenticated("invalid admin token")
+    request.scope.setdefault("state", {}).setdefault("audit", {})["principal"] = "admin"
+
+
+def _field(body: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = body.get(key, default)
+    if kind is list:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise MalformedRequest(f"'{key}' must be an array of strings")
+    elif not isinstance(value, kind):
+        raise MalformedRequest(f"'{key}' must be a {kind.__name__}")
+    return value
+
+
+def endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+    """Authorize, parse a JSON object body, run `handler` off the event loop, answer JSON."""
+
+    async def run(request: Request) -> Response:
+        _authorize(request)
+        body: dict[str, Any] = {}
+        if request.method in ("POST", "PATCH"):
+            raw = await request.body()
+            try:
+                body = json.loads(raw) if raw.strip() else {}
+            except (ValueError, RecursionError):
+                raise MalformedRequest("the request body is not valid JSON") from None
+            if not isinstance(body, dict):
+                raise MalformedRequest("the request body must be a JSON object")
+        result = await run_in_threadpool(handler, request, body)
+        if result is None:
+            return Response(status_code=204)
+        return JSONResponse(result, status_code=status)
+
+    run.__name__ = f"admin_{handler.__name__}"  # the route's name in metrics and the audit log
+    return run
+
+
+def _admin(request: Request) -> Admin:
+    return request.app.state.admin
+
+
+def _share(request: Request) -> str:
+    return request.path_params["share"]
+
+
+def list_shares(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": _admin(request).list_shares()}
+
+
+def create_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).create_share(
+        _field(body, "name", str, None),
+        _field(body, "tables", list, []),
+        _field(body, "history", bool, True),
+    )
+
+
+def share_info(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).share_info(_share(request))
+
+
+def update_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).update_share(
+        _share(request),
+        _field(body, "add", list, []),
+        _field(body, "remove", list, []),
+        _field(body, "history", bool, True),
+    )
+
+
+def remove_share(request: Request, _body: dict[str, Any]) -> None:
+    _admin(request).remove_share(_share(request))
+
+
+def list_tokens(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": _admin(request).list_tokens(_share(request))}
+
+
+def create_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).create_token(
+        _share(request), _field(body, "expires", str, "30d"), _field(body, "description", str, "")
+    )
+
+
+def rotate_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).rotate_token(
+        _share(request), request.path_params["token_id"], _field(body, "grace", str, "1h")
+    )
+
+
+def revoke_token(request: Request, _body: dict[str, Any]) -> None:
+    _admin(request).revoke_token(_share(request), request.path_params["token_id"])
+
+
+def list_oauth_clients(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": _admin(request).list_oauth_clients(_share(request))}
+
+
+def create_oauth_client(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).create_oauth_client(
+        _share(request), _field(body, "expires", str, "365d"), _field(body, "description", str, "")
+    )
+
+
+def revoke_oauth_client(request: Request, _body: dict[str, Any]) -> None:
+    _admin(request).revoke_oauth_client(_share(request), request.path_params["client_id"])
+
+
+def admin_routes() -> list[Route]:
+    share = "/shares/{share}"
+    return [
+        Route("/shares", endpoint(list_shares), methods=["GET"], name="admin_list_shares"),
+        Route("/shares", endpoint(create_share, 201), methods=["POST"], name="admin_create_share"),
+        Route(share, endpoint(share_info), methods=["GET"], name="admin_share_info"),
+        Route(share, endpoint(update_share), methods=["PATCH"], name="admin_update_share"),
+        Route(share, endpoint(remove_share), methods=["DELETE"], name="admin_remove_share"),
+        Route(share + "/tokens", endpoint(list_tokens), methods=["GET"], name="admin_list_tokens"),
+        Route(share + "/tokens", endpoint(create_token, 201), methods=["POST"], name="admin_create_token"),
+        Route(
+            share + "/tokens/{token_id}/rotate",
+            endpoint(rotate_token, 201),
+            methods=["POST"],
+            name="admin_rotate_token",
+        ),
+        Route(
+            share + "/tokens/{token_id}",
+            endpoint(revoke_token),
+            methods=["DELETE"],
+            name="admin_revoke_token",
+        ),
+        Route(
+            share + "/oauth-clients",
+            endpoint(list_oauth_clients),
+            methods=["GET"],
+            name="admin_list_oauth_clients",
+        ),
+        Route(
+            share + "/oauth-clients",
+            endpoint(create_oauth_client, 201),
+            methods=["POST"],
+            name="admin_create_oauth_client",
+        ),
+        Route(
+            share + "/oauth-clients/{client_id}",
+            endpoint(revoke_oauth_client),
+            methods=["DELETE"],
+            name="admin_revoke_oauth_client",
+        ),
+    ]

@@ -1,0 +1,66 @@
+"""The audit log: one JSON line per request, saying who read what, and nothing secret.
+
+Handlers add what they learn (token id, share, table, version, files returned)
+to the request's audit fields; `Observe` writes the line when the response
+has been sent, with status, bytes and duration. Paths are logged without
+their query string, and tokens only by id, so no secret or signed URL can
+reach the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from starlette.requests import HTTPConnection
+
+logger = logging.getLogger("sharing_server.audit")
+FILE_ACTIONS = frozenset({"file", "add", "remove", "cdf"})
+
+
+def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
+    """The mutable audit record of the request being served."""
+    return connection.scope.setdefault("state", {}).setdefault("audit", {})
+
+
+def counting_files(lines: Iterable[dict[str, Any]], fields: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Pass protocol lines through, counting the file actions among them as they stream."""
+    count = 0
+    fields["files"] = 0
+    for line in lines:
+        if next(iter(line)) in FILE_ACTIONS:
+            count += 1
+            fields["files"] = count
+        yield line
+
+
+class AuditLog:
+    """Writes audit records to stdout ("-"), a file (reopened when rotated away), or nowhere ("off")."""
+
+    def __init__(self, destination: str) -> None:
+        self.enabled = destination != "off"
+        self._logger = logging.getLogger(f"{logger.name}.{id(self)}")
+        self._logger.propagate = False
+        self._logger.setLevel(logging.INFO)
+        if not self.enabled:
+            return
+        handler: logging.Handler
+        if destination == "-":
+            handler = logging.StreamHandler(sys.stdout)
+        else:
+            handler = logging.handlers.WatchedFileHandler(destination, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        self._logger.addHandler(handler)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.enabled:
+            self._logger.info(json.dumps(record, separators=(",", ":"), default=str))
+
+    def close(self) -> None:
+        for handler in list(self._logger.handlers):
+            handler.close()
+            self._logger.removeHandler(handler)

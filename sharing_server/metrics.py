@@ -1,0 +1,71 @@
+"""Prometheus metrics, served at `/metrics`.
+
+Labels are route names, methods, statuses and error codes only: never share,
+table or token names, so cardinality stays fixed and nothing a recipient sent
+appears. Each app gets its own registry (tests run several apps in one
+process); with several Hypercorn workers each worker counts for itself, so
+scale with replicas of one worker, or scrape each process.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "sharing_requests",
+            "Requests answered, by route, method and status.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "sharing_request_duration_seconds",
+            "Time from request to the last byte of the response, by route.",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.files = Counter(
+            "sharing_files_served",
+            "File actions (each with a presigned URL) returned, by route.",
+            ["route"],
+            registry=self.registry,
+        )
+        self.response_bytes = Counter(
+            "sharing_response_bytes", "Response body bytes sent, by route.", ["route"], registry=self.registry
+        )
+        self.errors = Counter(
+            "sharing_errors",
+            "Error responses by errorCode.",
+            ["code"],
+            registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "sharing_rate_limited",
+            "Requests refused with 429, by the limit that refused them.",
+            ["limit"],
+            registry=self.registry,
+        )
+
+    def observe(self, route: str, method: str, status: int, seconds: float, fields: dict) -> None:
+        self.requests.labels(route, method, str(status)).inc()
+        self.latency.labels(route).observe(seconds)
+        if fields.get("files"):
+            self.files.labels(route).inc(fields["files"])
+        if fields.get("bytes"):
+            self.response_bytes.labels(route).inc(fields["bytes"])
+        if fields.get("error_code"):
+            self.errors.labels(fields["error_code"]).inc()
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    metrics: Metrics = request.app.state.metrics
+    return Response(generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

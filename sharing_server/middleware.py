@@ -1,0 +1,177 @@
+"""ASGI middleware around every request: security headers, limits, audit and metrics.
+
+Order, outermost first: `SecurityHeaders` (every response, errors included),
+`Observe` (sees every status, 429 and 413 included), `RequestLimits`.
+Refusals made here are answered directly, since the app's exception handlers
+sit further in.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from share_store.errors import ShareStoreError
+from sharing_server.audit import AuditLog
+from sharing_server.metrics import Metrics
+from sharing_server.rate_limits import RateLimiter
+
+# Probes and scrapes are never limited or audited: they would drown the log.
+UNOBSERVED_PATHS = frozenset({"/healthz", "/metrics"})
+
+
+class RequestTooLarge(ShareStoreError):
+    error_code = "REQUEST_TOO_LARGE"
+    status_code = 413
+
+
+class SecurityHeaders:
+    """Headers every response carries; protocol bodies are data, never pages."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"x-frame-options", b"DENY"))
+                headers.append((b"referrer-policy", b"no-referrer"))
+                headers.append((b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"))
+                if scope.get("scheme") == "https":
+                    headers.append((b"strict-transport-security", b"max-age=31536000"))
+                if not any(name.lower() == b"cache-control" for name, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _route_name(scope: Scope) -> str:
+    endpoint = scope.get("endpoint")
+    return getattr(endpoint, "__name__", "unmatched") if endpoint is not None else "unmatched"
+
+
+class Observe:
+    """Times each request, counts its bytes, then writes its audit line and metrics."""
+
+    def __init__(self, app: ASGIApp, audit: AuditLog, metrics: Metrics) -> None:
+        self.app = app
+        self.audit = audit
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in UNOBSERVED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path = scope["path"]  # before routing, which may rewrite it
+        request_id = uuid.uuid4().hex[:16]
+        fields: dict[str, Any] = scope.setdefault("state", {}).setdefault("audit", {})
+        outcome = {"status": 500, "bytes": 0}
+
+        async def observed_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                outcome["status"] = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            elif message["type"] == "http.response.body":
+                outcome["bytes"] += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            seconds = time.perf_counter() - started
+            route = _route_name(scope)
+            fields["bytes"] = outcome["bytes"]
+            if outcome["status"] >= 500 and "error_code" not in fields:
+                fields["error_code"] = "INTERNAL_ERROR"
+            self.metrics.observe(route, scope["method"], outcome["status"], seconds, fields)
+            record = {
+                "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                "request_id": request_id,
+                "client": (scope.get("client") or ("", 0))[0],
+                "method": scope["method"],
+                # Never the query string: local file URLs carry their signature there.
+                "path": path,
+                "route": route,
+                "status": outcome["status"],
+                "duration_ms": round(seconds * 1000, 2),
+                **fields,
+            }
+            self.audit.write(record)
+
+
+class RequestLimits:
+    """Refuses oversized bodies (413) and requests over the rate limits (429 with Retry-After)."""
+
+    def __init__(self, app: ASGIApp, limiter: RateLimiter, metrics: Metrics, max_body_bytes: int) -> None:
+        self.app = app
+        self.limiter = limiter
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in UNOBSERVED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        credential = headers.get(b"authorization")
+        refused = self.limiter.check(credential.decode("latin-1") if credential else None)
+        if refused is not None:
+            limit, wait = refused
+            self.metrics.rate_limited.labels(limit).inc()
+            await self._refuse(scope, receive, send, 429, "TOO_MANY_REQUESTS", limit, wait)
+            return
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
+            await self._refuse(scope, receive, send, 413, RequestTooLarge.error_code)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise RequestTooLarge(self._too_large())
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+    def _too_large(self) -> str:
+        return f"the request body exceeds the limit of {self.max_body_bytes} bytes"
+
+    async def _refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int,
+        code: str,
+        limit: str = "",
+        wait: float = 0.0,
+    ) -> None:
+        scope.setdefault("state", {}).setdefault("audit", {})["error_code"] = code
+        if status == 429:
+            retry_after = max(1, math.ceil(wait))
+            what = "this token's" if limit == "token" else "the server's"
+            message = f"{what} request rate limit is exceeded: retry after {retry_after} s"
+            headers = {"Retry-After": str(retry_after)}
+        else:
+            message, headers = self._too_large(), {}
+        body = {"errorCode": code, "message": message}
+        await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)

@@ -1,0 +1,72 @@
+"""Token-bucket rate limits: per bearer token and for the whole server.
+
+Limits hold per process: with N replicas behind a balancer the global limit
+is N times the setting, which is what a provider sizing one replica expects.
+Buckets are keyed by a digest of the presented token, checked before any
+database work, so a flood with made-up tokens costs one dict lookup each; the
+number of buckets kept is bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+
+@dataclass
+class Bucket:
+    tokens: float
+    updated: float
+
+
+class TokenBuckets:
+    """Buckets of `rate` requests per second with a burst of `burst`; `rate <= 0` turns it off."""
+
+    def __init__(self, rate: float, burst: float | None = None, max_keys: int = 100_000) -> None:
+        self.rate = rate
+        self.burst = burst if burst is not None else max(rate, 1.0)
+        self.max_keys = max_keys
+        self._buckets: OrderedDict[str, Bucket] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, key: str, now: float | None = None) -> float:
+        """Spend one request; 0 if allowed, else the seconds until one would be."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = Bucket(self.burst, now)
+                self._buckets[key] = bucket
+                if len(self._buckets) > self.max_keys:
+                    self._buckets.popitem(last=False)
+            else:
+                self._buckets.move_to_end(key)
+                bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
+                bucket.updated = now
+            if bucket.tokens >= 1.0:
+                bucket.tokens -= 1.0
+                return 0.0
+            return (1.0 - bucket.tokens) / self.rate
+
+
+class RateLimiter:
+    def __init__(self, per_token_rps: float, global_rps: float) -> None:
+        self.per_token = TokenBuckets(per_token_rps)
+        self.overall = TokenBuckets(global_rps)
+
+    def check(self, credential: str | None) -> tuple[str, float] | None:
+        """None if the request may go on, else (which limit, seconds to wait)."""
+        if credential is not None:
+            key = hashlib.sha256(credential.encode()).hexdigest()[:32]
+            wait = self.per_token.take(key)
+            if wait:
+                return "token", wait
+        wait = self.overall.take("*")
+        if wait:
+            return "global", wait
+        return None
