@@ -75,17 +75,22 @@ class Deployment:
 
 
 def deploy(
-    tmp: Path, storage: dict[str, str], catalogs: dict[str, dict[str, str]] | None = None
+    tmp: Path,
+    storage: dict[str, str],
+    catalogs: dict[str, dict[str, str]] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Deployment:
+    """Serve on a free port; `env` adds `SHARING_*` settings (admin token hash, limits, store URL)."""
     port = free_port()
-    env = {
+    settings = {
         "SHARING_SERVER_DATA_DIR": str(tmp / "data-dir"),
         "SHARING_SERVER_PORT": str(port),
         "SHARING_SERVER_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "SHARING_SERVER_AUDIT_LOG": str(tmp / "audit.log"),
     }
-    env.update({f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()})
-    config = load_config(env=env)
+    settings.update({f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()})
+    settings.update(env or {})
+    config = load_config(env=settings)
     config.catalogs = catalogs or {}
     store = ShareStore(config.resolved_store_url())
     storage_obj = config.make_storage()

@@ -1,0 +1,214 @@
+"""Rate limits, body limits, security headers, the audit log, metrics, and secrets kept out of logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import delta_sharing
+import httpx
+import pytest
+
+from share_store.tokens import hash_secret
+from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+
+ADMIN_TOKEN = "dsa_limits-admin-token-abcdefghijklmnopqrstuvwxyz"
+TABLE = "delta-0.8.0-partitioned"
+QUERY = "/shares/limited/schemas/s/tables/t/query"
+SERVER_LOGGERS = ("sharing_server", "share_store", "hypercorn", "starlette", "sqlalchemy", "alembic")
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("limited")
+    root = tmp / "buckets"
+    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / TABLE)
+    deployment = deploy(
+        tmp,
+        {"type": "local", "root": str(root)},
+        env={
+            "SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN),
+            "SHARING_LIMITS_PER_TOKEN_RPS": "5",
+            "SHARING_LIMITS_GLOBAL_RPS": "0",
+            "SHARING_LIMITS_MAX_BODY_BYTES": "65536",
+        },
+    )
+    deployment.share_tables("limited", {"t": TABLE}, schema="s")
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def get(server: Deployment, path: str, token: str | None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.get(server.endpoint + path, headers=headers)
+
+
+def test_per_token_limit_answers_429_with_retry_after(limited: Deployment) -> None:
+    first, second = limited.token("limited"), limited.token("limited")
+    statuses = [get(limited, "/shares", first).status_code for _ in range(12)]
+    assert statuses[:5] == [200] * 5 and 429 in statuses[5:]
+    refused = get(limited, "/shares", first)
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["errorCode"] == "TOO_MANY_REQUESTS"
+    assert "token's request rate limit" in refused.json()["message"]
+    assert refused.headers["x-content-type-options"] == "nosniff"
+    # Another token has its own budget.
+    assert get(limited, "/shares", second).status_code == 200
+
+
+def test_the_python_client_rides_out_429(limited: Deployment) -> None:
+    profile = limited.profile("limited")
+    # More requests than 5/s allow: the client backs off on 429 and still gets every row.
+    for _ in range(3):
+        frame = delta_sharing.load_as_pandas(f"{profile}#limited.s.t")
+        assert len(frame) > 0
+
+
+def test_global_limit(tmp_path: Path) -> None:
+    deployment = deploy(
+        tmp_path,
+        {"type": "local", "root": str(tmp_path / "buckets")},
+        env={"SHARING_LIMITS_PER_TOKEN_RPS": "0", "SHARING_LIMITS_GLOBAL_RPS": "3"},
+    )
+    try:
+        statuses = [get(deployment, "/shares", f"dss_made-up-{i}").status_code for i in range(8)]
+        assert statuses[:3] == [401] * 3 and 429 in statuses[3:]
+        assert httpx.get(deployment.server.url + "/healthz").status_code == 200  # probes are never limited
+        metrics = httpx.get(deployment.server.url + "/metrics").text
+        assert re.search(r'sharing_rate_limited_total\{limit="global"\} [1-9]', metrics)
+    finally:
+        deployment.server.stop()
+        deployment.store.close()
+
+
+def test_body_limit(limited: Deployment) -> None:
+    token = limited.token("limited")
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    big = json.dumps({"predicateHints": ["x" * 70_000]})
+    response = httpx.post(limited.endpoint + QUERY, content=big, headers=headers)
+    assert response.status_code == 413
+    assert response.json() == {
+        "errorCode": "REQUEST_TOO_LARGE",
+        "message": "the request body exceeds the limit of 65536 bytes",
+    }
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"predicateHints": ["'
+        for _ in range(100):
+            yield b"x" * 1000
+        yield b'"]}'
+
+    response = httpx.post(limited.endpoint + QUERY, content=chunks(), headers=headers)
+    assert response.status_code == 413 and response.json()["errorCode"] == "REQUEST_TOO_LARGE"
+    deep = '{"jsonPredicateHints": "' + '{\\"op\\":\\"not\\",\\"children\\":[' * 2000 + '"}'
+    response = httpx.post(limited.endpoint + QUERY, content=deep, headers=headers)
+    assert response.status_code == 200  # a hint too deep to use is ignored, as hints may be
+
+
+def test_security_headers_on_every_response(limited: Deployment) -> None:
+    token = limited.token("limited")
+    for response in (
+        get(limited, "/shares", token),
+        get(limited, "/shares/nope", token),
+        get(limited, "/shares", None),
+        httpx.get(limited.server.url + "/nowhere"),
+    ):
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["cache-control"] == "no-store"
+        assert response.headers["x-frame-options"] == "DENY"
+        assert "default-src 'none'" in response.headers["content-security-policy"]
+        assert response.headers["x-request-id"]
+        assert "Traceback" not in response.text
+
+
+def audit_records(server: Deployment) -> list[dict]:
+    path = server.tmp / "audit.log"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_audit_log_and_metrics(limited: Deployment) -> None:
+    token = limited.token("limited")
+    headers = {"Authorization": f"Bearer {token}"}
+    response = httpx.post(limited.endpoint + QUERY, json={}, headers=headers)
+    files = [line for line in response.text.splitlines() if line.startswith('{"file"')]
+    request_id = response.headers["x-request-id"]
+    get(limited, "/shares", "dss_not-a-real-token")
+
+    records = audit_records(limited)
+    query = next(r for r in records if r["request_id"] == request_id)
+    token_id = limited.store.authenticate(token).id
+    assert query["token_id"] == token_id
+    assert (query["share"], query["schema"], query["table"]) == ("limited", "s", "t")
+    assert query["route"] == "table_query" and query["method"] == "POST" and query["status"] == 200
+    assert query["version"] == int(response.headers["delta-table-version"])
+    assert query["files"] == len(files) > 0
+    assert query["bytes"] == len(response.content)
+    assert query["duration_ms"] > 0 and query["client"] == "127.0.0.1"
+    refused = [r for r in records if r["status"] == 401]
+    assert refused and all(r["error_code"] == "UNAUTHENTICATED" and "token_id" not in r for r in refused)
+
+    metrics = httpx.get(limited.server.url + "/metrics").text
+    assert re.search(
+        r'sharing_requests_total\{method="POST",route="table_query",status="200"\} [1-9]', metrics
+    )
+    assert re.search(r'sharing_files_served_total\{route="table_query"\} [1-9]', metrics)
+    assert re.search(r'sharing_errors_total\{code="UNAUTHENTICATED"\} [1-9]', metrics)
+    assert 'sharing_request_duration_seconds_bucket{le="0.1",route="table_query"}' in metrics
+    assert "\"limited\"" not in metrics and "share=" not in metrics  # no share or table names
+
+
+def test_no_secret_reaches_any_log(
+    limited: Deployment, tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secrets: list[str] = [ADMIN_TOKEN, limited.config.secret().decode()]
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    issued = httpx.post(
+        limited.server.url + "/admin/v1/shares/limited/tokens", json={"expires": "1h"}, headers=admin
+    ).json()
+    secrets.append(issued["token"])
+    profile = tmp_path / "oauth.share"
+    client = httpx.post(limited.server.url + "/admin/v1/shares/limited/oauth-clients", json={}, headers=admin)
+    profile.write_text(json.dumps(client.json()["profile"]))
+    secrets.append(client.json()["clientSecret"])
+    access = httpx.post(
+        limited.endpoint + "/oauth/token",
+        auth=(client.json()["clientId"], client.json()["clientSecret"]),
+        data={"grant_type": "client_credentials"},
+    ).json()["access_token"]
+    secrets.append(access)
+    wrong = "dss_wrong-secret-that-must-not-be-logged-either"
+    secrets.append(wrong)
+    get(limited, "/shares", wrong)
+    response = httpx.post(limited.endpoint + QUERY, json={}, headers={"Authorization": f"Bearer {access}"})
+    for line in response.text.splitlines():
+        action = json.loads(line)
+        if "file" in action:
+            query = urlsplit(action["file"]["url"]).query
+            secrets.append(query)  # the signature of a file URL
+            httpx.get(action["file"]["url"]).raise_for_status()  # served, and logged, by our /files route
+    frame = delta_sharing.load_as_pandas(f"{profile}#limited.s.t")
+    assert len(frame) > 0
+    httpx.get(limited.endpoint + "/shares", headers={"Authorization": f"Bearer {issued['token']}"})
+
+    out, err = capfd.readouterr()
+    logs = "\n".join(
+        [
+            (limited.tmp / "audit.log").read_text(),
+            out,
+            err,
+            # The server's loggers only: the clients' own debug logs print the URLs they fetch.
+            "\n".join(r.getMessage() for r in caplog.records if r.name.startswith(SERVER_LOGGERS)),
+        ]
+    )
+    assert '"route":"table_query"' in logs  # the logs were captured at all
+    for secret in secrets:
+        assert secret not in logs
+    assert "X-Amz-Signature" not in logs and "sig=" not in logs
