@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -128,3 +129,48 @@ def test_unknown_share_for_admin_commands(store: ShareStore) -> None:
     ):
         with pytest.raises(AdminError, match="does not exist"):
             call()
+
+
+def test_rotation_keeps_the_old_token_for_its_grace_period(store: ShareStore) -> None:
+    store.create_share("s")
+    old, old_secret = store.create_token("s", timedelta(days=30), "team")
+    new, new_secret = store.rotate_token("s", old.id, timedelta(seconds=1))
+    assert new.description == "team" and new.expires_at - new.created_at == timedelta(days=30)
+    assert store.authenticate(old_secret).id == old.id
+    assert store.authenticate(new_secret).id == new.id
+    with pytest.raises(AdminError, match="already rotated"):
+        store.rotate_token("s", old.id, timedelta(hours=1))
+    time.sleep(1.1)
+    with pytest.raises(Unauthenticated, match="expired"):
+        store.authenticate(old_secret)
+    assert store.authenticate(new_secret).id == new.id
+    # A grace period never outlives the old token itself.
+    short, _ = store.create_token("s", timedelta(minutes=5))
+    store.rotate_token("s", short.id, timedelta(days=7))
+    graced = next(t for t in store.list_tokens("s") if t.id == short.id)
+    assert graced.expires_at == short.expires_at
+
+
+def test_oauth_clients_issue_short_lived_tokens_of_their_share(store: ShareStore) -> None:
+    store.create_share("s")
+    client, secret = store.create_oauth_client("s", None, "partner")
+    token, access = store.issue_access_token(client.id, secret, timedelta(hours=1))
+    assert store.authenticate(access).share == "s"
+    assert token.oauth_client_id == client.id
+    assert store.list_tokens("s") == []  # access tokens are not the admin's tokens
+    with pytest.raises(Unauthenticated, match="invalid client credentials"):
+        store.issue_access_token(client.id, secret + "x", timedelta(hours=1))
+    with pytest.raises(Unauthenticated, match="invalid client credentials"):
+        store.issue_access_token("unknown", secret, timedelta(hours=1))
+    # Spent access tokens are dropped when the client asks for a new one.
+    store.issue_access_token(client.id, secret, timedelta(seconds=-1))
+    store.issue_access_token(client.id, secret, timedelta(hours=1))
+    store.revoke_oauth_client("s", client.id)
+    with pytest.raises(Unauthenticated, match="revoked"):
+        store.authenticate(access)
+    with pytest.raises(Unauthenticated, match="revoked or has expired"):
+        store.issue_access_token(client.id, secret, timedelta(hours=1))
+    other, other_secret = store.create_oauth_client("s", timedelta(days=1))
+    store.remove_share("s")
+    with pytest.raises(Unauthenticated):
+        store.issue_access_token(other.id, other_secret, timedelta(hours=1))

@@ -1,0 +1,157 @@
+"""Two server processes on one PostgreSQL store behave as one server.
+
+Both start together on an empty database (they take turns migrating it), then
+every change made through one is seen by the other at once: no cache to wait
+for, no restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import delta_sharing
+import httpx
+import pytest
+from sqlalchemy import create_engine
+
+from share_store.migrate import current_revision, head_revision
+from share_store.tokens import hash_secret
+from tests.conftest import TESTDATA_BUCKET
+from tests.seaweed import free_port
+
+ADMIN_TOKEN = "dsa_replica-admin-token-0123456789abcdef"
+TABLE = "delta-0.8.0-partitioned"
+
+
+class Replica:
+    def __init__(self, name: str, tmp: Path, store_url: str, root: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / f"{name}.log"
+        env = {
+            **os.environ,
+            "SHARING_STORE_URL": store_url,
+            "SHARING_SERVER_SECRET_KEY": "replicas-share-this-signing-key-0123456789",
+            "SHARING_SERVER_PORT": str(self.port),
+            "SHARING_SERVER_PUBLIC_URL": self.url,
+            "SHARING_SERVER_DATA_DIR": str(tmp / name),
+            "SHARING_SERVER_AUDIT_LOG": str(tmp / f"{name}-audit.log"),
+            "SHARING_STORAGE_TYPE": "local",
+            "SHARING_STORAGE_ROOT": str(root),
+            "SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN),
+        }
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sharing_server", "serve"], env=env, stdout=self._log, stderr=self._log
+        )
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"replica exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                httpx.get(self.url + "/healthz", timeout=1).raise_for_status()
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"replica did not start: {self.log_path.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self._log.close()
+
+    def admin(self, method: str, path: str, **kwargs) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        response = httpx.request(method, f"{self.url}/admin/v1{path}", headers=headers, **kwargs)
+        assert response.status_code < 300, response.text
+        return response
+
+    def get(self, path: str, token: str) -> httpx.Response:
+        return httpx.get(f"{self.url}/delta-sharing{path}", headers={"Authorization": f"Bearer {token}"})
+
+
+@contextmanager
+def replicas(tmp: Path, store_url: str, root: Path) -> Iterator[tuple[Replica, Replica]]:
+    started: list[Replica] = []
+    try:
+        for name in ("a", "b"):
+            started.append(Replica(name, tmp, store_url, root))
+        for replica in started:
+            replica.wait_ready()
+        yield started[0], started[1]
+    finally:
+        for replica in started:
+            replica.stop()
+
+
+@pytest.fixture
+def root(tmp_path: Path, testdata: Path) -> Path:
+    root = tmp_path / "buckets"
+    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / TABLE)
+    return root
+
+
+def test_two_replicas_on_one_postgresql_act_as_one(tmp_path: Path, postgres_url: str, root: Path) -> None:
+    with replicas(tmp_path, postgres_url, root) as (a, b):
+        engine = create_engine(postgres_url)
+        assert current_revision(engine) == head_revision()  # migrated once, by whichever came first
+        engine.dispose()
+
+        a.admin(
+            "POST", "/shares", json={"name": "shared", "tables": ["s", f"t1:delta:{TESTDATA_BUCKET}:{TABLE}"]}
+        )
+        issued = a.admin("POST", "/shares/shared/tokens", json={"expires": "1h"}).json()
+        token = issued["token"]
+        # A token made through A opens B at once.
+        assert b.get("/shares", token).json()["items"][0]["name"] == "shared"
+        profile = tmp_path / "b.share"
+        profile.write_text(json.dumps({**issued["profile"], "endpoint": b.url + "/delta-sharing"}))
+        assert len(delta_sharing.load_as_pandas(f"{profile}#shared.s.t1")) > 0
+
+        # A share edit made through B is what A lists next.
+        b.admin("PATCH", "/shares/shared", json={"add": [f"s:t2:delta:{TESTDATA_BUCKET}:{TABLE}"]})
+        names = [t["name"] for t in a.get("/shares/shared/all-tables", token).json()["items"]]
+        assert names == ["t1", "t2"]
+        # Page tokens signed by one replica are honoured by the other.
+        first = a.get("/shares/shared/all-tables?maxResults=1", token).json()
+        second = b.get(f"/shares/shared/all-tables?maxResults=1&pageToken={first['nextPageToken']}", token)
+        assert second.json()["items"][0]["name"] == "t2"
+
+        # Rotation through A: B accepts both tokens in the grace period; revocation through B: A refuses.
+        rotated = a.admin("POST", f"/shares/shared/tokens/{issued['id']}/rotate", json={"grace": "1h"}).json()
+        assert b.get("/shares", token).status_code == 200
+        assert b.get("/shares", rotated["token"]).status_code == 200
+        b.admin("DELETE", f"/shares/shared/tokens/{issued['id']}")
+        assert a.get("/shares", token).status_code == 401
+
+        # An OAuth client made on A gets its access token from B and reads through A.
+        client = a.admin("POST", "/shares/shared/oauth-clients", json={}).json()
+        access = httpx.post(
+            f"{b.url}/delta-sharing/oauth/token",
+            auth=(client["clientId"], client["clientSecret"]),
+            data={"grant_type": "client_credentials"},
+        ).json()
+        assert access["expires_in"] >= 3600
+        assert a.get("/shares/shared/schemas", access["access_token"]).json()["items"] == [
+            {"name": "s", "share": "shared"}
+        ]
+
+        a.admin("DELETE", "/shares/shared")
+        assert b.get("/shares", rotated["token"]).status_code == 401
+        for replica in (a, b):
+            assert "Traceback" not in replica.log_path.read_text()
