@@ -167,6 +167,8 @@ class Server:
         self.config.write_text(
             f'[server]\nhost = "127.0.0.1"\nport = {self.port}\ndata_dir = "{workdir / "state"}"\n'
             f'url_lifetime = 3600\n\n[storage]\ntype = "local"\nroot = "{DATA / "buckets"}"\n'
+            # The concurrency run would otherwise measure the rate limiter; the audit log stays on.
+            "\n[limits]\nper_token_rps = 0\nglobal_rps = 0\n"
         )
         self.process: subprocess.Popen | None = None
 
