@@ -220,26 +220,25 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
 
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
+    from hypercorn.run import run as hypercorn_run
 
-    from sharing_server.app import create_app
+    from sharing_server.asgi import CONFIG_VARIABLE, build_app
 
-    if args.host:
-        config.host = args.host
-    if args.port:
-        config.port = args.port
-    if args.certfile:
-        config.certfile = args.certfile
-    if args.keyfile:
-        config.keyfile = args.keyfile
-    store = ShareStore(config.resolved_store_url())
+    overrides = {"host": args.host, "port": args.port, "certfile": args.certfile, "keyfile": args.keyfile}
+    for key, value in overrides.items():
+        if value:
+            setattr(config, key, value)
+            # Worker processes load the configuration again: hand them the overrides too.
+            os.environ[f"SHARING_SERVER_{key.upper()}"] = str(value)
+    if args.config:
+        os.environ[CONFIG_VARIABLE] = str(Path(args.config).resolve())
+    options = config.service_options()
     if args.demo:
         from sharing_server.demo import seed_demo
 
+        store = ShareStore(config.resolved_store_url())
         seed_demo(config, store)
-    options = config.service_options()
-    app = create_app(
-        store, config.make_storage(), config.secret(), config.prefix, config.make_catalogs(), options
-    )
+        store.close()
     hyper = Config()
     hyper.bind = [f"{config.host}:{config.port}"]
     hyper.certfile = config.certfile
@@ -249,8 +248,14 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         # the query, so signed URLs never reach it.
         hyper.accesslog = "-"
         hyper.access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(D)sus'
-    print(f"Serving Delta Sharing at {config.endpoint}", flush=True)
-    asyncio.run(hypercorn_serve(app, hyper))
+    print(f"Serving Delta Sharing at {config.endpoint} ({config.workers} worker(s))", flush=True)
+    if config.workers > 1:
+        # Each worker is a process of its own with its own caches, limits and metrics.
+        hyper.workers = config.workers
+        hyper.application_path = "sharing_server.asgi:app"
+        hypercorn_run(hyper)
+    else:
+        asyncio.run(hypercorn_serve(build_app(config), hyper))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,3 +155,55 @@ def test_two_replicas_on_one_postgresql_act_as_one(tmp_path: Path, postgres_url:
         assert b.get("/shares", rotated["token"]).status_code == 401
         for replica in (a, b):
             assert "Traceback" not in replica.log_path.read_text()
+
+
+def test_serve_with_several_workers(tmp_path: Path, root: Path) -> None:
+    """`[server] workers = 2`: Hypercorn runs two processes, each building the app from the config."""
+    config = tmp_path / "sharing.toml"
+    port = free_port()
+    config.write_text(
+        f'[server]\nport = {port}\nworkers = 2\ndata_dir = "{tmp_path / "data"}"\n'
+        f'[storage]\ntype = "local"\nroot = "{root}"\n'
+    )
+    base = ["--config", str(config)]
+    from sharing_server.cli import main
+
+    assert main([*base, "share", "create", "w", "s", f"t:delta:{TESTDATA_BUCKET}:{TABLE}"]) == 0
+    assert main([*base, "token", "create", "w", "--profile", str(tmp_path / "w.share")]) == 0
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sharing_server", *base, "serve"], stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and process.poll() is None, (
+                    tmp_path / "serve.log"
+                ).read_text()
+                time.sleep(0.2)
+        workers = [status for status in Path("/proc").glob("[0-9]*/status") if _ppid(status) == process.pid]
+        assert len(workers) >= 2
+        for _ in range(3):
+            assert len(delta_sharing.load_as_pandas(f"{tmp_path / 'w.share'}#w.s.t")) > 0
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _ppid(status: Path) -> int | None:
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith("PPid:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
