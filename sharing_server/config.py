@@ -30,6 +30,7 @@ from share_store.storage.s3 import S3Settings
 ENV_PREFIX = "SHARING_"
 DEFAULT_CATALOG = "default"
 BOOL_TRUE = {"1", "true", "yes", "on"}
+MIN_ACCESS_TOKEN_LIFETIME = 900
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class ServerConfig:
     def service_options(self) -> ServiceOptions:
         defaults = ServiceOptions()
         try:
-            return ServiceOptions(
+            options = ServiceOptions(
                 endpoint=self.endpoint,
                 admin_token_hash=_token_hash(self.admin.get("token_hash")),
                 per_token_rps=float(self.limits.get("per_token_rps", defaults.per_token_rps)),
@@ -83,6 +84,13 @@ class ServerConfig:
             )
         except ValueError as error:
             raise AdminError(f"invalid [limits]/[oauth] setting: {error}") from error
+        if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
+            # Clients renew tokens that expire within 600 s: a shorter lifetime
+            # would have them fetch a new token before every request.
+            raise AdminError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
+        if options.max_body_bytes < 1024:
+            raise AdminError("[limits] max_body_bytes must be at least 1024")
+        return options
 
     @property
     def base_url(self) -> str:
