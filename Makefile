@@ -40,6 +40,7 @@ demo: install
 
 lint: install
 	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples bench tests
+	$(VENV)/bin/hadolint Dockerfile
 
 format: install
 	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench tests

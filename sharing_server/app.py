@@ -26,7 +26,7 @@ from sharing_server.config import ServiceOptions
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
 from sharing_server.metrics import Metrics, metrics_endpoint
-from sharing_server.middleware import Observe, RequestLimits, SecurityHeaders
+from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.oauth import token_endpoint
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
@@ -57,6 +57,13 @@ def protocol_routes() -> list[Route]:
     ]
 
 
+def proxy_middleware(hops: int) -> list[Middleware]:
+    """Behind `hops` trusted proxies, take the client address and scheme from their headers."""
+    if hops <= 0:
+        return []
+    return [Middleware(ForwardedHeaders, hops=hops)]
+
+
 def create_app(
     store: ShareStore,
     storage: ObjectStorage,
@@ -77,6 +84,7 @@ def create_app(
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[
+            *proxy_middleware(options.proxy_hops),
             Middleware(SecurityHeaders),
             Middleware(Observe, audit=audit, metrics=metrics),
             Middleware(

@@ -1,7 +1,8 @@
 """Server configuration: one TOML file, overridden by `SHARING_<SECTION>_<KEY>` variables.
 
 [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
-           certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off")
+           certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off"),
+           proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes
 [oauth]    access_token_lifetime (seconds)
@@ -46,6 +47,8 @@ class ServiceOptions:
     # Clients renew 600 s before expiry, so an hour leaves them 50 minutes per token.
     access_token_lifetime: int = 3600
     audit_log: str = "off"
+    # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
+    proxy_hops: int = 0
 
 
 @dataclass
@@ -64,6 +67,7 @@ class ServerConfig:
     storage: dict[str, Any] = field(default_factory=lambda: {"type": "local"})
     catalogs: dict[str, dict[str, Any]] = field(default_factory=dict)
     audit_log: str = "-"
+    proxy_hops: int = 0
     admin: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +85,7 @@ class ServerConfig:
                     self.oauth.get("access_token_lifetime", defaults.access_token_lifetime)
                 ),
                 audit_log=self.audit_log,
+                proxy_hops=self.proxy_hops,
             )
         except ValueError as error:
             raise AdminError(f"invalid [limits]/[oauth] setting: {error}") from error
@@ -186,6 +191,7 @@ SERVER_KEYS = {
     "keyfile": str,
     "workers": int,
     "audit_log": str,
+    "proxy_hops": int,
 }
 SECTION_KEYS = {
     "admin": ("token_hash",),

@@ -31,6 +31,32 @@ class RequestTooLarge(ShareStoreError):
     status_code = 413
 
 
+class ForwardedHeaders:
+    """Behind `hops` trusted proxies, the client address and scheme they saw, not theirs.
+
+    Each proxy appends the address it received from to X-Forwarded-For, so the
+    entry `hops` from the right is the last one a trusted proxy wrote; anything
+    left of it came from the client and is not to be believed. (Hypercorn's
+    ProxyFixMiddleware does this too, but deep-copies the whole scope.)
+    """
+
+    def __init__(self, app: ASGIApp, hops: int) -> None:
+        self.app = app
+        self.hops = hops
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.hops > 0:
+            headers = dict(scope["headers"])
+            forwarded = [a.strip() for a in headers.get(b"x-forwarded-for", b"").decode("latin-1").split(",")]
+            forwarded = [address for address in forwarded if address]
+            if len(forwarded) >= self.hops:
+                scope = {**scope, "client": (forwarded[-self.hops], 0)}
+            proto = headers.get(b"x-forwarded-proto", b"").decode("latin-1").split(",")[-1].strip().lower()
+            if proto in ("http", "https"):
+                scope = {**scope, "scheme": proto}
+        await self.app(scope, receive, send)
+
+
 class SecurityHeaders:
     """Headers every response carries; protocol bodies are data, never pages."""
 
