@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Send
 
-from share_store.errors import InvalidParameter
+from share_store.errors import InvalidParameter, ShareStoreError
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields, counting_files
@@ -30,6 +33,8 @@ from sharing_server.queries import TableQueries, TableResponse
 
 CAPABILITIES_HEADER = "delta-sharing-capabilities"
 VERSION_HEADER = "Delta-Table-Version"
+
+logger = logging.getLogger("sharing_server")
 
 
 def json_response(payload: dict[str, Any]) -> Response:
@@ -166,7 +171,20 @@ async def table_version(request: Request) -> Response:
     return Response(status_code=200, headers={VERSION_HEADER: str(version)})
 
 
-def _stream(request: Request, result: TableResponse) -> Response:
+class TableStream(StreamingResponse):
+    """A table's lines, cut off with one log line when reading fails after the headers went out."""
+
+    async def stream_response(self, send: Send) -> None:
+        try:
+            await super().stream_response(send)
+        except ShareStoreError as error:
+            # Too late for an error status. Closing without the last chunk shows the
+            # client a broken response, never a complete-looking short one, and the
+            # log gets a line instead of a traceback.
+            logger.warning("response cut off after its headers: %s: %s", error.error_code, error.message)
+
+
+async def _stream(request: Request, result: TableResponse) -> Response:
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
@@ -180,7 +198,13 @@ def _stream(request: Request, result: TableResponse) -> Response:
     fields = audit_fields(request)
     fields["version"] = result.version
     lines = counting_files(result.lines, fields)
-    return StreamingResponse(ndjson_chunks(lines), headers=headers, media_type=None)
+    chunks = ndjson_chunks(lines)
+    # Lines are made lazily, and an error once the headers are sent (storage gone
+    # mid-way) can no longer get its status. Making the first chunk before them
+    # turns every error of most responses, which fit in one chunk, into a proper
+    # JSON error response.
+    first = await run_in_threadpool(next, chunks, None)
+    return TableStream(chain(() if first is None else (first,), chunks), headers=headers, media_type=None)
 
 
 async def table_metadata(request: Request) -> Response:
@@ -190,7 +214,7 @@ async def table_metadata(request: Request) -> Response:
         params = request.query_params
         return _queries(request).metadata(table, capabilities, params.get("version"), params.get("timestamp"))
 
-    return _stream(request, await run_in_threadpool(run))
+    return await _stream(request, await run_in_threadpool(run))
 
 
 def _listing_context(request: Request) -> tuple[SharedTable, Capabilities, str | None]:
@@ -207,7 +231,7 @@ async def table_query(request: Request) -> Response:
         table, capabilities, file_id_hash = _listing_context(request)
         return _queries(request).query(table, QueryRequest.parse(body), capabilities, file_id_hash)
 
-    return _stream(request, await run_in_threadpool(run))
+    return await _stream(request, await run_in_threadpool(run))
 
 
 async def table_changes(request: Request) -> Response:
@@ -216,4 +240,4 @@ async def table_changes(request: Request) -> Response:
         changes = ChangesRequest.parse(dict(request.query_params))
         return _queries(request).changes(table, changes, capabilities, file_id_hash)
 
-    return _stream(request, await run_in_threadpool(run))
+    return await _stream(request, await run_in_threadpool(run))

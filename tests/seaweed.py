@@ -2,7 +2,8 @@
 
 `weed mini` runs master, volume, filer and S3 gateway in one process. Every port
 is picked free on 127.0.0.1 so parallel runs never collide, and the process is
-killed at session end.
+killed at session end. `stop()` then `start_again()` (or `restart()`) bring it
+back on the same ports and data, as after an outage.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 ACCESS_KEY = "sharing-test-access"
 SECRET_KEY = "sharing-test-secret-0123456789"
@@ -49,15 +51,22 @@ class SeaweedS3:
     access_key: str = ACCESS_KEY
     secret_key: str = SECRET_KEY
     region: str = "us-east-1"
+    args: list[str] = field(default_factory=list)
+    workdir: Path | None = None
 
-    def client(self):
+    def client(self, timeout: float = 60):
         return boto3.client(
             "s3",
             endpoint_url=self.endpoint,
             aws_access_key_id=self.access_key,
             aws_secret_access_key=self.secret_key,
             region_name=self.region,
-            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}),
+            config=Config(
+                s3={"addressing_style": "path"},
+                retries={"max_attempts": 2},
+                connect_timeout=timeout,
+                read_timeout=timeout,
+            ),
         )
 
     def stop(self) -> None:
@@ -68,6 +77,50 @@ class SeaweedS3:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+
+    def start_again(self, timeout: float = 60.0) -> None:
+        """Start the stopped server on the same ports and data dir; return once S3 answers."""
+        if self.process.poll() is None:
+            raise RuntimeError("SeaweedFS is still running: stop() it first")
+        self.process = _spawn(self.args, self.log_path, self.workdir)
+        self.wait_ready(timeout)
+
+    def restart(self, timeout: float = 60.0) -> None:
+        self.stop()
+        self.start_again(timeout)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until S3 really serves (a bucket made, an object written and removed), or raise."""
+        deadline = time.monotonic() + timeout
+        # A gateway still starting may accept connections and answer late: probe again instead.
+        client = self.client(timeout=5)
+        probe = f"probe-{self.endpoint.rpartition(':')[2]}"
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"weed exited early:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                try:
+                    client.create_bucket(Bucket=probe)
+                except ClientError as error:
+                    # Started again: the bucket survived in the data dir.
+                    if error.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+                        raise
+                client.put_object(Bucket=probe, Key="ready", Body=b"1")
+                client.delete_object(Bucket=probe, Key="ready")
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"SeaweedFS not ready:\n{self.log_path.read_text()[-3000:]}") from None
+                time.sleep(0.5)
+
+
+def _spawn(args: list[str], log_path: Path, workdir: Path | None) -> subprocess.Popen[bytes]:
+    # Appending: a restarted server's log follows the first run's.
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=workdir
+        )
 
 
 def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
@@ -113,24 +166,10 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
     args += [f"-{name}={port}" for name, port in ports.items()]
     (workdir / "data").mkdir(exist_ok=True)
     log_path = workdir / "weed.log"
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=workdir
+    log_path.write_bytes(b"")
+    process = _spawn(args, log_path, workdir)
+    server = SeaweedS3(
+        endpoint=f"http://127.0.0.1:{s3_port}", process=process, log_path=log_path, args=args, workdir=workdir
     )
-    server = SeaweedS3(endpoint=f"http://127.0.0.1:{s3_port}", process=process, log_path=log_path)
-    deadline = time.monotonic() + timeout
-    client = server.client()
-    probe = f"probe-{s3_port}"
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"weed exited early:\n{log_path.read_text()[-3000:]}")
-        try:
-            client.create_bucket(Bucket=probe)
-            client.put_object(Bucket=probe, Key="ready", Body=b"1")
-            client.delete_object(Bucket=probe, Key="ready")
-            return server
-        except Exception:
-            if time.monotonic() > deadline:
-                server.stop()
-                raise RuntimeError(f"SeaweedFS not ready:\n{log_path.read_text()[-3000:]}") from None
-            time.sleep(0.5)
+    server.wait_ready(timeout)
+    return server

@@ -27,12 +27,44 @@ import re
 import threading
 from typing import Any
 
-from share_store.errors import AdminError, NotFound, StorageUnavailable
+from pyarrow.fs import AwsStandardS3RetryStrategy
+
+from share_store.errors import AdminError, NotFound
+from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 OWN_PREFIX = "sharing."
+
+
+class QuickS3Retries(AwsStandardS3RetryStrategy):
+    """pyarrow's standard retries, two attempts instead of three (pyiceberg instantiates it by name)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_attempts=2)
+
+
+#: Defaults (settings given win) for the catalog's own reads of table metadata.
+#: Left alone, pyarrow's S3 client makes three attempts of 3 s each on a store
+#: that does not answer, and pyiceberg's REST client retries SigV4 requests 10
+#: times without any timeout, when a recipient should get a 503 within seconds.
+FAIL_FAST = {
+    "s3.retry-strategy-impl": f"{__name__}.QuickS3Retries",
+    "rest.sigv4.max-retries": "1",
+}
+BOUNDED_REST_CATALOG = "share_store.iceberg.rest.BoundedRestCatalog"
+
+
+def fail_fast(props: dict[str, str]) -> dict[str, str]:
+    """Catalog properties with `FAIL_FAST` defaults, and REST catalogs loaded with request timeouts."""
+    result = FAIL_FAST | props
+    kind = result.get("type") or ("rest" if result.get("uri", "").startswith(("http://", "https://")) else "")
+    if kind.lower() == "rest" and "py-catalog-impl" not in result:
+        # pyiceberg refuses `type` next to `py-catalog-impl`; the class is a RestCatalog.
+        result.pop("type", None)
+        result["py-catalog-impl"] = BOUNDED_REST_CATALOG
+    return result
 
 
 def expand_environment(value: str, env: dict[str, str] | None = None) -> str:
@@ -87,10 +119,9 @@ class CatalogRegistry:
         from pyiceberg.catalog import load_catalog
 
         name, _ = self._config_for(warehouse)
-        try:
-            catalog = load_catalog(name, **self.properties(warehouse))
-        except (OSError, ConnectionError) as error:
-            raise StorageUnavailable(f"Iceberg catalog for warehouse '{warehouse}' is unreachable") from error
+        # A failed load is not cached: the next request tries again.
+        with outages_unavailable(f"the Iceberg catalog for warehouse '{warehouse}'"):
+            catalog = load_catalog(name, **fail_fast(self.properties(warehouse)))
         with self._lock:
             self._catalogs[warehouse] = catalog
         return catalog

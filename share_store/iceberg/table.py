@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
@@ -17,15 +19,11 @@ from urllib.parse import unquote, urlparse
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
-from share_store.errors import (
-    InvalidParameter,
-    StorageUnavailable,
-    TableFilesMissing,
-    UnsupportedOperation,
-)
+from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable
+from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage
 from share_store.storage.local import LocalStorage
 
@@ -61,21 +59,30 @@ class IcebergTableReader:
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        """Reads of catalog or metadata files: an outage is a 503, a file gone is "table files missing"."""
+        try:
+            with outages_unavailable(what):
+                yield
+        except FileNotFoundError as error:
+            raise TableFilesMissing() from error
+
     # -- versions -----------------------------------------------------------------
 
     def _load(self) -> Any:
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
         catalog = self.catalogs.catalog(self.warehouse)
+        # Loading asks the catalog, then (SQL catalogs) reads the metadata file from storage.
         try:
-            return catalog.load_table((*self.namespace, self.name))
+            with self._reading(f"the Iceberg catalog or the storage of warehouse '{self.warehouse}'"):
+                return catalog.load_table((*self.namespace, self.name))
         except (NoSuchTableError, NoSuchNamespaceError) as error:
             name = ".".join((*self.namespace, self.name))
             raise TableFilesMissing(
                 f"Iceberg table {name} not found in warehouse '{self.warehouse}'"
             ) from error
-        except (OSError, ConnectionError) as error:
-            raise StorageUnavailable("the Iceberg catalog is unreachable") from error
 
     def listing(self) -> IcebergListing:
         from pyiceberg.table.snapshots import ancestors_of
@@ -163,7 +170,8 @@ class IcebergTableReader:
         if snapshot_id != EMPTY_SNAPSHOT:
             names = {field.name for field in schema.fields}
             scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
-            tasks = list(scan.plan_files())
+            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+                tasks = list(scan.plan_files())
         return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks)
 
     # -- one version's changes ------------------------------------------------------
@@ -175,9 +183,10 @@ class IcebergTableReader:
         with self._lock:
             cached = self._commits.get(snapshot_id)
         if cached is None:
-            cached = mapping.changes_of_snapshot(
-                listing.table, snapshot_id, self._previous_schema(listing, version)
-            )
+            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+                cached = mapping.changes_of_snapshot(
+                    listing.table, snapshot_id, self._previous_schema(listing, version)
+                )
             with self._lock:
                 self._commits[snapshot_id] = cached
         return cached

@@ -15,16 +15,24 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.errors import StorageUnavailable, TableFilesMissing
+from share_store.outages import client_error_is_outage
 from share_store.storage.base import ObjectInfo, ObjectStorage
 from share_store.storage.sigv4 import Credentials, S3Presigner
 
 DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
+UNREACHABLE = "object storage is unreachable; try again later"
 
 
 def _raise_if_denied(error: ClientError) -> None:
-    """Storage refusing us is the reference server's "permission denied", never a 500."""
+    """Storage refusing us is the reference server's "permission denied", never a 500.
+
+    Storage failing (5xx even after botocore's retries) is an outage, a 503:
+    the same request may well succeed a moment later.
+    """
     if error.response.get("Error", {}).get("Code") in DENIED:
         raise TableFilesMissing("permission denied") from error
+    if client_error_is_outage(error):
+        raise StorageUnavailable(UNREACHABLE) from error
 
 
 # Beyond this many files a table's existence check would cost more LIST calls
@@ -41,6 +49,13 @@ class S3Settings:
     secret_key: str | None = None
     session_token: str | None = None
     path_style: bool = True
+    # For this server's own reads (listings, commits, checkpoints) only: a recipient
+    # waiting on a request should get a 503 within seconds when storage is down, not
+    # after botocore's defaults (60 s timeouts, several attempts). Presigned URLs are
+    # fetched by recipients and are not affected.
+    connect_timeout: float = 2.0
+    read_timeout: float = 5.0
+    max_attempts: int = 2
 
 
 class S3Storage(ObjectStorage):
@@ -69,9 +84,9 @@ class S3Storage(ObjectStorage):
             config=Config(
                 signature_version="s3v4",
                 s3={"addressing_style": "path" if self.settings.path_style else "virtual"},
-                retries={"max_attempts": 3, "mode": "standard"},
-                connect_timeout=5,
-                read_timeout=30,
+                retries={"max_attempts": self.settings.max_attempts, "mode": "standard"},
+                connect_timeout=self.settings.connect_timeout,
+                read_timeout=self.settings.read_timeout,
             ),
         )
 
@@ -110,7 +125,7 @@ class S3Storage(ObjectStorage):
             _raise_if_denied(error)
             raise
         except BotoCoreError as error:
-            raise StorageUnavailable("object storage is unreachable") from error
+            raise StorageUnavailable(UNREACHABLE) from error
 
     def read(self, bucket: str, key: str) -> bytes:
         try:
@@ -121,7 +136,7 @@ class S3Storage(ObjectStorage):
             _raise_if_denied(error)
             raise
         except BotoCoreError as error:
-            raise StorageUnavailable("object storage is unreachable") from error
+            raise StorageUnavailable(UNREACHABLE) from error
 
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
         wanted = list(keys)
@@ -138,7 +153,7 @@ class S3Storage(ObjectStorage):
             _raise_if_denied(error)
             raise
         except BotoCoreError as error:
-            raise StorageUnavailable("object storage is unreachable") from error
+            raise StorageUnavailable(UNREACHABLE) from error
         return [key for key in wanted if key not in present]
 
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
