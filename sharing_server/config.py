@@ -9,7 +9,8 @@
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
-                        secret_key, session_token, path_style
+                        secret_key, session_token, path_style, connect_timeout,
+                        read_timeout, max_attempts (the server's own reads only)
 """
 
 from __future__ import annotations
@@ -162,6 +163,12 @@ class ServerConfig:
                 session_token=s.get("session_token"),
                 path_style=_bool(s.get("path_style", True)),
             )
+            try:
+                for key, kind in (("connect_timeout", float), ("read_timeout", float), ("max_attempts", int)):
+                    if key in s:
+                        setattr(settings, key, kind(s[key]))
+            except ValueError as error:
+                raise AdminError(f"[storage] {error}") from error
             return S3Storage(settings, self.url_lifetime)
         raise AdminError(f"unknown storage type {kind!r}: use 'local' or 's3'")
 
@@ -208,6 +215,9 @@ STORAGE_KEYS = (
     "secret_key",
     "session_token",
     "path_style",
+    "connect_timeout",
+    "read_timeout",
+    "max_attempts",
 )
 
 
