@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from share_store.delta import replay
 from share_store.delta.replay import LogReader
 from share_store.errors import TableFilesMissing
 from share_store.signing import UrlSigner
@@ -76,3 +77,33 @@ def test_deletion_vector_descriptors_are_kept(storage: LocalStorage, table: str)
     with_dv = [add for add in state.active.values() if add.get("deletionVector")]
     assert with_dv and all(add["deletionVector"]["storageType"] == "u" for add in with_dv)
     assert all(isinstance(add.get("partitionValues"), dict) for add in state.active.values())
+
+
+@pytest.mark.parametrize("table", [t for t in TABLES if t != "checkpoint-v2-table"])
+def test_streamed_checkpoints_give_the_same_actions(
+    storage: LocalStorage, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every checkpoint streamed, each version lists exactly the actions held replays do."""
+    reader = LogReader(storage, "bucket", table)
+    listing = reader.listing()
+    streamed = 0
+    for version in range(listing.latest_version + 1):
+        try:
+            held = reader.replay(listing, version).files()
+        except TableFilesMissing:
+            continue
+        monkeypatch.setattr(replay, "STREAM_THRESHOLD_BYTES", -1)
+        state = reader.replay(listing, version)
+        monkeypatch.undo()
+        files = state.files()
+        streamed += bool(state.streamed_parts)
+        by_path = sorted(files, key=lambda add: add["path"])
+        assert by_path == sorted(held, key=lambda add: add["path"]), f"version {version}"
+        assert (files.count, files.total_size, files.has_deletion_vectors) == (
+            held.count,
+            held.total_size,
+            held.has_deletion_vectors,
+        )
+        assert list(files) == list(files)  # iterable again, same order
+    if listing.checkpoints:
+        assert streamed

@@ -18,11 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.errors import TableFilesMissing
 from share_store.storage.base import ObjectStorage
 
@@ -31,6 +34,18 @@ CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 MULTIPART_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 V2_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
 CHECKPOINT_COLUMNS = ("add", "remove", "metaData", "protocol", "sidecar")
+# Checkpoints larger than this are streamed rather than held (see `active_files`);
+# 100,000 files with typical stats come to about a third of it.
+STREAM_THRESHOLD_BYTES = 48 * 1024 * 1024
+
+
+def _streamable(keys: list[str]) -> bool:
+    # Classic and multi-part checkpoints hold every add themselves; v2 checkpoints
+    # point to sidecars, and are read whole.
+    return all(
+        CLASSIC_CHECKPOINT.match(k.rpartition("/")[2]) or MULTIPART_CHECKPOINT.match(k.rpartition("/")[2])
+        for k in keys
+    )
 
 
 @dataclass
@@ -40,6 +55,8 @@ class LogListing:
     commits: dict[int, str] = field(default_factory=dict)
     commit_times: dict[int, int] = field(default_factory=dict)
     checkpoints: dict[int, list[str]] = field(default_factory=dict)
+    #: Bytes of each checkpoint's files (their sidecars not included).
+    checkpoint_bytes: dict[int, int] = field(default_factory=dict)
 
     @property
     def latest_version(self) -> int:
@@ -51,7 +68,7 @@ class LogListing:
 
 def list_log(storage: ObjectStorage, bucket: str, log_prefix: str) -> LogListing:
     listing = LogListing()
-    parts: dict[int, dict[int, tuple[int, str]]] = {}
+    parts: dict[int, dict[int, tuple[int, str, int]]] = {}
     for info in storage.list(bucket, log_prefix):
         name = info.key.rpartition("/")[2]
         if match := COMMIT.match(name):
@@ -59,14 +76,19 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str) -> LogListing
             listing.commits[version] = info.key
             listing.commit_times[version] = info.modified_ms
         elif (match := CLASSIC_CHECKPOINT.match(name)) or (match := V2_CHECKPOINT.match(name)):
-            listing.checkpoints.setdefault(int(match.group(1)), [info.key])
+            version = int(match.group(1))
+            if version not in listing.checkpoints:
+                listing.checkpoints[version] = [info.key]
+                listing.checkpoint_bytes[version] = info.size
         elif match := MULTIPART_CHECKPOINT.match(name):
             version, part, total = (int(g) for g in match.groups())
-            parts.setdefault(version, {})[part] = (total, info.key)
+            parts.setdefault(version, {})[part] = (total, info.key, info.size)
     for version, found in parts.items():
-        totals = {total for total, _ in found.values()}
+        totals = {total for total, _, _ in found.values()}
         if len(totals) == 1 and set(found) == set(range(1, totals.pop() + 1)):
-            listing.checkpoints.setdefault(version, [found[i][1] for i in sorted(found)])
+            if version not in listing.checkpoints:
+                listing.checkpoints[version] = [found[i][1] for i in sorted(found)]
+                listing.checkpoint_bytes[version] = sum(size for _, _, size in found.values())
     return listing
 
 
@@ -127,17 +149,33 @@ def _metadata_from_checkpoint(value: dict[str, Any]) -> dict[str, Any]:
 class ReplayState:
     protocol: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    #: Active files, or with a streamed checkpoint, those added after it.
     active: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: A checkpoint too large to hold, read again whenever the files are listed.
+    streamed_parts: list[Path] = field(default_factory=list)
+    streamed_temporary: bool = False
+    #: With a streamed checkpoint: files removed after it.
+    removed: set[tuple[str, str]] = field(default_factory=set)
 
     def apply(self, action: dict[str, Any]) -> None:
         if (add := action.get("add")) is not None:
             self.active[file_identity(add)] = add
         elif (remove := action.get("remove")) is not None:
-            self.active.pop(file_identity(remove), None)
+            identity = file_identity(remove)
+            self.active.pop(identity, None)
+            if self.streamed_parts:
+                self.removed.add(identity)
         elif (meta := action.get("metaData")) is not None:
             self.metadata = meta
         elif (protocol := action.get("protocol")) is not None:
             self.protocol = protocol
+
+    def files(self) -> FileSet:
+        if not self.streamed_parts:
+            return FileSet(self.active.values())
+        return StreamedFileSet(
+            self.streamed_parts, self.streamed_temporary, self.active, self.removed, _normalize, file_identity
+        )
 
 
 class LogReader:
@@ -167,7 +205,11 @@ class LogReader:
         start = 0
         for checkpoint in sorted((v for v in listing.checkpoints if v <= version), reverse=True):
             if all(v in listing.commits for v in range(checkpoint + 1, version + 1)):
-                self._load_checkpoint(listing.checkpoints[checkpoint], state)
+                keys = listing.checkpoints[checkpoint]
+                if _streamable(keys) and listing.checkpoint_bytes.get(checkpoint, 0) > STREAM_THRESHOLD_BYTES:
+                    self._stream_checkpoint(keys, state)
+                else:
+                    self._load_checkpoint(keys, state)
                 start = checkpoint + 1
                 break
         for commit in range(start, version + 1):
@@ -190,6 +232,28 @@ class LogReader:
                 sidecars += self._load_parquet(key, state)
         for sidecar in sidecars:
             self._load_parquet(f"{self.log_prefix}_sidecars/{sidecar.rpartition('/')[2]}", state)
+
+    def _stream_checkpoint(self, keys: list[str], state: ReplayState) -> None:
+        """Fetch the checkpoint to disk and take only its protocol and metadata now."""
+        for key in keys:
+            try:
+                path, temporary = self.storage.local_file(self.bucket, key)
+            except FileNotFoundError as error:
+                raise TableFilesMissing() from error
+            state.streamed_parts.append(path)
+            state.streamed_temporary = temporary
+            parquet = pq.ParquetFile(path)
+            columns = [c for c in ("metaData", "protocol") if c in parquet.schema_arrow.names]
+            for batch in parquet.iter_batches(batch_size=65_536, columns=columns):
+                for column in columns:
+                    values = batch.column(column)
+                    if values.null_count == len(values):
+                        continue
+                    for value in values.filter(pc.is_valid(values)).to_pylist():
+                        if column == "metaData":
+                            state.metadata = _metadata_from_checkpoint(value)
+                        else:
+                            state.protocol = _normalize(value)
 
     def _json_lines(self, key: str) -> Iterator[dict[str, Any]]:
         for line in self._read(key).splitlines():

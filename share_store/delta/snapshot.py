@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
+from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
 from share_store.delta.replay import LogListing, LogReader
@@ -36,20 +37,30 @@ class DeltaSnapshot:
     version: int
     protocol: dict[str, Any]
     metadata: dict[str, Any]
-    adds: list[dict[str, Any]]
+    #: The active `add` actions (a list is wrapped in a `FileSet`).
+    adds: FileSet
     #: Response format → why this snapshot cannot be served in it (Iceberg tables).
     refusals: dict[str, str] = field(default_factory=dict)
     #: Files name their columns as the schema does, whatever the column mapping says
     #: (Iceberg tables whose columns were never renamed).
     native_column_names: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.adds, FileSet):
+            object.__setattr__(self, "adds", FileSet(self.adds))
+
     @property
     def num_files(self) -> int:
-        return len(self.adds)
+        return self.adds.count
 
-    @cached_property
+    @property
     def size(self) -> int:
-        return sum(int(add.get("size") or 0) for add in self.adds)
+        return self.adds.total_size
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the files are read from the checkpoint each time rather than held."""
+        return isinstance(self.adds, StreamedFileSet)
 
     @property
     def configuration(self) -> dict[str, str]:
@@ -77,7 +88,7 @@ class DeltaSnapshot:
         return (
             "deletionVectors" in self.reader_features
             or self.configuration.get("delta.enableDeletionVectors", "false").lower() == "true"
-            or any(add.get("deletionVector") for add in self.adds)
+            or self.adds.has_deletion_vectors
         )
 
     @property
@@ -115,7 +126,7 @@ class SnapshotCache:
             self._entries.move_to_end(snapshot.version)
             while len(self._entries) > 1 and (
                 len(self._entries) > self.max_snapshots
-                or sum(s.num_files for s in self._entries.values()) > self.max_files
+                or sum(s.adds.resident_files for s in self._entries.values()) > self.max_files
             ):
                 self._entries.popitem(last=False)
 
@@ -160,7 +171,7 @@ class DeltaTableReader:
                 f"The latest version of the table is {listing.latest_version}."
             )
         state = self.log.replay(listing, version)
-        snapshot = DeltaSnapshot(version, state.protocol, state.metadata, list(state.active.values()))
+        snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
         self._snapshots.put(snapshot)
         return snapshot
 
@@ -217,7 +228,9 @@ class DeltaTableReader:
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""
         key = (snapshot.version, with_dvs)
-        if key in self._checked:
+        if key in self._checked or snapshot.streamed:
+            # A streamed snapshot has too many files to look each one up; its
+            # recipients learn of a missing file from that file's URL.
             return
         locations = [self.locate(add["path"]) for add in snapshot.adds]
         if with_dvs:

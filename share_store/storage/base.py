@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,18 @@ class ObjectStorage(ABC):
     @abstractmethod
     def read(self, bucket: str, key: str) -> bytes:
         """The whole object; `FileNotFoundError` if absent."""
+
+    def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
+        """The object as a file on this machine, and whether it is a temporary copy to delete.
+
+        For checkpoints of million-file tables, which are read a batch at a
+        time, several times, and by concurrent requests: a file on disk can be
+        opened by each reader without holding the object in memory.
+        """
+        fd, name = tempfile.mkstemp(prefix="sharing-", suffix=".parquet")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(self.read(bucket, key))
+        return Path(name), True
 
     @abstractmethod
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:

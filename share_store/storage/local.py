@@ -54,6 +54,12 @@ class LocalStorage(ObjectStorage):
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
 
+    def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
+        path = self._path(bucket, key)
+        if not path.is_file():
+            raise FileNotFoundError(f"{bucket}/{key}")
+        return path, False
+
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
         # Resolving every key (a system call per path component) dominated large
         # tables; the bucket is resolved once, and keys that could climb out count

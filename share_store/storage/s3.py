@@ -7,8 +7,11 @@ signed for. The reference server signs for its own endpoint only (its bug #753).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import boto3
 from botocore.config import Config
@@ -137,6 +140,24 @@ class S3Storage(ObjectStorage):
             raise
         except BotoCoreError as error:
             raise StorageUnavailable(UNREACHABLE) from error
+
+    def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
+        # Streamed to disk: a million-file checkpoint never sits in memory whole.
+        fd, name = tempfile.mkstemp(prefix="sharing-", suffix=".parquet")
+        path = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                self._client.download_fileobj(bucket, key, handle)
+        except ClientError as error:
+            path.unlink(missing_ok=True)
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+                raise FileNotFoundError(f"{bucket}/{key}") from error
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            path.unlink(missing_ok=True)
+            raise StorageUnavailable(UNREACHABLE) from error
+        return path, True
 
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
         wanted = list(keys)
