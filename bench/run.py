@@ -154,6 +154,104 @@ def make_delta_table(location: Path, files: int) -> None:
         template.unlink()
 
 
+BENCH_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def make_checkpointed_log(location: Path, files: int) -> None:
+    """A table as a long-lived one looks: a checkpoint of `files` adds, then one small commit.
+
+    Only the log is written (the data files need not exist): this measures what
+    the server does with a million-entry log, streaming it from the checkpoint.
+    """
+    log = location / "_delta_log"
+    if (log / "_last_checkpoint").exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    log.mkdir(parents=True)
+    string_map = pa.map_(pa.string(), pa.string())
+    add_type = pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", string_map),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("stats", pa.string()),
+            ("tags", string_map),
+        ]
+    )
+    meta_type = pa.struct(
+        [
+            ("id", pa.string()),
+            ("format", pa.struct([("provider", pa.string()), ("options", string_map)])),
+            ("schemaString", pa.string()),
+            ("partitionColumns", pa.list_(pa.string())),
+            ("configuration", string_map),
+            ("createdTime", pa.int64()),
+        ]
+    )
+    protocol_type = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+    metadata = {
+        "id": "bench-million",
+        "format": {"provider": "parquet", "options": []},
+        "schemaString": BENCH_SCHEMA,
+        "partitionColumns": [],
+        "configuration": [],
+        "createdTime": 0,
+    }
+    path = log / "00000000000000000001.checkpoint.parquet"
+    columns = {"add": add_type, "metaData": meta_type, "protocol": protocol_type}
+    schema = pa.schema(list(columns.items()))
+    with pq.ParquetWriter(path, schema) as writer:
+        head = {"add": [None, None], "metaData": [None, metadata], "protocol": [protocol, None]}
+        writer.write_table(pa.table({k: pa.array(v, columns[k]) for k, v in head.items()}, schema=schema))
+        chunk = 100_000
+        for first in range(0, files, chunk):
+            count = min(chunk, files - first)
+            adds = [
+                {
+                    "path": f"part-{i:07d}-c000.snappy.parquet",
+                    "partitionValues": [],
+                    "size": 1_000_000 + i % 1000,
+                    "modificationTime": 1_700_000_000_000 + i,
+                    "dataChange": False,
+                    "stats": f'{{"numRecords":100,"minValues":{{"id":{i * 100},"v":"x0"}},'
+                    f'"maxValues":{{"id":{i * 100 + 99},"v":"x99"}},"nullCount":{{"id":0,"v":0}}}}',
+                    "tags": None,
+                }
+                for i in range(first, first + count)
+            ]
+            batch = {"add": adds, "metaData": [None] * count, "protocol": [None] * count}
+            writer.write_table(
+                pa.table({k: pa.array(v, columns[k]) for k, v in batch.items()}, schema=schema)
+            )
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": files + 2}))
+    # Commits 0 and 1 were cleaned up after the checkpoint, as log retention does.
+    with open(log / "00000000000000000002.json", "w") as commit:
+        commit.write(
+            json.dumps({"commitInfo": {"operation": "WRITE", "timestamp": 1_700_000_000_000}}) + "\n"
+        )
+        add = {
+            "path": "part-late-c000.snappy.parquet",
+            "partitionValues": {},
+            "size": 1234,
+            "modificationTime": 1_700_000_000_001,
+            "dataChange": True,
+        }
+        commit.write(json.dumps({"add": add}) + "\n")
+        remove = {"path": "part-0000000-c000.snappy.parquet", "deletionTimestamp": 1, "dataChange": True}
+        commit.write(json.dumps({"remove": remove}) + "\n")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from share_store.errors import InvalidParameter, MalformedRequest
 
 MAX_LIST_RESULTS = 500
@@ -31,19 +33,27 @@ def dumps(payload: Any) -> str:
     return _ENCODER.encode(payload)
 
 
+def line_bytes(payload: Any) -> bytes:
+    """One compact JSON line; orjson, since encoding is a third of a large /query's time."""
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:  # integers beyond 64 bits, which json handles
+        return (dumps(payload) + "\n").encode()
+
+
 def ndjson_chunks(actions: Iterable[dict[str, Any]], chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:
     """Encode actions one per line, grouped into chunks so streaming stays cheap."""
-    buffer: list[str] = []
+    buffer: list[bytes] = []
     size = 0
     for action in actions:
-        line = dumps(action) + "\n"
+        line = line_bytes(action)
         buffer.append(line)
         size += len(line)
         if size >= chunk_bytes:
-            yield "".join(buffer).encode()
+            yield b"".join(buffer)
             buffer, size = [], 0
     if buffer:
-        yield "".join(buffer).encode()
+        yield b"".join(buffer)
 
 
 # -- capabilities header -------------------------------------------------------
