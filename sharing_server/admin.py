@@ -32,9 +32,12 @@ def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
         never = " or 'never'" if allow_never else ""
         raise AdminError(f"invalid duration {text!r}: use e.g. 3600s, 90m, 12h, 30d, 4w{never}")
     try:
-        return timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
+        duration = timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
+        # Expiries are now + duration, and datetime ends at year 9999: past it, this raises.
+        datetime.now(UTC) + duration
     except OverflowError:
         raise AdminError(f"duration {text!r} is too long") from None
+    return duration
 
 
 def iso(value: datetime | None) -> str | None:

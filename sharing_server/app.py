@@ -1,6 +1,7 @@
 """The Starlette application: the protocol under its prefix, the admin API, OAuth, probes.
 
 /healthz                      liveness (no auth, not logged)
+/openapi.json                 the OpenAPI description of all of these
 /metrics                      Prometheus metrics (no auth; no names in labels)
 {prefix}/...                  the Delta Sharing protocol (bearer tokens)
 {prefix}/oauth/token          OAuth2 client credentials → access tokens
@@ -28,6 +29,7 @@ from sharing_server.files import serve_file
 from sharing_server.metrics import Metrics, metrics_endpoint
 from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.oauth import token_endpoint
+from sharing_server.openapi import openapi_endpoint
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
@@ -78,6 +80,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/healthz", health, methods=["GET"]),
+            Route("/openapi.json", openapi_endpoint, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
             Mount(prefix, routes=protocol_routes()),
             Mount("/admin/v1", routes=admin_routes()),
@@ -95,6 +98,7 @@ def create_app(
             ),
         ],
     )
+    app.state.prefix = prefix  # for /openapi.json
     app.state.store = store
     app.state.storage = storage
     app.state.options = options
