@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 Action = dict[str, Any]
@@ -78,8 +81,25 @@ class StreamedFileSet(FileSet):
     def _superseded(self, identity: Identity) -> bool:
         return identity in self._removed or identity in self._tail
 
+    def _suspects(self, paths: pa.Array) -> list[bool] | None:
+        """Per row, whether its path was changed after the checkpoint (None: no row was).
+
+        Vectorized, so the exact check by identity runs only on the few rows it names.
+        """
+        if not self._superseded_paths:
+            return None
+        hits = pc.is_in(paths, value_set=self._superseded_paths)
+        if not pc.any(hits).as_py():
+            return None
+        return hits.to_pylist()
+
+    @cached_property
+    def _superseded_paths(self) -> pa.Array:
+        paths = {path for path, _ in self._removed} | {path for path, _ in self._tail}
+        return pa.array(sorted(paths), pa.string())
+
     def _totals(self) -> tuple[int, int, bool]:
-        """Count, bytes and deletion vectors in one pass over the few columns they need."""
+        """Count, bytes and deletion vectors, computed on columns without making rows."""
         count = len(self._tail)
         size = sum(int(add.get("size") or 0) for add in self._tail.values())
         dvs = any(add.get("deletionVector") for add in self._tail.values())
@@ -88,28 +108,67 @@ class StreamedFileSet(FileSet):
             names = set(_add_fields(parquet))
             columns = [f"add.{name}" for name in ("path", "size", "deletionVector") if name in names]
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-                for add in batch.column("add").to_pylist():
-                    if add is None:
-                        continue
-                    if (self._removed or self._tail) and self._superseded(self._identity(add)):
-                        continue
-                    count += 1
-                    size += int(add.get("size") or 0)
-                    dvs = dvs or bool(add.get("deletionVector"))
+                adds = batch.column("add")
+                fields = dict(zip([f.name for f in adds.type], adds.flatten(), strict=True))
+                count += len(adds) - adds.null_count
+                size += pc.sum(fields["size"]).as_py() or 0
+                if "deletionVector" in fields:
+                    dvs = dvs or fields["deletionVector"].null_count < len(adds)
+                suspects = self._suspects(fields["path"])
+                if suspects is None:
+                    continue
+                for add, suspect in zip(adds.to_pylist(), suspects, strict=True):
+                    if suspect and add is not None and self._superseded(self._identity(add)):
+                        count -= 1
+                        size -= int(add.get("size") or 0)
         return count, size, dvs
 
     def __iter__(self) -> Iterator[Action]:
         for part in self._parts:
             parquet = pq.ParquetFile(part)
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["add"]):
-                for row in batch.column("add").to_pylist():
-                    if row is None:
+                adds = batch.column("add")
+                names = [field.name for field in adds.type]
+                fields = adds.flatten()
+                columns = list(zip(names, [_values(column) for column in fields], strict=True))
+                suspects = self._suspects(fields[names.index("path")])
+                for index, valid in enumerate(adds.is_valid().to_pylist()):
+                    if not valid:
                         continue
-                    add = self._normalize(row)
-                    if self._superseded(self._identity(add)):
+                    add = self._normalize({name: values[index] for name, values in columns})
+                    if suspects is not None and suspects[index] and self._superseded(self._identity(add)):
                         continue
                     yield add
         yield from self._tail.values()
+
+
+def _values(column: pa.Array) -> list[Any]:
+    """A column as Python values, maps as dicts: several times faster than `to_pylist()`.
+
+    Flat columns go through NumPy (strings keep None for null; numbers and
+    booleans only when they have no nulls, which NumPy would turn into NaN);
+    maps are built from their offsets, where `to_pylist()` is ten times slower.
+    """
+    if isinstance(column, pa.MapArray):
+        return _map_values(column)
+    kind = column.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return column.to_numpy(zero_copy_only=False).tolist()
+    if column.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
+        return column.to_numpy(zero_copy_only=False).tolist()
+    return column.to_pylist()
+
+
+def _map_values(column: pa.MapArray) -> list[dict[Any, Any] | None]:
+    offsets = _values(column.offsets)
+    keys, items = _values(column.keys), _values(column.items)
+    valid = column.is_valid().to_pylist()
+    return [
+        dict(zip(keys[offsets[i] : offsets[i + 1]], items[offsets[i] : offsets[i + 1]], strict=True))
+        if valid[i]
+        else None
+        for i in range(len(column))
+    ]
 
 
 def _add_fields(parquet: pq.ParquetFile) -> list[str]:
