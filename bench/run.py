@@ -18,6 +18,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent
 DATA = ROOT / ".data"
 sys.path.insert(0, str(ROOT.parent))
 
+from share_store.storage.s3 import MISSING_CHECK_LIMIT
 from share_store.storage.sigv4 import Credentials, S3Presigner
 
 rows: list[tuple[str, str, str, str]] = []
@@ -258,17 +260,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+LOCAL_STORAGE = f'[storage]\ntype = "local"\nroot = "{DATA / "buckets"}"\n'
+
+
 class Server:
-    def __init__(self, workdir: Path) -> None:
+    """A `sharing-server serve` process of its own, so its peak RSS is its own too."""
+
+    def __init__(self, workdir: Path, storage: str = LOCAL_STORAGE, workers: int = 1) -> None:
         self.port = free_port()
+        workdir.mkdir(parents=True, exist_ok=True)
         self.config = workdir / "bench.toml"
         self.config.write_text(
             f'[server]\nhost = "127.0.0.1"\nport = {self.port}\ndata_dir = "{workdir / "state"}"\n'
-            f'url_lifetime = 3600\n\n[storage]\ntype = "local"\nroot = "{DATA / "buckets"}"\n'
+            f"url_lifetime = 3600\nworkers = {workers}\n\n{storage}"
             # The concurrency run would otherwise measure the rate limiter; the audit log stays on.
             "\n[limits]\nper_token_rps = 0\nglobal_rps = 0\n"
         )
         self.process: subprocess.Popen | None = None
+
+    def share(self, tables: dict[str, str]) -> tuple[Path, str]:
+        """Share `{name: spec}` as share `bench`, schema `default`; the profile and its token."""
+        specs = ["default"] + [f"{name}:{spec}" for name, spec in tables.items()]
+        self.cli("share", "create", "bench", *specs)
+        profile = self.config.parent / "bench.share"
+        self.cli("token", "create", "bench", "--expires", "1d", "--profile", str(profile))
+        return profile, json.loads(profile.read_text())["bearerToken"]
+
+    def client(self, token: str) -> httpx.Client:
+        base = f"http://127.0.0.1:{self.port}/delta-sharing"
+        return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=600)
 
     def cli(self, *args: str) -> str:
         return subprocess.run(
@@ -343,103 +363,257 @@ async def concurrent_mix(base: str, token: str, clients: int, requests_each: int
     return latencies, errors
 
 
-def bench_server(sizes: list[int]) -> None:
-    import delta_sharing
-    from deltalake import DeltaTable
+READABLE_ROWS = 2_000_000
 
-    workdir = DATA / "run"
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
-    for files in sizes:
-        make_delta_table(DATA / "buckets" / "bench" / f"t{files // 1000}k", files)
-    readable = DATA / "buckets" / "bench" / "readable"
-    if not readable.exists():
-        from deltalake import write_deltalake
 
-        table = pa.table(
-            {
-                "id": pa.array(range(2_000_000), pa.int64()),
-                "amount": pa.array([i * 0.5 for i in range(2_000_000)]),
-                "name": pa.array([f"customer-{i % 50000}" for i in range(2_000_000)]),
-            }
-        )
-        for part in range(8):
-            write_deltalake(str(readable), table.slice(part * 250_000, 250_000), mode="append")
-    server = Server(workdir)
-    specs = (
-        ["default"]
-        + [f"t{n // 1000}k:delta:bench:t{n // 1000}k" for n in sizes]
-        + ["readable:delta:bench:readable"]
+def readable_rows() -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(range(READABLE_ROWS), pa.int64()),
+            "amount": pa.array([i * 0.5 for i in range(READABLE_ROWS)]),
+            "name": pa.array([f"customer-{i % 50000}" for i in range(READABLE_ROWS)]),
+        }
     )
-    server.cli("share", "create", "bench", *specs)
-    profile = workdir / "bench.share"
-    server.cli("token", "create", "bench", "--expires", "1d", "--profile", str(profile))
-    token = json.loads(profile.read_text())["bearerToken"]
+
+
+def make_readable(location: Path, table: pa.Table) -> None:
+    """A Delta table of 2M rows in 8 files, for whole-table reads."""
+    if location.exists():
+        return
+    from deltalake import write_deltalake
+
+    for part in range(8):
+        write_deltalake(str(location), table.slice(part * 250_000, 250_000), mode="append")
+
+
+def concurrency(workers: int, sizes: list[int]) -> None:
+    """64 clients on a list/metadata/query mix against a server of `workers` processes."""
+    workdir = DATA / f"run-workers-{workers}"
+    shutil.rmtree(workdir, ignore_errors=True)
+    server = Server(workdir, workers=workers)
+    _, token = server.share({"t1k": "delta:bench:t1k"})
     server.start()
     try:
         base = f"http://127.0.0.1:{server.port}/delta-sharing"
-        client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=300)
-        for files in sizes:
-            name = f"t{files // 1000}k"
-            path = f"/shares/bench/schemas/default/tables/{name}/query"
-            cold_first, cold_last, lines = timed_query(client, path)
-            warm_first, warm_last, _ = timed_query(client, path)
-            assert lines == files + 2, (lines, files)
-            record(
-                f"/query {files:>7,} files: first byte (cold / warm)",
-                f"{cold_first * 1000:.0f} / {warm_first * 1000:.0f} ms",
-                "<= 100 ms" if files == 100_000 else "",
-                "met" if files != 100_000 or warm_first <= 0.1 else "missed",
-            )
-            record(
-                f"/query {files:>7,} files: last byte (cold / warm)",
-                f"{cold_last:.2f} / {warm_last:.2f} s",
-                "<= 1.5 s" if files == 100_000 else "",
-                "met" if files != 100_000 or warm_last <= 1.5 else "missed",
-            )
-            record(f"/query {files:>7,} files: lines per second (warm)", f"{lines / warm_last:,.0f}")
-        record("server peak RSS after all /query runs", f"{server.peak_rss_mb():.0f} MB")
-
-        url = f"{profile}#bench.default.readable"
-        start = time.perf_counter()
-        shared = delta_sharing.load_as_pandas(url)
-        through_share = time.perf_counter() - start
-        start = time.perf_counter()
-        direct = DeltaTable(str(readable)).to_pandas()
-        direct_time = time.perf_counter() - start
-        assert len(shared) == len(direct) == 2_000_000
-        ratio = through_share / direct_time
-        record("load_as_pandas 2M rows / 8 files: through share", f"{through_share:.2f} s")
-        record("load_as_pandas 2M rows / 8 files: deltalake direct", f"{direct_time:.2f} s")
-        record(
-            "load_as_pandas ratio (share / direct)",
-            f"{ratio:.2f}x",
-            "<= 1.2x",
-            "met" if ratio <= 1.2 else "missed",
-        )
-
         latencies, errors = asyncio.run(concurrent_mix(base, token, clients=64, requests_each=10))
         latencies.sort()
         p50 = statistics.median(latencies) * 1000
         p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
-        record("64 clients x 10 requests (list/metadata/query 1k)", f"p50 {p50:.0f} ms, p99 {p99:.0f} ms")
-        record("64 clients: errors", f"{errors} of {len(latencies)}")
+        label = f"64 clients x 10 requests, {workers} worker{'s' if workers > 1 else ''}"
+        record(f"{label}: p50 / p99", f"{p50:.0f} / {p99:.0f} ms")
+        record(f"{label}: errors", f"{errors} of {len(latencies)}")
+    finally:
+        server.stop()
+
+
+def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
+    """Local storage: /query per table size, a whole-table read against deltalake. The readable table."""
+    import delta_sharing
+    from deltalake import DeltaTable
+
+    for files in sizes:
+        make_delta_table(DATA / "buckets" / "bench" / f"t{files // 1000}k", files)
+    readable = DATA / "buckets" / "bench" / "readable"
+    make_readable(readable, rows_table)
+    workdir = DATA / "run"
+    shutil.rmtree(workdir, ignore_errors=True)
+    server = Server(workdir)
+    tables = {f"t{n // 1000}k": f"delta:bench:t{n // 1000}k" for n in sizes}
+    profile, token = server.share(tables | {"readable": "delta:bench:readable"})
+    server.start()
+    try:
+        client = server.client(token)
+        for files in sizes:
+            query_rows(client, f"{files:>7,} files", f"t{files // 1000}k", files, targets=files == 100_000)
+        record("server peak RSS after all /query runs", f"{server.peak_rss_mb():.0f} MB")
+        read_ratio(
+            "load_as_pandas 2M rows / 8 files",
+            lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
+            lambda: DeltaTable(str(readable)).to_pandas(),
+        )
+    finally:
+        server.stop()
+    return readable
+
+
+def query_rows(client: httpx.Client, label: str, name: str, files: int, targets: bool = False) -> None:
+    """Cold and warm /query of one table: first byte, last byte, lines per second."""
+    path = f"/shares/bench/schemas/default/tables/{name}/query"
+    cold_first, cold_last, lines = timed_query(client, path)
+    warm_first, warm_last, _ = timed_query(client, path)
+    assert lines == files + 2, (lines, files)
+    record(
+        f"/query {label}: first byte (cold / warm)",
+        f"{cold_first * 1000:.0f} / {warm_first * 1000:.0f} ms",
+        "<= 100 ms" if targets else "",
+        ("met" if warm_first <= 0.1 else "missed") if targets else "",
+    )
+    record(
+        f"/query {label}: last byte (cold / warm)",
+        f"{cold_last:.2f} / {warm_last:.2f} s",
+        "<= 1.5 s" if targets else "",
+        ("met" if warm_last <= 1.5 else "missed") if targets else "",
+    )
+    record(f"/query {label}: lines per second (warm)", f"{lines / warm_last:,.0f}")
+
+
+def read_ratio(label: str, shared: Any, direct: Any) -> None:
+    """Time `load_as_pandas` through the share against a direct read, side by side."""
+    start = time.perf_counter()
+    through = shared()
+    through_time = time.perf_counter() - start
+    start = time.perf_counter()
+    expected = direct()
+    direct_time = time.perf_counter() - start
+    assert len(through) == len(expected), (len(through), len(expected))
+    ratio = through_time / direct_time
+    record(f"{label}: through share / direct", f"{through_time:.2f} / {direct_time:.2f} s")
+    record(f"{label}: ratio", f"{ratio:.2f}x", "<= 1.2x", "met" if ratio <= 1.2 else "missed")
+
+
+def bench_million(files: int) -> None:
+    """A log of a million entries, streamed from its checkpoint by a fresh server process."""
+    name = f"log{files}"
+    make_checkpointed_log(DATA / "buckets" / "bench" / name, files)
+    workdir = DATA / "run-million"
+    shutil.rmtree(workdir, ignore_errors=True)
+    server = Server(workdir)
+    _, token = server.share({"million": f"delta:bench:{name}"})
+    server.start()
+    try:
+        query_rows(server.client(token), f"{files:,}-entry log (streamed)", "million", files)
+        rss = server.peak_rss_mb()
+        record(
+            f"server peak RSS, {files:,}-entry log",
+            f"{rss:.0f} MB",
+            "<= 300 MB",
+            "met" if rss <= 300 else "missed",
+        )
+    finally:
+        server.stop()
+
+
+def bench_s3(readable: Path, sizes: list[int]) -> None:
+    """The same tables in SeaweedFS: listings and reads over S3, URLs signed with SigV4."""
+    import delta_sharing
+    from deltalake import DeltaTable
+
+    from tests.seaweed import start_seaweed
+
+    shutil.rmtree(DATA / "seaweed", ignore_errors=True)
+    seaweed = start_seaweed(DATA / "seaweed")
+    try:
+        client = seaweed.client()
+        client.create_bucket(Bucket="bench")
+        largest = max(sizes)
+        name = f"t{largest // 1000}k"
+        # Beyond 10,000 files the server does not look each file up: the log is enough.
+        table_dir = DATA / "buckets" / "bench" / name
+        uploads = (
+            table_dir.rglob("*") if largest <= MISSING_CHECK_LIMIT else (table_dir / "_delta_log").iterdir()
+        )
+        for item in uploads:
+            if item.is_file():
+                client.upload_file(str(item), "bench", f"{name}/{item.relative_to(table_dir).as_posix()}")
+        for item in readable.rglob("*"):
+            if item.is_file():
+                client.upload_file(str(item), "bench", f"readable/{item.relative_to(readable).as_posix()}")
+        storage = (
+            f'[storage]\ntype = "s3"\nendpoint = "{seaweed.endpoint}"\nregion = "{seaweed.region}"\n'
+            f'access_key = "{seaweed.access_key}"\nsecret_key = "{seaweed.secret_key}"\npath_style = true\n'
+        )
+        workdir = DATA / "run-s3"
+        shutil.rmtree(workdir, ignore_errors=True)
+        server = Server(workdir, storage)
+        profile, token = server.share({name: f"delta:bench:{name}", "readable": "delta:bench:readable"})
+        server.start()
+        try:
+            query_rows(server.client(token), f"{largest:>7,} files on S3", name, largest)
+            options = {
+                "AWS_ENDPOINT_URL": seaweed.endpoint,
+                "AWS_REGION": seaweed.region,
+                "AWS_ACCESS_KEY_ID": seaweed.access_key,
+                "AWS_SECRET_ACCESS_KEY": seaweed.secret_key,
+                "AWS_ALLOW_HTTP": "true",
+            }
+            read_ratio(
+                "load_as_pandas 2M rows / 8 files on S3",
+                lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
+                lambda: DeltaTable("s3://bench/readable", storage_options=options).to_pandas(),
+            )
+        finally:
+            server.stop()
+    finally:
+        seaweed.stop()
+
+
+def bench_iceberg(rows_table: pa.Table, files: int) -> None:
+    """Iceberg tables in the embedded SQL catalog: one of `files` data files, one of 2M rows."""
+    import delta_sharing
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    workdir = DATA / "run-iceberg"
+    shutil.rmtree(workdir, ignore_errors=True)
+    warehouse = DATA / "buckets" / "warehouse"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    warehouse.mkdir(parents=True)
+    server = Server(workdir)
+    (workdir / "state").mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog(
+        "default", uri=f"sqlite:///{workdir / 'state' / 'iceberg.db'}", warehouse=warehouse.as_uri()
+    )
+    catalog.create_namespace("bench")
+    readable = catalog.create_table("bench.readable", rows_table.schema)
+    for part in range(8):
+        readable.append(rows_table.slice(part * 250_000, 250_000))
+    many = catalog.create_table("bench.many", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    # Inside the table's own location, where the server serves files from.
+    source = warehouse / "bench.db" / "many" / "data"
+    source.mkdir(parents=True, exist_ok=True)
+    sample = pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"x{i}" for i in range(100)]})
+    paths = []
+    for i in range(files):
+        path = source / f"part-{i:06d}.parquet"
+        pq.write_table(sample, path)
+        paths.append(str(path))
+    many.add_files(paths)
+    profile, token = server.share(
+        {"readable": "uniform:default:bench:readable", "many": "uniform:default:bench:many"}
+    )
+    server.start()
+    try:
+        query_rows(server.client(token), f"{files:>7,} files, Iceberg", "many", files)
+        read_ratio(
+            "load_as_pandas 2M rows / 8 files, Iceberg",
+            lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
+            lambda: catalog.load_table("bench.readable").scan().to_pandas(),
+        )
     finally:
         server.stop()
 
 
 def main() -> None:
     sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "1000,10000,100000").split(",")]
+    million = int(os.environ.get("BENCH_LOG_ENTRIES", "1000000"))
+    iceberg_files = int(os.environ.get("BENCH_ICEBERG_FILES", "10000"))
     print(f"Machine: {machine()}\n")
     bench_presign()
-    bench_server(sizes)
+    rows_table = readable_rows()
+    readable = bench_server(sizes, rows_table)
+    for workers in (1, 2):
+        concurrency(workers, sizes)
+    bench_million(million)
+    bench_s3(readable, sizes)
+    bench_iceberg(rows_table, iceberg_files)
     lines = [
         "# Benchmark results",
         "",
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M UTC} on: {machine()}.",
         "",
-        "Local storage, Delta tables; one server process (Hypercorn, 1 worker). Ratios are measured",
-        "side by side in the same run.",
+        "One server process per group of rows (Hypercorn, 1 worker unless said), the client on the",
+        "same machine; local storage unless the row says S3 (SeaweedFS on loopback) or Iceberg (the",
+        "embedded SQL catalog). Cold is the first request after start, warm the next; ratios are",
+        "measured side by side in the same run.",
         "",
         "| measure | figure | target | |",
         "|---|---|---|---|",
