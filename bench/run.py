@@ -426,11 +426,20 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
         for files in sizes:
             query_rows(client, f"{files:>7,} files", f"t{files // 1000}k", files, targets=files == 100_000)
         record("server peak RSS after all /query runs", f"{server.peak_rss_mb():.0f} MB")
+        url = f"{profile}#bench.default.readable"
         read_ratio(
             "load_as_pandas 2M rows / 8 files",
-            lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
+            lambda: delta_sharing.load_as_pandas(url),
             lambda: DeltaTable(str(readable)).to_pandas(),
         )
+        read_ratio(
+            "load_as_pandas, delta format (kernel), 2M rows",
+            lambda: delta_sharing.load_as_pandas(url, use_delta_format=True),
+            lambda: DeltaTable(str(readable)).to_pandas(),
+        )
+        # What the server contributes to such a read: its answer to the client's /query.
+        _, answer, _ = timed_query(client, "/shares/bench/schemas/default/tables/readable/query")
+        record("of which the server's /query answer (8 files)", f"{answer * 1000:.1f} ms")
     finally:
         server.stop()
     return readable
@@ -536,9 +545,15 @@ def bench_s3(readable: Path, sizes: list[int]) -> None:
                 "AWS_SECRET_ACCESS_KEY": seaweed.secret_key,
                 "AWS_ALLOW_HTTP": "true",
             }
+            url = f"{profile}#bench.default.readable"
             read_ratio(
                 "load_as_pandas 2M rows / 8 files on S3",
-                lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
+                lambda: delta_sharing.load_as_pandas(url),
+                lambda: DeltaTable("s3://bench/readable", storage_options=options).to_pandas(),
+            )
+            read_ratio(
+                "load_as_pandas, delta format (kernel), on S3",
+                lambda: delta_sharing.load_as_pandas(url, use_delta_format=True),
                 lambda: DeltaTable("s3://bench/readable", storage_options=options).to_pandas(),
             )
         finally:
