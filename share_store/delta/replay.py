@@ -21,6 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -92,6 +93,18 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str) -> LogListing
                 listing.checkpoints[version] = [found[i][1] for i in sorted(found)]
                 listing.checkpoint_bytes[version] = sum(size for _, _, size in found.values())
     return listing
+
+
+def _loads(line: bytes) -> dict[str, Any]:
+    """One action of a commit: orjson parses it six times faster than json.
+
+    Actions' numbers (sizes, times, versions) fit in 64 bits, which orjson keeps
+    exact; column statistics, which may not, are a string inside the action.
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:  # what only json accepts (NaN, Infinity)
+        return json.loads(line)
 
 
 def dv_id(descriptor: dict[str, Any] | None) -> str:
@@ -199,7 +212,7 @@ class LogReader:
             raw = self.storage.read(self.bucket, key)
         except FileNotFoundError as error:
             raise TableFilesMissing() from error
-        return [json.loads(line) for line in raw.splitlines() if line.strip()]
+        return [_loads(line) for line in raw.splitlines() if line.strip()]
 
     def replay(self, listing: LogListing, version: int) -> ReplayState:
         """The state at `version`: newest usable checkpoint, then the commits after it."""
@@ -260,7 +273,7 @@ class LogReader:
     def _json_lines(self, key: str) -> Iterator[dict[str, Any]]:
         for line in self._read(key).splitlines():
             if line.strip():
-                yield json.loads(line)
+                yield _loads(line)
 
     def _read(self, key: str) -> bytes:
         try:
