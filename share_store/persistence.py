@@ -169,7 +169,9 @@ class ShareStore:
     """Shares, their tables and tokens, behind one SQLAlchemy engine."""
 
     def __init__(self, url: str) -> None:
-        self.engine: Engine = create_engine(url, future=True)
+        # Pre-ping: after the database restarts or fails over, pooled connections are
+        # dead; checking each before use lets service resume without a restart.
+        self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         upgrade(self.engine)

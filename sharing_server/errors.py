@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import ShareStoreError, StorageUnavailable
+from share_store.outages import is_outage
 from sharing_server.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
@@ -46,6 +47,16 @@ async def http_error(request: Request, error: Exception) -> Response:
 
 
 async def internal_error(request: Request, error: Exception) -> Response:
+    if is_outage(error):
+        # The share store's database (or a service the readers missed) is down:
+        # the same request may work a moment later.
+        logger.warning(
+            "service unreachable on %s %s: %s", request.method, request.url.path, type(error).__name__
+        )
+        what = "the share store" if type(error).__module__.startswith("sqlalchemy") else "a storage service"
+        return error_response(
+            request, 503, "TEMPORARILY_UNAVAILABLE", f"{what} is unreachable; try again later"
+        )
     # Logged with the type only: messages of storage and database errors can
     # carry URLs with credentials.
     logger.error("internal error on %s %s: %s", request.method, request.url.path, type(error).__name__)

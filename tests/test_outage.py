@@ -26,6 +26,7 @@ from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
+from sqlalchemy import make_url
 
 from share_store.delta.snapshot import DeltaTableReader
 from share_store.errors import StorageUnavailable
@@ -308,3 +309,48 @@ def test_failure_after_the_headers_cuts_the_response_off(
         httpx.get(metadata_url(setup), headers={"Authorization": f"Bearer {setup.token}"})
     assert [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info] == []
     assert any("response cut off" in r.getMessage() for r in caplog.records)
+
+
+def test_share_store_outage_is_503_and_service_resumes(tmp_path: Path, postgres, postgres_url: str) -> None:
+    """The store's PostgreSQL database vanishes (renamed away) and comes back: 503, then 200."""
+    database = make_url(postgres_url).database
+    deployment = deploy(
+        tmp_path,
+        {"type": "local", "root": str(tmp_path / "buckets")},
+        env={"SHARING_STORE_URL": postgres_url},
+    )
+    try:
+        deployment.store.create_share("outage")
+        token = deployment.token("outage")
+        headers = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(deployment.endpoint + "/shares", headers=headers).status_code == 200
+
+        def rename(old: str, new: str) -> None:
+            with postgres.connect() as conn:
+                for _ in range(50):  # the pool may reconnect between the two statements
+                    conn.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (old,)
+                    )
+                    try:
+                        conn.execute(f'ALTER DATABASE "{old}" RENAME TO "{new}"')
+                        return
+                    except Exception:  # still in use: terminate again
+                        time.sleep(0.05)
+                raise AssertionError("could not rename the database")
+
+        rename(database, database + "_away")
+        try:
+            started = time.monotonic()
+            response = httpx.get(deployment.endpoint + "/shares", headers=headers)
+            assert time.monotonic() - started < 10
+            assert response.status_code == 503
+            assert response.json() == {
+                "errorCode": "TEMPORARILY_UNAVAILABLE",
+                "message": "the share store is unreachable; try again later",
+            }
+        finally:
+            rename(database + "_away", database)
+        assert httpx.get(deployment.endpoint + "/shares", headers=headers).status_code == 200
+    finally:
+        deployment.server.stop()
+        deployment.store.close()
