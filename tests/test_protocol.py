@@ -543,11 +543,12 @@ def test_expired_local_url(local: Deployment) -> None:
 
     storage = local.storage
     assert isinstance(storage, LocalStorage)
-    url, _ = LocalStorage(storage.root, storage.signer, url_lifetime=1).presign(
+    # Expiry is whole seconds (int(now) + lifetime): 2 s leaves at least 1 s to fetch it.
+    url, _ = LocalStorage(storage.root, storage.signer, url_lifetime=2).presign(
         "testdata", "simple_table/_delta_log/00000000000000000000.json", time.time()
     )
     assert httpx.get(url).status_code == 200
-    time.sleep(2.1)
+    time.sleep(3.1)
     assert httpx.get(url).status_code == 403
 
 

@@ -68,11 +68,23 @@ class LogListing:
             raise TableFilesMissing()
         return max(versions)
 
+    def extended(self, newer: LogListing) -> LogListing:
+        """This listing with the files of a later, partial one (`list_log(after=...)`) added."""
+        return LogListing(
+            commits=self.commits | newer.commits,
+            commit_times=self.commit_times | newer.commit_times,
+            checkpoints=self.checkpoints | newer.checkpoints,
+            checkpoint_bytes=self.checkpoint_bytes | newer.checkpoint_bytes,
+        )
 
-def list_log(storage: ObjectStorage, bucket: str, log_prefix: str) -> LogListing:
+
+def list_log(storage: ObjectStorage, bucket: str, log_prefix: str, after: int | None = None) -> LogListing:
+    """The log's commits and complete checkpoints; with `after`, only those from that version on."""
     listing = LogListing()
     parts: dict[int, dict[int, tuple[int, str, int]]] = {}
-    for info in storage.list(bucket, log_prefix):
+    # "{version:020d}" sorts before both "{version:020d}.json" and "….checkpoint…".
+    start_after = f"{log_prefix}{after:020d}" if after is not None else None
+    for info in storage.list(bucket, log_prefix, start_after):
         name = info.key.rpartition("/")[2]
         if match := COMMIT.match(name):
             version = int(match.group(1))
@@ -201,8 +213,8 @@ class LogReader:
         self.bucket = bucket
         self.log_prefix = f"{table_path}/_delta_log/"
 
-    def listing(self) -> LogListing:
-        return list_log(self.storage, self.bucket, self.log_prefix)
+    def listing(self, after: int | None = None) -> LogListing:
+        return list_log(self.storage, self.bucket, self.log_prefix, after)
 
     def read_commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         key = listing.commits.get(version)

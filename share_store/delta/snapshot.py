@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,6 +17,9 @@ from share_store.delta.log import Commit, monotonic
 from share_store.delta.replay import LogListing, LogReader
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import ObjectStorage
+
+# How stale a listing may be about anything but new versions (see `DeltaTableReader.listing`).
+FULL_LISTING_SECONDS = 60.0
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -150,9 +154,34 @@ class DeltaTableReader:
         self._ict: dict[int, int] = {}
         self._checked: set[tuple[int, bool]] = set()
         self._lock = threading.Lock()
+        self._listing: LogListing | None = None
+        self._listed_at = 0.0
 
     def listing(self) -> LogListing:
-        return self.log.listing()
+        """The log's files as of now: only what follows the newest known version is listed.
+
+        New commits and checkpoints always show at once. Everything else (logs
+        cleaned up, checkpoints written late for older versions) is picked up by
+        a full listing at most `FULL_LISTING_SECONDS` later, or at once after a
+        read finds a listed file gone.
+        """
+        now = time.monotonic()
+        with self._lock:
+            known, listed_at = self._listing, self._listed_at
+        if known is None or now - listed_at > FULL_LISTING_SECONDS or not known.commits:
+            fresh = self.log.listing()
+            with self._lock:
+                self._listing, self._listed_at = fresh, now
+            return fresh
+        extended = known.extended(self.log.listing(after=known.latest_version))
+        with self._lock:
+            if self._listing is known:
+                self._listing = extended
+        return extended
+
+    def _forget_listing(self) -> None:
+        with self._lock:
+            self._listing = None
 
     def latest_version(self, listing: LogListing | None = None) -> int:
         return (listing or self.listing()).latest_version
@@ -170,7 +199,11 @@ class DeltaTableReader:
                 f"Cannot load table version {version} as it does not exist. "
                 f"The latest version of the table is {listing.latest_version}."
             )
-        state = self.log.replay(listing, version)
+        try:
+            state = self.log.replay(listing, version)
+        except TableFilesMissing:
+            self._forget_listing()  # a listed file is gone: list in full next time
+            raise
         snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
         self._snapshots.put(snapshot)
         return snapshot
@@ -180,7 +213,11 @@ class DeltaTableReader:
         with self._lock:
             cached = self._commits.get(version)
         if cached is None:
-            cached = self.log.read_commit(listing, version)
+            try:
+                cached = self.log.read_commit(listing, version)
+            except TableFilesMissing:
+                self._forget_listing()
+                raise
             with self._lock:
                 self._commits[version] = cached
                 while len(self._commits) > 256:

@@ -33,8 +33,13 @@ class ObjectStorage(ABC):
         """Storage options for deltalake (credentials, endpoint)."""
 
     @abstractmethod
-    def list(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
-        """Objects whose key starts with `prefix` (a directory when it ends with '/')."""
+    def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        """Objects whose key starts with `prefix` (a directory when it ends with '/').
+
+        With `start_after`, only keys sorting after it: S3 then lists just the
+        tail of a long `_delta_log/`, where a full listing takes a request per
+        thousand files.
+        """
 
     @abstractmethod
     def read(self, bucket: str, key: str) -> bytes:

@@ -38,7 +38,7 @@ class LocalStorage(ObjectStorage):
     def deltalake_options(self) -> dict[str, str]:
         return {}
 
-    def list(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
+    def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         directory, _, name_prefix = prefix.rpartition("/")
         base = self._path(bucket, directory)
         try:
@@ -49,6 +49,8 @@ class LocalStorage(ObjectStorage):
             if entry.is_file() and entry.name.startswith(name_prefix):
                 stat = entry.stat()
                 key = f"{directory}/{entry.name}" if directory else entry.name
+                if start_after is not None and key <= start_after:
+                    continue
                 yield ObjectInfo(key=key, size=stat.st_size, modified_ms=stat.st_mtime_ns // 1_000_000)
 
     def read(self, bucket: str, key: str) -> bytes:

@@ -112,10 +112,11 @@ class S3Storage(ObjectStorage):
         options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if s.path_style else "true"
         return options
 
-    def list(self, bucket: str, prefix: str) -> Iterator[ObjectInfo]:
+    def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         paginator = self._client.get_paginator("list_objects_v2")
+        extra = {"StartAfter": start_after} if start_after else {}
         try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/", **extra):
                 for item in page.get("Contents", []):
                     yield ObjectInfo(
                         key=item["Key"],
