@@ -527,6 +527,7 @@ def bench_s3(readable: Path, sizes: list[int]) -> None:
         for item in readable.rglob("*"):
             if item.is_file():
                 client.upload_file(str(item), "bench", f"readable/{item.relative_to(readable).as_posix()}")
+        freshness_check(seaweed, client)
         storage = (
             f'[storage]\ntype = "s3"\nendpoint = "{seaweed.endpoint}"\nregion = "{seaweed.region}"\n'
             f'access_key = "{seaweed.access_key}"\nsecret_key = "{seaweed.secret_key}"\npath_style = true\n'
@@ -560,6 +561,42 @@ def bench_s3(readable: Path, sizes: list[int]) -> None:
             server.stop()
     finally:
         seaweed.stop()
+
+
+def freshness_check(seaweed: Any, client: Any, commits: int = 3000) -> None:
+    """What each query pays to learn a table's latest version, on a log of `commits` files on S3."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from share_store.delta.replay import list_log
+    from share_store.storage.s3 import S3Settings, S3Storage
+
+    def put(version: int) -> None:
+        client.put_object(Bucket="bench", Key=f"longlog/_delta_log/{version:020d}.json", Body=b"{}\n")
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, range(commits)))
+    storage = S3Storage(
+        S3Settings(
+            endpoint=seaweed.endpoint,
+            region=seaweed.region,
+            access_key=seaweed.access_key,
+            secret_key=seaweed.secret_key,
+        )
+    )
+    prefix = "longlog/_delta_log/"
+
+    def best(action: Any) -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            action()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    full = best(lambda: list_log(storage, "bench", prefix))
+    tail = best(lambda: list_log(storage, "bench", prefix, after=commits - 1))
+    record(f"latest-version check, {commits:,}-commit log on S3: full listing", f"{full * 1000:.0f} ms")
+    record(f"latest-version check, {commits:,}-commit log on S3: tail listing", f"{tail * 1000:.1f} ms")
 
 
 def bench_iceberg(rows_table: pa.Table, files: int) -> None:
