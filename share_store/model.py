@@ -172,8 +172,18 @@ class SharedTable:
         return self.bucket, table, tuple(namespace.split("."))
 
 
+class Expiring:
+    """A credential that can be revoked and may expire."""
+
+    revoked_at: datetime | None
+    expires_at: datetime | None
+
+    def is_active(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
 @dataclass(frozen=True)
-class Token:
+class Token(Expiring):
     id: str
     share_id: str
     share: str
@@ -186,12 +196,9 @@ class Token:
     # Set once the token was rotated: it lives on until `expires_at`, its grace period.
     replaced_by: str | None = None
 
-    def is_active(self, now: datetime) -> bool:
-        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
-
 
 @dataclass(frozen=True)
-class OAuthClient:
+class OAuthClient(Expiring):
     """A recipient's OAuth2 client: exchanges its id and secret for access tokens to one share."""
 
     id: str
@@ -201,6 +208,3 @@ class OAuthClient:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None = None
-
-    def is_active(self, now: datetime) -> bool:
-        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
