@@ -105,7 +105,10 @@ class Observe:
         started = time.perf_counter()
         path = scope["path"]  # before routing, which may rewrite it
         request_id = uuid.uuid4().hex[:16]
-        fields: dict[str, Any] = scope.setdefault("state", {}).setdefault("audit", {})
+        fields: dict[str, Any] = {}
+        # A state of this request's own: servers pass a copy of the lifespan state,
+        # but nothing obliges them to, and audit fields must never mix requests.
+        scope["state"] = {**scope.get("state", {}), "audit": fields}
         outcome = {"status": 500, "bytes": 0}
 
         async def observed_send(message: Message) -> None:
