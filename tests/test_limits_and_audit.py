@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -130,7 +131,21 @@ def test_security_headers_on_every_response(limited: Deployment) -> None:
 
 def audit_records(server: Deployment) -> list[dict]:
     path = server.tmp / "audit.log"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    if not path.exists():
+        return []
+    *complete, _partial = path.read_text().split("\n")  # a line still being written is left for later
+    return [json.loads(line) for line in complete]
+
+
+def audit_record(server: Deployment, request_id: str) -> dict:
+    """The audit line of one request, waiting for it: the line is written after the last byte is sent."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = [r for r in audit_records(server) if r["request_id"] == request_id]
+        if found or time.monotonic() > deadline:
+            assert found, f"no audit line for request {request_id}"
+            return found[0]
+        time.sleep(0.02)
 
 
 def test_audit_log_and_metrics(limited: Deployment) -> None:
@@ -139,10 +154,11 @@ def test_audit_log_and_metrics(limited: Deployment) -> None:
     response = httpx.post(limited.endpoint + QUERY, json={}, headers=headers)
     files = [line for line in response.text.splitlines() if line.startswith('{"file"')]
     request_id = response.headers["x-request-id"]
-    get(limited, "/shares", "dss_not-a-real-token")
+    refusal_id = get(limited, "/shares", "dss_not-a-real-token").headers["x-request-id"]
 
+    query = audit_record(limited, request_id)
+    assert audit_record(limited, refusal_id)["status"] == 401
     records = audit_records(limited)
-    query = next(r for r in records if r["request_id"] == request_id)
     token_id = limited.store.authenticate(token).id
     assert query["token_id"] == token_id
     assert (query["share"], query["schema"], query["table"]) == ("limited", "s", "t")
@@ -223,7 +239,7 @@ def test_behind_a_proxy_the_audit_log_names_the_client(tmp_path: Path) -> None:
         response = httpx.get(deployment.endpoint + "/shares", headers=headers)
         assert response.status_code == 401
         assert response.headers["strict-transport-security"] == "max-age=31536000"
-        record = audit_records(deployment)[-1]
+        record = audit_record(deployment, response.headers["x-request-id"])
         assert record["client"] == "203.0.113.9"  # one trusted hop: the address the proxy saw
     finally:
         deployment.server.stop()
