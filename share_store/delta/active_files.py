@@ -128,18 +128,31 @@ class StreamedFileSet(FileSet):
             parquet = pq.ParquetFile(part)
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["add"]):
                 adds = batch.column("add")
-                names = [field.name for field in adds.type]
-                fields = adds.flatten()
-                columns = list(zip(names, [_values(column) for column in fields], strict=True))
-                suspects = self._suspects(fields[names.index("path")])
-                for index, valid in enumerate(adds.is_valid().to_pylist()):
-                    if not valid:
-                        continue
-                    add = self._normalize({name: values[index] for name, values in columns})
+                suspects = self._suspects(adds.field("path"))
+                for index, row in struct_rows(adds):
+                    add = self._normalize(row)
                     if suspects is not None and suspects[index] and self._superseded(self._identity(add)):
                         continue
                     yield add
         yield from self._tail.values()
+
+
+def struct_rows(column: pa.StructArray) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The non-null rows of a struct column, with their indexes, as dictionaries.
+
+    Built a column at a time (see `_values`): for checkpoint `add` rows this is
+    several times faster than `to_pylist()`, which dominates a cold replay.
+    Fields that are null in every row are left out of every dictionary.
+    """
+    names = [field.name for field in column.type]
+    columns = [
+        (name, _values(field))
+        for name, field in zip(names, column.flatten(), strict=True)
+        if field.null_count < len(field)
+    ]
+    for index, valid in enumerate(column.is_valid().to_pylist()):
+        if valid:
+            yield index, {name: values[index] for name, values in columns}
 
 
 def _values(column: pa.Array) -> list[Any]:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from share_store.delta.active_files import FileSet, StreamedFileSet
+from share_store.delta.active_files import FileSet, StreamedFileSet, struct_rows
 from share_store.errors import TableFilesMissing
 from share_store.storage.base import ObjectStorage
 
@@ -298,14 +298,20 @@ class LogReader:
         columns = [c for c in CHECKPOINT_COLUMNS if c in table.column_names]
         sidecars: list[str] = []
         for batch in table.select(columns).to_batches():
-            for row in batch.to_pylist():
-                if row.get("add"):
-                    add = _normalize(row["add"])
-                    state.active[file_identity(add)] = add
-                elif row.get("metaData"):
-                    state.metadata = _metadata_from_checkpoint(row["metaData"])
-                elif row.get("protocol"):
-                    state.protocol = _normalize(row["protocol"])
-                elif row.get("sidecar"):
-                    sidecars.append(row["sidecar"]["path"])
+            for column in columns:
+                values = batch.column(column)
+                if values.null_count == len(values) or column == "remove":  # tombstones: not active
+                    continue
+                if column == "add":
+                    for _, row in struct_rows(values):
+                        add = _normalize(row)
+                        state.active[file_identity(add)] = add
+                    continue
+                for value in values.filter(values.is_valid()).to_pylist():
+                    if column == "metaData":
+                        state.metadata = _metadata_from_checkpoint(value)
+                    elif column == "protocol":
+                        state.protocol = _normalize(value)
+                    else:
+                        sidecars.append(value["path"])
         return sidecars
