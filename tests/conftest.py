@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -72,6 +73,25 @@ class Deployment:
         path = self.tmp / f"{share}-{secret[-6:]}.share"
         write_profile(path, self.endpoint, secret, None)
         return str(path)
+
+
+def audit_records(server: Deployment) -> list[dict]:
+    path = server.tmp / "audit.log"
+    if not path.exists():
+        return []
+    *complete, _partial = path.read_text().split("\n")  # a line still being written is left for later
+    return [json.loads(line) for line in complete]
+
+
+def audit_record(server: Deployment, request_id: str) -> dict:
+    """The audit line of one request, waiting for it: the line is written after the last byte is sent."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = [r for r in audit_records(server) if r["request_id"] == request_id]
+        if found or time.monotonic() > deadline:
+            assert found, f"no audit line for request {request_id}"
+            return found[0]
+        time.sleep(0.02)
 
 
 def deploy(

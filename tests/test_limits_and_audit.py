@@ -6,7 +6,6 @@ import json
 import logging
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from share_store.tokens import hash_secret
-from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+from tests.conftest import TESTDATA_BUCKET, Deployment, audit_record, audit_records, deploy
 
 ADMIN_TOKEN = "dsa_limits-admin-token-abcdefghijklmnopqrstuvwxyz"
 TABLE = "delta-0.8.0-partitioned"
@@ -127,25 +126,6 @@ def test_security_headers_on_every_response(limited: Deployment) -> None:
         assert "default-src 'none'" in response.headers["content-security-policy"]
         assert response.headers["x-request-id"]
         assert "Traceback" not in response.text
-
-
-def audit_records(server: Deployment) -> list[dict]:
-    path = server.tmp / "audit.log"
-    if not path.exists():
-        return []
-    *complete, _partial = path.read_text().split("\n")  # a line still being written is left for later
-    return [json.loads(line) for line in complete]
-
-
-def audit_record(server: Deployment, request_id: str) -> dict:
-    """The audit line of one request, waiting for it: the line is written after the last byte is sent."""
-    deadline = time.monotonic() + 10
-    while True:
-        found = [r for r in audit_records(server) if r["request_id"] == request_id]
-        if found or time.monotonic() > deadline:
-            assert found, f"no audit line for request {request_id}"
-            return found[0]
-        time.sleep(0.02)
 
 
 def test_audit_log_and_metrics(limited: Deployment) -> None:

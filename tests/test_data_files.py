@@ -1,0 +1,63 @@
+"""Data files served by this server from local storage: large, by range, and to clients that hang up."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from tests.conftest import Deployment, audit_record, deploy
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Deployment, str, bytes]]:
+    """A deployment sharing a table of one 24 MiB file; a signed URL of it and its bytes."""
+    tmp = tmp_path_factory.mktemp("big")
+    root = tmp / "buckets"
+    # Random bytes do not compress, so the Parquet file is as large as its data.
+    blobs = pa.array([os.urandom(MIB) for _ in range(24)], pa.binary())
+    write_deltalake(str(root / "data" / "big"), pa.table({"blob": blobs}))
+    deployment = deploy(tmp, {"type": "local", "root": str(root)})
+    deployment.share_tables("s", {"big": "big"}, bucket="data")
+    token = deployment.token("s")
+    query = httpx.post(
+        deployment.endpoint + "/shares/s/schemas/default/tables/big/query",
+        json={},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    (url,) = [json.loads(line)["file"]["url"] for line in query.text.splitlines() if '"file"' in line]
+    (data_file,) = (root / "data" / "big").glob("*.parquet")
+    yield deployment, url, Path(data_file).read_bytes()
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def test_a_large_file_whole_and_by_ranges_across_chunks(big: tuple[Deployment, str, bytes]) -> None:
+    _, url, content = big
+    assert len(content) > 20 * MIB
+    whole = httpx.get(url)
+    assert whole.status_code == 200 and whole.content == content
+    assert int(httpx.head(url).headers["content-length"]) == len(content)
+    for start, end in [(MIB - 10, 3 * MIB + 10), (0, 0), (len(content) - 8, len(content) - 1)]:
+        part = httpx.get(url, headers={"Range": f"bytes={start}-{end}"})
+        assert part.status_code == 206 and part.content == content[start : end + 1]
+
+
+def test_a_client_that_hangs_up_after_the_headers_is_not_sent_the_rest(
+    big: tuple[Deployment, str, bytes],
+) -> None:
+    """fsspec checks a URL exists by a GET it abandons after the headers: the file is not read on."""
+    deployment, url, content = big
+    with httpx.stream("GET", url) as response:
+        assert response.status_code == 200
+        request_id = response.headers["x-request-id"]
+    # What the socket buffers held when the client left is sent; the rest of the file is not read.
+    assert audit_record(deployment, request_id)["bytes"] < len(content) // 2
