@@ -420,21 +420,22 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
     for files in sizes:
         make_delta_table(DATA / "buckets" / "bench" / f"t{files // 1000}k", files)
     largest = max(sizes)
-    make_delta_table(DATA / "buckets" / "bench" / "checkpointed", largest, checkpoint=True)
+    checkpointed = f"c{largest // 1000}k"
+    make_delta_table(DATA / "buckets" / "bench" / checkpointed, largest, checkpoint=True)
     readable = DATA / "buckets" / "bench" / "readable"
     make_readable(readable, rows_table)
     workdir = DATA / "run"
     shutil.rmtree(workdir, ignore_errors=True)
     server = Server(workdir)
     tables = {f"t{n // 1000}k": f"delta:bench:t{n // 1000}k" for n in sizes}
-    tables |= {"checkpointed": "delta:bench:checkpointed", "readable": "delta:bench:readable"}
+    tables |= {checkpointed: f"delta:bench:{checkpointed}", "readable": "delta:bench:readable"}
     profile, token = server.share(tables)
     server.start()
     try:
         client = server.client(token)
         for files in sizes:
             query_rows(client, f"{files:>7,} files", f"t{files // 1000}k", files, targets=files == 100_000)
-        query_rows(client, f"{largest:>7,} files, checkpointed", "checkpointed", largest)
+        query_rows(client, f"{largest:>7,} files, checkpointed", checkpointed, largest)
         record("server peak RSS after all /query runs", f"{server.peak_rss_mb():.0f} MB")
         url = f"{profile}#bench.default.readable"
         read_ratio(
