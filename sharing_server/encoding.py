@@ -68,6 +68,13 @@ class LineEncoder:
         A snapshot file is an `add` without a timestamp; in the parquet format it
         is written as a `file` line.
         """
+        return self.entry_file(kind, FileEntry(action, partition_columns), version, timestamp)
+
+    def entry_file(
+        self, kind: str, entry: FileEntry, version: int | None = None, timestamp: int | None = None
+    ) -> dict[str, Any]:
+        """`file` for an action already wrapped, as a snapshot's files are."""
+        action = entry.action
         url, expiration = self._sign(self.signer.locate(action["path"]))
         if self.format == "delta":
             dv_url = None
@@ -79,5 +86,4 @@ class LineEncoder:
                 kind, action, url, expiration, self.hash_kind, dv_url, version, timestamp
             )
         line_kind = "file" if kind == "add" and timestamp is None else PARQUET_KINDS[kind]
-        entry = FileEntry(action, partition_columns)
         return actions.parquet_file(entry, url, expiration, self.hash_kind, version, timestamp, line_kind)

@@ -41,17 +41,25 @@ def line_bytes(payload: Any) -> bytes:
         return (dumps(payload) + "\n").encode()
 
 
-def ndjson_chunks(actions: Iterable[dict[str, Any]], chunk_bytes: int = 64 * 1024) -> Iterator[bytes]:
-    """Encode actions one per line, grouped into chunks so streaming stays cheap."""
+def ndjson_chunks(
+    actions: Iterable[dict[str, Any]], first_bytes: int = 64 * 1024, chunk_bytes: int = 512 * 1024
+) -> Iterator[bytes]:
+    """Encode actions one per line, grouped into chunks so streaming stays cheap.
+
+    The first chunk is small, so that it comes quickly (and, made before the
+    headers, carries most errors); later ones are larger, because each chunk
+    costs a trip to a worker thread and through the server's send path.
+    """
     buffer: list[bytes] = []
     size = 0
+    limit = first_bytes
     for action in actions:
         line = line_bytes(action)
         buffer.append(line)
         size += len(line)
-        if size >= chunk_bytes:
+        if size >= limit:
             yield b"".join(buffer)
-            buffer, size = [], 0
+            buffer, size, limit = [], 0, chunk_bytes
     if buffer:
         yield b"".join(buffer)
 

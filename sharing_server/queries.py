@@ -184,11 +184,10 @@ class TableQueries:
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
-        partition_columns = tuple(snapshot.partition_columns)
 
         def files() -> Iterator[Line]:
             for entry in self._selected(files_of, request):
-                yield encoder.file("add", entry.action, partition_columns, version=file_version)
+                yield encoder.entry_file("add", entry, version=file_version)
 
         def end_extras() -> dict[str, Any]:
             if request.include_refresh_token or request.refresh_token:

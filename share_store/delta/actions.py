@@ -38,9 +38,13 @@ def file_id(path: str, hash_kind: str = "parquet") -> str:
     return digest(path.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass
 class FileEntry:
-    """One `add` (or `remove`/`cdc`) action of the log, with convenient views."""
+    """One `add` (or `remove`/`cdc`) action of the log, with convenient views.
+
+    Not frozen: one is made per file of every response, and a frozen dataclass's
+    `__init__` costs several times as much.
+    """
 
     action: dict[str, Any]
     partition_columns: tuple[str, ...] = ()
@@ -192,14 +196,16 @@ def parquet_file(
     kind: str = "file",
 ) -> dict[str, Any]:
     """A `file` line, or with `kind` an `add`/`cdf`/`remove` line of changes and streaming."""
+    action = entry.action
     body: dict[str, Any] = {
         "url": url,
-        "id": file_id(entry.path, hash_kind),
+        "id": file_id(action["path"], hash_kind),
         "partitionValues": entry.partition_values,
-        "size": entry.size,
+        "size": int(action.get("size") or 0),
     }
-    if entry.stats is not None and kind in ("file", "add"):
-        body["stats"] = entry.stats
+    stats = action.get("stats")
+    if stats is not None and kind in ("file", "add"):
+        body["stats"] = stats
     if version is not None:
         body["version"] = version
     if timestamp is not None:
