@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 
@@ -126,3 +127,20 @@ def test_checkpoint_rows_built_by_column_match_to_pylist(checkpoint: Path) -> No
     expected = {i: replay._normalize(row) for i, row in enumerate(adds.to_pylist()) if row is not None}
     assert built == expected
     assert expected  # every test checkpoint has some adds
+
+
+def test_the_collector_pause_nests_and_restores() -> None:
+    assert gc.isenabled()
+    with replay.collector_paused():
+        assert not gc.isenabled()
+        with replay.collector_paused():  # another replay, as from another thread
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the first one still runs
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with replay.collector_paused():
+            pass
+        assert not gc.isenabled()  # a collector turned off by someone else stays off
+    finally:
+        gc.enable()
