@@ -331,10 +331,11 @@ class LogReader:
             raise TableFilesMissing() from error
 
     def _load_parquet(self, key: str, state: ReplayState) -> list[str]:
-        table = pq.read_table(pa.BufferReader(self._read(key)))
-        columns = [c for c in CHECKPOINT_COLUMNS if c in table.column_names]
+        # ParquetFile rather than read_table, which loads pyarrow.dataset on first use.
+        parquet = pq.ParquetFile(pa.BufferReader(self._read(key)))
+        columns = [c for c in CHECKPOINT_COLUMNS if c in parquet.schema_arrow.names]
         sidecars: list[str] = []
-        for batch in table.select(columns).to_batches():
+        for batch in parquet.read(columns=columns).to_batches():
             for column in columns:
                 values = batch.column(column)
                 if values.null_count == len(values) or column == "remove":  # tombstones: not active
