@@ -169,9 +169,16 @@ def test_object_keys_are_url_decoded_and_stay_inside_the_table() -> None:
         "file:///etc/passwd",
         "../x.parquet",
         "a/%2E%2E/%2E%2E/x.parquet",
+        "..",
+        "a/..",
+        "./a.parquet",
+        "a/./b.parquet",
+        "a/.",
     ):
         with pytest.raises(UnsupportedOperation):
             file_key("t", outside)
+    for inside in ("..a/b.parquet", "a../b.parquet", ".hidden/x.parquet", "a/b.", "a/..b"):
+        assert file_key("t", inside) == f"t/{inside}"
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,8 @@ def file_key(table_path: str, log_path: str) -> str:
         # out URLs to objects the provider never shared.
         raise UnsupportedOperation("tables with absolute file paths cannot be shared")
     key = unquote(log_path) if "%" in log_path else log_path
-    if "." in key and any(part in ("..", ".") for part in key.split("/")):
+    wrapped = f"/{key}/"  # a "." or ".." segment, first and last ones included
+    if "/./" in wrapped or "/../" in wrapped:
         raise UnsupportedOperation("tables with file paths leaving the table cannot be shared")
     return f"{table_path}/{key}"
 
