@@ -76,6 +76,10 @@ def _stat_json(value: Any, field_type: PrimitiveType) -> Any:
     return value
 
 
+# One encoder for every file: json.dumps with options builds a new one per call.
+_STATS_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def delta_stats(data_file: DataFile, schema: Schema) -> str:
     """Delta `stats` for a data file, from the manifest's bounds and counts (top-level columns)."""
     minimums: dict[str, Any] = {}
@@ -102,4 +106,4 @@ def delta_stats(data_file: DataFile, schema: Schema) -> str:
         stats["maxValues"] = maximums
     if nulls:
         stats["nullCount"] = nulls
-    return json.dumps(stats, separators=(",", ":"))
+    return _STATS_ENCODER.encode(stats)
