@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
     from hypercorn.run import run as hypercorn_run
 
     from sharing_server.asgi import CONFIG_VARIABLE, build_app
+    from sharing_server.metrics import MULTIPROCESS_VARIABLE
 
     overrides = {"host": args.host, "port": args.port, "certfile": args.certfile, "keyfile": args.keyfile}
     for key, value in overrides.items():
@@ -250,10 +252,16 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         hyper.access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(D)sus'
     print(f"Serving Delta Sharing at {config.endpoint} ({config.workers} worker(s))", flush=True)
     if config.workers > 1:
-        # Each worker is a process of its own with its own caches, limits and metrics.
+        # Each worker is a process of its own with its own caches and limits; their
+        # metrics meet in one directory, unless the operator has chosen one.
         hyper.workers = config.workers
         hyper.application_path = "sharing_server.asgi:app"
-        hypercorn_run(hyper)
+        if os.environ.get(MULTIPROCESS_VARIABLE):
+            hypercorn_run(hyper)
+            return
+        with tempfile.TemporaryDirectory(prefix="sharing-metrics-") as metrics_dir:
+            os.environ[MULTIPROCESS_VARIABLE] = metrics_dir  # spawned workers inherit it
+            hypercorn_run(hyper)
     else:
         asyncio.run(hypercorn_serve(build_app(config), hyper))
 

@@ -3,14 +3,18 @@
 Labels are route names, methods, statuses and error codes only: never share,
 table or token names, so cardinality stays fixed and nothing a recipient sent
 appears. Each app gets its own registry (tests run several apps in one
-process); with several Hypercorn workers each worker counts for itself, so
-scale with replicas of one worker, or scrape each process.
+process). With several Hypercorn workers, `serve` points
+`PROMETHEUS_MULTIPROC_DIR` at a directory of its own: each worker then keeps
+its figures there, and `/metrics`, whichever worker answers, sums them all.
 """
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -66,6 +70,17 @@ class Metrics:
             self.errors.labels(fields["error_code"]).inc()
 
 
+MULTIPROCESS_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def exposition(metrics: Metrics) -> bytes:
+    """The metrics in Prometheus' text format: this process's, or all workers' together."""
+    if os.environ.get(MULTIPROCESS_VARIABLE):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(metrics.registry)
+
+
 async def metrics_endpoint(request: Request) -> Response:
-    metrics: Metrics = request.app.state.metrics
-    return Response(generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    return Response(exposition(request.app.state.metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})

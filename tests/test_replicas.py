@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -189,6 +190,19 @@ def test_serve_with_several_workers(tmp_path: Path, root: Path) -> None:
         assert len(workers) >= 2
         for _ in range(3):
             assert len(delta_sharing.load_as_pandas(f"{tmp_path / 'w.share'}#w.s.t")) > 0
+        # Twenty connections spread over the workers; /metrics, from any of them, counts all.
+        token = json.loads((tmp_path / "w.share").read_text())["bearerToken"]
+        for _ in range(20):
+            response = httpx.get(
+                f"http://127.0.0.1:{port}/delta-sharing/shares", headers={"Authorization": f"Bearer {token}"}
+            )
+            assert response.status_code == 200
+        for _ in range(4):
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+            listed = re.search(
+                r'sharing_requests_total\{method="GET",route="list_shares",status="200"\} (\S+)', metrics
+            )
+            assert listed and float(listed.group(1)) == 20, metrics
     finally:
         process.terminate()
         try:
