@@ -31,6 +31,7 @@ from starlette.routing import Route
 from share_store.errors import MalformedRequest, ShareStoreError, Unauthenticated
 from share_store.tokens import hash_secret
 from sharing_server.admin import Admin
+from sharing_server.audit import audit_fields
 from sharing_server.auth import bearer_secret
 
 Handler = Callable[[Request, dict[str, Any]], Any]
@@ -48,7 +49,7 @@ def _authorize(request: Request) -> None:
     secret = bearer_secret(request)
     if not hmac.compare_digest(hash_secret(secret), expected):
         raise Unauthenticated("invalid admin token")
-    request.scope.setdefault("state", {}).setdefault("audit", {})["principal"] = "admin"
+    audit_fields(request)["principal"] = "admin"
 
 
 def _field(body: dict[str, Any], key: str, kind: type, default: Any) -> Any:
@@ -155,44 +156,24 @@ def revoke_oauth_client(request: Request, _body: dict[str, Any]) -> None:
     _admin(request).revoke_oauth_client(_share(request), request.path_params["client_id"])
 
 
+def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route:
+    # The route takes its name, admin_<handler>, from the endpoint.
+    return Route(path, endpoint(handler, status), methods=[method])
+
+
 def admin_routes() -> list[Route]:
     share = "/shares/{share}"
     return [
-        Route("/shares", endpoint(list_shares), methods=["GET"], name="admin_list_shares"),
-        Route("/shares", endpoint(create_share, 201), methods=["POST"], name="admin_create_share"),
-        Route(share, endpoint(share_info), methods=["GET"], name="admin_share_info"),
-        Route(share, endpoint(update_share), methods=["PATCH"], name="admin_update_share"),
-        Route(share, endpoint(remove_share), methods=["DELETE"], name="admin_remove_share"),
-        Route(share + "/tokens", endpoint(list_tokens), methods=["GET"], name="admin_list_tokens"),
-        Route(share + "/tokens", endpoint(create_token, 201), methods=["POST"], name="admin_create_token"),
-        Route(
-            share + "/tokens/{token_id}/rotate",
-            endpoint(rotate_token, 201),
-            methods=["POST"],
-            name="admin_rotate_token",
-        ),
-        Route(
-            share + "/tokens/{token_id}",
-            endpoint(revoke_token),
-            methods=["DELETE"],
-            name="admin_revoke_token",
-        ),
-        Route(
-            share + "/oauth-clients",
-            endpoint(list_oauth_clients),
-            methods=["GET"],
-            name="admin_list_oauth_clients",
-        ),
-        Route(
-            share + "/oauth-clients",
-            endpoint(create_oauth_client, 201),
-            methods=["POST"],
-            name="admin_create_oauth_client",
-        ),
-        Route(
-            share + "/oauth-clients/{client_id}",
-            endpoint(revoke_oauth_client),
-            methods=["DELETE"],
-            name="admin_revoke_oauth_client",
-        ),
+        _route("/shares", list_shares, "GET"),
+        _route("/shares", create_share, "POST", 201),
+        _route(share, share_info, "GET"),
+        _route(share, update_share, "PATCH"),
+        _route(share, remove_share, "DELETE"),
+        _route(share + "/tokens", list_tokens, "GET"),
+        _route(share + "/tokens", create_token, "POST", 201),
+        _route(share + "/tokens/{token_id}/rotate", rotate_token, "POST", 201),
+        _route(share + "/tokens/{token_id}", revoke_token, "DELETE"),
+        _route(share + "/oauth-clients", list_oauth_clients, "GET"),
+        _route(share + "/oauth-clients", create_oauth_client, "POST", 201),
+        _route(share + "/oauth-clients/{client_id}", revoke_oauth_client, "DELETE"),
     ]

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.errors import Unauthenticated
 from share_store.persistence import ShareStore
+from sharing_server.audit import audit_fields
 
 FORM = "application/x-www-form-urlencoded"
 
@@ -68,8 +69,7 @@ async def token_endpoint(request: Request) -> Response:
         token, secret = await run_in_threadpool(store.issue_access_token, *credentials, lifetime)
     except Unauthenticated as error:
         return _oauth_error(401, "invalid_client", error.message)
-    audit = request.scope.setdefault("state", {}).setdefault("audit", {})
-    audit.update(token_id=token.id, share=token.share, oauth_client=token.oauth_client_id)
+    audit_fields(request).update(token_id=token.id, share=token.share, oauth_client=token.oauth_client_id)
     assert token.expires_at is not None and token.created_at is not None
     expires_in = int((token.expires_at - token.created_at).total_seconds())
     return JSONResponse(
