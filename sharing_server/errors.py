@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import math
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError, StorageUnavailable
+from share_store.errors import RateLimited, ShareStoreError, StorageUnavailable
 from share_store.outages import is_outage
 from sharing_server.audit import audit_fields
 
@@ -25,9 +26,12 @@ HTTP_CODES = {
 }
 
 
-def error_response(request: Request, status: int, code: str, message: str) -> Response:
+def error_response(
+    request: Request, status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
     audit_fields(request)["error_code"] = code
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
     return JSONResponse({"errorCode": code, "message": message}, status_code=status, headers=headers)
@@ -37,7 +41,8 @@ async def share_store_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ShareStoreError)
     if isinstance(error, StorageUnavailable):
         logger.warning("storage unavailable: %s", error.__cause__ or error)
-    return error_response(request, error.status_code, error.error_code, error.message)
+    headers = {"Retry-After": str(math.ceil(error.retry_after))} if isinstance(error, RateLimited) else None
+    return error_response(request, error.status_code, error.error_code, error.message, headers)
 
 
 async def http_error(request: Request, error: Exception) -> Response:

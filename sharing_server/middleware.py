@@ -14,11 +14,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from starlette.responses import JSONResponse
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from share_store.errors import ShareStoreError
+from share_store.errors import RateLimited, ShareStoreError
 from sharing_server.audit import AuditLog
+from sharing_server.errors import share_store_error
 from sharing_server.metrics import Metrics
 from sharing_server.rate_limits import RateLimiter
 
@@ -45,7 +46,7 @@ class ForwardedHeaders:
         self.hops = hops
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.hops > 0:
+        if scope["type"] == "http":
             headers = dict(scope["headers"])
             forwarded = [a.strip() for a in headers.get(b"x-forwarded-for", b"").decode("latin-1").split(",")]
             forwarded = [address for address in forwarded if address]
@@ -162,11 +163,14 @@ class RequestLimits:
         if refused is not None:
             limit, wait = refused
             self.metrics.rate_limited.labels(limit).inc()
-            await self._refuse(scope, receive, send, 429, "TOO_MANY_REQUESTS", limit, wait)
+            retry_after = max(1, math.ceil(wait))
+            what = "this token's" if limit == "token" else "the server's"
+            message = f"{what} request rate limit is exceeded: retry after {retry_after} s"
+            await self._refuse(scope, receive, send, RateLimited(message, retry_after))
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-            await self._refuse(scope, receive, send, 413, RequestTooLarge.error_code)
+            await self._refuse(scope, receive, send, RequestTooLarge(self._too_large()))
             return
         received = 0
 
@@ -184,23 +188,8 @@ class RequestLimits:
     def _too_large(self) -> str:
         return f"the request body exceeds the limit of {self.max_body_bytes} bytes"
 
-    async def _refuse(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        status: int,
-        code: str,
-        limit: str = "",
-        wait: float = 0.0,
-    ) -> None:
-        scope.setdefault("state", {}).setdefault("audit", {})["error_code"] = code
-        if status == 429:
-            retry_after = max(1, math.ceil(wait))
-            what = "this token's" if limit == "token" else "the server's"
-            message = f"{what} request rate limit is exceeded: retry after {retry_after} s"
-            headers = {"Retry-After": str(retry_after)}
-        else:
-            message, headers = self._too_large(), {}
-        body = {"errorCode": code, "message": message}
-        await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send, error: ShareStoreError) -> None:
+        # Answered here, outside the app: its exception handlers sit further in.
+        response = await share_store_error(Request(scope, receive), error)
+        await response(scope, receive, send)
