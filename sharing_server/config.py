@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import secrets
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,21 @@ STORAGE_KEYS = (
 )
 
 
+def _section(
+    raw: dict[str, Any], env: dict[str, str], name: str, keys: Iterable[str], strict: bool = True
+) -> dict[str, Any]:
+    """One `[name]` table of the file, `SHARING_<NAME>_<KEY>` variables taking precedence."""
+    values = dict(raw.get(name, {}))
+    for key in keys:
+        variable = f"{ENV_PREFIX}{name.upper()}_{key.upper()}"
+        if variable in env:
+            values[key] = env[variable]
+    unknown = set(values) - set(keys)
+    if strict and unknown:
+        raise AdminError(f"unknown [{name}] settings: {', '.join(sorted(unknown))}")
+    return values
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
 ) -> ServerConfig:
@@ -234,30 +250,10 @@ def load_config(
             raise AdminError(f"config file {path} not found") from error
         except tomllib.TOMLDecodeError as error:
             raise AdminError(f"config file {path} is not valid TOML: {error}") from error
-    server = dict(raw.get("server", {}))
-    store = dict(raw.get("store", {}))
-    storage = dict(raw.get("storage", {}))
-    for key in SERVER_KEYS:
-        if f"{ENV_PREFIX}SERVER_{key.upper()}" in env:
-            server[key] = env[f"{ENV_PREFIX}SERVER_{key.upper()}"]
-    if f"{ENV_PREFIX}STORE_URL" in env:
-        store["url"] = env[f"{ENV_PREFIX}STORE_URL"]
-    for key in STORAGE_KEYS:
-        if f"{ENV_PREFIX}STORAGE_{key.upper()}" in env:
-            storage[key] = env[f"{ENV_PREFIX}STORAGE_{key.upper()}"]
-    unknown = set(server) - set(SERVER_KEYS)
-    if unknown:
-        raise AdminError(f"unknown [server] settings: {', '.join(sorted(unknown))}")
-    sections: dict[str, dict[str, Any]] = {}
-    for section, keys in SECTION_KEYS.items():
-        values = dict(raw.get(section, {}))
-        for key in keys:
-            if f"{ENV_PREFIX}{section.upper()}_{key.upper()}" in env:
-                values[key] = env[f"{ENV_PREFIX}{section.upper()}_{key.upper()}"]
-        unknown = set(values) - set(keys)
-        if unknown:
-            raise AdminError(f"unknown [{section}] settings: {', '.join(sorted(unknown))}")
-        sections[section] = values
+    server = _section(raw, env, "server", SERVER_KEYS)
+    store = _section(raw, env, "store", ("url",), strict=False)
+    storage = _section(raw, env, "storage", STORAGE_KEYS, strict=False)
+    sections = {name: _section(raw, env, name, keys) for name, keys in SECTION_KEYS.items()}
     config = ServerConfig()
     for key, kind in SERVER_KEYS.items():
         if key in server:
