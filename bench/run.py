@@ -588,21 +588,14 @@ def freshness_check(seaweed: Any, client: Any, commits: int = 3000) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from share_store.delta.replay import list_log
-    from share_store.storage.s3 import S3Settings, S3Storage
+    from share_store.storage.s3 import S3Storage
 
     def put(version: int) -> None:
         client.put_object(Bucket="bench", Key=f"longlog/_delta_log/{version:020d}.json", Body=b"{}\n")
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(put, range(commits)))
-    storage = S3Storage(
-        S3Settings(
-            endpoint=seaweed.endpoint,
-            region=seaweed.region,
-            access_key=seaweed.access_key,
-            secret_key=seaweed.secret_key,
-        )
-    )
+    storage = S3Storage(seaweed.settings())
     prefix = "longlog/_delta_log/"
 
     def best(action: Any) -> float:

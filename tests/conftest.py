@@ -178,14 +178,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: P
     client.create_bucket(Bucket=TESTDATA_BUCKET)
     deployment = deploy(
         tmp,
-        {
-            "type": "s3",
-            "endpoint": seaweed.endpoint,
-            "region": seaweed.region,
-            "access_key": seaweed.access_key,
-            "secret_key": seaweed.secret_key,
-            "path_style": "true",
-        },
+        seaweed.storage_config(path_style="true"),
     )
     deployment.seaweed = seaweed  # type: ignore[attr-defined]
     yield deployment

@@ -23,6 +23,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from share_store.storage.s3 import S3Settings
+
 ACCESS_KEY = "sharing-test-access"
 SECRET_KEY = "sharing-test-secret-0123456789"
 
@@ -53,6 +55,27 @@ class SeaweedS3:
     region: str = "us-east-1"
     args: list[str] = field(default_factory=list)
     workdir: Path | None = None
+
+    def storage_config(self, **extra: str) -> dict[str, str]:
+        """The server's `[storage]` settings for this S3 server."""
+        return {
+            "type": "s3",
+            "endpoint": self.endpoint,
+            "region": self.region,
+            "access_key": self.access_key,
+            "secret_key": self.secret_key,
+            **extra,
+        }
+
+    def settings(self, **changes: str) -> S3Settings:
+        """Settings of our own S3 storage for this server (`changes` override them)."""
+        values = {
+            "endpoint": self.endpoint,
+            "region": self.region,
+            "access_key": self.access_key,
+            "secret_key": self.secret_key,
+        }
+        return S3Settings(**(values | changes))
 
     def client(self, timeout: float = 60):
         return boto3.client(

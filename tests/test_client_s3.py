@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from share_store.storage.s3 import S3Settings, S3Storage
+from share_store.storage.s3 import S3Storage
 from tests.conftest import TESTDATA_BUCKET, Deployment, upload_tree
 from tests.test_client_local import canonical, table_name
 
@@ -89,16 +89,7 @@ def test_presigned_urls_use_the_public_endpoint(s3: Deployment, s3_profile: str)
     """Signed for the host recipients reach, and accepted there (ranges, expiry)."""
     seaweed = s3.seaweed
     public = seaweed.endpoint.replace("127.0.0.1", "localhost")
-    storage = S3Storage(
-        S3Settings(
-            endpoint=seaweed.endpoint,
-            public_endpoint=public,
-            region=seaweed.region,
-            access_key=seaweed.access_key,
-            secret_key=seaweed.secret_key,
-        ),
-        url_lifetime=60,
-    )
+    storage = S3Storage(seaweed.settings(public_endpoint=public), url_lifetime=60)
     key = "simple_table/_delta_log/00000000000000000000.json"
     url, expires = storage.presign(TESTDATA_BUCKET, key, datetime.now(UTC).timestamp())
     assert url.startswith(public + "/") and "X-Amz-Signature=" in url
@@ -112,15 +103,7 @@ def test_presigned_urls_use_the_public_endpoint(s3: Deployment, s3_profile: str)
 
 def test_expired_s3_url_is_refused(s3: Deployment, s3_profile: str) -> None:
     seaweed = s3.seaweed
-    storage = S3Storage(
-        S3Settings(
-            endpoint=seaweed.endpoint,
-            region=seaweed.region,
-            access_key=seaweed.access_key,
-            secret_key=seaweed.secret_key,
-        ),
-        url_lifetime=1,
-    )
+    storage = S3Storage(seaweed.settings(), url_lifetime=1)
     url, _ = storage.presign(TESTDATA_BUCKET, "simple_table/_delta_log/00000000000000000000.json", 0)
     import time
 
@@ -133,14 +116,7 @@ def test_storage_refusals_are_clear_400s(s3: Deployment, s3_profile: str) -> Non
     from share_store.errors import TableFilesMissing
 
     seaweed = s3.seaweed
-    wrong = S3Storage(
-        S3Settings(
-            endpoint=seaweed.endpoint,
-            region=seaweed.region,
-            access_key=seaweed.access_key,
-            secret_key="not-the-secret",
-        )
-    )
+    wrong = S3Storage(seaweed.settings(secret_key="not-the-secret"))
     with pytest.raises(TableFilesMissing, match="permission denied"):
         list(wrong.list(TESTDATA_BUCKET, "simple_table/_delta_log/"))
     with pytest.raises(TableFilesMissing, match="permission denied"):

@@ -85,14 +85,7 @@ def catalog_configs(
 def deployment(tmp_path_factory, seaweed: SeaweedS3, catalog_configs, monkeypatch_module) -> Deployment:
     monkeypatch_module.setenv("TEST_ICEBERG_ACCESS_KEY", seaweed.access_key)
     monkeypatch_module.setenv("TEST_ICEBERG_SECRET_KEY", seaweed.secret_key)
-    storage = {
-        "type": "s3",
-        "endpoint": seaweed.endpoint,
-        "region": seaweed.region,
-        "access_key": seaweed.access_key,
-        "secret_key": seaweed.secret_key,
-    }
-    result = deploy(tmp_path_factory.mktemp("ices3"), storage, catalog_configs)
+    result = deploy(tmp_path_factory.mktemp("ices3"), seaweed.storage_config(), catalog_configs)
     yield result
     result.server.stop()
     result.store.close()

@@ -100,14 +100,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[
         writer.create_namespace("sales")
         table = writer.create_table("sales.customers", ICEBERG_SCHEMA)
         table.append(iceberg_rows(1, 3).cast(table.schema().as_arrow()))
-        storage = {
-            "type": "s3",
-            "endpoint": seaweed.endpoint,
-            "region": seaweed.region,
-            "access_key": seaweed.access_key,
-            "secret_key": seaweed.secret_key,
-        }
-        deployment = deploy(tmp, storage, {WAREHOUSE: catalog | s3})
+        deployment = deploy(tmp, seaweed.storage_config(), {WAREHOUSE: catalog | s3})
         deployment.share_tables(SHARE, {"delta": DELTA}, bucket=BUCKET)
         spec = TableSpec.parse(f"default:iceberg:uniform:{WAREHOUSE}:sales:customers")
         deployment.store.update_share(SHARE, add=[spec])
