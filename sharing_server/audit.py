@@ -29,12 +29,10 @@ def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
 
 def counting_files(lines: Iterable[dict[str, Any]], fields: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Pass protocol lines through, counting the file actions among them as they stream."""
-    count = 0
     fields["files"] = 0
     for line in lines:
         if next(iter(line)) in FILE_ACTIONS:
-            count += 1
-            fields["files"] = count
+            fields["files"] += 1
         yield line
 
 
