@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
 import anyio
 from starlette.requests import Request
@@ -28,14 +27,16 @@ class DataFileResponse(FileResponse):
     chunk_size = 1024 * 1024
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        respond = super().__call__
         async with anyio.create_task_group() as group:
 
-            async def until_done(work: Callable[[], Awaitable[None]]) -> None:
-                await work()
-                group.cancel_scope.cancel()
+            async def send_file() -> None:
+                await respond(scope, receive, send)
+                group.cancel_scope.cancel()  # done: stop listening
 
-            group.start_soon(until_done, lambda: super(DataFileResponse, self).__call__(scope, receive, send))
-            await until_done(lambda: _disconnected(receive))
+            group.start_soon(send_file)
+            await _disconnected(receive)
+            group.cancel_scope.cancel()  # gone: stop reading
 
 
 async def _disconnected(receive: Receive) -> None:
