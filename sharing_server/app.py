@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.persistence import ShareStore
+from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
 from sharing_server import routes
 from sharing_server.admin import OAUTH_TOKEN_PATH, Admin
@@ -134,7 +135,8 @@ def create_app(
     app.state.options = options
     app.state.metrics = metrics
     app.state.audit = audit
-    app.state.queries = TableQueries(storage, secret, catalogs, store)
+    app.state.readers = TableReaders(storage, catalogs, store)
+    app.state.queries = TableQueries(app.state.readers, secret)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)
     return app

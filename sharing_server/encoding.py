@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from share_store.delta import actions
 from share_store.delta.actions import FileEntry
+from share_store.delta.changes import Change, FileChange, MetadataChange
 from share_store.delta.snapshot import DeltaSnapshot
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
@@ -69,6 +70,16 @@ class LineEncoder:
         is written as a `file` line.
         """
         return self.entry_file(kind, FileEntry(action, partition_columns), version, timestamp)
+
+    def change(self, change: Change) -> dict[str, Any]:
+        """One line of a streaming or change data feed read."""
+        if isinstance(change, FileChange):
+            return self.file(
+                change.kind, change.action, change.partition_columns, change.version, change.timestamp
+            )
+        if isinstance(change, MetadataChange):
+            return self.metadata(change.snapshot, version=change.version)
+        return {"protocol": actions.delta_protocol(change.snapshot)["protocol"] | {"version": change.version}}
 
     def entry_file(
         self, kind: str, entry: FileEntry, version: int | None = None, timestamp: int | None = None

@@ -209,6 +209,10 @@ class DeltaTableReader:
         self._snapshots.put(snapshot)
         return snapshot
 
+    def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
+        # Delta has no planning of its own: predicate hints are applied per file.
+        return snapshot
+
     def commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         """The actions of one commit; commits never change, so they are cached."""
         with self._lock:

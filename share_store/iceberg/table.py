@@ -153,6 +153,13 @@ class IcebergTableReader:
             self._snapshots.put(cached)
         return cached
 
+    def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
+        """The files pyiceberg's planning keeps for `hint`, pruning manifests and files.
+
+        The generic per-file evaluation still runs on what is left.
+        """
+        return self.snapshot(snapshot.version, hint=hint)
+
     def _schema_for(self, table: Any, snapshot_id: int) -> Any:
         if snapshot_id == EMPTY_SNAPSHOT:
             return table.schema()

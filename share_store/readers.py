@@ -1,0 +1,101 @@
+"""Where a shared table's reader is chosen: one `TableReader` per table, kept between requests.
+
+Readers hold what is expensive to rebuild (log listings, snapshots, loaded
+Iceberg metadata), so a request asks `TableReaders.reader` once and passes the
+reader on. Delta and Iceberg tables answer through the same `TableReader`
+methods, which is all the protocol side needs to know of either.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from share_store.delta.log import Commit
+from share_store.delta.replay import LogListing
+from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
+from share_store.errors import UnsupportedOperation
+from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.table import IcebergTableReader, VersionStore
+from share_store.model import SharedTable
+from share_store.storage.base import ObjectStorage
+
+
+class TableReader(Protocol):
+    """One shared table's versions, snapshots, commits and file locations."""
+
+    def listing(self) -> LogListing:
+        """The table's versions as of now (cheap to ask again: readers cache it)."""
+        ...
+
+    def snapshot(self, version: int | None = None, listing: Any = None) -> DeltaSnapshot:
+        """The snapshot of `version` (the latest when None)."""
+        ...
+
+    def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
+        """`snapshot`'s files as the table format's own planning prunes them with a predicate hint."""
+        ...
+
+    def commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
+        """The raw actions of one version, as Delta writes them."""
+        ...
+
+    def commits(self, listing: Any, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
+        """Version and timestamp of every version still in the log, up to `snapshot`'s."""
+        ...
+
+    def locate(self, path: str) -> tuple[str, str]:
+        """Bucket and key of a file named in the log."""
+        ...
+
+    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
+        """Bucket and key of a deletion vector's file; None for inline vectors."""
+        ...
+
+    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
+        """A presigned URL for `location` and its expiry (epoch ms)."""
+        ...
+
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
+        """Refuse a snapshot whose files were removed from storage."""
+        ...
+
+    def check_exist(self, locations: list[tuple[str, str]]) -> None:
+        """Refuse when any of `locations` is missing from storage."""
+        ...
+
+
+class TableReaders:
+    """The reader of each shared table, made on first use and kept while its location stays.
+
+    Keyed by table id and location, so a table re-added at another path gets
+    a fresh reader rather than another table's cached snapshots.
+    """
+
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        catalogs: CatalogRegistry | None = None,
+        versions: VersionStore | None = None,
+    ) -> None:
+        self.storage = storage
+        self.catalogs = catalogs or CatalogRegistry({})
+        self.versions = versions
+        self._readers: dict[tuple[str, str, str], TableReader] = {}
+        self._lock = threading.Lock()
+
+    def reader(self, table: SharedTable) -> TableReader:
+        key = (table.id, table.bucket, table.path)
+        with self._lock:
+            reader = self._readers.get(key)
+            if reader is None:
+                reader = self._make(table)
+                self._readers[key] = reader
+            return reader
+
+    def _make(self, table: SharedTable) -> TableReader:
+        if table.is_iceberg:
+            if self.versions is None:
+                raise UnsupportedOperation("Iceberg tables need a share store for their versions")
+            return IcebergTableReader(table, self.catalogs, self.versions, self.storage)
+        return DeltaTableReader(self.storage, table.bucket, table.path)

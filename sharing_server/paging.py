@@ -1,0 +1,101 @@
+"""Where a page token is made: paging of file listings (`/query`, `/changes`) with `maxFiles`.
+
+A page token carries the table, the version (or latest version) the first
+page was read at, a checksum of the request's parameters and the offset of
+the next line, signed so that a recipient can neither forge nor alter one.
+Every page repeats the head lines, so a client can check that the protocol
+and metadata did not change between pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from share_store.errors import InvalidParameter
+from sharing_server.page_tokens import TokenCodec
+from sharing_server.protocol import MAX_PAGE_FILES
+
+PAGE_TOKEN_TTL_MS = 3 * 24 * 3600 * 1000
+
+Line = dict[str, Any]
+
+
+@dataclass
+class Paging:
+    """Where a page starts and how many lines after the head it may hold."""
+
+    offset: int = 0
+    size: int | None = None
+    token_payload: dict[str, Any] | None = None
+
+
+def decode_token(codec: TokenCodec, token: str, what: str, table_id: str, now_ms: int) -> dict[str, Any]:
+    """The payload of a page or refresh token, refused if altered, expired or another table's."""
+    try:
+        payload = codec.decode(token)
+    except ValueError as error:
+        raise InvalidParameter(f"Error decoding the {what}: {error}") from None
+    if payload.get("t") != table_id:
+        raise InvalidParameter(f"The table specified in the {what} does not match the table being queried.")
+    if int(payload.get("e", 0)) < now_ms:
+        raise InvalidParameter(f"The {what} has expired. Please restart the query.")
+    return payload
+
+
+class Pager:
+    """Cuts file listings into pages and makes the tokens that resume them."""
+
+    def __init__(self, secret: bytes) -> None:
+        self.tokens = TokenCodec(secret, "query-page")
+
+    def start(
+        self, table_id: str, token: str | None, checksum: str, max_files: int | None, now_ms: int
+    ) -> Paging:
+        """The page a request asks for: the first, or the one its page token resumes."""
+        size = min(max_files, MAX_PAGE_FILES) if max_files else None
+        if not token:
+            return Paging(0, size)
+        payload = decode_token(self.tokens, token, "page token", table_id, now_ms)
+        if payload.get("c") != checksum:
+            raise InvalidParameter(
+                "Query parameter mismatch detected for the next page query. The query parameter "
+                "cannot change when querying the next page results."
+            )
+        return Paging(int(payload["o"]), size, payload)
+
+    def lines(
+        self,
+        head: list[Line],
+        body: Iterator[Line],
+        paging: Paging,
+        page_state: dict[str, Any] | None,
+        now_ms: int,
+        end_fields: Callable[[], dict[str, Any]],
+    ) -> Iterator[Line]:
+        """Head lines, one page of body lines, then the endStreamAction unless `page_state` is None.
+
+        `page_state` goes into the next page's token; `end_fields` adds fields
+        to the endStreamAction once the page's lines are made (URL expiries
+        are known only then).
+        """
+        yield from head
+        emitted = 0
+        has_more = False
+        stop = None if paging.size is None else paging.offset + paging.size + 1
+        for line in islice(body, paging.offset, stop):
+            if paging.size is not None and emitted == paging.size:
+                has_more = True
+                break
+            yield line
+            emitted += 1
+        if page_state is None:
+            return
+        end: dict[str, Any] = {}
+        if has_more:
+            state = page_state | {"o": paging.offset + emitted, "e": now_ms + PAGE_TOKEN_TTL_MS}
+            end["nextPageToken"] = self.tokens.encode(state)
+        end.update(end_fields())
+        yield {"endStreamAction": end}
