@@ -8,10 +8,12 @@
     ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing"
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
-    ├── RateLimited                 429 TOO_MANY_REQUESTS (with a retry delay)
     └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
         ├── AdminNotFound           404 the share, token or client named does not exist
         └── AdminConflict           409 the name is already taken
+
+The server's own refusals (rate limits, body size, signatures, a disabled
+admin API) and configuration errors live in `sharing_server.errors`.
 
 Anything else raised while serving a request is an internal error whose text
 is hidden from the recipient, since it may carry paths or credentials.
@@ -67,15 +69,6 @@ class Unauthenticated(ShareStoreError):
 class StorageUnavailable(ShareStoreError):
     error_code = "TEMPORARILY_UNAVAILABLE"
     status_code = 503
-
-
-class RateLimited(ShareStoreError):
-    error_code = "TOO_MANY_REQUESTS"
-    status_code = 429
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class AdminError(ShareStoreError):

@@ -1,4 +1,16 @@
-"""Every error leaves as `{"errorCode", "message"}` JSON; internals never leave at all."""
+"""Every error leaves as `{"errorCode", "message"}` JSON; internals never leave at all.
+
+Besides the handlers, this module holds the errors the server raises itself,
+as opposed to those of the share store (`share_store.errors`):
+
+    ShareStoreError (share_store.errors)
+    ├── Refusal                     an HTTP-level refusal, before or instead of any table work
+    │   ├── Forbidden               403 PERMISSION_DENIED (bad file URL signature, files not ours)
+    │   ├── AdminDisabled           403 PERMISSION_DENIED (no [admin] token_hash configured)
+    │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
+    │   └── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
+    └── ConfigError                 the configuration is invalid (the CLI exits with status 2)
+"""
 
 from __future__ import annotations
 
@@ -9,11 +21,46 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import RateLimited, ShareStoreError, StorageUnavailable
+from share_store.errors import ShareStoreError, StorageUnavailable
 from share_store.outages import is_outage
 from sharing_server.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
+
+
+class Refusal(ShareStoreError):
+    """Refused by the server itself; like the store's errors, its message is safe to show."""
+
+
+class Forbidden(Refusal):
+    error_code = "PERMISSION_DENIED"
+    status_code = 403
+
+
+class AdminDisabled(Refusal):
+    error_code = "PERMISSION_DENIED"
+    status_code = 403
+
+
+class RequestTooLarge(Refusal):
+    error_code = "REQUEST_TOO_LARGE"
+    status_code = 413
+
+
+class RateLimited(Refusal):
+    error_code = "TOO_MANY_REQUESTS"
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ConfigError(ShareStoreError):
+    """A setting is missing, unknown or out of range; reported on one line at start-up."""
+
+    error_code = "INVALID_CONFIG"
+
 
 HTTP_CODES = {
     400: "MALFORMED_REQUEST",

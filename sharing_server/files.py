@@ -9,9 +9,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from share_store.errors import NotFound, ShareStoreError
+from share_store.errors import NotFound
 from share_store.signing import EXPIRES_PARAM, SIGNATURE_PARAM
 from share_store.storage.local import LocalStorage
+from sharing_server.errors import Forbidden
 
 
 class DataFileResponse(FileResponse):
@@ -42,11 +43,6 @@ class DataFileResponse(FileResponse):
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-class Forbidden(ShareStoreError):
-    error_code = "PERMISSION_DENIED"
-    status_code = 403
 
 
 async def serve_file(request: Request) -> Response:

@@ -17,19 +17,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from share_store.errors import RateLimited, ShareStoreError
+from share_store.errors import ShareStoreError
 from sharing_server.audit import AuditLog
-from sharing_server.errors import share_store_error
+from sharing_server.errors import RateLimited, RequestTooLarge, share_store_error
 from sharing_server.metrics import Metrics
 from sharing_server.rate_limits import RateLimiter
 
 # Probes and scrapes are never limited or audited: they would drown the log.
 UNOBSERVED_PATHS = frozenset({"/healthz", "/metrics"})
-
-
-class RequestTooLarge(ShareStoreError):
-    error_code = "REQUEST_TOO_LARGE"
-    status_code = 413
 
 
 class ForwardedHeaders:
