@@ -14,23 +14,10 @@ import os
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from share_store.persistence import ShareStore
-from sharing_server.app import create_app
-from sharing_server.config import ServerConfig, load_config
+from sharing_server.config import load_config
+from sharing_server.startup import build_app, open_services
 
 CONFIG_VARIABLE = "SHARING_CONFIG"
-
-
-def build_app(config: ServerConfig) -> Starlette:
-    store = ShareStore(config.resolved_store_url())
-    return create_app(
-        store,
-        config.make_storage(),
-        config.secret(),
-        config.prefix,
-        config.make_catalogs(),
-        config.service_options(),
-    )
 
 
 class ConfiguredApp:
@@ -45,7 +32,7 @@ class ConfiguredApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._app is None:
-            self._app = build_app(load_config(os.environ.get(CONFIG_VARIABLE)))
+            self._app = build_app(open_services(load_config(os.environ.get(CONFIG_VARIABLE))))
         await self._app(scope, receive, send)
 
 

@@ -19,6 +19,7 @@ Bad input prints one line and exits with status 2, leaving the store as it was.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -223,24 +224,25 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
     from hypercorn.config import Config
     from hypercorn.run import run as hypercorn_run
 
-    from sharing_server.asgi import CONFIG_VARIABLE, build_app
+    from sharing_server.asgi import CONFIG_VARIABLE
     from sharing_server.metrics import MULTIPROCESS_VARIABLE
+    from sharing_server.startup import build_app, open_services
 
-    overrides = {"host": args.host, "port": args.port, "certfile": args.certfile, "keyfile": args.keyfile}
+    given = {"host": args.host, "port": args.port, "certfile": args.certfile, "keyfile": args.keyfile}
+    overrides = {key: value for key, value in given.items() if value}
     for key, value in overrides.items():
-        if value:
-            setattr(config, key, value)
-            # Worker processes load the configuration again: hand them the overrides too.
-            os.environ[f"SHARING_SERVER_{key.upper()}"] = str(value)
+        # Worker processes load the configuration again: hand them the overrides too.
+        os.environ[f"SHARING_SERVER_{key.upper()}"] = str(value)
+    config = dataclasses.replace(config, **overrides)  # options follow the new endpoint
     if args.config:
         os.environ[CONFIG_VARIABLE] = str(Path(args.config).resolve())
-    options = config.service_options()
+    options = config.options
+    # Made before any worker starts: folders, the server key, the demo.
+    services = open_services(config)
     if args.demo:
         from sharing_server.demo import seed_demo
 
-        store = ShareStore(config.resolved_store_url())
-        seed_demo(config, store)
-        store.close()
+        seed_demo(config, services.store)
     hyper = Config()
     hyper.bind = [f"{config.host}:{config.port}"]
     hyper.certfile = config.certfile
@@ -256,6 +258,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         # metrics meet in one directory, unless the operator has chosen one.
         hyper.workers = config.workers
         hyper.application_path = "sharing_server.asgi:app"
+        services.close()  # each worker opens its own
         if os.environ.get(MULTIPROCESS_VARIABLE):
             hypercorn_run(hyper)
             return
@@ -263,7 +266,10 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
             os.environ[MULTIPROCESS_VARIABLE] = metrics_dir  # spawned workers inherit it
             hypercorn_run(hyper)
     else:
-        asyncio.run(hypercorn_serve(build_app(config), hyper))
+        try:
+            asyncio.run(hypercorn_serve(build_app(services), hyper))
+        finally:
+            services.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             serve(config, args)
             return 0
+        from sharing_server.startup import prepare_disk
+
+        prepare_disk(config)
         store = ShareStore(config.resolved_store_url())
         try:
             if args.command == "demo":

@@ -16,19 +16,19 @@
 from __future__ import annotations
 
 import os
-import secrets
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from share_store.errors import AdminError
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
+from sharing_server.errors import ConfigError
 
 ENV_PREFIX = "SHARING_"
 DEFAULT_CATALOG = "default"
@@ -74,7 +74,9 @@ class ServerConfig:
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
 
-    def service_options(self) -> ServiceOptions:
+    @cached_property
+    def options(self) -> ServiceOptions:
+        """The settings the running app takes, checked once (by `load_config`)."""
         defaults = ServiceOptions()
         try:
             options = ServiceOptions(
@@ -90,13 +92,13 @@ class ServerConfig:
                 proxy_hops=self.proxy_hops,
             )
         except ValueError as error:
-            raise AdminError(f"invalid [limits]/[oauth] setting: {error}") from error
+            raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
             # would have them fetch a new token before every request.
-            raise AdminError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
+            raise ConfigError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
         if options.max_body_bytes < 1024:
-            raise AdminError("[limits] max_body_bytes must be at least 1024")
+            raise ConfigError("[limits] max_body_bytes must be at least 1024")
         return options
 
     @property
@@ -112,33 +114,32 @@ class ServerConfig:
         return self.base_url + self.prefix
 
     def resolved_store_url(self) -> str:
-        if self.store_url:
-            return self.store_url
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        return sqlite_url(self.data_dir / "store.db")
+        return self.store_url or sqlite_url(self.data_dir / "store.db")
 
-    def secret(self) -> bytes:
-        """Key for signed URLs and page tokens; replicas must share it."""
-        if self.secret_key:
-            return self.secret_key.encode()
-        path = self.data_dir / "server.key"
-        if not path.exists():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_hex(32))
-        return path.read_text().strip().encode()
+    @property
+    def key_file(self) -> Path:
+        """Where the server key is kept when `secret_key` is not set (made at first start)."""
+        return self.data_dir / "server.key"
+
+    @property
+    def is_local(self) -> bool:
+        return self.storage.get("type", "local") == "local"
 
     def storage_root(self) -> Path:
         return Path(self.storage.get("root") or self.data_dir / "data")
 
+    @property
+    def embedded_warehouse(self) -> Path | None:
+        """The embedded Iceberg catalog's warehouse: local storage with no catalog configured."""
+        if self.catalogs or not self.is_local:
+            return None
+        return self.storage_root().resolve() / "warehouse"
+
     def make_catalogs(self) -> CatalogRegistry:
         """Configured catalogs; with none, an embedded SQLite catalog named `default` (local storage)."""
         catalogs = dict(self.catalogs)
-        if not catalogs and self.storage.get("type", "local") == "local":
-            warehouse = self.storage_root().resolve() / "warehouse"
-            warehouse.mkdir(parents=True, exist_ok=True)
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+        warehouse = self.embedded_warehouse
+        if warehouse is not None:
             catalogs[DEFAULT_CATALOG] = {
                 "type": "sql",
                 "uri": sqlite_url(self.data_dir.resolve() / "iceberg.db"),
@@ -146,13 +147,12 @@ class ServerConfig:
             }
         return CatalogRegistry(catalogs, self.url_lifetime)
 
-    def make_storage(self) -> ObjectStorage:
+    def make_storage(self, secret: bytes) -> ObjectStorage:
+        """The configured storage; `secret` signs local file URLs."""
         kind = self.storage.get("type", "local")
         if kind == "local":
-            root = self.storage_root()
-            root.mkdir(parents=True, exist_ok=True)
-            signer = UrlSigner(self.secret(), f"{self.endpoint}/files")
-            return LocalStorage(root, signer, self.url_lifetime)
+            signer = UrlSigner(secret, f"{self.endpoint}/files")
+            return LocalStorage(self.storage_root(), signer, self.url_lifetime)
         if kind == "s3":
             s = self.storage
             settings = S3Settings(
@@ -169,9 +169,9 @@ class ServerConfig:
                     if key in s:
                         setattr(settings, key, kind(s[key]))
             except ValueError as error:
-                raise AdminError(f"[storage] {error}") from error
+                raise ConfigError(f"[storage] {error}") from error
             return S3Storage(settings, self.url_lifetime)
-        raise AdminError(f"unknown storage type {kind!r}: use 'local' or 's3'")
+        raise ConfigError(f"unknown storage type {kind!r}: use 'local' or 's3'")
 
 
 def _token_hash(value: Any) -> str | None:
@@ -179,7 +179,7 @@ def _token_hash(value: Any) -> str | None:
         return None
     text = str(value).strip().lower()
     if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
-        raise AdminError("[admin] token_hash must be the SHA-256 hex digest of the admin token")
+        raise ConfigError("[admin] token_hash must be the SHA-256 hex digest of the admin token")
     return text
 
 
@@ -233,7 +233,7 @@ def _section(
             values[key] = env[variable]
     unknown = set(values) - set(keys)
     if strict and unknown:
-        raise AdminError(f"unknown [{name}] settings: {', '.join(sorted(unknown))}")
+        raise ConfigError(f"unknown [{name}] settings: {', '.join(sorted(unknown))}")
     return values
 
 
@@ -247,9 +247,9 @@ def load_config(
             with open(path, "rb") as handle:
                 raw = tomllib.load(handle)
         except FileNotFoundError as error:
-            raise AdminError(f"config file {path} not found") from error
+            raise ConfigError(f"config file {path} not found") from error
         except tomllib.TOMLDecodeError as error:
-            raise AdminError(f"config file {path} is not valid TOML: {error}") from error
+            raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
     server = _section(raw, env, "server", SERVER_KEYS)
     store = _section(raw, env, "store", ("url",), strict=False)
     storage = _section(raw, env, "storage", STORAGE_KEYS, strict=False)
@@ -260,7 +260,7 @@ def load_config(
             try:
                 setattr(config, key, kind(server[key]))
             except ValueError as error:
-                raise AdminError(f"[server] {key}: {error}") from error
+                raise ConfigError(f"[server] {key}: {error}") from error
     if not config.prefix.startswith("/"):
         config.prefix = "/" + config.prefix
     config.prefix = config.prefix.rstrip("/")
@@ -268,8 +268,8 @@ def load_config(
     config.storage = {"type": "local", **storage}
     catalogs = raw.get("catalogs", {})
     if not isinstance(catalogs, dict) or not all(isinstance(v, dict) for v in catalogs.values()):
-        raise AdminError("[catalogs.<name>] blocks must hold catalog properties")
+        raise ConfigError("[catalogs.<name>] blocks must hold catalog properties")
     config.catalogs = catalogs
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
-    config.service_options()  # report bad values at load time, not at the first request
+    config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

@@ -21,9 +21,9 @@ from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import parse_create_args
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
-from sharing_server.app import create_app
 from sharing_server.config import ServerConfig, load_config
 from sharing_server.profiles import write_profile
+from sharing_server.startup import build_app, open_services
 from tests.live_server import LiveServer
 from tests.postgres import Postgres, start_postgres
 from tests.seaweed import SeaweedS3, free_port, start_seaweed
@@ -47,6 +47,7 @@ class Deployment:
     server: LiveServer
     tmp: Path
     catalogs: CatalogRegistry
+    secret: bytes
 
     @property
     def endpoint(self) -> str:
@@ -112,12 +113,11 @@ def deploy(
     settings.update(env or {})
     config = load_config(env=settings)
     config.catalogs = catalogs or {}
-    store = ShareStore(config.resolved_store_url())
-    storage_obj = config.make_storage()
-    catalogs = config.make_catalogs()
-    app = create_app(store, storage_obj, config.secret(), config.prefix, catalogs, config.service_options())
-    server = LiveServer(app, port).start()
-    return Deployment(config, store, storage_obj, server, tmp, catalogs)
+    services = open_services(config)
+    server = LiveServer(build_app(services), port).start()
+    return Deployment(
+        config, services.store, services.storage, server, tmp, services.catalogs, services.secret
+    )
 
 
 @pytest.fixture(scope="session")

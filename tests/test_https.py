@@ -85,7 +85,7 @@ def test_client_reads_over_verified_https(
     upload_tree(s3.seaweed.client(), testdata / "cdf-table", TESTDATA_BUCKET, "https/cdf-table")
     s3.share_tables("tls", {"t": "https/cdf-table"})
     port = free_port()
-    app = create_app(s3.store, s3.storage, s3.config.secret(), s3.config.prefix)
+    app = create_app(s3.store, s3.storage, s3.secret, s3.config.prefix)
     with LiveServer(app, port, certfile=str(cert), keyfile=str(key)) as server:
         endpoint = f"{server.url}/delta-sharing"
         _, secret = s3.store.create_token("tls", dt.timedelta(hours=1), "tls")

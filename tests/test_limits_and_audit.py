@@ -175,7 +175,7 @@ def test_no_secret_reaches_any_log(
     limited: Deployment, tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    secrets: list[str] = [ADMIN_TOKEN, limited.config.secret().decode()]
+    secrets: list[str] = [ADMIN_TOKEN, limited.secret.decode()]
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     issued = httpx.post(
         limited.server.url + "/admin/v1/shares/limited/tokens", json={"expires": "1h"}, headers=admin

@@ -1,0 +1,77 @@
+"""Config reads and checks settings without touching the disk; start-up makes what it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from share_store.storage.local import LocalStorage
+from sharing_server.config import ServerConfig, load_config
+from sharing_server.errors import ConfigError
+from sharing_server.startup import open_services, prepare_disk, server_secret
+
+
+def local_config(tmp_path: Path, **extra: str) -> ServerConfig:
+    env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "data-dir")} | extra
+    return load_config(env=env)
+
+
+def test_reading_the_configuration_writes_nothing(tmp_path: Path) -> None:
+    config = local_config(tmp_path)
+    assert config.resolved_store_url().endswith("data-dir/store.db")
+    storage = config.make_storage(b"k" * 32)
+    catalogs = config.make_catalogs()
+    assert isinstance(storage, LocalStorage)
+    assert "default" in catalogs.configs
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_start_up_makes_folders_and_one_key_that_stays(tmp_path: Path) -> None:
+    config = local_config(tmp_path)
+    prepare_disk(config)
+    assert config.data_dir.is_dir() and config.storage_root().is_dir()
+    assert config.embedded_warehouse is not None and config.embedded_warehouse.is_dir()
+    key = server_secret(config)
+    assert len(key) == 64 and server_secret(config) == key
+    assert config.key_file.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in config.data_dir.iterdir()) == ["data", "server.key"]  # no draft
+
+
+def test_a_configured_key_is_used_as_given_and_no_file_is_made(tmp_path: Path) -> None:
+    config = local_config(tmp_path, SHARING_SERVER_SECRET_KEY="s3cr3t")
+    assert server_secret(config) == b"s3cr3t"
+    assert not config.key_file.exists()
+
+
+def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
+    services = open_services(local_config(tmp_path))
+    try:
+        assert services.store.list_shares() == []
+        assert services.secret == server_secret(services.config)
+    finally:
+        services.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SHARING_LIMITS_MAX_BODY_BYTES": "10"}, "max_body_bytes must be at least 1024"),
+        ({"SHARING_OAUTH_ACCESS_TOKEN_LIFETIME": "60"}, "access_token_lifetime must be at least"),
+        ({"SHARING_LIMITS_GLOBAL_RPS": "lots"}, "invalid [limits]/[oauth] setting"),
+        ({"SHARING_SERVER_PORT": "http"}, "[server] port"),
+        ({"SHARING_ADMIN_TOKEN_HASH": "abc"}, "token_hash must be the SHA-256"),
+    ],
+)
+def test_bad_settings_are_config_errors_at_load_time(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        local_config(tmp_path, **env)
+    assert message in raised.value.message
+
+
+def test_options_are_made_once_per_configuration(tmp_path: Path) -> None:
+    config = local_config(tmp_path, SHARING_LIMITS_GLOBAL_RPS="7")
+    assert config.options is config.options
+    assert config.options.global_rps == 7.0
