@@ -1,7 +1,8 @@
 """`make bench`: figures for presigning, /query on large tables, client reads and concurrency.
 
 Every comparison is a ratio measured side by side in the same run, since shared
-machines are noisy. Prints a table and writes it to bench/RESULTS.md.
+machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
+`python -m bench.run` from the project root, which puts `share_store` on sys.path.
 """
 
 from __future__ import annotations
@@ -27,13 +28,12 @@ import pyarrow.parquet as pq
 from botocore.config import Config
 from deltalake import DeltaTable, write_deltalake
 
-ROOT = Path(__file__).resolve().parent
-DATA = ROOT / ".data"
-sys.path.insert(0, str(ROOT.parent))
-
 from share_store.delta.replay import STREAM_THRESHOLD_BYTES
 from share_store.storage.s3 import MISSING_CHECK_LIMIT
 from share_store.storage.sigv4 import Credentials, S3Presigner
+
+ROOT = Path(__file__).resolve().parent
+DATA = ROOT / ".data"
 
 rows: list[tuple[str, str, str, str]] = []
 
