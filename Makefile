@@ -56,7 +56,7 @@ pipeline: install
 
 ## Benchmarks: prints a table and writes bench/RESULTS.md (a few minutes).
 bench: install
-	$(PY) bench/run.py
+	$(PY) -m bench.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .pipeline

@@ -1,0 +1,189 @@
+"""Sharing servers and SeaweedFS for the benchmarks, and the timings taken against them.
+
+Each sharing server is a `sharing-server serve` process of its own rather than the
+tests' in-process LiveServer, so that its peak RSS is its own and it can run several
+Hypercorn workers. Free ports and SeaweedFS come from the tests' helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sized
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from bench.results import record
+from tests.seaweed import SeaweedS3, free_port, start_seaweed
+
+# Generated tables, server state and SeaweedFS data; kept between runs (and out of git)
+# so that a second run need not generate the large tables again.
+DATA = Path(__file__).resolve().parent / ".data"
+
+
+def local_storage() -> dict[str, str]:
+    """`[storage]` settings for local storage over the buckets the tables are generated in."""
+    return {"type": "local", "root": str(DATA / "buckets")}
+
+
+def storage_section(settings: Mapping[str, str]) -> str:
+    # Strings throughout, as SeaweedS3.storage_config() gives them: the server reads
+    # booleans and numbers from strings too, since environment overrides are strings.
+    return "[storage]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+
+
+class Server:
+    """A `sharing-server serve` process, its config and state in bench/.data/`name` (cleared first).
+
+    Share tables with `share()` before starting it; `with server:` starts it and stops it.
+    """
+
+    def __init__(self, name: str, storage: Mapping[str, str] | None = None, workers: int = 1) -> None:
+        self.port = free_port()
+        self.workdir = DATA / name
+        self.state = self.workdir / "state"
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.workdir.mkdir(parents=True)
+        self.config = self.workdir / "bench.toml"
+        self.config.write_text(
+            f'[server]\nhost = "127.0.0.1"\nport = {self.port}\ndata_dir = "{self.state}"\n'
+            f"url_lifetime = 3600\nworkers = {workers}\n\n{storage_section(storage or local_storage())}"
+            # The concurrency run would otherwise measure the rate limiter; the audit log stays on.
+            "\n[limits]\nper_token_rps = 0\nglobal_rps = 0\n"
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/delta-sharing"
+
+    def share(self, tables: dict[str, str]) -> tuple[Path, str]:
+        """Share `{name: spec}` as share `bench`, schema `default`; the profile and its token."""
+        specs = ["default"] + [f"{name}:{spec}" for name, spec in tables.items()]
+        self.cli("share", "create", "bench", *specs)
+        profile = self.workdir / "bench.share"
+        self.cli("token", "create", "bench", "--expires", "1d", "--profile", str(profile))
+        return profile, json.loads(profile.read_text())["bearerToken"]
+
+    def client(self, token: str) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600)
+
+    def cli(self, *args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "sharing_server", "--config", str(self.config), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sharing_server", "--config", str(self.config), "serve"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(200):
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=0.5)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError("server did not start")
+        # It answers at once and preloads heavy modules in the background; cold figures
+        # are the first query to a server that has settled, as a deployed one has.
+        time.sleep(3)
+
+    def peak_rss_mb(self) -> float:
+        assert self.process, "the server is not running"
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        if self.process:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextmanager
+def running_seaweed() -> Iterator[SeaweedS3]:
+    """A SeaweedFS S3 server on loopback, its data in bench/.data/seaweed (cleared first)."""
+    shutil.rmtree(DATA / "seaweed", ignore_errors=True)
+    seaweed = start_seaweed(DATA / "seaweed")
+    try:
+        yield seaweed
+    finally:
+        seaweed.stop()
+
+
+def timed_query(client: httpx.Client, path: str) -> tuple[float, float, int]:
+    """One POST to a /query path: seconds to first and last byte, lines received."""
+    start = time.perf_counter()
+    first = None
+    lines = 0
+    with client.stream("POST", path, json={}) as response:
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            if first is None:
+                first = time.perf_counter() - start
+            lines += chunk.count(b"\n")
+    return first or 0.0, time.perf_counter() - start, lines
+
+
+def query_rows(client: httpx.Client, label: str, name: str, files: int, targets: bool = False) -> None:
+    """Cold and warm /query of one table: first byte, last byte, lines per second."""
+    path = f"/shares/bench/schemas/default/tables/{name}/query"
+    cold_first, cold_last, lines = timed_query(client, path)
+    warm_first, warm_last, _ = timed_query(client, path)
+    assert lines == files + 2, (lines, files)
+    record(
+        f"/query {label}: first byte (cold / warm)",
+        f"{cold_first * 1000:.0f} / {warm_first * 1000:.0f} ms",
+        "<= 100 ms, warm" if targets else "",
+        ("met" if warm_first <= 0.1 else "missed") if targets else "",
+    )
+    record(
+        f"/query {label}: last byte (cold / warm)",
+        f"{cold_last:.2f} / {warm_last:.2f} s",
+        "<= 1.5 s, warm" if targets else "",
+        ("met" if warm_last <= 1.5 else "missed") if targets else "",
+    )
+    record(f"/query {label}: lines per second (warm)", f"{lines / warm_last:,.0f}")
+
+
+def read_ratio(label: str, shared: Callable[[], Sized], direct: Callable[[], Sized]) -> None:
+    """Time `load_as_pandas` through the share against a direct read, side by side."""
+    start = time.perf_counter()
+    through = shared()
+    through_time = time.perf_counter() - start
+    start = time.perf_counter()
+    expected = direct()
+    direct_time = time.perf_counter() - start
+    assert len(through) == len(expected), (len(through), len(expected))
+    ratio = through_time / direct_time
+    record(f"{label}: through share / direct", f"{through_time:.2f} / {direct_time:.2f} s")
+    record(f"{label}: ratio", f"{ratio:.2f}x", "<= 1.2x", "met" if ratio <= 1.2 else "missed")
+
+
+def best_of(action: Callable[[], object], times: int = 5) -> float:
+    """The fastest of `times` runs of `action`, in seconds: the least disturbed by other load."""
+    durations = []
+    for _ in range(times):
+        start = time.perf_counter()
+        action()
+        durations.append(time.perf_counter() - start)
+    return min(durations)

@@ -1,0 +1,246 @@
+"""What `make bench` measures, one function per group of RESULTS.md rows.
+
+Each scenario generates the tables it needs (bench.tables), starts the servers it
+measures (bench.harness) and records its rows (bench.results); bench.run calls
+them in the order the rows appear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import delta_sharing
+import httpx
+import pyarrow as pa
+from botocore.config import Config
+from deltalake import DeltaTable
+from pyiceberg.catalog.sql import SqlCatalog
+
+from bench.harness import DATA, Server, best_of, query_rows, read_ratio, running_seaweed, timed_query
+from bench.results import record
+from bench.tables import (
+    make_checkpointed_log,
+    make_delta_table,
+    make_iceberg_tables,
+    make_readable,
+)
+from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
+from share_store.storage.s3 import MISSING_CHECK_LIMIT, S3Storage
+from share_store.storage.sigv4 import Credentials, S3Presigner
+from tests.conftest import upload_tree
+
+# Where the Delta tables are generated: bucket `bench` of the local storage.
+BUCKET = DATA / "buckets" / "bench"
+
+
+def bench_presign() -> None:
+    """Presigning one URL, ours against boto3's, in this process (no server involved)."""
+    client = boto3.client(
+        "s3",
+        endpoint_url="http://127.0.0.1:9000",
+        region_name="us-east-1",
+        aws_access_key_id="AKIAEXAMPLE",
+        aws_secret_access_key="secret",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+    ours = S3Presigner("http://127.0.0.1:9000", "us-east-1", Credentials("AKIAEXAMPLE", "secret"))
+    now = datetime.now(UTC)
+    assert ours.presign("b", "k/0.parquet", 3600, now.replace(microsecond=0)) is not None
+    n_ours, n_boto = 50_000, 5_000
+    start = time.perf_counter()
+    for i in range(n_ours):
+        ours.presign("bucket", f"table/part-{i:06d}.parquet", 3600)
+    per_ours = (time.perf_counter() - start) / n_ours
+    start = time.perf_counter()
+    for i in range(n_boto):
+        client.generate_presigned_url(
+            "get_object", Params={"Bucket": "bucket", "Key": f"table/part-{i:06d}.parquet"}, ExpiresIn=3600
+        )
+    per_boto = (time.perf_counter() - start) / n_boto
+    record("presign one URL: ours", f"{per_ours * 1e6:.1f} µs")
+    record("presign one URL: boto3 generate_presigned_url", f"{per_boto * 1e6:.1f} µs")
+    ratio = per_boto / per_ours
+    record("presign speed-up (boto3 / ours)", f"{ratio:.1f}x", ">= 20x", "met" if ratio >= 20 else "missed")
+
+
+def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
+    """Local storage: /query per table size, a whole-table read against deltalake. The readable table."""
+    for files in sizes:
+        make_delta_table(BUCKET / f"t{files // 1000}k", files)
+    largest = max(sizes)
+    checkpointed = f"c{largest // 1000}k"
+    make_delta_table(BUCKET / checkpointed, largest, checkpoint=True)
+    readable = BUCKET / "readable"
+    make_readable(readable, rows_table)
+    server = Server("run")
+    tables = {f"t{n // 1000}k": f"delta:bench:t{n // 1000}k" for n in sizes}
+    tables |= {checkpointed: f"delta:bench:{checkpointed}", "readable": "delta:bench:readable"}
+    profile, token = server.share(tables)
+    with server:
+        client = server.client(token)
+        for files in sizes:
+            query_rows(client, f"{files:>7,} files", f"t{files // 1000}k", files, targets=files == 100_000)
+        query_rows(client, f"{largest:>7,} files, checkpointed", checkpointed, largest)
+        record("server peak RSS after all /query runs", f"{server.peak_rss_mb():.0f} MB")
+        url = f"{profile}#bench.default.readable"
+        read_ratio(
+            "load_as_pandas 2M rows / 8 files",
+            lambda: delta_sharing.load_as_pandas(url),
+            lambda: DeltaTable(str(readable)).to_pandas(),
+        )
+        read_ratio(
+            "load_as_pandas, delta format (kernel), 2M rows",
+            lambda: delta_sharing.load_as_pandas(url, use_delta_format=True),
+            lambda: DeltaTable(str(readable)).to_pandas(),
+        )
+        # What the server contributes to such a read: its answer to the client's /query.
+        _, answer, _ = timed_query(client, "/shares/bench/schemas/default/tables/readable/query")
+        record("of which the server's /query answer (8 files)", f"{answer * 1000:.1f} ms")
+    return readable
+
+
+async def concurrent_mix(base: str, token: str, clients: int, requests_each: int) -> tuple[list[float], int]:
+    """`clients` at once, each sending `requests_each` list/metadata/query requests: latencies, errors."""
+    latencies: list[float] = []
+    errors = 0
+    paths = [
+        ("GET", "/shares"),
+        ("GET", "/shares/bench/all-tables"),
+        ("GET", "/shares/bench/schemas/default/tables/t1k/metadata"),
+        ("POST", "/shares/bench/schemas/default/tables/t1k/query"),
+    ]
+
+    async def one(worker: int) -> None:
+        nonlocal errors
+        async with httpx.AsyncClient(
+            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as client:
+            for i in range(requests_each):
+                method, path = paths[(worker + i) % len(paths)]
+                start = time.perf_counter()
+                response = await client.request(method, path, json={} if method == "POST" else None)
+                latencies.append(time.perf_counter() - start)
+                errors += response.status_code >= 400
+
+    await asyncio.gather(*(one(w) for w in range(clients)))
+    return latencies, errors
+
+
+def bench_concurrency(workers: int) -> None:
+    """64 clients on a list/metadata/query mix against a server of `workers` processes.
+
+    It queries the 1,000-file table bench_server generates.
+    """
+    server = Server(f"run-workers-{workers}", workers=workers)
+    _, token = server.share({"t1k": "delta:bench:t1k"})
+    with server:
+        latencies, errors = asyncio.run(concurrent_mix(server.base_url, token, clients=64, requests_each=10))
+        latencies.sort()
+        p50 = statistics.median(latencies) * 1000
+        p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
+        label = f"64 clients x 10 requests, {workers} worker{'s' if workers > 1 else ''}"
+        record(f"{label}: p50 / p99", f"{p50:.0f} / {p99:.0f} ms")
+        record(f"{label}: errors", f"{errors} of {len(latencies)}")
+
+
+def bench_million(files: int) -> None:
+    """A log of a million entries, streamed from its checkpoint by a fresh server process."""
+    name = f"log{files}"
+    make_checkpointed_log(BUCKET / name, files)
+    checkpoint = BUCKET / name / "_delta_log" / "00000000000000000001.checkpoint.parquet"
+    if checkpoint.stat().st_size <= STREAM_THRESHOLD_BYTES:
+        # Its data files do not exist, so only a streamed snapshot (which does not
+        # look them up) can serve it; a held one answers that files are missing.
+        print(f"skipped the {files:,}-entry log: its checkpoint is too small to be streamed")
+        return
+    server = Server("run-million")
+    _, token = server.share({"million": f"delta:bench:{name}"})
+    with server:
+        query_rows(server.client(token), f"{files:,}-entry log (streamed)", "million", files)
+        rss = server.peak_rss_mb()
+        record(
+            f"server peak RSS, {files:,}-entry log",
+            f"{rss:.0f} MB",
+            "<= 300 MB",
+            "met" if rss <= 300 else "missed",
+        )
+
+
+def bench_s3(readable: Path, sizes: list[int]) -> None:
+    """The same tables in SeaweedFS: listings and reads over S3, URLs signed with SigV4."""
+    with running_seaweed() as seaweed:
+        client = seaweed.client()
+        client.create_bucket(Bucket="bench")
+        largest = max(sizes)
+        name = f"t{largest // 1000}k"
+        # Beyond 10,000 files the server does not look each file up: the log is enough.
+        if largest <= MISSING_CHECK_LIMIT:
+            upload_tree(client, BUCKET / name, "bench", name)
+        else:
+            upload_tree(client, BUCKET / name / "_delta_log", "bench", f"{name}/_delta_log")
+        upload_tree(client, readable, "bench", "readable")
+        storage = S3Storage(seaweed.settings())
+        freshness_check(storage, client)
+        server = Server("run-s3", seaweed.storage_config(path_style="true"))
+        profile, token = server.share({name: f"delta:bench:{name}", "readable": "delta:bench:readable"})
+        with server:
+            query_rows(server.client(token), f"{largest:>7,} files on S3", name, largest)
+            options = storage.deltalake_options()
+            url = f"{profile}#bench.default.readable"
+            read_ratio(
+                "load_as_pandas 2M rows / 8 files on S3",
+                lambda: delta_sharing.load_as_pandas(url),
+                lambda: DeltaTable("s3://bench/readable", storage_options=options).to_pandas(),
+            )
+            read_ratio(
+                "load_as_pandas, delta format (kernel), on S3",
+                lambda: delta_sharing.load_as_pandas(url, use_delta_format=True),
+                lambda: DeltaTable("s3://bench/readable", storage_options=options).to_pandas(),
+            )
+
+
+def freshness_check(storage: S3Storage, client: Any, commits: int = 3000) -> None:
+    """What each query pays to learn a table's latest version, on a log of `commits` files on S3."""
+
+    def put(version: int) -> None:
+        client.put_object(Bucket="bench", Key=f"longlog/_delta_log/{version:020d}.json", Body=b"{}\n")
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, range(commits)))
+    prefix = "longlog/_delta_log/"
+    full = best_of(lambda: list_log(storage, "bench", prefix))
+    tail = best_of(lambda: list_log(storage, "bench", prefix, after=commits - 1))
+    record(f"latest-version check, {commits:,}-commit log on S3: full listing", f"{full * 1000:.0f} ms")
+    record(f"latest-version check, {commits:,}-commit log on S3: tail listing", f"{tail * 1000:.1f} ms")
+
+
+def bench_iceberg(rows_table: pa.Table, files: int) -> None:
+    """Iceberg tables in the embedded SQL catalog: one of `files` data files, one of 2M rows."""
+    warehouse = DATA / "buckets" / "warehouse"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    warehouse.mkdir(parents=True)
+    server = Server("run-iceberg")
+    # Where a local-storage server without [catalogs] opens its embedded `default` catalog.
+    server.state.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog(
+        "default", uri=f"sqlite:///{server.state / 'iceberg.db'}", warehouse=warehouse.as_uri()
+    )
+    make_iceberg_tables(catalog, warehouse, rows_table, files)
+    profile, token = server.share(
+        {"readable": "uniform:default:bench:readable", "many": "uniform:default:bench:many"}
+    )
+    with server:
+        query_rows(server.client(token), f"{files:>7,} files, Iceberg", "many", files)
+        read_ratio(
+            "load_as_pandas 2M rows / 8 files, Iceberg",
+            lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
+            lambda: catalog.load_table("bench.readable").scan().to_pandas(),
+        )

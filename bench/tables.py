@@ -1,0 +1,229 @@
+"""The tables the benchmarks query and read, generated on disk rather than shipped.
+
+Large tables are cheap to make here: their data files are hard links to a few small
+Parquet files, and the million-entry log has no data files at all. Each generator
+leaves a table it finds complete alone, so a second run skips the slow part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
+BENCH_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+READABLE_ROWS = 2_000_000
+
+
+def sample_rows() -> pa.Table:
+    """The 100 rows of every data file in the many-file tables (the schema of BENCH_SCHEMA)."""
+    return pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"x{i}" for i in range(100)]})
+
+
+def make_delta_table(location: Path, files: int, checkpoint: bool = False) -> None:
+    """A Delta table whose log holds `files` adds; the data files are hard links to one file.
+
+    With `checkpoint`, delta-rs also writes a checkpoint of it, as a long-lived
+    table has: replaying it then reads Parquet rather than JSON lines.
+    """
+    done = "00000000000000000000.checkpoint.parquet" if checkpoint else "00000000000000000000.json"
+    if (location / "_delta_log" / done).exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    (location / "_delta_log").mkdir(parents=True)
+    sample = sample_rows()
+    # File systems cap hard links per inode (ext4: 65,000), so each template serves 50,000 files.
+    templates = [location / f"template-{index}.parquet" for index in range(files // 50_000 + 1)]
+    for template in templates:
+        pq.write_table(sample, template)
+    size = templates[0].stat().st_size
+    with open(location / "_delta_log" / "00000000000000000000.json", "w") as log:
+        log.write(json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}) + "\n")
+        log.write(
+            json.dumps(
+                {
+                    "metaData": {
+                        "id": "bench",
+                        "format": {"provider": "parquet", "options": {}},
+                        "schemaString": BENCH_SCHEMA,
+                        "partitionColumns": [],
+                        "configuration": {},
+                        "createdTime": 0,
+                    }
+                }
+            )
+            + "\n"
+        )
+        for i in range(files):
+            name = f"part-{i:07d}.parquet"
+            os.link(templates[i // 50_000], location / name)
+            stats = json.dumps(
+                {
+                    "numRecords": 100,
+                    "minValues": {"id": 0, "v": "x0"},
+                    "maxValues": {"id": 99, "v": "x99"},
+                    "nullCount": {"id": 0, "v": 0},
+                }
+            )
+            log.write(
+                json.dumps(
+                    {
+                        "add": {
+                            "path": name,
+                            "partitionValues": {},
+                            "size": size,
+                            "modificationTime": 0,
+                            "dataChange": True,
+                            "stats": stats,
+                        }
+                    }
+                )
+                + "\n"
+            )
+    for template in templates:
+        template.unlink()
+    if checkpoint:
+        DeltaTable(str(location)).create_checkpoint()
+
+
+def make_checkpointed_log(location: Path, files: int) -> None:
+    """A table as a long-lived one looks: a checkpoint of `files` adds, then one small commit.
+
+    Only the log is written (the data files need not exist): this measures what
+    the server does with a million-entry log, streaming it from the checkpoint.
+    """
+    log = location / "_delta_log"
+    if (log / "_last_checkpoint").exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    log.mkdir(parents=True)
+    string_map = pa.map_(pa.string(), pa.string())
+    add_type = pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", string_map),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("stats", pa.string()),
+            ("tags", string_map),
+        ]
+    )
+    meta_type = pa.struct(
+        [
+            ("id", pa.string()),
+            ("format", pa.struct([("provider", pa.string()), ("options", string_map)])),
+            ("schemaString", pa.string()),
+            ("partitionColumns", pa.list_(pa.string())),
+            ("configuration", string_map),
+            ("createdTime", pa.int64()),
+        ]
+    )
+    protocol_type = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+    metadata = {
+        "id": "bench-million",
+        "format": {"provider": "parquet", "options": []},
+        "schemaString": BENCH_SCHEMA,
+        "partitionColumns": [],
+        "configuration": [],
+        "createdTime": 0,
+    }
+    path = log / "00000000000000000001.checkpoint.parquet"
+    columns = {"add": add_type, "metaData": meta_type, "protocol": protocol_type}
+    schema = pa.schema(list(columns.items()))
+    with pq.ParquetWriter(path, schema) as writer:
+        head = {"add": [None, None], "metaData": [None, metadata], "protocol": [protocol, None]}
+        writer.write_table(pa.table({k: pa.array(v, columns[k]) for k, v in head.items()}, schema=schema))
+        chunk = 100_000
+        for first in range(0, files, chunk):
+            count = min(chunk, files - first)
+            adds = [
+                {
+                    "path": f"part-{i:07d}-c000.snappy.parquet",
+                    "partitionValues": [],
+                    "size": 1_000_000 + i % 1000,
+                    "modificationTime": 1_700_000_000_000 + i,
+                    "dataChange": False,
+                    "stats": f'{{"numRecords":100,"minValues":{{"id":{i * 100},"v":"x0"}},'
+                    f'"maxValues":{{"id":{i * 100 + 99},"v":"x99"}},"nullCount":{{"id":0,"v":0}}}}',
+                    "tags": None,
+                }
+                for i in range(first, first + count)
+            ]
+            batch = {"add": adds, "metaData": [None] * count, "protocol": [None] * count}
+            writer.write_table(
+                pa.table({k: pa.array(v, columns[k]) for k, v in batch.items()}, schema=schema)
+            )
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": files + 2}))
+    # Commits 0 and 1 were cleaned up after the checkpoint, as log retention does.
+    with open(log / "00000000000000000002.json", "w") as commit:
+        commit.write(
+            json.dumps({"commitInfo": {"operation": "WRITE", "timestamp": 1_700_000_000_000}}) + "\n"
+        )
+        add = {
+            "path": "part-late-c000.snappy.parquet",
+            "partitionValues": {},
+            "size": 1234,
+            "modificationTime": 1_700_000_000_001,
+            "dataChange": True,
+        }
+        commit.write(json.dumps({"add": add}) + "\n")
+        remove = {"path": "part-0000000-c000.snappy.parquet", "deletionTimestamp": 1, "dataChange": True}
+        commit.write(json.dumps({"remove": remove}) + "\n")
+
+
+def readable_rows() -> pa.Table:
+    """The 2M rows of the table read whole, through the share and directly."""
+    return pa.table(
+        {
+            "id": pa.array(range(READABLE_ROWS), pa.int64()),
+            "amount": pa.array([i * 0.5 for i in range(READABLE_ROWS)]),
+            "name": pa.array([f"customer-{i % 50000}" for i in range(READABLE_ROWS)]),
+        }
+    )
+
+
+def make_readable(location: Path, table: pa.Table) -> None:
+    """A Delta table of 2M rows in 8 files, for whole-table reads."""
+    if location.exists():
+        return
+    for part in range(8):
+        write_deltalake(str(location), table.slice(part * 250_000, 250_000), mode="append")
+
+
+def make_iceberg_tables(catalog: Catalog, warehouse: Path, rows: pa.Table, files: int) -> None:
+    """In namespace `bench`: `readable`, `rows` in 8 files, and `many`, of `files` data files."""
+    catalog.create_namespace("bench")
+    readable = catalog.create_table("bench.readable", rows.schema)
+    for part in range(8):
+        readable.append(rows.slice(part * 250_000, 250_000))
+    many = catalog.create_table("bench.many", pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    # Inside the table's own location, where the server serves files from.
+    source = warehouse / "bench.db" / "many" / "data"
+    source.mkdir(parents=True, exist_ok=True)
+    sample = sample_rows()
+    paths = []
+    for i in range(files):
+        path = source / f"part-{i:06d}.parquet"
+        pq.write_table(sample, path)
+        paths.append(str(path))
+    many.add_files(paths)
