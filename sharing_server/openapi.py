@@ -19,13 +19,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sharing_server import __version__
-from sharing_server.admin import OAUTH_TOKEN_PATH
+from sharing_server.paths import ADMIN_PREFIX, OAUTH_TOKEN, TABLE
 
 Schema = dict[str, Any]
 
 OPENAPI_VERSION = "3.0.3"
-ADMIN_PREFIX = "/admin/v1"
-TABLE_PATH = "/shares/{share}/schemas/{schema}/tables/{table}"
 
 PROTOCOL_AUTH = [{"recipientBearer": []}]
 ADMIN_AUTH = [{"adminBearer": []}]
@@ -467,13 +465,11 @@ def _protocol_paths(prefix: str) -> dict[str, Schema]:
         prefix + "/shares/{share}/all-tables": {
             "get": _list_operation("listAllTables", "List the tables of all schemas", "TableList", ("share",))
         },
-        prefix + TABLE_PATH: {
+        prefix + TABLE: {
             "head": _table_version("headTableVersion", "Table version (deprecated HEAD form)", head=True)
         },
-        prefix + TABLE_PATH + "/version": {
-            "get": _table_version("getTableVersion", "Table version", head=False)
-        },
-        prefix + TABLE_PATH + "/metadata": {
+        prefix + TABLE + "/version": {"get": _table_version("getTableVersion", "Table version", head=False)},
+        prefix + TABLE + "/metadata": {
             "get": _table_stream(
                 "getTableMetadata",
                 "Table protocol and metadata",
@@ -483,7 +479,7 @@ def _protocol_paths(prefix: str) -> dict[str, Schema]:
                 ],
             )
         },
-        prefix + TABLE_PATH + "/query": {
+        prefix + TABLE + "/query": {
             "post": _table_stream(
                 "queryTable",
                 "Table data files (snapshot, time travel, or changes from startingVersion)",
@@ -491,10 +487,10 @@ def _protocol_paths(prefix: str) -> dict[str, Schema]:
                 _json_body(_model("QueryRequest")),
             )
         },
-        prefix + TABLE_PATH + "/changes": {
+        prefix + TABLE + "/changes": {
             "get": _table_stream("getTableChanges", "Change data feed", changes_parameters)
         },
-        prefix + OAUTH_TOKEN_PATH: {
+        prefix + OAUTH_TOKEN: {
             "post": _operation(
                 "issueAccessToken",
                 "OAuth2 client credentials grant (RFC 6749 §4.4)",

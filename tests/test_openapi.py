@@ -39,7 +39,8 @@ from starlette.testclient import TestClient
 from share_store.signing import SIGNATURE_PARAM
 from share_store.tokens import hash_secret
 from sharing_server.app import create_app
-from sharing_server.openapi import ADMIN_PREFIX, openapi_document
+from sharing_server.openapi import openapi_document
+from sharing_server.paths import ADMIN_PREFIX
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 PREFIX = "/delta-sharing"
