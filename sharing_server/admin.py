@@ -17,11 +17,11 @@ from share_store.errors import AdminError
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
 from share_store.persistence import ShareStore
+from sharing_server import paths
 from sharing_server.profiles import oauth_profile_document, profile_document
 
 DURATION = re.compile(r"^(\d{1,9})([smhdw])$")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-OAUTH_TOKEN_PATH = "/oauth/token"  # noqa: S105 - a URL path, not a secret
 
 
 def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
@@ -218,9 +218,9 @@ class Admin:
             "clientSecret": secret,
             "expiresAt": iso(client.expires_at),
             "endpoint": self.endpoint,
-            "tokenEndpoint": self.endpoint + OAUTH_TOKEN_PATH,
+            "tokenEndpoint": self.endpoint + paths.OAUTH_TOKEN,
             "profile": oauth_profile_document(
-                self.endpoint, self.endpoint + OAUTH_TOKEN_PATH, client.id, secret
+                self.endpoint, self.endpoint + paths.OAUTH_TOKEN, client.id, secret
             ),
         }
 

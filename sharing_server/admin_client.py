@@ -15,8 +15,7 @@ import urllib.request
 from typing import Any
 
 from share_store.errors import AdminError, AdminNotFound
-
-ADMIN_PREFIX = "/admin/v1"
+from sharing_server import paths
 
 
 class RemoteAdmin:
@@ -25,7 +24,7 @@ class RemoteAdmin:
             raise AdminError(f"invalid --server {server!r}: expected http(s)://HOST[:PORT]")
         if not token:
             raise AdminError("the admin API needs a token: set SHARING_ADMIN_TOKEN or pass --admin-token")
-        self.base = server.rstrip("/") + ADMIN_PREFIX
+        self.base = server.rstrip("/") + paths.ADMIN_PREFIX
         self._token = token
         self._timeout = timeout
         self._context = ssl.create_default_context(cafile=cafile) if cafile else None
@@ -50,51 +49,53 @@ class RemoteAdmin:
             raise AdminError(f"cannot reach {self.base}: {reason}") from None
         return json.loads(payload) if payload else None
 
-    @staticmethod
-    def _q(name: str) -> str:
-        return urllib.parse.quote(name, safe="")
-
     def list_shares(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/shares")["items"]
+        return self._call("GET", paths.ADMIN_SHARES)["items"]
 
     def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]:
-        return self._call("POST", "/shares", {"name": name, "tables": tables, "history": history})
+        body = {"name": name, "tables": tables, "history": history}
+        return self._call("POST", paths.ADMIN_SHARES, body)
 
     def share_info(self, name: str) -> dict[str, Any]:
-        return self._call("GET", f"/shares/{self._q(name)}")
+        return self._call("GET", _path(paths.ADMIN_SHARE, share=name))
 
     def update_share(
         self, name: str, add: list[str], remove: list[str], history: bool = True
     ) -> dict[str, Any]:
         body = {"add": add, "remove": remove, "history": history}
-        return self._call("PATCH", f"/shares/{self._q(name)}", body)
+        return self._call("PATCH", _path(paths.ADMIN_SHARE, share=name), body)
 
     def remove_share(self, name: str) -> None:
-        self._call("DELETE", f"/shares/{self._q(name)}")
+        self._call("DELETE", _path(paths.ADMIN_SHARE, share=name))
 
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
         body = {"expires": expires, "description": description}
-        return self._call("POST", f"/shares/{self._q(share)}/tokens", body)
+        return self._call("POST", _path(paths.ADMIN_TOKENS, share=share), body)
 
     def list_tokens(self, share: str) -> list[dict[str, Any]]:
-        return self._call("GET", f"/shares/{self._q(share)}/tokens")["items"]
+        return self._call("GET", _path(paths.ADMIN_TOKENS, share=share))["items"]
 
     def rotate_token(self, share: str, token_id: str, grace: str) -> dict[str, Any]:
-        path = f"/shares/{self._q(share)}/tokens/{self._q(token_id)}/rotate"
+        path = _path(paths.ADMIN_TOKEN_ROTATE, share=share, token_id=token_id)
         return self._call("POST", path, {"grace": grace})
 
     def revoke_token(self, share: str, token_id: str) -> None:
-        self._call("DELETE", f"/shares/{self._q(share)}/tokens/{self._q(token_id)}")
+        self._call("DELETE", _path(paths.ADMIN_TOKEN, share=share, token_id=token_id))
 
     def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]:
         body = {"expires": expires, "description": description}
-        return self._call("POST", f"/shares/{self._q(share)}/oauth-clients", body)
+        return self._call("POST", _path(paths.ADMIN_OAUTH_CLIENTS, share=share), body)
 
     def list_oauth_clients(self, share: str) -> list[dict[str, Any]]:
-        return self._call("GET", f"/shares/{self._q(share)}/oauth-clients")["items"]
+        return self._call("GET", _path(paths.ADMIN_OAUTH_CLIENTS, share=share))["items"]
 
     def revoke_oauth_client(self, share: str, client_id: str) -> None:
-        self._call("DELETE", f"/shares/{self._q(share)}/oauth-clients/{self._q(client_id)}")
+        self._call("DELETE", _path(paths.ADMIN_OAUTH_CLIENT, share=share, client_id=client_id))
+
+
+def _path(template: str, **names: str) -> str:
+    """An admin path of `paths` with its `{name}` parameters filled in, each quoted as one segment."""
+    return template.format_map({key: urllib.parse.quote(value, safe="") for key, value in names.items()})
 
 
 def _error_from(error: urllib.error.HTTPError) -> AdminError:

@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from share_store.errors import MalformedRequest, ShareStoreError, Unauthenticated
 from share_store.tokens import hash_secret
+from sharing_server import paths
 from sharing_server.admin import Admin
 from sharing_server.audit import audit_fields
 from sharing_server.auth import bearer_secret
@@ -162,18 +163,17 @@ def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route
 
 
 def admin_routes() -> list[Route]:
-    share = "/shares/{share}"
     return [
-        _route("/shares", list_shares, "GET"),
-        _route("/shares", create_share, "POST", 201),
-        _route(share, share_info, "GET"),
-        _route(share, update_share, "PATCH"),
-        _route(share, remove_share, "DELETE"),
-        _route(share + "/tokens", list_tokens, "GET"),
-        _route(share + "/tokens", create_token, "POST", 201),
-        _route(share + "/tokens/{token_id}/rotate", rotate_token, "POST", 201),
-        _route(share + "/tokens/{token_id}", revoke_token, "DELETE"),
-        _route(share + "/oauth-clients", list_oauth_clients, "GET"),
-        _route(share + "/oauth-clients", create_oauth_client, "POST", 201),
-        _route(share + "/oauth-clients/{client_id}", revoke_oauth_client, "DELETE"),
+        _route(paths.ADMIN_SHARES, list_shares, "GET"),
+        _route(paths.ADMIN_SHARES, create_share, "POST", 201),
+        _route(paths.ADMIN_SHARE, share_info, "GET"),
+        _route(paths.ADMIN_SHARE, update_share, "PATCH"),
+        _route(paths.ADMIN_SHARE, remove_share, "DELETE"),
+        _route(paths.ADMIN_TOKENS, list_tokens, "GET"),
+        _route(paths.ADMIN_TOKENS, create_token, "POST", 201),
+        _route(paths.ADMIN_TOKEN_ROTATE, rotate_token, "POST", 201),
+        _route(paths.ADMIN_TOKEN, revoke_token, "DELETE"),
+        _route(paths.ADMIN_OAUTH_CLIENTS, list_oauth_clients, "GET"),
+        _route(paths.ADMIN_OAUTH_CLIENTS, create_oauth_client, "POST", 201),
+        _route(paths.ADMIN_OAUTH_CLIENT, revoke_oauth_client, "DELETE"),
     ]

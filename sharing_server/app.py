@@ -20,14 +20,14 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
-from sharing_server import routes
-from sharing_server.admin import OAUTH_TOKEN_PATH, Admin
+from sharing_server import paths, routes
+from sharing_server.admin import Admin
 from sharing_server.admin_routes import admin_routes
 from sharing_server.audit import AuditLog
 from sharing_server.config import ServiceOptions
@@ -41,8 +41,6 @@ from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
 
-TABLE = "/shares/{share}/schemas/{schema}/tables/{table}"
-
 
 async def health(_request: object) -> Response:
     return Response("ok\n", media_type="text/plain")
@@ -50,19 +48,30 @@ async def health(_request: object) -> Response:
 
 def protocol_routes() -> list[Route]:
     return [
-        Route("/shares", routes.list_shares, methods=["GET"]),
-        Route("/shares/{share}", routes.get_share, methods=["GET"]),
-        Route("/shares/{share}/schemas", routes.list_schemas, methods=["GET"]),
-        Route("/shares/{share}/schemas/{schema}/tables", routes.list_tables, methods=["GET"]),
-        Route("/shares/{share}/all-tables", routes.list_all_tables, methods=["GET"]),
+        Route(paths.SHARES, routes.list_shares, methods=["GET"]),
+        Route(paths.SHARE, routes.get_share, methods=["GET"]),
+        Route(paths.SCHEMAS, routes.list_schemas, methods=["GET"]),
+        Route(paths.TABLES, routes.list_tables, methods=["GET"]),
+        Route(paths.ALL_TABLES, routes.list_all_tables, methods=["GET"]),
         # The legacy HEAD form answers like /version.
-        Route(TABLE, routes.table_version, methods=["HEAD"]),
-        Route(TABLE + "/version", routes.table_version, methods=["GET"]),
-        Route(TABLE + "/metadata", routes.table_metadata, methods=["GET"]),
-        Route(TABLE + "/query", routes.table_query, methods=["POST"]),
-        Route(TABLE + "/changes", routes.table_changes, methods=["GET"]),
-        Route(OAUTH_TOKEN_PATH, token_endpoint, methods=["POST"]),
-        Route("/files/{bucket}/{key:path}", serve_file, methods=["GET", "HEAD"]),
+        Route(paths.TABLE, routes.table_version, methods=["HEAD"]),
+        Route(paths.TABLE_VERSION, routes.table_version, methods=["GET"]),
+        Route(paths.TABLE_METADATA, routes.table_metadata, methods=["GET"]),
+        Route(paths.TABLE_QUERY, routes.table_query, methods=["POST"]),
+        Route(paths.TABLE_CHANGES, routes.table_changes, methods=["GET"]),
+        Route(paths.OAUTH_TOKEN, token_endpoint, methods=["POST"]),
+        Route(paths.FILE, serve_file, methods=["GET", "HEAD"]),
+    ]
+
+
+def app_routes(prefix: str) -> list[BaseRoute]:
+    """Everything the app serves: what `create_app` routes and `/openapi.json` describes."""
+    return [
+        Route(paths.HEALTHZ, health, methods=["GET"]),
+        Route(paths.OPENAPI, openapi_endpoint, methods=["GET"]),
+        Route(paths.METRICS, metrics_endpoint, methods=["GET"]),
+        Mount(prefix, routes=protocol_routes()),
+        Mount(paths.ADMIN_PREFIX, routes=admin_routes()),
     ]
 
 
@@ -108,13 +117,7 @@ def create_app(
     metrics = Metrics()
     audit = AuditLog(options.audit_log)
     app = Starlette(
-        routes=[
-            Route("/healthz", health, methods=["GET"]),
-            Route("/openapi.json", openapi_endpoint, methods=["GET"]),
-            Route("/metrics", metrics_endpoint, methods=["GET"]),
-            Mount(prefix, routes=protocol_routes()),
-            Mount("/admin/v1", routes=admin_routes()),
-        ],
+        routes=app_routes(prefix),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=warm_imports,
         middleware=[

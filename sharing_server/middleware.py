@@ -18,13 +18,14 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from share_store.errors import ShareStoreError
+from sharing_server import paths
 from sharing_server.audit import AuditLog
 from sharing_server.errors import RateLimited, RequestTooLarge, share_store_error
 from sharing_server.metrics import Metrics
 from sharing_server.rate_limits import RateLimiter
 
 # Probes and scrapes are never limited or audited: they would drown the log.
-UNOBSERVED_PATHS = frozenset({"/healthz", "/metrics"})
+UNOBSERVED_PATHS = frozenset({paths.HEALTHZ, paths.METRICS})
 
 
 class ForwardedHeaders:

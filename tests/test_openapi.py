@@ -33,13 +33,14 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
 from share_store.signing import SIGNATURE_PARAM
 from share_store.tokens import hash_secret
-from sharing_server.app import create_app
-from sharing_server.openapi import ADMIN_PREFIX, openapi_document
+from sharing_server.app import app_routes, create_app, health
+from sharing_server.openapi import SpecMismatch, openapi_document
+from sharing_server.paths import ADMIN_PREFIX
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 PREFIX = "/delta-sharing"
@@ -58,9 +59,13 @@ CHECKS = (
 )
 
 
+def _document(prefix: str) -> dict:
+    return openapi_document(prefix, app_routes(prefix))
+
+
 def test_document_is_valid_openapi():
     for prefix in (PREFIX, "/custom/sharing"):
-        validate(openapi_document(prefix))
+        validate(_document(prefix))
 
 
 def _app(prefix: str):
@@ -95,9 +100,18 @@ def _documented(document: dict) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("prefix", [PREFIX, "/custom/sharing"])
 def test_every_route_is_documented_and_every_operation_served(prefix):
-    served, documented = _served(_app(prefix)), _documented(openapi_document(prefix))
+    served, documented = _served(_app(prefix)), _documented(_document(prefix))
     assert served - documented == set(), "routes missing from the document"
     assert documented - served == set(), "documented operations nothing serves"
+
+
+def test_a_route_without_a_spec_or_a_spec_without_a_route_stops_the_build():
+    routes = app_routes(PREFIX)
+    with pytest.raises(SpecMismatch, match=r"without an operation spec.*GET /undocumented"):
+        openapi_document(PREFIX, [*routes, Route("/undocumented", health, name="undocumented")])
+    served = [route for route in routes if getattr(route, "name", None) != "health"]
+    with pytest.raises(SpecMismatch, match=r"no route serves: \[\('health', 'GET'\)\]"):
+        openapi_document(PREFIX, served)
 
 
 def test_document_is_served_once_built():
@@ -107,7 +121,7 @@ def test_document_is_served_once_built():
         second = client.get("/openapi.json")
     assert first.status_code == 200
     assert first.headers["content-type"] == "application/json"
-    assert first.json() == second.json() == openapi_document("/custom/sharing")
+    assert first.json() == second.json() == _document("/custom/sharing")
     assert app.state.openapi is not None
 
 
@@ -226,14 +240,14 @@ def target(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator
     data_file = next((root / TESTDATA_BUCKET / TABLES["partitioned"]).rglob("*.parquet"))
     file_key = data_file.relative_to(root / TESTDATA_BUCKET).as_posix()
     served = httpx.get(f"{deployment.server.url}/openapi.json").json()
-    assert served == openapi_document(PREFIX), "the fuzzed document is the one the server serves"
+    assert served == _document(PREFIX), "the fuzzed document is the one the server serves"
     yield Target(deployment, deployment.token(SHARE), client.id, secret, file_key)
     deployment.server.stop()
     deployment.store.close()
 
 
 schema = schemathesis.from_dict(
-    openapi_document(PREFIX),
+    _document(PREFIX),
     data_generation_methods=[DataGenerationMethod.positive, DataGenerationMethod.negative],
 )
 

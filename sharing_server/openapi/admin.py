@@ -1,0 +1,265 @@
+"""The OpenAPI specs of the admin API (`sharing_server.admin_routes`) and its JSON bodies.
+
+Operations are found by their routes' names, `admin_<handler>`. Every one of
+them takes the admin token and may be refused as unauthenticated, forbidden
+(the API is off) or rate limited; those that read a body may also find it
+malformed or too large.
+"""
+
+from __future__ import annotations
+
+from sharing_server.openapi.components import ADMIN_AUTH, errors
+from sharing_server.openapi.shapes import (
+    BOOLEAN,
+    DATE_TIME,
+    INTEGER,
+    NAME,
+    STRING,
+    Area,
+    Schema,
+    array,
+    json_body,
+    json_content,
+    model,
+    object_schema,
+    operation,
+    parameter,
+    parameter_refs,
+    response,
+)
+
+ADMIN_ERRORS = (401, 403, 429)
+NULLABLE_DATE_TIME: Schema = {**DATE_TIME, "nullable": True}
+# The admin API's durations (`sharing_server.admin.parse_duration`).
+DURATION: Schema = {"type": "string", "pattern": r"^(\d{1,9}[smhdw]|never)$"}
+GRACE_PERIOD: Schema = {"type": "string", "pattern": r"^\d{1,9}[smhdw]$"}
+
+
+def area() -> Area:
+    in_share = parameter_refs("adminShare")
+    token_id = parameter("token_id", "path", NAME, "Token id.")
+    client_id = parameter("client_id", "path", NAME, "OAuth client id.")
+    gone = response("Done.")
+    return Area(
+        tags={"admin": "Shares, tokens and OAuth clients (the admin token; off unless set)."},
+        operations={
+            ("admin_list_shares", "GET"): _admin(
+                "adminListShares", "List shares", _returns("All shares.", "AdminShareList"), (), []
+            ),
+            ("admin_create_share", "POST"): _admin(
+                "adminCreateShare",
+                "Create a share",
+                _returns("Created.", "CreatedShare"),
+                (409,),
+                [],
+                "CreateShareRequest",
+                201,
+            ),
+            ("admin_share_info", "GET"): _admin(
+                "adminShareInfo",
+                "A share's tables and credential counts",
+                _returns("The share.", "ShareInfo"),
+                (404,),
+                in_share,
+            ),
+            ("admin_update_share", "PATCH"): _admin(
+                "adminUpdateShare",
+                "Add or remove tables",
+                _returns("Updated.", "UpdatedShare"),
+                (404, 409),
+                in_share,
+                "UpdateShareRequest",
+            ),
+            ("admin_remove_share", "DELETE"): _admin(
+                "adminRemoveShare",
+                "Remove a share, its tokens and clients",
+                gone,
+                (404,),
+                in_share,
+                status=204,
+            ),
+            ("admin_list_tokens", "GET"): _admin(
+                "adminListTokens", "List tokens", _returns("Tokens.", "TokenList"), (404,), in_share
+            ),
+            ("admin_create_token", "POST"): _admin(
+                "adminCreateToken",
+                "Issue a bearer token (the secret is shown once)",
+                _returns("Issued.", "IssuedToken"),
+                (404,),
+                in_share,
+                "CreateTokenRequest",
+                201,
+            ),
+            ("admin_rotate_token", "POST"): _admin(
+                "adminRotateToken",
+                "Replace a token; the old one works until the grace period ends",
+                _returns("The new token.", "IssuedToken"),
+                (404,),
+                [*in_share, token_id],
+                "RotateTokenRequest",
+                201,
+            ),
+            ("admin_revoke_token", "DELETE"): _admin(
+                "adminRevokeToken", "Revoke a token", gone, (404,), [*in_share, token_id], status=204
+            ),
+            ("admin_list_oauth_clients", "GET"): _admin(
+                "adminListOAuthClients",
+                "List OAuth clients",
+                _returns("Clients.", "OAuthClientList"),
+                (404,),
+                in_share,
+            ),
+            ("admin_create_oauth_client", "POST"): _admin(
+                "adminCreateOAuthClient",
+                "Register an OAuth client (the secret is shown once)",
+                _returns("Registered.", "IssuedOAuthClient"),
+                (404,),
+                in_share,
+                "CreateOAuthClientRequest",
+                201,
+            ),
+            ("admin_revoke_oauth_client", "DELETE"): _admin(
+                "adminRevokeOAuthClient",
+                "Revoke an OAuth client",
+                gone,
+                (404,),
+                [*in_share, client_id],
+                status=204,
+            ),
+        },
+        schemas=_schemas(),
+        parameters={"adminShare": parameter("share", "path", NAME, "Share name.")},
+    )
+
+
+def _admin(
+    operation_id: str,
+    summary: str,
+    ok: Schema,
+    statuses: tuple[int, ...],
+    parameters: list[Schema],
+    body: str | None = None,
+    status: int = 200,
+) -> Schema:
+    extra = (400, 413) if body else ()
+    return operation(
+        operation_id,
+        summary,
+        "admin",
+        ADMIN_AUTH,
+        {str(status): ok, **errors(*sorted({*ADMIN_ERRORS, *statuses, *extra}))},
+        parameters,
+        json_body(model(body), required=False) if body else None,
+    )
+
+
+def _returns(description: str, body: str) -> Schema:
+    return response(description, json_content(model(body)))
+
+
+def _schemas() -> dict[str, Schema]:
+    token_state = {"type": "string", "enum": ["active", "rotating", "expired", "revoked"]}
+    return {
+        # The profiles `sharing_server.profiles` writes, as issued tokens and clients carry them.
+        "BearerProfile": object_schema(
+            {
+                "shareCredentialsVersion": {"type": "integer", "enum": [1]},
+                "endpoint": STRING,
+                "bearerToken": STRING,
+            },
+            {"expirationTime": STRING},
+        ),
+        "OAuthProfile": object_schema(
+            {
+                "shareCredentialsVersion": {"type": "integer", "enum": [2]},
+                "type": {"type": "string", "enum": ["oauth_client_credentials"]},
+                "endpoint": STRING,
+                "tokenEndpoint": STRING,
+                "clientId": STRING,
+                "clientSecret": STRING,
+            }
+        ),
+        "AdminShare": object_schema(
+            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "tables": INTEGER}
+        ),
+        "AdminShareList": object_schema({"items": array(model("AdminShare"))}),
+        "CreateShareRequest": object_schema(
+            {"name": STRING},
+            {
+                "tables": {
+                    **array(STRING),
+                    "description": "`SCHEMA` words, each followed by its `NAME:delta:BUCKET:PATH` "
+                    "or `NAME:uniform:WAREHOUSE:NAMESPACE:TABLE` specs.",
+                },
+                "history": BOOLEAN,
+            },
+        ),
+        "CreatedShare": object_schema({"name": STRING, "id": STRING, "tables": INTEGER}),
+        "SharedTableEntry": object_schema(
+            {"schema": STRING, "name": STRING, "format": STRING, "historyShared": BOOLEAN},
+            {"bucket": STRING, "path": STRING, "warehouse": STRING, "namespace": STRING, "table": STRING},
+        ),
+        "ShareInfo": object_schema(
+            {
+                "name": STRING,
+                "id": STRING,
+                "createdAt": DATE_TIME,
+                "tables": array(model("SharedTableEntry")),
+                "activeTokens": INTEGER,
+                "activeOAuthClients": INTEGER,
+            }
+        ),
+        "UpdateShareRequest": object_schema(
+            {},
+            {
+                "add": {**array(STRING), "description": "`SCHEMA:NAME:delta:BUCKET:PATH` specs."},
+                "remove": {**array(STRING), "description": "`SCHEMA/NAME` references."},
+                "history": BOOLEAN,
+            },
+        ),
+        "UpdatedShare": object_schema({"name": STRING, "added": INTEGER, "removed": INTEGER}),
+        "TokenEntry": object_schema(
+            {
+                "id": STRING,
+                "state": token_state,
+                "description": STRING,
+                "createdAt": DATE_TIME,
+                "expiresAt": NULLABLE_DATE_TIME,
+                "replacedBy": {**STRING, "nullable": True},
+            }
+        ),
+        "TokenList": object_schema({"items": array(model("TokenEntry"))}),
+        "CreateTokenRequest": object_schema({}, {"expires": DURATION, "description": STRING}),
+        "RotateTokenRequest": object_schema({}, {"grace": GRACE_PERIOD}),
+        "IssuedToken": object_schema(
+            {
+                "id": STRING,
+                "token": STRING,
+                "expiresAt": NULLABLE_DATE_TIME,
+                "endpoint": STRING,
+                "profile": model("BearerProfile"),
+            },
+            {"replaces": STRING, "graceEndsAt": NULLABLE_DATE_TIME},
+        ),
+        "OAuthClientEntry": object_schema(
+            {
+                "clientId": STRING,
+                "state": token_state,
+                "description": STRING,
+                "createdAt": DATE_TIME,
+                "expiresAt": NULLABLE_DATE_TIME,
+            }
+        ),
+        "OAuthClientList": object_schema({"items": array(model("OAuthClientEntry"))}),
+        "CreateOAuthClientRequest": object_schema({}, {"expires": DURATION, "description": STRING}),
+        "IssuedOAuthClient": object_schema(
+            {
+                "clientId": STRING,
+                "clientSecret": STRING,
+                "expiresAt": NULLABLE_DATE_TIME,
+                "endpoint": STRING,
+                "tokenEndpoint": STRING,
+                "profile": model("OAuthProfile"),
+            }
+        ),
+    }

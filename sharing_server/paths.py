@@ -1,0 +1,44 @@
+"""Every URL path the server answers, spelled once.
+
+The route tables (`app`, `admin_routes`), the admin API's client, the OAuth
+profiles and the probes' middleware all name these paths; with one spelling, a
+path cannot be renamed in some of them and not the others. Templates use
+Starlette's `{name}` (and `{name:path}`) parameters.
+"""
+
+from __future__ import annotations
+
+# -- the service's own endpoints, at the root whatever the protocol prefix --------------
+
+HEALTHZ = "/healthz"
+OPENAPI = "/openapi.json"
+METRICS = "/metrics"
+
+# -- the Delta Sharing protocol, relative to the configured prefix (`[server] prefix`) --
+
+SHARES = "/shares"
+SHARE = SHARES + "/{share}"
+SCHEMAS = SHARE + "/schemas"
+TABLES = SCHEMAS + "/{schema}/tables"
+ALL_TABLES = SHARE + "/all-tables"
+TABLE = TABLES + "/{table}"
+TABLE_VERSION = TABLE + "/version"
+TABLE_METADATA = TABLE + "/metadata"
+TABLE_QUERY = TABLE + "/query"
+TABLE_CHANGES = TABLE + "/changes"
+# Where OAuth client credentials profiles get their bearer tokens.
+OAUTH_TOKEN = "/oauth/token"  # noqa: S105 - a URL path, not a secret
+# Local storage's signed file URLs; the key may span several path segments.
+FILES = "/files"
+FILE = FILES + "/{bucket}/{key:path}"
+
+# -- the admin API, under a fixed prefix of its own -------------------------------------
+
+ADMIN_PREFIX = "/admin/v1"
+ADMIN_SHARES = "/shares"
+ADMIN_SHARE = ADMIN_SHARES + "/{share}"
+ADMIN_TOKENS = ADMIN_SHARE + "/tokens"
+ADMIN_TOKEN = ADMIN_TOKENS + "/{token_id}"
+ADMIN_TOKEN_ROTATE = ADMIN_TOKEN + "/rotate"
+ADMIN_OAUTH_CLIENTS = ADMIN_SHARE + "/oauth-clients"
+ADMIN_OAUTH_CLIENT = ADMIN_OAUTH_CLIENTS + "/{client_id}"
