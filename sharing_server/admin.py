@@ -20,6 +20,12 @@ from share_store.persistence import ShareStore
 from sharing_server import paths
 from sharing_server.profiles import oauth_profile_document, profile_document
 
+# The CLI and the admin API default to the same lifetimes: tokens and OAuth
+# clients alike live 30 days unless told otherwise, and a rotated token works
+# one more hour.
+DEFAULT_EXPIRES = "30d"
+DEFAULT_GRACE = "1h"
+
 DURATION = re.compile(r"^(\d{1,9})([smhdw])$")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

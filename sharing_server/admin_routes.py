@@ -28,19 +28,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from share_store.errors import MalformedRequest, ShareStoreError, Unauthenticated
+from share_store.errors import MalformedRequest, Unauthenticated
 from share_store.tokens import hash_secret
 from sharing_server import paths
-from sharing_server.admin import Admin
+from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin
 from sharing_server.audit import audit_fields
 from sharing_server.auth import bearer_secret
+from sharing_server.errors import AdminDisabled
 
 Handler = Callable[[Request, dict[str, Any]], Any]
-
-
-class AdminDisabled(ShareStoreError):
-    error_code = "PERMISSION_DENIED"
-    status_code = 403
 
 
 def _authorize(request: Request) -> None:
@@ -129,13 +125,13 @@ def list_tokens(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
 
 def create_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return _admin(request).create_token(
-        _share(request), _field(body, "expires", str, "30d"), _field(body, "description", str, "")
+        _share(request), _field(body, "expires", str, DEFAULT_EXPIRES), _field(body, "description", str, "")
     )
 
 
 def rotate_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return _admin(request).rotate_token(
-        _share(request), request.path_params["token_id"], _field(body, "grace", str, "1h")
+        _share(request), request.path_params["token_id"], _field(body, "grace", str, DEFAULT_GRACE)
     )
 
 
@@ -149,7 +145,7 @@ def list_oauth_clients(request: Request, _body: dict[str, Any]) -> dict[str, Any
 
 def create_oauth_client(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return _admin(request).create_oauth_client(
-        _share(request), _field(body, "expires", str, "365d"), _field(body, "description", str, "")
+        _share(request), _field(body, "expires", str, DEFAULT_EXPIRES), _field(body, "description", str, "")
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.tokens import hash_secret, new_secret
-from sharing_server.admin import Admin, AdminBackend, parse_duration
+from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, AdminBackend, parse_duration
 from sharing_server.admin_client import RemoteAdmin
 from sharing_server.config import ServerConfig, load_config
 from sharing_server.profiles import write_profile_document
@@ -89,7 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     token = commands.add_parser("token", help="manage tokens").add_subparsers(dest="action", required=True)
     tcreate = token.add_parser("create", help="create a bearer token or OAuth client (shown once)")
     tcreate.add_argument("share")
-    tcreate.add_argument("--expires", default="30d", help="lifetime: 3600s, 90m, 12h, 30d, 4w, never")
+    tcreate.add_argument(
+        "--expires",
+        default=DEFAULT_EXPIRES,
+        help=f"lifetime: 3600s, 90m, 12h, 30d, 4w, never (default {DEFAULT_EXPIRES})",
+    )
     tcreate.add_argument("--description", default="")
     tcreate.add_argument("--profile", type=Path, help="write a .share profile file here")
     tcreate.add_argument(
@@ -105,7 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     rotate = token.add_parser("rotate", help="replace a token; the old one works for a grace period")
     rotate.add_argument("share")
     rotate.add_argument("token_id")
-    rotate.add_argument("--grace", default="1h", help="how long the old token keeps working (default 1h)")
+    rotate.add_argument(
+        "--grace",
+        default=DEFAULT_GRACE,
+        help=f"how long the old token keeps working (default {DEFAULT_GRACE})",
+    )
     rotate.add_argument("--profile", type=Path, help="write the new .share profile file here")
 
     oauth = commands.add_parser("oauth", help="manage OAuth clients").add_subparsers(

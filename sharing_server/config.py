@@ -28,6 +28,7 @@ from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
+from sharing_server import paths
 from sharing_server.errors import ConfigError
 
 ENV_PREFIX = "SHARING_"
@@ -151,7 +152,7 @@ class ServerConfig:
         """The configured storage; `secret` signs local file URLs."""
         kind = self.storage.get("type", "local")
         if kind == "local":
-            signer = UrlSigner(secret, f"{self.endpoint}/files")
+            signer = UrlSigner(secret, self.endpoint + paths.FILES)
             return LocalStorage(self.storage_root(), signer, self.url_lifetime)
         if kind == "s3":
             s = self.storage

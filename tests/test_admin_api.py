@@ -192,3 +192,22 @@ def test_token_secrets_are_shown_once(server: Deployment) -> None:
     assert client["clientSecret"] not in admin(server, "GET", "/shares/once/oauth-clients").text
     assert admin(server, "DELETE", f"/shares/once/tokens/{issued['id']}").status_code == 204
     assert admin(server, "GET", "/shares/once/tokens").json()["items"][0]["state"] == "revoked"
+
+
+def test_api_and_cli_give_the_same_default_lifetimes(server: Deployment) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE
+    from sharing_server.cli import build_parser
+
+    admin(server, "POST", "/shares", json={"name": "defaults", "tables": []})
+    now = datetime.now(UTC)
+    token = admin(server, "POST", "/shares/defaults/tokens", json={}).json()
+    client = admin(server, "POST", "/shares/defaults/oauth-clients", json={}).json()
+    for issued in (token, client):
+        lifetime = datetime.fromisoformat(issued["expiresAt"].replace("Z", "+00:00")) - now
+        assert timedelta(days=30) - timedelta(minutes=1) < lifetime <= timedelta(days=30)
+    parser = build_parser()
+    assert parser.parse_args(["token", "create", "s"]).expires == DEFAULT_EXPIRES == "30d"
+    assert parser.parse_args(["token", "create", "s", "--oauth"]).expires == DEFAULT_EXPIRES
+    assert parser.parse_args(["token", "rotate", "s", "t"]).grace == DEFAULT_GRACE == "1h"
