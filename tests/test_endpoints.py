@@ -1,4 +1,4 @@
-"""Protocol behaviour over real HTTP: listings, pagination, errors, auth, headers, signed URLs."""
+"""The protocol's endpoints over real HTTP: listings, pagination, errors, auth, headers, signed URLs."""
 
 from __future__ import annotations
 
