@@ -1,0 +1,624 @@
+"""Unit tests of `sharing_server.protocol`: request parsing and NDJSON encoding, without HTTP.
+
+Covered: `QueryRequest.parse` (accepted bodies, each refusal with its exact
+message, the `validate()` rules) and `QueryRequest.checksum`;
+`Capabilities.parse` and `Capabilities.response_format`; `ChangesRequest.parse`
+and its checksum; the query-string parsers `parse_file_id_hash`,
+`parse_max_results`, `parse_timestamp`, `parse_bool`; and `line_bytes` /
+`ndjson_chunks`. The same rules over real HTTP are in test_endpoints.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from share_store.errors import InvalidParameter, MalformedRequest, ShareStoreError
+from sharing_server.protocol import (
+    MAX_LIST_RESULTS,
+    Capabilities,
+    ChangesRequest,
+    QueryRequest,
+    line_bytes,
+    ndjson_chunks,
+    parse_bool,
+    parse_file_id_hash,
+    parse_max_results,
+    parse_timestamp,
+)
+
+# -- QueryRequest.parse -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"{}", QueryRequest()),
+        (b"  {}\n", QueryRequest()),
+        (b'{"predicateHints":null,"version":null,"timestamp":null,"pageToken":null}', QueryRequest()),
+        (b'{"predicateHints":[]}', QueryRequest()),
+        (
+            b'{"predicateHints":["a = 1","b > 2"],"jsonPredicateHints":"{}","limitHint":5}',
+            QueryRequest(predicate_hints=("a = 1", "b > 2"), json_predicate_hints="{}", limit_hint=5),
+        ),
+        (b'{"version":3}', QueryRequest(version=3)),
+        # The reference (scalapb) reads numbers sent as JSON strings.
+        (b'{"version":"3"}', QueryRequest(version=3)),
+        (b'{"limitHint":"0"}', QueryRequest(limit_hint=0)),
+        (b'{"version":0}', QueryRequest(version=0)),
+        (b'{"version":9223372036854775807}', QueryRequest(version=2**63 - 1)),
+        (b'{"timestamp":"2024-01-01T00:00:00Z"}', QueryRequest(timestamp="2024-01-01T00:00:00Z")),
+        (
+            b'{"startingVersion":"1","endingVersion":4,"maxFiles":"10","pageToken":"tok"}',
+            QueryRequest(starting_version=1, ending_version=4, max_files=10, page_token="tok"),
+        ),
+        (b'{"startingVersion":2,"endingVersion":2}', QueryRequest(starting_version=2, ending_version=2)),
+        (b'{"endingVersion":5}', QueryRequest(ending_version=5)),
+        (b'{"maxFiles":2147483647}', QueryRequest(max_files=2**31 - 1)),
+        (b'{"includeRefreshToken":true}', QueryRequest(include_refresh_token=True)),
+        # Booleans sent as strings, in any case.
+        (b'{"includeRefreshToken":"TRUE"}', QueryRequest(include_refresh_token=True)),
+        (b'{"includeRefreshToken":"False"}', QueryRequest()),
+        (b'{"includeHistoricalProtocol":"true"}', QueryRequest(include_historical_protocol=True)),
+        (b'{"refreshToken":"r"}', QueryRequest(refresh_token="r")),
+        (b'{"somethingElse":[1,2]}', QueryRequest()),
+    ],
+)
+def test_query_request_parses(body: bytes, expected: QueryRequest) -> None:
+    assert QueryRequest.parse(body) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "message"),
+    [
+        (b"", MalformedRequest, "No content to map due to end-of-input"),
+        (b" \n ", MalformedRequest, "No content to map due to end-of-input"),
+        (
+            b"{",
+            MalformedRequest,
+            "Invalid JSON in request body: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+        ),
+        (
+            b'{"version":}',
+            MalformedRequest,
+            "Invalid JSON in request body: Expecting value: line 1 column 12 (char 11)",
+        ),
+        (
+            b"\xff",
+            MalformedRequest,
+            "Invalid JSON in request body: 'utf-8' codec can't decode byte 0xff in position 0: "
+            "invalid start byte",
+        ),
+        (b"[]", MalformedRequest, "Expected a JSON object as request body"),
+        (b'"{}"', MalformedRequest, "Expected a JSON object as request body"),
+        (b"3", MalformedRequest, "Expected a JSON object as request body"),
+        (
+            b'{"predicateHints":"a = 1"}',
+            MalformedRequest,
+            "Expected an array for repeated field predicateHints of QueryTableRequest",
+        ),
+        (
+            b'{"predicateHints":["a = 1",2]}',
+            MalformedRequest,
+            "Expected an array for repeated field predicateHints of QueryTableRequest",
+        ),
+        (b'{"version":"x3"}', MalformedRequest, "Not a numeric value: x3"),
+        (b'{"version":1.5}', MalformedRequest, "Not a numeric value: 1.5"),
+        (b'{"version":"1.0"}', MalformedRequest, "Not a numeric value: 1.0"),
+        (b'{"version":true}', MalformedRequest, "Not a numeric value: True"),
+        (b'{"limitHint":[1]}', MalformedRequest, "Not a numeric value: [1]"),
+        (b'{"maxFiles":2147483648}', MalformedRequest, "Not an int32 value: 2147483648"),
+        (b'{"maxFiles":"3000000000"}', MalformedRequest, "Not an int32 value: 3000000000"),
+        (b'{"version":9223372036854775808}', MalformedRequest, "Not an int64 value: 9223372036854775808"),
+        (
+            b'{"startingVersion":"-9223372036854775809"}',
+            MalformedRequest,
+            "Not an int64 value: -9223372036854775809",
+        ),
+        (b'{"timestamp":5}', MalformedRequest, "Expected a string for timestamp"),
+        (b'{"pageToken":{}}', MalformedRequest, "Expected a string for pageToken"),
+        (
+            b'{"jsonPredicateHints":{"op":"and"}}',
+            MalformedRequest,
+            "Expected a string for jsonPredicateHints",
+        ),
+        (
+            b'{"includeRefreshToken":"yes"}',
+            MalformedRequest,
+            "Expected a boolean for includeRefreshToken: yes",
+        ),
+        (b'{"includeRefreshToken":1}', MalformedRequest, "Expected a boolean for includeRefreshToken: 1"),
+        (
+            b'{"includeHistoricalProtocol":"on"}',
+            MalformedRequest,
+            "Expected a boolean for includeHistoricalProtocol: on",
+        ),
+        # validate(): the reference server's parameter rules.
+        (
+            b'{"version":1,"timestamp":"2020-01-01T00:00:00Z"}',
+            InvalidParameter,
+            "Please only provide one of: version,timestamp,startingVersion",
+        ),
+        (
+            b'{"version":1,"startingVersion":1}',
+            InvalidParameter,
+            "Please only provide one of: version,timestamp,startingVersion",
+        ),
+        (
+            b'{"timestamp":"2020-01-01T00:00:00Z","startingVersion":0}',
+            InvalidParameter,
+            "Please only provide one of: version,timestamp,startingVersion",
+        ),
+        (b'{"version":-1}', InvalidParameter, "table version cannot be negative."),
+        (b'{"startingVersion":"-1"}', InvalidParameter, "startingVersion cannot be negative."),
+        (
+            b'{"startingVersion":3,"endingVersion":2}',
+            InvalidParameter,
+            "startingVersion(3) must be smaller than or equal to endingVersion(2).",
+        ),
+        (b'{"maxFiles":0}', InvalidParameter, "maxFiles must be positive."),
+        (b'{"maxFiles":-5}', InvalidParameter, "maxFiles must be positive."),
+        (b'{"limitHint":-1}', InvalidParameter, "limitHint cannot be negative."),
+        (
+            b'{"includeRefreshToken":true,"version":1}',
+            InvalidParameter,
+            "includeRefreshToken cannot be used when querying a specific version.",
+        ),
+        (
+            b'{"includeRefreshToken":true,"timestamp":"2020-01-01T00:00:00Z"}',
+            InvalidParameter,
+            "includeRefreshToken cannot be used when querying a specific version.",
+        ),
+        (
+            b'{"includeRefreshToken":true,"startingVersion":0}',
+            InvalidParameter,
+            "includeRefreshToken cannot be used when querying a specific version.",
+        ),
+        (
+            b'{"includeRefreshToken":true,"pageToken":"p"}',
+            InvalidParameter,
+            "includeRefreshToken must be used in the first page request.",
+        ),
+        (
+            b'{"refreshToken":"r","version":0}',
+            InvalidParameter,
+            "refreshToken cannot be used when querying a specific version.",
+        ),
+        (
+            b'{"refreshToken":"r","pageToken":"p"}',
+            InvalidParameter,
+            "refreshToken must be used in the first page request.",
+        ),
+    ],
+)
+def test_query_request_refusals(body: bytes, error: type[ShareStoreError], message: str) -> None:
+    with pytest.raises(ShareStoreError) as raised:
+        QueryRequest.parse(body)
+    assert type(raised.value) is error
+    assert raised.value.message == message
+
+
+# -- QueryRequest.checksum --------------------------------------------------------------------
+
+BASE_QUERY = QueryRequest(predicate_hints=("a = 1",), starting_version=1, ending_version=5)
+
+
+def test_query_checksum_is_fixed() -> None:
+    # Page tokens carry it: the same request must give the same value from one release to the next.
+    assert QueryRequest().checksum() == "1684204c4214e11c24941ddd8cf057a4"
+
+
+def test_query_checksum_is_the_same_for_the_same_shape() -> None:
+    assert (
+        QueryRequest.parse(b'{"version":"3"}').checksum() == QueryRequest.parse(b'{"version":3}').checksum()
+    )
+    assert BASE_QUERY.checksum() == replace(BASE_QUERY).checksum()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"version": 1, "starting_version": None, "ending_version": None},
+        {"timestamp": "2024-01-01T00:00:00Z", "starting_version": None, "ending_version": None},
+        {"starting_version": 2},
+        {"ending_version": 6},
+        {"predicate_hints": ("a = 2",)},
+        {"predicate_hints": ()},
+        {"json_predicate_hints": '{"op":"isNull"}'},
+        {"limit_hint": 10},
+    ],
+)
+def test_query_checksum_changes_with_a_shaping_field(changes: dict[str, Any]) -> None:
+    assert replace(BASE_QUERY, **changes).checksum() != BASE_QUERY.checksum()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"page_token": "next"},
+        {"max_files": 10},
+        {"include_refresh_token": True},
+        {"refresh_token": "refresh"},
+    ],
+)
+def test_query_checksum_ignores_paging_and_refresh_fields(changes: dict[str, Any]) -> None:
+    assert replace(BASE_QUERY, **changes).checksum() == BASE_QUERY.checksum()
+
+
+# -- Capabilities -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (None, Capabilities()),
+        ("", Capabilities()),
+        ("responseformat=delta", Capabilities(response_formats=("delta",))),
+        ("ResponseFormat=Delta,PARQUET", Capabilities(response_formats=("delta", "parquet"))),
+        (" responseformat = parquet , delta ", Capabilities(response_formats=("parquet", "delta"))),
+        ("responseformat=", Capabilities()),
+        ("responseformat=,,", Capabilities()),
+        # Malformed entries are dropped, the rest is kept.
+        (
+            "responseformat;readerfeatures=deletionvectors",
+            Capabilities(reader_features=frozenset({"deletionvectors"})),
+        ),
+        ("responseformat=delta=parquet", Capabilities()),
+        ("garbage;responseformat=delta;x=y=z", Capabilities(response_formats=("delta",))),
+        ("unknownkey=1;responseformat=delta", Capabilities(response_formats=("delta",))),
+        (
+            "responseformat=delta;readerfeatures=deletionVectors,columnMapping",
+            Capabilities(
+                response_formats=("delta",), reader_features=frozenset({"deletionvectors", "columnmapping"})
+            ),
+        ),
+        ("includeendstreamaction=true", Capabilities(include_end_stream_action=True)),
+        ("IncludeEndStreamAction=TRUE", Capabilities(include_end_stream_action=True)),
+        ("includeendstreamaction=false", Capabilities()),
+        ("includeendstreamaction=yes", Capabilities()),
+        (
+            "responseformat=parquet;includeendstreamaction=true",
+            Capabilities(response_formats=("parquet",), include_end_stream_action=True),
+        ),
+        # The last of a repeated key wins.
+        ("responseformat=delta;responseformat=parquet", Capabilities(response_formats=("parquet",))),
+        pytest.param(
+            "includeendstreamaction=",
+            Capabilities(),
+            marks=pytest.mark.xfail(
+                raises=IndexError, strict=True, reason="bug: an empty includeendstreamaction value raises"
+            ),
+        ),
+    ],
+)
+def test_capabilities_parse(header: str | None, expected: Capabilities) -> None:
+    assert Capabilities.parse(header) == expected
+
+
+@pytest.mark.parametrize(
+    ("formats", "min_reader_version", "expected"),
+    [
+        (("delta",), 1, "delta"),
+        (("delta",), 3, "delta"),
+        (("parquet",), 1, "parquet"),
+        (("parquet",), 3, "parquet"),  # refused later, when the table needs more than parquet can say
+        (("delta", "parquet"), 1, "parquet"),
+        (("parquet", "delta"), 1, "parquet"),
+        (("delta", "parquet"), 2, "delta"),
+        (("parquet", "delta"), 3, "delta"),
+        (("delta", "delta"), 1, "delta"),
+    ],
+)
+def test_response_format(formats: tuple[str, ...], min_reader_version: int, expected: str) -> None:
+    assert Capabilities(response_formats=formats).response_format(min_reader_version) == expected
+
+
+@pytest.mark.parametrize(
+    ("formats", "message"),
+    [
+        (("json",), "Unsupported responseformat: json. Supported: parquet, delta"),
+        (("parquet", "orc", "avro"), "Unsupported responseformat: avro, orc. Supported: parquet, delta"),
+    ],
+)
+def test_response_format_refuses_unknown_formats(formats: tuple[str, ...], message: str) -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        Capabilities(response_formats=formats).response_format(1)
+    assert raised.value.message == message
+
+
+def test_parsed_unknown_format_is_refused_when_chosen() -> None:
+    capabilities = Capabilities.parse("responseformat=Delta,Iceberg")
+    with pytest.raises(InvalidParameter) as raised:
+        capabilities.response_format(1)
+    assert raised.value.message == "Unsupported responseformat: iceberg. Supported: parquet, delta"
+
+
+# -- ChangesRequest ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"startingVersion": "0"}, ChangesRequest(starting_version=0)),
+        (
+            {"startingTimestamp": "2024-01-01T00:00:00Z", "endingTimestamp": "2024-02-01T00:00:00Z"},
+            ChangesRequest(
+                starting_timestamp="2024-01-01T00:00:00Z", ending_timestamp="2024-02-01T00:00:00Z"
+            ),
+        ),
+        (
+            {
+                "startingVersion": "1",
+                "endingVersion": "3",
+                "includeHistoricalMetadata": "True",
+                "includeHistoricalProtocol": "false",
+                "maxFiles": "10",
+                "pageToken": "tok",
+            },
+            ChangesRequest(
+                starting_version=1,
+                ending_version=3,
+                include_historical_metadata=True,
+                max_files=10,
+                page_token="tok",
+            ),
+        ),
+        (
+            {"startingVersion": "2", "includeHistoricalProtocol": "TRUE"},
+            ChangesRequest(starting_version=2, include_historical_protocol=True),
+        ),
+        # Order is checked later, against the table's versions.
+        (
+            {"startingVersion": "5", "endingVersion": "1"},
+            ChangesRequest(starting_version=5, ending_version=1),
+        ),
+    ],
+)
+def test_changes_request_parses(params: dict[str, str], expected: ChangesRequest) -> None:
+    assert ChangesRequest.parse(params) == expected
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({}, "No startingVersion or startingTimestamp provided for CDF read."),
+        ({"endingVersion": "3"}, "No startingVersion or startingTimestamp provided for CDF read."),
+        (
+            {"startingVersion": "0", "startingTimestamp": "2024-01-01T00:00:00Z"},
+            "Multiple starting arguments provided for CDF read. Please provide one of either "
+            "startingTimestamp or startingVersion.",
+        ),
+        (
+            {"startingVersion": "0", "endingVersion": "1", "endingTimestamp": "2024-01-01T00:00:00Z"},
+            "Multiple ending arguments provided for CDF read. Please provide one of either "
+            "endingTimestamp or endingVersion.",
+        ),
+        (
+            {"startingVersion": "0", "maxFiles": "ten"},
+            "expected a number but the string didn't have the appropriate format",
+        ),
+        ({"startingVersion": "0", "maxFiles": "0"}, "maxFiles must be positive."),
+        ({"startingVersion": "0", "maxFiles": "-2"}, "maxFiles must be positive."),
+        ({"startingVersion": "one"}, "startingVersion is not a valid number."),
+        ({"startingVersion": "0", "endingVersion": "2.5"}, "endingVersion is not a valid number."),
+        ({"startingVersion": "-1"}, "startingVersion cannot be negative."),
+        ({"startingVersion": "0", "endingVersion": "-1"}, "endingVersion cannot be negative."),
+        (
+            {"startingVersion": "0", "includeHistoricalMetadata": "yes"},
+            "includeHistoricalMetadata must be true or false, not 'yes'",
+        ),
+        (
+            {"startingVersion": "0", "includeHistoricalProtocol": "1"},
+            "includeHistoricalProtocol must be true or false, not '1'",
+        ),
+    ],
+)
+def test_changes_request_refusals(params: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        ChangesRequest.parse(params)
+    assert raised.value.message == message
+
+
+BASE_CHANGES = ChangesRequest(starting_version=1, ending_version=5)
+
+
+def test_changes_checksum_is_fixed() -> None:
+    assert ChangesRequest().checksum() == "a535fbc374eabe37fb364de7a9f55a94"
+    assert ChangesRequest.parse({"startingVersion": "1", "endingVersion": "5"}).checksum() == (
+        BASE_CHANGES.checksum()
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "same"),
+    [
+        ({"starting_version": 2}, False),
+        ({"starting_version": None, "starting_timestamp": "2024-01-01T00:00:00Z"}, False),
+        ({"ending_version": 6}, False),
+        ({"ending_version": None, "ending_timestamp": "2024-01-01T00:00:00Z"}, False),
+        ({"include_historical_metadata": True}, False),
+        ({"include_historical_protocol": True}, False),
+        ({"max_files": 3}, True),
+        ({"page_token": "next"}, True),
+    ],
+)
+def test_changes_checksum(changes: dict[str, Any], same: bool) -> None:
+    assert (replace(BASE_CHANGES, **changes).checksum() == BASE_CHANGES.checksum()) is same
+
+
+# -- query-string and header values ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [(None, None), ("parquet", "parquet"), ("delta", "delta"), (" Delta ", "delta"), ("PARQUET", "parquet")],
+)
+def test_parse_file_id_hash(header: str | None, expected: str | None) -> None:
+    assert parse_file_id_hash(header) == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("md5", "Unsupported fileidhash: 'md5'. Supported: parquet, delta"),
+        ("", "Unsupported fileidhash: ''. Supported: parquet, delta"),
+        (" Sha256 ", "Unsupported fileidhash: ' Sha256 '. Supported: parquet, delta"),
+    ],
+)
+def test_parse_file_id_hash_refusals(header: str, message: str) -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        parse_file_id_hash(header)
+    assert raised.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, MAX_LIST_RESULTS), ("0", 0), ("1", 1), ("500", 500), (" 7 ", 7)],
+)
+def test_parse_max_results(raw: str | None, expected: int) -> None:
+    assert parse_max_results(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("501", "Acceptable values of 'maxResults' are 0 to 500, inclusive. (Default: 500)"),
+        ("-1", "Acceptable values of 'maxResults' are 0 to 500, inclusive. (Default: 500)"),
+        ("ten", "expected a number but the string didn't have the appropriate format"),
+        ("", "expected a number but the string didn't have the appropriate format"),
+        ("1.5", "expected a number but the string didn't have the appropriate format"),
+    ],
+)
+def test_parse_max_results_refusals(raw: str, message: str) -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        parse_max_results(raw)
+    assert raised.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("2024-01-02T03:04:05Z", 1_704_164_645_000),
+        ("2024-01-02T03:04:05.123Z", 1_704_164_645_123),
+        ("2024-01-02T03:04:05+02:00", 1_704_157_445_000),
+        ("2024-01-02T03:04:05-05:30", 1_704_184_445_000),
+        ("2024-01-02T03:04:05+00:00", 1_704_164_645_000),
+        ("2024-01-02T03:04:05", 1_704_164_645_000),  # no zone: UTC
+        ("2024-01-02 03:04:05Z", 1_704_164_645_000),
+        ("2024-01-02", 1_704_153_600_000),
+        (" 2024-01-02T03:04:05Z\n", 1_704_164_645_000),
+        ("1970-01-01T00:00:00Z", 0),
+        pytest.param(
+            "2004-09-18T13:12:28.120Z",
+            1_095_513_148_120,
+            marks=pytest.mark.xfail(
+                strict=True, reason="bug: float seconds * 1000 truncates to 1095513148119 (one ms early)"
+            ),
+        ),
+    ],
+)
+def test_parse_timestamp(raw: str, expected: int) -> None:
+    assert parse_timestamp(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "name", "message"),
+    [
+        ("not-a-time", "startingTimestamp", "Invalid startingTimestamp: not-a-time"),
+        ("2024-13-01T00:00:00Z", "startingTimestamp", "Invalid startingTimestamp: 2024-13-01T00:00:00Z"),
+        ("", "endingTimestamp", "Invalid endingTimestamp: "),
+        ("1704164645000", "endingTimestamp", "Invalid endingTimestamp: 1704164645000"),
+    ],
+)
+def test_parse_timestamp_refusals(raw: str, name: str, message: str) -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        parse_timestamp(raw, name)
+    assert raised.value.message == message
+
+
+def test_parse_timestamp_names_starting_timestamp_by_default() -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        parse_timestamp("yesterday")
+    assert raised.value.message == "Invalid startingTimestamp: yesterday"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, False), ("true", True), ("True", True), (" TRUE ", True), ("false", False), ("False", False)],
+)
+def test_parse_bool(raw: str | None, expected: bool) -> None:
+    assert parse_bool(raw, "flag") is expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("1", "flag must be true or false, not '1'"),
+        ("", "flag must be true or false, not ''"),
+        ("yes", "flag must be true or false, not 'yes'"),
+    ],
+)
+def test_parse_bool_refusals(raw: str, message: str) -> None:
+    with pytest.raises(InvalidParameter) as raised:
+        parse_bool(raw, "flag")
+    assert raised.value.message == message
+
+
+# -- NDJSON encoding ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        ({"a": 1, "b": [True, None, 1.5]}, b'{"a":1,"b":[true,null,1.5]}\n'),
+        ({"name": "café"}, '{"name":"café"}\n'.encode()),
+        ({"z": 1, "a": 2}, b'{"z":1,"a":2}\n'),  # keys keep their order
+        ({"n": 2**64 - 1}, b'{"n":18446744073709551615}\n'),
+        # Beyond 64 bits orjson gives up; the json fallback still writes the number.
+        ({"n": 2**64}, b'{"n":18446744073709551616}\n'),
+        ({"n": -(2**63) - 1}, b'{"n":-9223372036854775809}\n'),
+        ({"é": [2**70, "ü"]}, '{"é":[1180591620717411303424,"ü"]}\n'.encode()),
+    ],
+)
+def test_line_bytes(payload: Any, expected: bytes) -> None:
+    assert line_bytes(payload) == expected
+
+
+def test_ndjson_chunks_small_first_then_bigger() -> None:
+    actions = [{"i": n} for n in range(10)]  # 8 bytes a line
+    chunks = list(ndjson_chunks(actions, first_bytes=10, chunk_bytes=20))
+    assert chunks == [
+        b'{"i":0}\n{"i":1}\n',
+        b'{"i":2}\n{"i":3}\n{"i":4}\n',
+        b'{"i":5}\n{"i":6}\n{"i":7}\n',
+        b'{"i":8}\n{"i":9}\n',
+    ]
+    assert b"".join(chunks) == b"".join(line_bytes(action) for action in actions)
+
+
+def test_ndjson_chunks_one_line_per_action() -> None:
+    actions: list[dict[str, Any]] = [{"protocol": {"minReaderVersion": 1}}, {"file": {"size": 2**65}}, {}]
+    joined = b"".join(ndjson_chunks(actions, first_bytes=1, chunk_bytes=1))
+    assert joined == b'{"protocol":{"minReaderVersion":1}}\n{"file":{"size":36893488147419103232}}\n{}\n'
+    assert list(ndjson_chunks(actions, first_bytes=1, chunk_bytes=1)) == joined.splitlines(keepends=True)
+
+
+@pytest.mark.parametrize(
+    ("count", "first_bytes", "chunk_bytes", "lines_per_chunk"),
+    [
+        (0, 10, 20, []),
+        (1, 10, 20, [1]),
+        (3, 100, 200, [3]),  # never full: one chunk at the end
+        (5, 8, 8, [1, 1, 1, 1, 1]),
+        (6, 16, 1000, [2, 4]),
+    ],
+)
+def test_ndjson_chunk_sizes(
+    count: int, first_bytes: int, chunk_bytes: int, lines_per_chunk: list[int]
+) -> None:
+    chunks = list(ndjson_chunks(({"i": n} for n in range(count)), first_bytes, chunk_bytes))
+    assert [chunk.count(b"\n") for chunk in chunks] == lines_per_chunk
+    assert all(chunk.endswith(b"\n") for chunk in chunks)
