@@ -1,4 +1,8 @@
-"""The protocol's endpoints over real HTTP: listings, pagination, errors, auth, headers, signed URLs."""
+"""The protocol's endpoints over real HTTP: listings, pagination, errors, auth, headers, signed URLs.
+
+Request parsing and line encoding on their own are unit-tested in test_protocol.py
+and test_encoding.py.
+"""
 
 from __future__ import annotations
 
