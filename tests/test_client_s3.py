@@ -13,6 +13,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from share_store.storage.s3 import S3Storage
 from tests.conftest import TESTDATA_BUCKET, Deployment, upload_tree
+from tests.deltalake_access import deltalake_options, table_uri
 from tests.test_client_local import canonical, table_name
 
 UPLOADED = [
@@ -35,9 +36,9 @@ def s3_profile(s3: Deployment, testdata) -> str:
 
 def s3_direct(s3: Deployment, path: str, version: int | None = None) -> pd.DataFrame:
     table = DeltaTable(
-        s3.storage.table_uri(TESTDATA_BUCKET, path),
+        table_uri(s3.storage, TESTDATA_BUCKET, path),
         version=version,
-        storage_options=s3.storage.deltalake_options(),
+        storage_options=deltalake_options(s3.storage),
     )
     return table.to_pandas()
 
@@ -65,7 +66,7 @@ def test_table_written_with_deltalake_on_s3(s3: Deployment) -> None:
     client = s3.seaweed.client()
     client.create_bucket(Bucket="written")
     uri = "s3://written/sales/orders"
-    options = s3.storage.deltalake_options() | {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    options = deltalake_options(s3.storage) | {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
     first = pa.table(
         {
             "id": [1, 2, 3],

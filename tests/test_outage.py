@@ -37,6 +37,7 @@ from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 from sharing_server.queries import TableResponse
 from tests.conftest import Deployment, deploy, upload_tree
+from tests.deltalake_access import deltalake_options, table_uri
 from tests.seaweed import SeaweedS3, start_seaweed
 from tests.test_client_local import canonical
 
@@ -62,10 +63,10 @@ class Setup:
     profile: str
 
     def delta_options(self) -> dict[str, str]:
-        return self.deployment.storage.deltalake_options() | {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+        return deltalake_options(self.deployment.storage) | {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
 
     def delta_direct(self) -> pd.DataFrame:
-        uri = self.deployment.storage.table_uri(BUCKET, DELTA)
+        uri = table_uri(self.deployment.storage, BUCKET, DELTA)
         return DeltaTable(uri, storage_options=self.delta_options()).to_pandas()
 
 
@@ -151,7 +152,7 @@ def test_outage_answers_503_and_service_resumes(setup: Setup, caplog: pytest.Log
 
     # New versions the server has not read yet, so that nothing cached can answer for them.
     write_deltalake(
-        setup.deployment.storage.table_uri(BUCKET, DELTA),
+        table_uri(setup.deployment.storage, BUCKET, DELTA),
         pa.table({"id": pa.array([100, 101], pa.int32()), "name": ["new-a", "new-b"]}),
         mode="append",
         storage_options=setup.delta_options(),

@@ -25,14 +25,6 @@ class ObjectStorage(ABC):
     url_lifetime: int
 
     @abstractmethod
-    def table_uri(self, bucket: str, path: str) -> str:
-        """The URI deltalake opens the table at."""
-
-    @abstractmethod
-    def deltalake_options(self) -> dict[str, str]:
-        """Storage options for deltalake (credentials, endpoint)."""
-
-    @abstractmethod
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         """Objects whose key starts with `prefix` (a directory when it ends with '/').
 

@@ -32,12 +32,6 @@ class LocalStorage(ObjectStorage):
             raise FileNotFoundError(f"{bucket}/{key}")
         return path
 
-    def table_uri(self, bucket: str, path: str) -> str:
-        return str(self._path(bucket, path))
-
-    def deltalake_options(self) -> dict[str, str]:
-        return {}
-
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         directory, _, name_prefix = prefix.rpartition("/")
         base = self._path(bucket, directory)

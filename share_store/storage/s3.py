@@ -93,25 +93,6 @@ class S3Storage(ObjectStorage):
             ),
         )
 
-    def table_uri(self, bucket: str, path: str) -> str:
-        return f"s3://{bucket}/{path}"
-
-    def deltalake_options(self) -> dict[str, str]:
-        s = self.settings
-        options = {"AWS_REGION": s.region}
-        if s.endpoint:
-            options["AWS_ENDPOINT_URL"] = s.endpoint
-            if s.endpoint.startswith("http://"):
-                options["AWS_ALLOW_HTTP"] = "true"
-        if s.access_key:
-            options["AWS_ACCESS_KEY_ID"] = s.access_key
-        if s.secret_key:
-            options["AWS_SECRET_ACCESS_KEY"] = s.secret_key
-        if s.session_token:
-            options["AWS_SESSION_TOKEN"] = s.session_token
-        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if s.path_style else "true"
-        return options
-
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         paginator = self._client.get_paginator("list_objects_v2")
         extra = {"StartAfter": start_after} if start_after else {}
