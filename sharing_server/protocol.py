@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -23,6 +23,7 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 NDJSON = "application/x-ndjson; charset=utf-8"
 JSON = "application/json; charset=utf-8"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # One encoder for every line: json.dumps with options builds a new one per call.
@@ -87,7 +88,7 @@ class Capabilities:
         return cls(
             response_formats=formats,
             reader_features=frozenset(values.get("readerfeatures", [])),
-            include_end_stream_action=values.get("includeendstreamaction", ["false"])[0] == "true",
+            include_end_stream_action=values.get("includeendstreamaction") == ["true"],
         )
 
     def response_format(self, min_reader_version: int) -> str:
@@ -146,7 +147,9 @@ def parse_timestamp(raw: str, name: str = "startingTimestamp") -> int:
         raise InvalidParameter(f"Invalid {name}: {raw}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    # Integer arithmetic: float seconds times 1000 can land a millisecond early,
+    # and a timestamp equal to a commit's must find that commit.
+    return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
 def _long(body: dict[str, Any], key: str, limit: int = INT64_MAX) -> int | None:
