@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.exc import IntegrityError
 
-from share_store.errors import AdminConflict, AdminError, AdminNotFound, NotFound, Unauthenticated
+from share_store.errors import AdminConflict, AdminError, NotFound, Unauthenticated
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token, validate_name
@@ -262,7 +262,7 @@ class ShareStore:
         history_shared: bool = True,
     ) -> None:
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, name, admin=True)
+            share_row = self._share_row(conn, name)
             for schema, table in remove:
                 found = conn.execute(
                     select(tables_table.c.id).where(
@@ -272,7 +272,7 @@ class ShareStore:
                     )
                 ).first()
                 if found is None:
-                    raise AdminNotFound(f"table '{schema}/{table}' is not in share '{name}'")
+                    raise NotFound(f"table '{schema}/{table}' is not in share '{name}'")
                 conn.execute(
                     delete(iceberg_versions_table).where(iceberg_versions_table.c.table_id == found.id)
                 )
@@ -281,7 +281,7 @@ class ShareStore:
 
     def remove_share(self, name: str) -> None:
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, name, admin=True)
+            share_row = self._share_row(conn, name)
             for credentials in (tokens_table, oauth_clients_table):
                 conn.execute(
                     update(credentials)
@@ -301,7 +301,7 @@ class ShareStore:
         """Create a token; the secret is returned here and never again."""
         now = _now()
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             expires_at = now + expires_in if expires_in else None
             return self._insert_token(conn, share_row.id, share_row.name, description, now, expires_at)
 
@@ -313,7 +313,7 @@ class ShareStore:
         """
         now = _now()
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             row = conn.execute(
                 select(tokens_table).where(
                     tokens_table.c.id == token_id,
@@ -323,7 +323,7 @@ class ShareStore:
             ).first()
             old = _token(row) if row else None
             if old is None or not old.is_active(now):
-                raise AdminNotFound(f"no active token '{token_id}' in share '{share}'")
+                raise NotFound(f"no active token '{token_id}' in share '{share}'")
             if old.replaced_by:
                 raise AdminError(
                     f"token '{token_id}' was already rotated: rotate '{old.replaced_by}' instead"
@@ -345,7 +345,7 @@ class ShareStore:
 
     def list_tokens(self, share: str) -> list[Token]:
         with self.engine.connect() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             rows = conn.execute(
                 select(tokens_table)
                 .where(tokens_table.c.share_id == share_row.id, tokens_table.c.oauth_client_id.is_(None))
@@ -355,7 +355,7 @@ class ShareStore:
 
     def revoke_token(self, share: str, token_id: str) -> None:
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             result = conn.execute(
                 update(tokens_table)
                 .where(
@@ -367,7 +367,7 @@ class ShareStore:
                 .values(revoked_at=_now())
             )
             if result.rowcount == 0:
-                raise AdminNotFound(f"no active token '{token_id}' in share '{share}'")
+                raise NotFound(f"no active token '{token_id}' in share '{share}'")
 
     def authenticate(self, secret: str) -> Token:
         """The active token holding `secret`, or `Unauthenticated`."""
@@ -394,7 +394,7 @@ class ShareStore:
         secret = new_secret(CLIENT_SECRET_PREFIX)
         now = _now()
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             client = OAuthClient(
                 id=new_token_id(),
                 share_id=share_row.id,
@@ -418,7 +418,7 @@ class ShareStore:
 
     def list_oauth_clients(self, share: str) -> list[OAuthClient]:
         with self.engine.connect() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             rows = conn.execute(
                 select(oauth_clients_table)
                 .where(oauth_clients_table.c.share_id == share_row.id)
@@ -430,7 +430,7 @@ class ShareStore:
         """Revoke a client and every access token it was issued."""
         now = _now()
         with self.engine.begin() as conn:
-            share_row = self._share_row(conn, share, admin=True)
+            share_row = self._share_row(conn, share)
             result = conn.execute(
                 update(oauth_clients_table)
                 .where(
@@ -441,7 +441,7 @@ class ShareStore:
                 .values(revoked_at=now)
             )
             if result.rowcount == 0:
-                raise AdminNotFound(f"no active OAuth client '{client_id}' in share '{share}'")
+                raise NotFound(f"no active OAuth client '{client_id}' in share '{share}'")
             conn.execute(
                 update(tokens_table)
                 .where(tokens_table.c.oauth_client_id == client_id, tokens_table.c.revoked_at.is_(None))
@@ -510,12 +510,11 @@ class ShareStore:
 
     # -- helpers -----------------------------------------------------------
 
-    def _share_row(self, conn: Connection, name: str, admin: bool = False) -> Row:
+    def _share_row(self, conn: Connection, name: str) -> Row:
         row = conn.execute(select(shares_table).where(shares_table.c.name_key == name.lower())).first()
         if row is None:
-            if admin:
-                raise AdminNotFound(f"share '{name}' does not exist")
-            raise NotFound(f"share '{name}' not found")
+            # Both phrasings: admins have long read "does not exist", admin API clients grep "not found".
+            raise NotFound(f"share '{name}' not found: it does not exist")
         return row
 
     def _insert_token(

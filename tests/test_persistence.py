@@ -77,7 +77,7 @@ def test_duplicate_share_and_table_leave_store_untouched(store: ShareStore) -> N
         store.update_share(
             "s", add=[TableSpec.parse("sc:new:delta:bucket:n"), TableSpec.parse("sc:T:delta:bucket:x")]
         )
-    with pytest.raises(AdminError, match="is not in share"):
+    with pytest.raises(NotFound, match="is not in share"):
         store.update_share("s", add=[TableSpec.parse("sc:new:delta:bucket:n")], remove=[("sc", "missing")])
     with pytest.raises(AdminError, match="already in this share"):
         store.create_share("other", parse_create_args(["sc", "t:delta:bucket:p", "T:delta:bucket:p"]))
@@ -101,7 +101,7 @@ def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, backend: Backend
     store.revoke_token("s", token.id)
     with pytest.raises(Unauthenticated, match="revoked"):
         store.authenticate(secret)
-    with pytest.raises(AdminError):
+    with pytest.raises(NotFound, match="no active token"):
         store.revoke_token("s", token.id)
     _, short = store.create_token("s", timedelta(microseconds=1), "")
     with pytest.raises(Unauthenticated, match="expired"):
@@ -127,7 +127,7 @@ def test_unknown_share_for_admin_commands(store: ShareStore) -> None:
         lambda: store.create_token("x", None),
         lambda: store.list_tokens("x"),
     ):
-        with pytest.raises(AdminError, match="does not exist"):
+        with pytest.raises(NotFound, match="does not exist"):
             call()
 
 
