@@ -9,6 +9,7 @@ command leaves the store exactly as it was.
     rows.py               rows → model objects, UTC times
     shares.py             shares and their tables
     credentials.py        bearer tokens and OAuth clients
+    access.py             a token with the share or table it asks for, in one SELECT
     snapshot_versions.py  the Delta versions of Iceberg snapshots
 """
 

@@ -18,7 +18,8 @@ from sqlalchemy.exc import IntegrityError
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
-from share_store.persistence import credentials, shares, snapshot_versions
+from share_store.persistence import access, credentials, shares, snapshot_versions
+from share_store.persistence.access import OnToken
 from share_store.persistence.engine import make_engine
 
 P = ParamSpec("P")
@@ -89,6 +90,27 @@ class ShareStore:
     def authenticate(self, secret: str) -> Token:
         """The active token holding `secret`, or `Unauthenticated`."""
         return self._read(credentials.authenticate, secret)
+
+    def authorized_share(
+        self, secret: str, share: str, on_token: OnToken | None = None
+    ) -> tuple[Token, Share]:
+        """The token holding `secret` and its share named `share`, in one SELECT.
+
+        `Unauthenticated` for a bad secret; `NotFound` for a share that does not
+        exist or is not the token's. `on_token` is told the token before the share
+        is checked.
+        """
+        return self._read(access.authorized_share, secret, share, on_token)
+
+    def authorized_table(
+        self, secret: str, share: str, schema: str, table: str, on_token: OnToken | None = None
+    ) -> tuple[Token, SharedTable]:
+        """The token holding `secret` and the table `share/schema/table` of its share, in one SELECT.
+
+        As `authorized_share`, and `NotFound` as from `get_table` if the share
+        does not hold the table.
+        """
+        return self._read(access.authorized_table, secret, share, schema, table, on_token)
 
     def create_token(
         self, share: str, expires_in: timedelta | None, description: str = ""
