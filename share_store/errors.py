@@ -1,7 +1,8 @@
 """Errors whose messages are safe to show to a recipient.
 
     ShareStoreError                 base: error_code + HTTP status + safe message
-    ├── NotFound                    404 RESOURCE_DOES_NOT_EXIST
+    ├── NotFound                    404 RESOURCE_DOES_NOT_EXIST: a share, table, token or client named
+    │                               is not there (the store raises only this one, for every caller)
     ├── InvalidParameter            400 INVALID_PARAMETER_VALUE
     ├── MalformedRequest            400 MALFORMED_REQUEST
     ├── UnsupportedOperation        400 UNSUPPORTED_OPERATION
@@ -9,7 +10,7 @@
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
     └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
-        ├── AdminNotFound           404 the share, token or client named does not exist
+        ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin)
         └── AdminConflict           409 the name is already taken
 
 The server's own refusals (rate limits, body size, signatures, a disabled

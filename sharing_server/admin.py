@@ -8,12 +8,13 @@ the same interface over HTTP for `--server`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
-from share_store.errors import AdminError
+from share_store.errors import AdminError, AdminNotFound, NotFound
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
 from share_store.persistence import ShareStore
@@ -28,6 +29,26 @@ DEFAULT_GRACE = "1h"
 
 DURATION = re.compile(r"^(\d{1,9})([smhdw])$")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def admin_not_found(operation: Callable[P, R]) -> Callable[P, R]:
+    """Report the store's `NotFound` as bad admin input: the CLI exits 2, the admin API answers 404.
+
+    The store has one `NotFound` for every caller; only here is a missing name
+    the admin's mistake rather than a recipient's.
+    """
+
+    @functools.wraps(operation)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return operation(*args, **kwargs)
+        except NotFound as error:
+            raise AdminNotFound(error.message) from None
+
+    return run
 
 
 def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
@@ -137,6 +158,7 @@ class Admin:
 
     # -- shares ----------------------------------------------------------------
 
+    @admin_not_found
     def list_shares(self) -> list[dict[str, Any]]:
         return [
             {
@@ -148,12 +170,14 @@ class Admin:
             for share in self.store.list_shares()
         ]
 
+    @admin_not_found
     def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]:
         specs = parse_create_args(tables)
         self._check_catalogs(specs)
         share = self.store.create_share(name, specs, history_shared=history)
         return {"name": share.name, "id": share.id, "tables": len(specs)}
 
+    @admin_not_found
     def share_info(self, name: str) -> dict[str, Any]:
         share = self.store.get_share(name)
         now = datetime.now(UTC)
@@ -168,6 +192,7 @@ class Admin:
             "activeOAuthClients": len(clients),
         }
 
+    @admin_not_found
     def update_share(
         self, name: str, add: list[str], remove: list[str], history: bool = True
     ) -> dict[str, Any]:
@@ -179,6 +204,7 @@ class Admin:
         self.store.update_share(name, specs, refs, history_shared=history)
         return {"name": name, "added": len(specs), "removed": len(refs)}
 
+    @admin_not_found
     def remove_share(self, name: str) -> None:
         self.store.remove_share(name)
 
@@ -193,14 +219,17 @@ class Admin:
             "profile": profile_document(self.endpoint, secret, token.expires_at),
         }
 
+    @admin_not_found
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
         token, secret = self.store.create_token(share, parse_duration(expires), description)
         return self._issued(token, secret)
 
+    @admin_not_found
     def list_tokens(self, share: str) -> list[dict[str, Any]]:
         now = datetime.now(UTC)
         return [token_entry(token, now) for token in self.store.list_tokens(share)]
 
+    @admin_not_found
     def rotate_token(self, share: str, token_id: str, grace: str) -> dict[str, Any]:
         grace_period = parse_duration(grace, allow_never=False)
         assert grace_period is not None
@@ -212,11 +241,13 @@ class Admin:
         )
         return issued
 
+    @admin_not_found
     def revoke_token(self, share: str, token_id: str) -> None:
         self.store.revoke_token(share, token_id)
 
     # -- OAuth clients -------------------------------------------------------------
 
+    @admin_not_found
     def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]:
         client, secret = self.store.create_oauth_client(share, parse_duration(expires), description)
         return {
@@ -230,9 +261,11 @@ class Admin:
             ),
         }
 
+    @admin_not_found
     def list_oauth_clients(self, share: str) -> list[dict[str, Any]]:
         now = datetime.now(UTC)
         return [client_entry(client, now) for client in self.store.list_oauth_clients(share)]
 
+    @admin_not_found
     def revoke_oauth_client(self, share: str, client_id: str) -> None:
         self.store.revoke_oauth_client(share, client_id)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from starlette.requests import Request
 
-from share_store.errors import NotFound, Unauthenticated
-from share_store.model import Token
+from share_store.errors import Unauthenticated
+from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields
 
@@ -18,16 +20,34 @@ def bearer_secret(request: Request) -> str:
     return secret.strip()
 
 
-def authenticate(store: ShareStore, request: Request) -> Token:
-    token = store.authenticate(bearer_secret(request))
+def record_token(request: Request, token: Token) -> None:
+    """Put who is asking in the audit line, 404s included."""
     fields = audit_fields(request)
     fields.update(token_id=token.id, share=token.share)
     if token.oauth_client_id:
         fields["oauth_client"] = token.oauth_client_id
+
+
+def authenticate(store: ShareStore, request: Request) -> Token:
+    token = store.authenticate(bearer_secret(request))
+    record_token(request, token)
     return token
 
 
-def require_share(token: Token, share_id: str, share_name: str) -> None:
-    """Other shares answer as if absent, so a token cannot probe share names."""
-    if token.share_id != share_id:
-        raise NotFound(f"share '{share_name}' not found")
+def authorize_share(store: ShareStore, request: Request) -> tuple[Token, Share]:
+    """The token and the share its URL names; other shares answer as if absent."""
+    return store.authorized_share(
+        bearer_secret(request), request.path_params["share"], on_token=partial(record_token, request)
+    )
+
+
+def authorize_table(store: ShareStore, request: Request) -> tuple[Token, SharedTable]:
+    """The token and the table its URL names, if the token's share holds it."""
+    params = request.path_params
+    return store.authorized_table(
+        bearer_secret(request),
+        params["share"],
+        params["schema"],
+        params["table"],
+        on_token=partial(record_token, request),
+    )

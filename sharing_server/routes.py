@@ -13,10 +13,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Send
 
 from share_store.errors import InvalidParameter, ShareStoreError
-from share_store.model import Share, SharedTable, Token
+from share_store.model import Share, SharedTable
 from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields, counting_files
-from sharing_server.auth import authenticate, require_share
+from sharing_server.auth import authenticate, authorize_share, authorize_table
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.protocol import (
     JSON,
@@ -77,14 +77,6 @@ def paginate(request: Request, scope: str, items: Sequence[dict[str, Any]]) -> d
     return body
 
 
-def _authorized_share(store: ShareStore, request: Request) -> tuple[Token, Share]:
-    token = authenticate(store, request)
-    name = request.path_params["share"]
-    share = store.get_share(name)
-    require_share(token, share.id, name)
-    return token, share
-
-
 def _table_item(
     table: SharedTable, share: Share, url_share: str, url_schema: str | None = None
 ) -> dict[str, Any]:
@@ -111,7 +103,7 @@ async def list_shares(request: Request) -> Response:
 
 async def get_share(request: Request) -> Response:
     def run() -> dict[str, Any]:
-        _, share = _authorized_share(_store(request), request)
+        _, share = authorize_share(_store(request), request)
         return {"share": {"name": share.name, "id": share.id}}
 
     return json_response(await run_in_threadpool(run))
@@ -120,7 +112,7 @@ async def get_share(request: Request) -> Response:
 async def list_schemas(request: Request) -> Response:
     def run() -> dict[str, Any]:
         store = _store(request)
-        _, share = _authorized_share(store, request)
+        _, share = authorize_share(store, request)
         url_share = request.path_params["share"]
         items = [{"name": name, "share": url_share} for name in store.list_schemas(share.name)]
         return paginate(request, f"schemas:{share.id}", items)
@@ -131,7 +123,7 @@ async def list_schemas(request: Request) -> Response:
 async def list_tables(request: Request) -> Response:
     def run() -> dict[str, Any]:
         store = _store(request)
-        _, share = _authorized_share(store, request)
+        _, share = authorize_share(store, request)
         url_share, schema = request.path_params["share"], request.path_params["schema"]
         tables = store.list_tables(share.name, schema)
         items = [_table_item(t, share, url_share, schema) for t in tables]
@@ -143,7 +135,7 @@ async def list_tables(request: Request) -> Response:
 async def list_all_tables(request: Request) -> Response:
     def run() -> dict[str, Any]:
         store = _store(request)
-        _, share = _authorized_share(store, request)
+        _, share = authorize_share(store, request)
         url_share = request.path_params["share"]
         tables = store.list_tables(share.name)
         items = [_table_item(t, share, url_share) for t in tables]
@@ -153,10 +145,7 @@ async def list_all_tables(request: Request) -> Response:
 
 
 def _authorized_table(request: Request) -> SharedTable:
-    store = _store(request)
-    _authorized_share(store, request)
-    params = request.path_params
-    table = store.get_table(params["share"], params["schema"], params["table"])
+    _, table = authorize_table(_store(request), request)
     audit_fields(request).update(schema=table.schema, table=table.name)
     return table
 

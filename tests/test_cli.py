@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from share_store.persistence import ShareStore
+from share_store.errors import AdminNotFound
+from share_store.persistence import ShareStore, sqlite_url
+from sharing_server.admin import Admin
 from sharing_server.cli import main, parse_duration
 
 
@@ -152,6 +154,28 @@ def test_bad_input_exits_2_and_changes_nothing(
         for s in store_of(config).list_shares()
     ]
     assert after == before
+
+
+def test_admin_reports_the_stores_not_found_as_bad_admin_input(tmp_path: Path) -> None:
+    # The store raises one NotFound for every caller; the CLI and the admin API share this layer.
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    admin = Admin(store, "https://sharing.example.com", lambda: None)
+    admin.create_share("s", [])
+    cases = [
+        (lambda: admin.share_info("x"), "share 'x' not found"),
+        (lambda: admin.update_share("x", add=[], remove=["sc/t"]), "share 'x' not found: it does not exist"),
+        (lambda: admin.update_share("s", add=[], remove=["sc/t"]), "is not in share"),
+        (lambda: admin.list_tokens("x"), "does not exist"),
+        (lambda: admin.rotate_token("s", "nope", "1h"), "no active token"),
+        (lambda: admin.revoke_token("s", "nope"), "no active token"),
+        (lambda: admin.revoke_oauth_client("s", "nope"), "no active OAuth client"),
+    ]
+    try:
+        for call, message in cases:
+            with pytest.raises(AdminNotFound, match=message):
+                call()
+    finally:
+        store.close()
 
 
 def test_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,9 +13,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
+from sqlalchemy import event
 
 from share_store.model import TableSpec
-from tests.conftest import Deployment
+from tests.conftest import Deployment, audit_record
 
 TABLES = {
     "t_part": "delta-0.8.0-partitioned",
@@ -171,6 +172,40 @@ def test_other_shares_are_invisible(api: httpx.Client) -> None:
         404,
         "RESOURCE_DOES_NOT_EXIST",
     )
+
+
+def test_an_authorized_request_is_one_store_query(local: Deployment, api: httpx.Client) -> None:
+    # Token, share and table come from one SELECT joining them, not one query per check.
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement)
+
+    table = "/shares/proto/schemas/default/tables/t_simple"
+    requests = [
+        ("GET", table + "/version", 200),
+        ("GET", table + "/metadata", 200),
+        ("POST", table + "/query", 200),
+        ("GET", "/shares/proto", 200),
+        ("GET", "/shares/proto/schemas/default/tables/nope/metadata", 404),
+        ("GET", "/shares/elsewhere/schemas/default/tables/secret_table/metadata", 404),
+    ]
+    event.listen(local.store.engine, "before_cursor_execute", count)
+    try:
+        for method, path, status in requests:
+            statements.clear()
+            response = api.request(method, path, json={} if method == "POST" else None)
+            assert response.status_code == status, response.text
+            assert len(statements) == 1, (path, statements)
+    finally:
+        event.remove(local.store.engine, "before_cursor_execute", count)
+
+
+def test_a_404_for_another_share_is_audited_with_the_token(local: Deployment, api: httpx.Client) -> None:
+    response = api.get("/shares/elsewhere/schemas/default/tables/secret_table/metadata")
+    record = audit_record(local, response.headers["x-request-id"])
+    assert record["status"] == 404 and record["share"] == "proto" and record["token_id"]
+    assert "table" not in record
 
 
 # -- version / metadata -------------------------------------------------------------------

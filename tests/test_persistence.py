@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import make_url
 
 from share_store.errors import AdminError, NotFound, Unauthenticated
-from share_store.model import TableSpec, parse_create_args
+from share_store.model import TableSpec, Token, parse_create_args
 from share_store.persistence import ShareStore, sqlite_url
 
 
@@ -77,7 +77,7 @@ def test_duplicate_share_and_table_leave_store_untouched(store: ShareStore) -> N
         store.update_share(
             "s", add=[TableSpec.parse("sc:new:delta:bucket:n"), TableSpec.parse("sc:T:delta:bucket:x")]
         )
-    with pytest.raises(AdminError, match="is not in share"):
+    with pytest.raises(NotFound, match="is not in share"):
         store.update_share("s", add=[TableSpec.parse("sc:new:delta:bucket:n")], remove=[("sc", "missing")])
     with pytest.raises(AdminError, match="already in this share"):
         store.create_share("other", parse_create_args(["sc", "t:delta:bucket:p", "T:delta:bucket:p"]))
@@ -101,11 +101,43 @@ def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, backend: Backend
     store.revoke_token("s", token.id)
     with pytest.raises(Unauthenticated, match="revoked"):
         store.authenticate(secret)
-    with pytest.raises(AdminError):
+    with pytest.raises(NotFound, match="no active token"):
         store.revoke_token("s", token.id)
     _, short = store.create_token("s", timedelta(microseconds=1), "")
     with pytest.raises(Unauthenticated, match="expired"):
         store.authenticate(short)
+
+
+def test_one_lookup_gives_a_token_with_its_share_or_table(store: ShareStore) -> None:
+    store.create_share("Sales", parse_create_args(["Q1", "Orders:delta:bucket:a/b"]))
+    store.create_share("other", parse_create_args(["q1", "orders:delta:bucket:c"]))
+    token, secret = store.create_token("sales", None, "")
+    seen: list[Token] = []
+    found, share = store.authorized_share(secret, "SALES", on_token=seen.append)
+    assert (found.id, share) == (token.id, store.get_share("sales")) and seen == [found]
+    found, table = store.authorized_table(secret, "sales", "q1", "ORDERS")
+    assert (found.id, table) == (token.id, store.get_table("sales", "Q1", "orders"))
+    # Another's share and no share at all read the same; the caller still learns who asked.
+    for name in ("other", "nope"):
+        seen.clear()
+        with pytest.raises(NotFound, match=f"^share '{name}' not found$"):
+            store.authorized_table(secret, name, "q1", "orders", on_token=seen.append)
+        assert [t.id for t in seen] == [token.id]
+        with pytest.raises(NotFound, match=f"^share '{name}' not found$"):
+            store.authorized_share(secret, name)
+    with pytest.raises(NotFound, match="'sales/q1/nope' does not exist"):
+        store.authorized_table(secret, "sales", "q1", "nope")
+    with pytest.raises(NotFound, match="'sales/q2/orders' does not exist"):
+        store.authorized_table(secret, "sales", "q2", "orders")
+    with pytest.raises(Unauthenticated, match="missing, invalid or unknown"):
+        store.authorized_table(secret + "x", "sales", "q1", "orders", on_token=seen.append)
+    store.revoke_token("sales", token.id)
+    with pytest.raises(Unauthenticated, match="revoked"):
+        store.authorized_share(secret, "sales", on_token=seen.append)
+    _, short = store.create_token("sales", timedelta(microseconds=1), "")
+    with pytest.raises(Unauthenticated, match="expired"):
+        store.authorized_table(short, "sales", "q1", "orders", on_token=seen.append)
+    assert [t.id for t in seen] == [token.id]  # refused tokens are not reported
 
 
 def test_remove_share_revokes_tokens_and_recreation_does_not_revive_them(store: ShareStore) -> None:
@@ -127,7 +159,7 @@ def test_unknown_share_for_admin_commands(store: ShareStore) -> None:
         lambda: store.create_token("x", None),
         lambda: store.list_tokens("x"),
     ):
-        with pytest.raises(AdminError, match="does not exist"):
+        with pytest.raises(NotFound, match="does not exist"):
             call()
 
 

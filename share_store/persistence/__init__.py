@@ -1,0 +1,22 @@
+"""Share store persistence on SQLAlchemy: SQLite by default, any SQLAlchemy URL.
+
+Every admin change runs in one transaction, so an interrupted or rejected
+command leaves the store exactly as it was.
+
+    store.py              ShareStore: one engine, one connection or transaction per call
+    engine.py             the engine: pre-ping, SQLite pragmas
+    schema.py             the tables (Alembic's revisions in share_store/migrations make them)
+    rows.py               rows → model objects, UTC times
+    shares.py             shares and their tables
+    credentials.py        bearer tokens and OAuth clients
+    access.py             a token with the share or table it asks for, in one SELECT
+    snapshot_versions.py  the Delta versions of Iceberg snapshots
+"""
+
+from __future__ import annotations
+
+from share_store.persistence.engine import sqlite_url
+from share_store.persistence.schema import metadata
+from share_store.persistence.store import ShareStore
+
+__all__ = ["ShareStore", "metadata", "sqlite_url"]

@@ -1,0 +1,81 @@
+"""Rows to model objects, and the clock every stored time is read against.
+
+One mapper per model keeps column names out of the query modules' logic.
+Mappers take a row's mapping (`result.mappings()`), so that a join, whose
+tables share column names such as `id`, can hand each mapper its own table's
+columns through `columns`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Row
+
+from share_store.model import OAuthClient, Share, SharedTable, Token
+
+Fields = Mapping[str, Any]
+
+
+def utc(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything we store is UTC.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def columns(row: Row, table: Table) -> Fields:
+    """`table`'s columns of a joined row, by their plain names."""
+    mapping = row._mapping
+    return {column.name: mapping[column] for column in table.c}
+
+
+def share_from(fields: Fields) -> Share:
+    return Share(id=fields["id"], name=fields["name"], created_at=utc(fields["created_at"]))
+
+
+def table_from(fields: Fields, share: str) -> SharedTable:
+    return SharedTable(
+        id=fields["id"],
+        share=share,
+        schema=fields["schema_name"],
+        name=fields["name"],
+        format=fields["format"],
+        bucket=fields["bucket"],
+        path=fields["path"],
+        history_shared=fields["history_shared"],
+        created_at=utc(fields["created_at"]),
+    )
+
+
+def token_from(fields: Fields) -> Token:
+    return Token(
+        id=fields["id"],
+        share_id=fields["share_id"],
+        share=fields["share_name"],
+        description=fields["description"],
+        created_at=utc(fields["created_at"]),
+        expires_at=utc(fields["expires_at"]),
+        revoked_at=utc(fields["revoked_at"]),
+        oauth_client_id=fields["oauth_client_id"],
+        replaced_by=fields["replaced_by"],
+    )
+
+
+def oauth_client_from(fields: Fields) -> OAuthClient:
+    return OAuthClient(
+        id=fields["id"],
+        share_id=fields["share_id"],
+        share=fields["share_name"],
+        description=fields["description"],
+        created_at=utc(fields["created_at"]),
+        expires_at=utc(fields["expires_at"]),
+        revoked_at=utc(fields["revoked_at"]),
+    )

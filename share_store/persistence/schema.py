@@ -1,0 +1,88 @@
+"""The store's tables, as SQLAlchemy sees them.
+
+The Alembic revisions in share_store/migrations create and change these tables
+in the database; this module is what the code queries. tests/test_migrations.py
+checks that a migrated store matches `metadata`, so a column added here needs a
+revision too.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+shares_table = Table(
+    "shares",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("name_key", String(128), nullable=False, unique=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+tables_table = Table(
+    "shared_tables",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("share_id", String(36), ForeignKey("shares.id", ondelete="CASCADE"), nullable=False),
+    Column("schema_name", String(128), nullable=False),
+    Column("schema_key", String(128), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("name_key", String(128), nullable=False),
+    Column("format", String(16), nullable=False),
+    Column("bucket", String(63), nullable=False),
+    Column("path", String(1024), nullable=False),
+    Column("history_shared", Boolean, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("share_id", "schema_key", "name_key"),
+)
+
+tokens_table = Table(
+    "tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    # Not a foreign key: a removed share keeps its (revoked) tokens for audit.
+    Column("share_id", String(36), nullable=False, index=True),
+    Column("share_name", String(128), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("description", String(1024), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+    Column("oauth_client_id", String(32), index=True),
+    Column("replaced_by", String(32)),
+)
+
+oauth_clients_table = Table(
+    "oauth_clients",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("share_id", String(36), nullable=False, index=True),
+    Column("share_name", String(128), nullable=False),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("description", String(1024), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True)),
+    Column("revoked_at", DateTime(timezone=True)),
+)
+
+iceberg_versions_table = Table(
+    "iceberg_versions",
+    metadata,
+    Column("table_id", String(36), nullable=False, primary_key=True),
+    Column("version", BigInteger, nullable=False, primary_key=True),
+    Column("snapshot_id", BigInteger, nullable=False),
+    Column("timestamp_ms", BigInteger, nullable=False),
+    UniqueConstraint("table_id", "snapshot_id"),
+)

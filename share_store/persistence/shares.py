@@ -1,0 +1,173 @@
+"""Shares and the tables they hold: reads for the protocol and the admin, and the admin's changes.
+
+Names are matched through their lower-cased `*_key` columns and answered as
+the provider typed them. Every function takes the caller's connection, so
+that `ShareStore` decides what one transaction holds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from sqlalchemy import RowMapping, delete, insert, select
+from sqlalchemy.engine import Connection
+
+from share_store.errors import AdminConflict, NotFound
+from share_store.model import Share, SharedTable, TableSpec, validate_name
+from share_store.persistence.rows import share_from, table_from, utc_now
+from share_store.persistence.schema import shares_table, tables_table
+from share_store.persistence.snapshot_versions import forget_tables
+
+
+def share_row(conn: Connection, name: str) -> RowMapping:
+    row = conn.execute(select(shares_table).where(shares_table.c.name_key == name.lower())).mappings().first()
+    if row is None:
+        # Both phrasings: admins have long read "does not exist", admin API clients grep "not found".
+        raise NotFound(f"share '{name}' not found: it does not exist")
+    return row
+
+
+def table_not_found(share: str, schema: str, name: str) -> NotFound:
+    # The reference server's wording: clients show it to their users as it is.
+    return NotFound(
+        f"[Share/Schema/Table] '{share}/{schema}/{name}' does not exist, "
+        "please contact your share provider for further information."
+    )
+
+
+# -- reads ---------------------------------------------------------------------
+
+
+def list_shares(conn: Connection) -> list[Share]:
+    rows = conn.execute(select(shares_table).order_by(shares_table.c.name_key)).mappings()
+    return [share_from(row) for row in rows]
+
+
+def get_share(conn: Connection, name: str) -> Share:
+    return share_from(share_row(conn, name))
+
+
+def get_share_by_id(conn: Connection, share_id: str) -> Share | None:
+    row = conn.execute(select(shares_table).where(shares_table.c.id == share_id)).mappings().first()
+    return share_from(row) if row else None
+
+
+def list_schemas(conn: Connection, share: str) -> list[str]:
+    found = share_row(conn, share)
+    rows = conn.execute(
+        select(tables_table.c.schema_name, tables_table.c.schema_key)
+        .where(tables_table.c.share_id == found["id"])
+        .order_by(tables_table.c.schema_key, tables_table.c.name_key)
+    )
+    names: dict[str, str] = {}
+    for row in rows:
+        names.setdefault(row.schema_key, row.schema_name)
+    return list(names.values())
+
+
+def list_tables(conn: Connection, share: str, schema: str | None = None) -> list[SharedTable]:
+    """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
+    found = share_row(conn, share)
+    query = select(tables_table).where(tables_table.c.share_id == found["id"])
+    if schema is not None:
+        query = query.where(tables_table.c.schema_key == schema.lower())
+    rows = conn.execute(query.order_by(tables_table.c.schema_key, tables_table.c.name_key)).mappings()
+    tables = [table_from(row, found["name"]) for row in rows]
+    if schema is not None and not tables:
+        raise NotFound(f"schema '{schema}' not found")
+    return tables
+
+
+def get_table(conn: Connection, share: str, schema: str, name: str) -> SharedTable:
+    found = share_row(conn, share)
+    row = (
+        conn.execute(
+            select(tables_table).where(
+                tables_table.c.share_id == found["id"],
+                tables_table.c.schema_key == schema.lower(),
+                tables_table.c.name_key == name.lower(),
+            )
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise table_not_found(share, schema, name)
+    return table_from(row, found["name"])
+
+
+# -- admin changes -------------------------------------------------------------
+
+
+def create_share(conn: Connection, name: str, specs: Iterable[TableSpec], history_shared: bool) -> Share:
+    validate_name("share", name)
+    if conn.execute(select(shares_table.c.id).where(shares_table.c.name_key == name.lower())).first():
+        raise AdminConflict(f"share '{name}' already exists")
+    share = Share(id=str(uuid.uuid4()), name=name, created_at=utc_now())
+    conn.execute(
+        insert(shares_table).values(
+            id=share.id, name=name, name_key=name.lower(), created_at=share.created_at
+        )
+    )
+    _add_tables(conn, share.id, specs, history_shared)
+    return share
+
+
+def update_share(
+    conn: Connection,
+    name: str,
+    add: Iterable[TableSpec],
+    remove: Iterable[tuple[str, str]],
+    history_shared: bool,
+) -> None:
+    found = share_row(conn, name)
+    for schema, table in remove:
+        row = conn.execute(
+            select(tables_table.c.id).where(
+                tables_table.c.share_id == found["id"],
+                tables_table.c.schema_key == schema.lower(),
+                tables_table.c.name_key == table.lower(),
+            )
+        ).first()
+        if row is None:
+            raise NotFound(f"table '{schema}/{table}' is not in share '{name}'")
+        forget_tables(conn, [row.id])
+        conn.execute(delete(tables_table).where(tables_table.c.id == row.id))
+    _add_tables(conn, found["id"], add, history_shared)
+
+
+def delete_share(conn: Connection, share_id: str) -> None:
+    """The share and its tables; its credentials are credentials.revoke_share's to retire."""
+    forget_tables(conn, select(tables_table.c.id).where(tables_table.c.share_id == share_id))
+    conn.execute(delete(tables_table).where(tables_table.c.share_id == share_id))
+    conn.execute(delete(shares_table).where(shares_table.c.id == share_id))
+
+
+def _add_tables(conn: Connection, share_id: str, specs: Iterable[TableSpec], history_shared: bool) -> None:
+    now = utc_now()
+    for spec in specs:
+        exists = conn.execute(
+            select(tables_table.c.id).where(
+                tables_table.c.share_id == share_id,
+                tables_table.c.schema_key == spec.schema.lower(),
+                tables_table.c.name_key == spec.name.lower(),
+            )
+        ).first()
+        if exists:
+            raise AdminConflict(f"table '{spec.schema}/{spec.name}' is already in this share")
+        conn.execute(
+            insert(tables_table).values(
+                id=str(uuid.uuid4()),
+                share_id=share_id,
+                schema_name=spec.schema,
+                schema_key=spec.schema.lower(),
+                name=spec.name,
+                name_key=spec.name.lower(),
+                format=spec.format,
+                bucket=spec.bucket,
+                path=spec.path,
+                history_shared=history_shared,
+                created_at=now,
+            )
+        )

@@ -1,0 +1,166 @@
+"""`ShareStore`: the one object the server and the CLI hold, in front of one engine.
+
+Each method opens one connection, or one transaction for a change, and hands
+it to the module that knows the tables. Every admin change thus commits whole
+or not at all, and this is the only place deciding what goes in one
+transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+from typing import Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from share_store.iceberg.versions import SnapshotVersion
+from share_store.migrate import upgrade
+from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
+from share_store.persistence import access, credentials, shares, snapshot_versions
+from share_store.persistence.access import OnToken
+from share_store.persistence.engine import make_engine
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class ShareStore:
+    """Shares, their tables and tokens, behind one SQLAlchemy engine."""
+
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = make_engine(url)
+        upgrade(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _read(self, query: Callable[Concatenate[Connection, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.engine.connect() as conn:
+            return query(conn, *args, **kwargs)
+
+    def _change(
+        self, change: Callable[Concatenate[Connection, P], R], *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        with self.engine.begin() as conn:
+            return change(conn, *args, **kwargs)
+
+    # -- shares and their tables -----------------------------------------------
+
+    def list_shares(self) -> list[Share]:
+        return self._read(shares.list_shares)
+
+    def get_share(self, name: str) -> Share:
+        return self._read(shares.get_share, name)
+
+    def get_share_by_id(self, share_id: str) -> Share | None:
+        return self._read(shares.get_share_by_id, share_id)
+
+    def list_schemas(self, share: str) -> list[str]:
+        return self._read(shares.list_schemas, share)
+
+    def list_tables(self, share: str, schema: str | None = None) -> list[SharedTable]:
+        """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
+        return self._read(shares.list_tables, share, schema)
+
+    def get_table(self, share: str, schema: str, name: str) -> SharedTable:
+        return self._read(shares.get_table, share, schema, name)
+
+    def create_share(self, name: str, specs: Iterable[TableSpec] = (), history_shared: bool = True) -> Share:
+        return self._change(shares.create_share, name, specs, history_shared)
+
+    def update_share(
+        self,
+        name: str,
+        add: Iterable[TableSpec] = (),
+        remove: Iterable[tuple[str, str]] = (),
+        history_shared: bool = True,
+    ) -> None:
+        self._change(shares.update_share, name, add, remove, history_shared)
+
+    def remove_share(self, name: str) -> None:
+        with self.engine.begin() as conn:
+            share_id = shares.share_row(conn, name)["id"]
+            credentials.revoke_share(conn, share_id)
+            shares.delete_share(conn, share_id)
+
+    # -- bearer tokens ---------------------------------------------------------
+
+    def authenticate(self, secret: str) -> Token:
+        """The active token holding `secret`, or `Unauthenticated`."""
+        return self._read(credentials.authenticate, secret)
+
+    def authorized_share(
+        self, secret: str, share: str, on_token: OnToken | None = None
+    ) -> tuple[Token, Share]:
+        """The token holding `secret` and its share named `share`, in one SELECT.
+
+        `Unauthenticated` for a bad secret; `NotFound` for a share that does not
+        exist or is not the token's. `on_token` is told the token before the share
+        is checked.
+        """
+        return self._read(access.authorized_share, secret, share, on_token)
+
+    def authorized_table(
+        self, secret: str, share: str, schema: str, table: str, on_token: OnToken | None = None
+    ) -> tuple[Token, SharedTable]:
+        """The token holding `secret` and the table `share/schema/table` of its share, in one SELECT.
+
+        As `authorized_share`, and `NotFound` as from `get_table` if the share
+        does not hold the table.
+        """
+        return self._read(access.authorized_table, secret, share, schema, table, on_token)
+
+    def create_token(
+        self, share: str, expires_in: timedelta | None, description: str = ""
+    ) -> tuple[Token, str]:
+        """Create a token; the secret is returned here and never again."""
+        return self._change(credentials.create_token, share, expires_in, description)
+
+    def rotate_token(self, share: str, token_id: str, grace: timedelta) -> tuple[Token, str]:
+        """Replace a token by a new one of the same lifetime; the old one works `grace` longer."""
+        return self._change(credentials.rotate_token, share, token_id, grace)
+
+    def list_tokens(self, share: str) -> list[Token]:
+        return self._read(credentials.list_tokens, share)
+
+    def revoke_token(self, share: str, token_id: str) -> None:
+        self._change(credentials.revoke_token, share, token_id)
+
+    # -- OAuth clients ---------------------------------------------------------
+
+    def create_oauth_client(
+        self, share: str, expires_in: timedelta | None, description: str = ""
+    ) -> tuple[OAuthClient, str]:
+        """Create a client of `share`; its secret is returned here and never again."""
+        return self._change(credentials.create_oauth_client, share, expires_in, description)
+
+    def list_oauth_clients(self, share: str) -> list[OAuthClient]:
+        return self._read(credentials.list_oauth_clients, share)
+
+    def revoke_oauth_client(self, share: str, client_id: str) -> None:
+        """Revoke a client and every access token it was issued."""
+        self._change(credentials.revoke_oauth_client, share, client_id)
+
+    def issue_access_token(
+        self, client_id: str, client_secret: str, lifetime: timedelta
+    ) -> tuple[Token, str]:
+        """Exchange client credentials for an access token (OAuth2 client_credentials grant)."""
+        return self._change(credentials.issue_access_token, client_id, client_secret, lifetime)
+
+    # -- Iceberg snapshot versions ---------------------------------------------
+
+    def snapshot_versions(self, table_id: str) -> list[SnapshotVersion]:
+        return self._read(snapshot_versions.snapshot_versions, table_id)
+
+    def add_snapshot_versions(self, table_id: str, versions: list[SnapshotVersion]) -> list[SnapshotVersion]:
+        """Record new versions; if another replica numbered them first, keep its numbers."""
+        if versions:
+            # A transaction of its own: on PostgreSQL a failed insert spoils the
+            # transaction it ran in, and the numbers are read afresh below anyway.
+            try:
+                self._change(snapshot_versions.insert_snapshot_versions, table_id, versions)
+            except IntegrityError:
+                pass
+        return self.snapshot_versions(table_id)
