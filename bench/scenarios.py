@@ -36,6 +36,7 @@ from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
 from share_store.storage.s3 import MISSING_CHECK_LIMIT, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
 from tests.conftest import upload_tree
+from tests.deltalake_access import deltalake_options
 
 # Where the Delta tables are generated: bucket `bench` of the local storage.
 BUCKET = DATA / "buckets" / "bench"
@@ -193,7 +194,7 @@ def bench_s3(readable: Path, sizes: list[int]) -> None:
         profile, token = server.share({name: f"delta:bench:{name}", "readable": "delta:bench:readable"})
         with server:
             query_rows(server.client(token), f"{largest:>7,} files on S3", name, largest)
-            options = storage.deltalake_options()
+            options = deltalake_options(storage)
             url = f"{profile}#bench.default.readable"
             read_ratio(
                 "load_as_pandas 2M rows / 8 files on S3",
