@@ -40,6 +40,7 @@ demo: install
 
 lint: install
 	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples bench tests
+	$(PY) -m mypy
 	$(VENV)/bin/hadolint Dockerfile
 
 format: install

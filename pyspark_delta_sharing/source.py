@@ -159,12 +159,13 @@ class DeltaSharingReader(DataSourceReader):
             groups.append(current)
         return [FilePartition(group) for group in groups] or [FilePartition([])]
 
-    def read(self, partition: FilePartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from pyspark_delta_sharing.files import read_file
 
         arrow_schema = to_arrow_schema(self.schema)
+        assert isinstance(partition, FilePartition)  # what `partitions` made
         files = self._refreshed(partition.files)
         for file in files:
             yield from read_file(file["url"], arrow_schema, file["partition_values"], file.get("change"))

@@ -275,7 +275,8 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
             hypercorn_run(hyper)
     else:
         try:
-            asyncio.run(hypercorn_serve(build_app(services), hyper))
+            # Starlette is an ASGI 3 app; hypercorn's type spells the protocol differently.
+            asyncio.run(hypercorn_serve(build_app(services), hyper))  # type: ignore[arg-type]
         finally:
             services.close()
 

@@ -188,13 +188,16 @@ class DeltaTableReader:
         return (listing or self.listing()).latest_version
 
     def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
-        if version is None or version not in self._snapshots:
-            listing = listing or self.listing()
-        if version is None:
-            version = listing.latest_version
-        cached = self._snapshots.get(version)
+        # A cached version needs no listing; the latest version always does.
+        cached = self._snapshots.get(version) if version is not None else None
         if cached is not None:
             return cached
+        listing = listing or self.listing()
+        if version is None:
+            version = listing.latest_version
+            cached = self._snapshots.get(version)
+            if cached is not None:
+                return cached
         if version > listing.latest_version:
             raise InvalidParameter(
                 f"Cannot load table version {version} as it does not exist. "
@@ -205,6 +208,7 @@ class DeltaTableReader:
         except TableFilesMissing:
             self._forget_listing()  # a listed file is gone: list in full next time
             raise
+        assert state.protocol is not None and state.metadata is not None  # or replay raises
         snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
         self._snapshots.put(snapshot)
         return snapshot
@@ -248,7 +252,8 @@ class DeltaTableReader:
 
     def _in_commit_timestamp(self, listing: LogListing, version: int) -> int:
         if version not in self._ict:
-            info = next((a["commitInfo"] for a in self.commit(listing, version) if "commitInfo" in a), {})
+            commit = self.commit(listing, version)
+            info: dict[str, Any] = next((a["commitInfo"] for a in commit if "commitInfo" in a), {})
             value = info.get("inCommitTimestamp")
             self._ict[version] = int(value) if value is not None else listing.commit_times[version]
         return self._ict[version]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from pyarrow.fs import AwsStandardS3RetryStrategy
@@ -67,14 +68,14 @@ def fail_fast(props: dict[str, str]) -> dict[str, str]:
     return result
 
 
-def expand_environment(value: str, env: dict[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
+def expand_environment(value: str, env: Mapping[str, str] | None = None) -> str:
+    variables: Mapping[str, str] = os.environ if env is None else env
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in env:
+        if name not in variables:
             raise AdminError(f"catalog setting refers to ${{{name}}}, which is not set")
-        return env[name]
+        return variables[name]
 
     return ENV_REFERENCE.sub(replace, value)
 

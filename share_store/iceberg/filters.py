@@ -81,7 +81,7 @@ def _convert(node: dict[str, Any], columns: set[str]) -> BooleanExpression:
         return AlwaysTrue() if isinstance(inner, AlwaysTrue) else Not(inner)
     if op == "isNull":
         name = children[0]["name"]
-        return IsNull(name) if name in columns else AlwaysTrue()
+        return IsNull(term=name) if name in columns else AlwaysTrue()
     if op in COMPARISONS:
         left, right = children
         if left["op"] == "literal" and right["op"] == "column":

@@ -7,6 +7,7 @@ from typing import Any
 from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.schema import Schema
 
+from share_store.delta.active_files import FileSet
 from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.schema import (
@@ -120,7 +121,7 @@ def snapshot_from_tasks(
         version=version,
         protocol=protocol_for(schema, column_mapping=bool(renamed)),
         metadata=metadata_for(table, schema, columns),
-        adds=adds,
+        adds=FileSet(adds),
         refusals=refusals,
         native_column_names=True,
     )

@@ -16,6 +16,7 @@ from pyiceberg.types import (
     BinaryType,
     DateType,
     FixedType,
+    IcebergType,
     PrimitiveType,
     TimestampType,
     TimestamptzType,
@@ -36,7 +37,7 @@ def identity_partition_columns(spec: PartitionSpec, schema: Schema) -> list[str]
     ]
 
 
-def partition_string(value: Any, field_type: PrimitiveType) -> str | None:
+def partition_string(value: Any, field_type: IcebergType) -> str | None:
     """An identity partition value in the protocol's string form."""
     if value is None:
         return None

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import Table
 from sqlalchemy.engine import Row
 
 from share_store.model import OAuthClient, Share, SharedTable, Token
 
-Fields = Mapping[str, Any]
+# Keyed by column name (SQLAlchemy's RowMapping also takes Column objects).
+Fields = Mapping[Any, Any]
 
 
+@overload
+def utc(value: datetime) -> datetime: ...
+@overload
+def utc(value: None) -> None: ...
 def utc(value: datetime | None) -> datetime | None:
     # SQLite hands back naive datetimes; everything we store is UTC.
     if value is not None and value.tzinfo is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins  # `list` is a method of storages, so the type is spelled in full
 import os
 import posixpath
 import tempfile
@@ -50,7 +51,7 @@ class ObjectStorage(ABC):
         return Path(name), True
 
     @abstractmethod
-    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
+    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> builtins.list[str]:
         """Which of `keys` (all under `prefix`) do not exist."""
 
     @abstractmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins  # `list` is a method of storages, so the type is spelled in full
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -56,7 +57,7 @@ class LocalStorage(ObjectStorage):
             raise FileNotFoundError(f"{bucket}/{key}")
         return path, False
 
-    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
+    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> builtins.list[str]:
         # One directory read per directory instead of a stat per file: a 100,000-file
         # table is checked in a tenth of the time. The bucket is resolved once; keys
         # that could climb out count as missing (serving a file resolves it fully).

@@ -7,11 +7,13 @@ signed for. The reference server signs for its own endpoint only (its bug #753).
 
 from __future__ import annotations
 
+import builtins  # `list` is a method of storages, so the type is spelled in full
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -76,7 +78,7 @@ class S3Storage(ObjectStorage):
         # botocore signs only what the fast signer does not cover.
         self._signing_client = None if self._presigner else self._make_client(signing_endpoint)
 
-    def _make_client(self, endpoint: str | None):  # noqa: ANN202 - boto3 has no public client type
+    def _make_client(self, endpoint: str | None) -> Any:  # boto3 makes its client classes at run time
         return boto3.client(
             "s3",
             endpoint_url=endpoint,
@@ -141,7 +143,7 @@ class S3Storage(ObjectStorage):
             raise StorageUnavailable(UNREACHABLE) from error
         return path, True
 
-    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> list[str]:
+    def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> builtins.list[str]:
         wanted = list(keys)
         if not wanted or len(wanted) > MISSING_CHECK_LIMIT:
             return []
@@ -163,6 +165,7 @@ class S3Storage(ObjectStorage):
         if self._presigner is not None:
             url = self._presigner.presign(bucket, key, self.url_lifetime)
             return url, int(now + self.url_lifetime) * 1000
+        assert self._signing_client is not None  # made whenever the fast signer is not
         url = self._signing_client.generate_presigned_url(
             "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=self.url_lifetime
         )
