@@ -43,6 +43,24 @@ class TableResponse:
     file_id_hash: str | None = None  # echoed in the response's `fileidhash` header
 
 
+@dataclass(frozen=True)
+class _Page:
+    """The page of a file listing a request asks for, as the response tail needs it."""
+
+    table_id: str
+    checksum: str  # of the parameters that shape the file list; page tokens pin it
+    max_files: int | None
+    capabilities: Capabilities
+    file_id_hash: str | None
+    now_ms: int
+    paging: Paging
+
+    @property
+    def resumed(self) -> dict[str, Any] | None:
+        """The page token's payload when this page resumes an earlier one."""
+        return self.paging.token_payload
+
+
 def _history_required(table: SharedTable) -> None:
     if not table.history_shared:
         raise InvalidParameter(
@@ -134,10 +152,9 @@ class TableQueries:
         reader = self.readers.reader(table)
         if request.starting_version is not None:
             return self._streaming_query(table, reader, request, capabilities, file_id_hash)
-        now_ms = int(time.time() * 1000)
-        checksum = request.checksum()
-        paging = self.pager.start(table.id, request.page_token, checksum, request.max_files, now_ms)
-        pinned = paging.token_payload["v"] if paging.token_payload else None
+        page = self._page(table, request, capabilities, file_id_hash)
+        now_ms = page.now_ms
+        pinned = page.resumed["v"] if page.resumed else None
         if request.refresh_token:
             refresh = decode_token(
                 self.refresh_tokens, request.refresh_token, "refresh token", table.id, now_ms
@@ -168,11 +185,9 @@ class TableQueries:
             return {}
 
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
-        page_state = {"t": table.id, "v": snapshot.version, "c": checksum}
-        wants_end = request.include_refresh_token
         return self._respond(
-            snapshot.version, encoder, head, files, paging, page_state, now_ms,
-            capabilities, request.max_files, file_id_hash, wants_end, refresh_fields,
+            page, snapshot.version, encoder, head, files, {"v": snapshot.version},
+            wants_end=request.include_refresh_token, end_fields=refresh_fields,
         )  # fmt: skip
 
     # -- streaming: /query with startingVersion ------------------------------------------------
@@ -186,11 +201,9 @@ class TableQueries:
         file_id_hash: str | None,
     ) -> TableResponse:
         _history_required(table)
-        now_ms = int(time.time() * 1000)
+        page = self._page(table, request, capabilities, file_id_hash)
         listing = reader.listing()
-        checksum = request.checksum()
-        paging = self.pager.start(table.id, request.page_token, checksum, request.max_files, now_ms)
-        latest = int(paging.token_payload["l"]) if paging.token_payload else listing.latest_version
+        latest = int(page.resumed["l"]) if page.resumed else listing.latest_version
         start = request.starting_version
         assert start is not None
         end = request.ending_version if request.ending_version is not None else latest
@@ -212,11 +225,7 @@ class TableQueries:
             include_protocol=request.include_historical_protocol,
         )  # fmt: skip
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot, version=start)]
-        page_state = {"t": table.id, "l": latest, "c": checksum}
-        return self._respond(
-            start, encoder, head, changes, paging, page_state, now_ms,
-            capabilities, request.max_files, file_id_hash,
-        )  # fmt: skip
+        return self._respond(page, start, encoder, head, changes, {"l": latest})
 
     # -- /changes -------------------------------------------------------------------------------
 
@@ -229,12 +238,10 @@ class TableQueries:
     ) -> TableResponse:
         if not table.history_shared:
             raise InvalidParameter(f"cdf is not enabled on table {table.full_name}")
-        now_ms = int(time.time() * 1000)
+        page = self._page(table, request, capabilities, file_id_hash)
         reader = self.readers.reader(table)
         listing = reader.listing()
-        checksum = request.checksum()
-        paging = self.pager.start(table.id, request.page_token, checksum, request.max_files, now_ms)
-        latest_version = int(paging.token_payload["l"]) if paging.token_payload else listing.latest_version
+        latest_version = int(page.resumed["l"]) if page.resumed else listing.latest_version
         latest = reader.snapshot(latest_version, listing)
         start, end = self._change_range(reader, listing, latest, request)
         start_snapshot = reader.snapshot(start, listing)
@@ -254,11 +261,7 @@ class TableQueries:
             encoder.protocol(head_snapshot),
             encoder.metadata(head_snapshot, version=head_snapshot.version),
         ]
-        page_state = {"t": table.id, "l": latest_version, "c": checksum}
-        return self._respond(
-            start, encoder, head, changes, paging, page_state, now_ms,
-            capabilities, request.max_files, file_id_hash,
-        )  # fmt: skip
+        return self._respond(page, start, encoder, head, changes, {"l": latest_version})
 
     @staticmethod
     def _change_range(
@@ -320,22 +323,35 @@ class TableQueries:
         )
         return map(encoder.change, changes)
 
+    def _page(
+        self,
+        table: SharedTable,
+        request: QueryRequest | ChangesRequest,
+        capabilities: Capabilities,
+        file_id_hash: str | None,
+    ) -> _Page:
+        """The page a file listing asks for, its page token (if any) checked."""
+        now_ms = int(time.time() * 1000)
+        checksum = request.checksum()
+        paging = self.pager.start(table.id, request.page_token, checksum, request.max_files, now_ms)
+        return _Page(table.id, checksum, request.max_files, capabilities, file_id_hash, now_ms, paging)
+
     def _respond(
         self,
+        page: _Page,
         version: int,
         encoder: LineEncoder,
         head: list[Line],
         body: Iterator[Line],
-        paging: Paging,
-        page_state: dict[str, Any],
-        now_ms: int,
-        capabilities: Capabilities,
-        max_files: int | None,
-        file_id_hash: str | None,
+        pinned: dict[str, Any],
         wants_end: bool = False,
         end_fields: Callable[[], dict[str, Any]] | None = None,
     ) -> TableResponse:
-        """One page of `body` after `head`, ending with an endStreamAction when one is due."""
+        """One page of `body` after `head`, ending with an endStreamAction when one is due.
+
+        `pinned` is what later pages must keep reading at (a version, or the
+        latest version of a range); it goes into the next page's token.
+        """
 
         def all_end_fields() -> dict[str, Any]:
             fields = end_fields() if end_fields else {}
@@ -343,10 +359,12 @@ class TableQueries:
                 fields["minUrlExpirationTimestamp"] = encoder.min_expiration
             return fields
 
-        ends = wants_end or capabilities.include_end_stream_action or max_files is not None
-        lines = self.pager.lines(head, body, paging, page_state if ends else None, now_ms, all_end_fields)
+        capabilities = page.capabilities
+        ends = wants_end or capabilities.include_end_stream_action or page.max_files is not None
+        page_state = {"t": page.table_id, **pinned, "c": page.checksum} if ends else None
+        lines = self.pager.lines(head, body, page.paging, page_state, page.now_ms, all_end_fields)
         return TableResponse(
-            version, encoder.format, lines, capabilities.include_end_stream_action, file_id_hash
+            version, encoder.format, lines, capabilities.include_end_stream_action, page.file_id_hash
         )
 
 
