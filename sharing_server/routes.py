@@ -114,7 +114,7 @@ async def list_schemas(request: Request) -> Response:
         store = _store(request)
         _, share = authorize_share(store, request)
         url_share = request.path_params["share"]
-        items = [{"name": name, "share": url_share} for name in store.list_schemas(share.name)]
+        items = [{"name": name, "share": url_share} for name in store.list_schemas(share)]
         return paginate(request, f"schemas:{share.id}", items)
 
     return json_response(await run_in_threadpool(run))
@@ -125,7 +125,7 @@ async def list_tables(request: Request) -> Response:
         store = _store(request)
         _, share = authorize_share(store, request)
         url_share, schema = request.path_params["share"], request.path_params["schema"]
-        tables = store.list_tables(share.name, schema)
+        tables = store.list_tables(share, schema)
         items = [_table_item(t, share, url_share, schema) for t in tables]
         return paginate(request, f"tables:{share.id}:{schema.lower()}", items)
 
@@ -137,7 +137,7 @@ async def list_all_tables(request: Request) -> Response:
         store = _store(request)
         _, share = authorize_share(store, request)
         url_share = request.path_params["share"]
-        tables = store.list_tables(share.name)
+        tables = store.list_tables(share)
         items = [_table_item(t, share, url_share) for t in tables]
         return paginate(request, f"all-tables:{share.id}", items)
 

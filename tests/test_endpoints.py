@@ -174,7 +174,7 @@ def test_other_shares_are_invisible(api: httpx.Client) -> None:
     )
 
 
-def test_an_authorized_request_is_one_store_query(local: Deployment, api: httpx.Client) -> None:
+def test_an_authorized_request_is_one_store_query_and_a_listing_two(local: Deployment, api: httpx.Client) -> None:
     # Token, share and table come from one SELECT joining them, not one query per check.
     statements: list[str] = []
 
@@ -182,21 +182,25 @@ def test_an_authorized_request_is_one_store_query(local: Deployment, api: httpx.
         statements.append(statement)
 
     table = "/shares/proto/schemas/default/tables/t_simple"
+    # Listings read the authorized share and then its tables: two.
     requests = [
-        ("GET", table + "/version", 200),
-        ("GET", table + "/metadata", 200),
-        ("POST", table + "/query", 200),
-        ("GET", "/shares/proto", 200),
-        ("GET", "/shares/proto/schemas/default/tables/nope/metadata", 404),
-        ("GET", "/shares/elsewhere/schemas/default/tables/secret_table/metadata", 404),
+        ("GET", table + "/version", 200, 1),
+        ("GET", table + "/metadata", 200, 1),
+        ("POST", table + "/query", 200, 1),
+        ("GET", "/shares/proto", 200, 1),
+        ("GET", "/shares/proto/schemas/default/tables/nope/metadata", 404, 1),
+        ("GET", "/shares/elsewhere/schemas/default/tables/secret_table/metadata", 404, 1),
+        ("GET", "/shares/proto/schemas", 200, 2),
+        ("GET", "/shares/proto/schemas/default/tables", 200, 2),
+        ("GET", "/shares/proto/all-tables", 200, 2),
     ]
     event.listen(local.store.engine, "before_cursor_execute", count)
     try:
-        for method, path, status in requests:
+        for method, path, status, expected in requests:
             statements.clear()
             response = api.request(method, path, json={} if method == "POST" else None)
             assert response.status_code == status, response.text
-            assert len(statements) == 1, (path, statements)
+            assert len(statements) == expected, (path, statements)
     finally:
         event.remove(local.store.engine, "before_cursor_execute", count)
 

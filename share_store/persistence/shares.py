@@ -53,11 +53,19 @@ def get_share_by_id(conn: Connection, share_id: str) -> Share | None:
     return share_from(row) if row else None
 
 
-def list_schemas(conn: Connection, share: str) -> list[str]:
+def _share_key(conn: Connection, share: str | Share) -> tuple[str, str]:
+    """Id and name of a share named, or already read (which saves the lookup)."""
+    if isinstance(share, Share):
+        return share.id, share.name
     found = share_row(conn, share)
+    return found["id"], found["name"]
+
+
+def list_schemas(conn: Connection, share: str | Share) -> list[str]:
+    share_id, _ = _share_key(conn, share)
     rows = conn.execute(
         select(tables_table.c.schema_name, tables_table.c.schema_key)
-        .where(tables_table.c.share_id == found["id"])
+        .where(tables_table.c.share_id == share_id)
         .order_by(tables_table.c.schema_key, tables_table.c.name_key)
     )
     names: dict[str, str] = {}
@@ -66,14 +74,14 @@ def list_schemas(conn: Connection, share: str) -> list[str]:
     return list(names.values())
 
 
-def list_tables(conn: Connection, share: str, schema: str | None = None) -> list[SharedTable]:
+def list_tables(conn: Connection, share: str | Share, schema: str | None = None) -> list[SharedTable]:
     """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
-    found = share_row(conn, share)
-    query = select(tables_table).where(tables_table.c.share_id == found["id"])
+    share_id, share_name = _share_key(conn, share)
+    query = select(tables_table).where(tables_table.c.share_id == share_id)
     if schema is not None:
         query = query.where(tables_table.c.schema_key == schema.lower())
     rows = conn.execute(query.order_by(tables_table.c.schema_key, tables_table.c.name_key)).mappings()
-    tables = [table_from(row, found["name"]) for row in rows]
+    tables = [table_from(row, share_name) for row in rows]
     if schema is not None and not tables:
         raise NotFound(f"schema '{schema}' not found")
     return tables
