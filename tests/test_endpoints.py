@@ -174,7 +174,7 @@ def test_other_shares_are_invisible(api: httpx.Client) -> None:
     )
 
 
-def test_an_authorized_request_is_one_store_query_and_a_listing_two(local: Deployment, api: httpx.Client) -> None:
+def test_authorized_requests_run_one_store_query_listings_two(local: Deployment, api: httpx.Client) -> None:
     # Token, share and table come from one SELECT joining them, not one query per check.
     statements: list[str] = []
 
