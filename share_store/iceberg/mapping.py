@@ -9,7 +9,8 @@ from pyiceberg.schema import Schema
 
 from share_store.delta.active_files import FileSet
 from share_store.delta.snapshot import DeltaSnapshot
-from share_store.errors import UnsupportedOperation
+from share_store.errors import ShareStoreError, UnsupportedOperation
+from share_store.iceberg.deletes import DeleteFiles
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,
@@ -24,8 +25,10 @@ def renamed_columns(table: Any) -> list[str]:
     return names_changed(table.metadata.schemas, table.schema())
 
 
-def protocol_for(schema: Schema, column_mapping: bool) -> dict[str, Any]:
+def protocol_for(schema: Schema, column_mapping: bool, deletion_vectors: bool = False) -> dict[str, Any]:
     features = ["columnMapping"] if column_mapping else []
+    if deletion_vectors:
+        features.append("deletionVectors")
     if uses_timestamp_ntz(schema):
         features.append("timestampNtz")
     # Writer version 4 (or the changeDataFeed feature) is what makes
@@ -88,20 +91,35 @@ def file_action(
 
 
 def snapshot_from_tasks(
-    table: Any, version: int, snapshot_id: int, schema: Schema, tasks: list[Any]
+    table: Any,
+    version: int,
+    snapshot_id: int,
+    schema: Schema,
+    tasks: list[Any],
+    deletes: DeleteFiles | None = None,
 ) -> DeltaSnapshot:
+    """The snapshot's data files as `add`s; row-level deletes become their deletion vectors.
+
+    `deletes` reads the delete files; without it, a snapshot with deletes is refused.
+    """
     snap = table.metadata.snapshot_by_id(snapshot_id)
     timestamp = snap.timestamp_ms if snap else int(table.metadata.last_updated_ms)
     columns = _spec_columns(table, schema, {task.file.spec_id for task in tasks})
     adds = [file_action(task.file, table, schema, columns, timestamp) for task in tasks]
     refusals: dict[str, str] = {}
-    deletes = sum(len(task.delete_files) for task in tasks)
-    if deletes:
+    try:
+        vectors = _deletion_vectors(tasks, adds, deletes)
+    except UnsupportedOperation as error:
         reason = (
-            f"this Iceberg snapshot has row-level deletes ({deletes} delete file(s) apply); "
-            "serving its data files alone would return deleted rows"
+            f"Iceberg snapshot {snapshot_id} has row-level deletes that cannot be served: {error.message}"
         )
         refusals = {"parquet": reason, "delta": reason}
+        vectors = 0
+    except ShareStoreError as error:
+        error.message = f"Iceberg snapshot {snapshot_id}: {error.message}"
+        raise
+    # With deletion vectors, the parquet format is refused by the generic check
+    # (`check_parquet_readable`), which names the delta format as the way to read.
     unreadable = kernel_unreadable_columns(schema)
     if unreadable:
         refusals.setdefault(
@@ -119,12 +137,27 @@ def snapshot_from_tasks(
         )
     return DeltaSnapshot(
         version=version,
-        protocol=protocol_for(schema, column_mapping=bool(renamed)),
+        protocol=protocol_for(schema, column_mapping=bool(renamed), deletion_vectors=bool(vectors)),
         metadata=metadata_for(table, schema, columns),
         adds=FileSet(adds),
         refusals=refusals,
         native_column_names=True,
     )
+
+
+def _deletion_vectors(tasks: list[Any], adds: list[dict[str, Any]], deletes: DeleteFiles | None) -> int:
+    """Attach each data file's deletion vector to its add; how many files have one."""
+    with_deletes = [(task, add) for task, add in zip(tasks, adds, strict=True) if task.delete_files]
+    if with_deletes and deletes is None:
+        raise UnsupportedOperation("its delete files cannot be read here")
+    vectors = 0
+    for task, add in with_deletes:
+        assert deletes is not None
+        descriptor = deletes.descriptor(task.file.file_path, task.delete_files)
+        if descriptor is not None:
+            add["deletionVector"] = descriptor
+            vectors += 1
+    return vectors
 
 
 def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | None) -> list[dict[str, Any]]:

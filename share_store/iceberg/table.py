@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from share_store.delta.log import Commit
@@ -26,6 +26,9 @@ from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage
 from share_store.storage.local import LocalStorage
+
+if TYPE_CHECKING:
+    from share_store.iceberg.deletes import DeleteFiles
 
 
 @dataclass
@@ -59,6 +62,7 @@ class IcebergTableReader:
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._checked: set[int] = set()
+        self._delete_files: DeleteFiles | None = None  # made on first use: it imports pyiceberg
 
     @contextmanager
     def _reading(self, what: str) -> Iterator[None]:
@@ -180,6 +184,9 @@ class IcebergTableReader:
             scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
             with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
                 tasks = list(scan.plan_files())
+                return mapping.snapshot_from_tasks(
+                    table, version, snapshot_id, schema, tasks, self._deletes()
+                )
         return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks)
 
     # -- one version's changes ------------------------------------------------------
@@ -229,7 +236,21 @@ class IcebergTableReader:
         )
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
-        return None  # deletion vectors of Iceberg tables are inline (see mapping)
+        return None  # Iceberg deletes are served as inline vectors (see iceberg/deletes.py)
+
+    def _deletes(self) -> DeleteFiles:
+        if self._delete_files is None:
+            from share_store.iceberg.deletes import DeleteFiles
+
+            self._delete_files = DeleteFiles(self._read_delete_file)
+        return self._delete_files
+
+    def _read_delete_file(self, path: str) -> bytes:
+        bucket, key = self.locate(path)
+        try:
+            return self.storage.read(bucket, key)
+        except FileNotFoundError:
+            raise TableFilesMissing() from None
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
@@ -239,6 +260,7 @@ class IcebergTableReader:
         # would otherwise look each of them up again.
         if snapshot.version in self._checked:
             return
+        # Deletion vectors are inline: only the data files live in storage.
         self.check_exist([self.locate(add["path"]) for add in snapshot.adds])
         with self._lock:
             self._checked.add(snapshot.version)

@@ -1,0 +1,227 @@
+"""Iceberg tables with row-level deletes, written by Spark 3.5 + Iceberg, read through the server.
+
+The oracle is Spark's own read of every snapshot (`tests/iceberg_writer.py`). The
+tables are written once and kept under `.cache/iceberg-deletes/` (keyed by the
+writer's source), since starting Spark 3.5 costs half a minute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import delta_sharing
+import httpx
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyroaring import BitMap
+
+from share_store.delta.deletion_vectors import DV_MAGIC, z85_decode
+from share_store.model import TableSpec
+from tests.conftest import Deployment, deploy
+
+ROOT = Path(__file__).resolve().parents[1]
+WRITER = Path(__file__).with_name("iceberg_writer.py")
+SPARK_PYTHON = ROOT / ".cache" / "spark-iceberg" / "venv" / "bin" / "python"
+TABLES = ("pos_v2", "dv_v3", "cow_v2")
+CAPABILITIES = "responseformat=delta;readerfeatures=deletionvectors,columnmapping"
+
+
+@pytest.fixture(scope="session")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Spark-written tables under BASE/buckets/spark, with BASE/expected.json."""
+    key = hashlib.sha256(WRITER.read_bytes()).hexdigest()[:12]
+    base = ROOT / ".cache" / "iceberg-deletes" / key
+    if not (base / "expected.json").exists():
+        assert SPARK_PYTHON.exists(), (
+            "the Spark 3.5 + Iceberg environment is missing: run `make spark-iceberg`"
+        )
+        shutil.rmtree(base, ignore_errors=True)
+        (base / "buckets").mkdir(parents=True)
+        draft = base / "expected.draft"
+        log = tmp_path_factory.mktemp("spark-iceberg") / "writer.log"
+        with log.open("w") as output:
+            done = subprocess.run(
+                [str(SPARK_PYTHON), str(WRITER), str(base / "buckets" / "spark"), str(draft)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                timeout=900,
+                check=False,
+            )
+        assert done.returncode == 0, log.read_text()[-3000:]
+        draft.rename(base / "expected.json")  # the cache is complete only now
+    return base
+
+
+@pytest.fixture(scope="module")
+def expected(written: Path) -> dict[str, Any]:
+    return json.loads((written / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, written: Path, expected) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("iceberg-deletes")
+    deployment = deploy(tmp, {"type": "local", "root": str(written / "buckets")})
+    catalog = deployment.catalogs.catalog("default")
+    catalog.create_namespace("db")
+    for name in TABLES:
+        catalog.register_table(("db", name), expected[name]["metadata"])
+    specs = [TableSpec.parse(f"db:{name}:uniform:default:db:{name}") for name in TABLES]
+    deployment.store.create_share("deletes", specs)
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+@pytest.fixture(scope="module")
+def profile(server: Deployment) -> str:
+    return server.profile("deletes")
+
+
+@pytest.fixture(scope="module")
+def api(server: Deployment) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {server.token('deletes')}"}
+    with httpx.Client(base_url=server.endpoint, headers=headers, timeout=60) as client:
+        yield client
+
+
+def spark_rows(expected: dict[str, Any], name: str, version: int) -> list[list[Any]]:
+    return expected[name]["snapshots"][version]["rows"]
+
+
+def frame_rows(frame: pd.DataFrame) -> list[list[Any]]:
+    return sorted([int(r.id), r.part, r.v] for r in frame.itertuples())
+
+
+def test_the_writer_made_the_deletes_it_promises(written: Path) -> None:
+    files = [p.name for p in (written / "buckets" / "spark").rglob("*") if p.is_file()]
+    assert any(name.endswith(".puffin") for name in files)  # v3 deletion vectors
+    assert any(name.endswith("-deletes.parquet") for name in files)  # v2 position deletes
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_every_snapshot_reads_exactly_sparks_rows_in_the_delta_format(
+    expected: dict[str, Any], profile: str, name: str
+) -> None:
+    snapshots = expected[name]["snapshots"]
+    assert len(snapshots) == 5
+    for version in range(len(snapshots)):
+        frame = delta_sharing.load_as_pandas(
+            f"{profile}#deletes.db.{name}", version=version, use_delta_format=True
+        )
+        assert frame_rows(frame) == spark_rows(expected, name, version), (name, version)
+    latest = delta_sharing.load_as_pandas(f"{profile}#deletes.db.{name}", use_delta_format=True)
+    assert frame_rows(latest) == spark_rows(expected, name, len(snapshots) - 1)
+
+
+@pytest.mark.parametrize("name", ["pos_v2", "dv_v3"])
+def test_the_parquet_format_refuses_snapshots_with_deletes_and_names_the_delta_format(
+    expected: dict[str, Any], profile: str, api: httpx.Client, name: str
+) -> None:
+    # The two appends carry no deletes: the parquet format serves them as before.
+    for version in (0, 1):
+        frame = delta_sharing.load_as_pandas(f"{profile}#deletes.db.{name}", version=version)
+        assert frame_rows(frame) == spark_rows(expected, name, version)
+    response = api.post(f"/shares/deletes/schemas/db/tables/{name}/query", json={"version": 2})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["errorCode"] == "UNSUPPORTED_OPERATION"
+    assert "deletion vectors" in body["message"] and "responseformat=delta" in body["message"]
+
+
+def test_the_copy_on_write_control_reads_in_the_parquet_format(
+    expected: dict[str, Any], profile: str
+) -> None:
+    frame = delta_sharing.load_as_pandas(f"{profile}#deletes.db.cow_v2")
+    assert frame_rows(frame) == spark_rows(expected, "cow_v2", 4)
+
+
+def query_lines(api: httpx.Client, name: str, version: int | None = None) -> list[dict[str, Any]]:
+    body = {} if version is None else {"version": version}
+    response = api.post(
+        f"/shares/deletes/schemas/db/tables/{name}/query",
+        json=body,
+        headers={"delta-sharing-capabilities": CAPABILITIES},
+    )
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def deleted_positions(descriptor: dict[str, Any]) -> set[int]:
+    """Our own reading of a served deletion vector, framing and CRC included."""
+    if descriptor["storageType"] == "i":
+        payload = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
+    else:
+        assert descriptor["storageType"] == "p"
+        raw = httpx.get(descriptor["pathOrInlineDv"]).content
+        start = descriptor["offset"]
+        size = int.from_bytes(raw[start : start + 4], "big")
+        assert size == descriptor["sizeInBytes"]
+        payload = raw[start + 4 : start + 4 + size]
+        crc = int.from_bytes(raw[start + 4 + size : start + 8 + size], "big")
+        assert zlib.crc32(payload) == crc
+    assert int.from_bytes(payload[:4], "little") == DV_MAGIC
+    count = int.from_bytes(payload[4:12], "little")
+    positions: set[int] = set()
+    offset = 12
+    for _ in range(count):
+        key = int.from_bytes(payload[offset : offset + 4], "little")
+        bitmap = BitMap.deserialize(payload[offset + 4 :])
+        offset += 4 + len(bitmap.serialize())
+        positions |= {(key << 32) | value for value in bitmap}
+    assert len(positions) == descriptor["cardinality"]
+    return positions
+
+
+@pytest.mark.parametrize(("name", "storage_type"), [("dv_v3", "i"), ("pos_v2", "i")])
+def test_served_deletion_vectors_decode_to_sparks_rows(
+    expected: dict[str, Any], api: httpx.Client, name: str, storage_type: str
+) -> None:
+    lines = query_lines(api, name)
+    protocol = lines[0]["protocol"]["deltaProtocol"]
+    assert "deletionVectors" in protocol["readerFeatures"]
+    pieces: list[list[Any]] = []
+    kinds = set()
+    for line in lines[2:]:
+        add = line["file"]["deltaSingleAction"]["add"]
+        data = pq.read_table(pa.BufferReader(httpx.get(add["path"]).content), columns=["id", "part", "v"])
+        descriptor = add.get("deletionVector")
+        if descriptor:
+            kinds.add(descriptor["storageType"])
+            deleted = deleted_positions(descriptor)
+            data = data.take([i for i in range(data.num_rows) if i not in deleted])
+            if descriptor["storageType"] == "p":
+                assert line["file"]["deletionVectorFileId"]
+        pieces += [list(row.values()) for row in data.to_pylist()]
+    assert kinds == {storage_type}
+    rows = sorted(pieces)
+    assert rows == spark_rows(expected, name, 4)
+
+
+def test_a_v3_deletion_vector_is_served_as_the_puffin_blobs_own_bytes(
+    written: Path, api: httpx.Client
+) -> None:
+    """Iceberg's `deletion-vector-v1` blob is Delta's layout: its payload is served as it is, inline.
+
+    (Pointing at the blob inside the Puffin file would copy nothing, but delta-kernel
+    checks that a deletion vector file starts with the version byte 1, not `PFA1`.)
+    """
+    descriptors = [
+        line["file"]["deltaSingleAction"]["add"]["deletionVector"]
+        for line in query_lines(api, "dv_v3")[2:]
+        if line["file"]["deltaSingleAction"]["add"].get("deletionVector")
+    ]
+    assert descriptors
+    puffins = [p.read_bytes() for p in (written / "buckets" / "spark" / "db" / "dv_v3").rglob("*.puffin")]
+    for descriptor in descriptors:
+        payload = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
+        framed = len(payload).to_bytes(4, "big") + payload + zlib.crc32(payload).to_bytes(4, "big")
+        assert any(framed in puffin for puffin in puffins)
