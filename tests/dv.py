@@ -20,6 +20,13 @@ def deleted_row_indexes(table_root: Path, descriptor: dict) -> set[int]:
     length = int.from_bytes(raw[offset : offset + 4], "big")
     payload = raw[offset + 4 : offset + 4 + length]
     assert int.from_bytes(payload[:4], "little") == DV_MAGIC
+    rows = payload_positions(payload)
+    assert len(rows) == descriptor["cardinality"]
+    return rows
+
+
+def payload_positions(payload: bytes) -> set[int]:
+    """Row positions of a serialized vector (magic, then a portable 64-bit roaring bitmap)."""
     count = int.from_bytes(payload[4:12], "little")
     rows: set[int] = set()
     position = 12
@@ -28,7 +35,6 @@ def deleted_row_indexes(table_root: Path, descriptor: dict) -> set[int]:
         bitmap = BitMap.deserialize(payload[position + 4 :])
         position += 4 + len(bitmap.serialize())
         rows |= {(key << 32) | value for value in bitmap}
-    assert len(rows) == descriptor["cardinality"]
     return rows
 
 

@@ -67,7 +67,7 @@ class DeleteFile:
 
 def inline_positions(descriptor: dict) -> list[int]:
     payload = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
-    return sorted(deletes._positions(payload))
+    return sorted(deletes.positions(payload))
 
 
 def test_a_puffin_vector_is_served_inline_with_its_own_bytes() -> None:

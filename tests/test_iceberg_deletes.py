@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyroaring import BitMap
 
 from share_store.delta.deletion_vectors import DV_MAGIC, z85_decode
 from share_store.model import TableSpec
 from tests.conftest import Deployment, deploy
+from tests.dv import payload_positions
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITER = Path(__file__).with_name("iceberg_writer.py")
@@ -156,27 +156,11 @@ def query_lines(api: httpx.Client, name: str, version: int | None = None) -> lis
 
 
 def deleted_positions(descriptor: dict[str, Any]) -> set[int]:
-    """Our own reading of a served deletion vector, framing and CRC included."""
-    if descriptor["storageType"] == "i":
-        payload = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
-    else:
-        assert descriptor["storageType"] == "p"
-        raw = httpx.get(descriptor["pathOrInlineDv"]).content
-        start = descriptor["offset"]
-        size = int.from_bytes(raw[start : start + 4], "big")
-        assert size == descriptor["sizeInBytes"]
-        payload = raw[start + 4 : start + 4 + size]
-        crc = int.from_bytes(raw[start + 4 + size : start + 8 + size], "big")
-        assert zlib.crc32(payload) == crc
+    """Our own reading of a served (inline) deletion vector."""
+    assert descriptor["storageType"] == "i"
+    payload = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
     assert int.from_bytes(payload[:4], "little") == DV_MAGIC
-    count = int.from_bytes(payload[4:12], "little")
-    positions: set[int] = set()
-    offset = 12
-    for _ in range(count):
-        key = int.from_bytes(payload[offset : offset + 4], "little")
-        bitmap = BitMap.deserialize(payload[offset + 4 :])
-        offset += 4 + len(bitmap.serialize())
-        positions |= {(key << 32) | value for value in bitmap}
+    positions = payload_positions(payload)
     assert len(positions) == descriptor["cardinality"]
     return positions
 
@@ -198,8 +182,6 @@ def test_served_deletion_vectors_decode_to_sparks_rows(
             kinds.add(descriptor["storageType"])
             deleted = deleted_positions(descriptor)
             data = data.take([i for i in range(data.num_rows) if i not in deleted])
-            if descriptor["storageType"] == "p":
-                assert line["file"]["deletionVectorFileId"]
         pieces += [list(row.values()) for row in data.to_pylist()]
     assert kinds == {storage_type}
     rows = sorted(pieces)

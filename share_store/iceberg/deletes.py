@@ -29,7 +29,7 @@ import io
 import json
 import struct
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,15 +113,26 @@ def check_blob(content: bytes, blob: PuffinBlob, path: str) -> None:
         raise CorruptDeleteFile(f"a deletion vector in {_name(path)} has another cardinality than recorded")
 
 
-def cardinality(payload: bytes) -> int:
-    """Rows deleted by a serialized deletion vector (magic + portable 64-bit roaring bitmap)."""
+def bitmaps(payload: bytes) -> Iterator[tuple[int, BitMap]]:
+    """The 32-bit bitmaps of a serialized deletion vector, each with its high 32 bits."""
     count = int.from_bytes(payload[4:12], "little")
-    position, total = 12, 0
+    position = 12
     for _ in range(count):
+        key = int.from_bytes(payload[position : position + 4], "little")
         bitmap = BitMap.deserialize(payload[position + 4 :])
         position += 4 + len(bitmap.serialize())
-        total += len(bitmap)
-    return total
+        yield key, bitmap
+
+
+def cardinality(payload: bytes) -> int:
+    """Rows deleted by a serialized deletion vector (magic + portable 64-bit roaring bitmap)."""
+    return sum(len(bitmap) for _, bitmap in bitmaps(payload))
+
+
+def positions(payload: bytes) -> Iterator[int]:
+    """The row positions a serialized deletion vector deletes."""
+    for key, bitmap in bitmaps(payload):
+        yield from ((key << 32) | value for value in bitmap)
 
 
 def positions_by_file(content: bytes) -> dict[str, list[int]]:
@@ -161,7 +172,7 @@ class DeleteFiles:
     def descriptor(self, data_file: str, delete_files: Iterable[Any]) -> Descriptor | None:
         """The deletion vector for `data_file` given the delete files pyiceberg's planning matched."""
         vector: tuple[PuffinBlob, bytes] | None = None
-        positions: set[int] = set()
+        deleted: set[int] = set()
         for delete in delete_files:
             if delete.content == DataFileContent.EQUALITY_DELETES:
                 raise UnsupportedOperation(
@@ -172,19 +183,19 @@ class DeleteFiles:
                 # a vector applies to the one data file its blob names, no other.
                 vector = self._puffin(delete.file_path).get(data_file) or vector
             elif delete.file_format == FileFormat.PARQUET:
-                positions.update(self._parquet(delete.file_path).get(data_file, ()))
+                deleted.update(self._parquet(delete.file_path).get(data_file, ()))
             else:
                 raise UnsupportedOperation(
                     f"position delete files in {delete.file_format.name} are not served yet"
                 )
-        if vector is not None and not positions:
+        if vector is not None and not deleted:
             blob, payload = vector
             return inline_descriptor(payload, blob.cardinality, data_file)
         if vector is not None:  # a vector and older position deletes: serve their union
-            positions.update(_positions(vector[1]))
-        if not positions:
+            deleted.update(positions(vector[1]))
+        if not deleted:
             return None
-        payload, count = serialize_positions(positions)
+        payload, count = serialize_positions(deleted)
         return inline_descriptor(payload, count, data_file)
 
     def _puffin(self, path: str) -> dict[str, tuple[PuffinBlob, bytes]]:
@@ -213,13 +224,3 @@ class DeleteFiles:
 def _name(path: str) -> str:
     # Recipients see file names, never where the provider keeps them.
     return path.rsplit("/", 1)[-1]
-
-
-def _positions(payload: bytes) -> Iterable[int]:
-    count = int.from_bytes(payload[4:12], "little")
-    position = 12
-    for _ in range(count):
-        key = int.from_bytes(payload[position : position + 4], "little")
-        bitmap = BitMap.deserialize(payload[position + 4 :])
-        position += 4 + len(bitmap.serialize())
-        yield from ((key << 32) | value for value in bitmap)
