@@ -9,8 +9,8 @@ from pyiceberg.schema import Schema
 
 from share_store.delta.active_files import FileSet
 from share_store.delta.snapshot import DeltaSnapshot
-from share_store.errors import ShareStoreError, UnsupportedOperation
-from share_store.iceberg.deletes import DeleteFiles
+from share_store.errors import UnsupportedOperation
+from share_store.iceberg.deletes import CorruptDeleteFile, DeleteFiles
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,
@@ -115,7 +115,8 @@ def snapshot_from_tasks(
         )
         refusals = {"parquet": reason, "delta": reason}
         vectors = 0
-    except ShareStoreError as error:
+    except CorruptDeleteFile as error:
+        # Said for the provider's sake; "table files missing" and outages keep their own words.
         error.message = f"Iceberg snapshot {snapshot_id}: {error.message}"
         raise
     # With deletion vectors, the parquet format is refused by the generic check

@@ -178,16 +178,15 @@ class IcebergTableReader:
         from share_store.iceberg.filters import row_filter
 
         schema = self._schema_for(table, snapshot_id)
-        tasks = []
-        if snapshot_id != EMPTY_SNAPSHOT:
-            names = {field.name for field in schema.fields}
-            scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
-            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+        tasks: list[Any] = []
+        # Planning reads manifests and the mapping reads delete files: a file gone is
+        # "table files missing", an outage a 503, for both alike.
+        with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+            if snapshot_id != EMPTY_SNAPSHOT:
+                names = {field.name for field in schema.fields}
+                scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
                 tasks = list(scan.plan_files())
-                return mapping.snapshot_from_tasks(
-                    table, version, snapshot_id, schema, tasks, self._deletes()
-                )
-        return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks)
+            return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks, self._deletes())
 
     # -- one version's changes ------------------------------------------------------
 
@@ -246,11 +245,8 @@ class IcebergTableReader:
         return self._delete_files
 
     def _read_delete_file(self, path: str) -> bytes:
-        bucket, key = self.locate(path)
-        try:
-            return self.storage.read(bucket, key)
-        except FileNotFoundError:
-            raise TableFilesMissing() from None
+        # Called within `_build`'s `_reading`, which turns a missing file into TableFilesMissing.
+        return self.storage.read(*self.locate(path))
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
