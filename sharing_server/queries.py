@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from share_store.delta import actions
@@ -82,6 +83,13 @@ def _response_format(snapshot: DeltaSnapshot, capabilities: Capabilities) -> str
     return response_format
 
 
+def _encoder(
+    table: SharedTable, reader: TableReader, response_format: str, file_id_hash: str | None = None
+) -> LineEncoder:
+    """The response's line encoder: it signs with `reader`, as of now."""
+    return LineEncoder(response_format, reader, time.time(), file_id_hash, table.history_shared)
+
+
 def _resolve(
     reader: TableReader, table: SharedTable, version: int | None, timestamp: str | None
 ) -> DeltaSnapshot:
@@ -140,7 +148,7 @@ class TableQueries:
         reader = self.readers.reader(table)
         snapshot = _resolve(reader, table, number, timestamp)
         response_format = _response_format(snapshot, capabilities)
-        encoder = LineEncoder(response_format, reader, time.time(), None, table.history_shared)
+        encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
         return TableResponse(snapshot.version, response_format, iter(lines))
 
@@ -165,7 +173,7 @@ class TableQueries:
         else:
             snapshot = _resolve(reader, table, request.version, request.timestamp)  # checks history sharing
         response_format = _response_format(snapshot, capabilities)
-        encoder = LineEncoder(response_format, reader, time.time(), file_id_hash, table.history_shared)
+        encoder = _encoder(table, reader, response_format, file_id_hash)
         hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
         # Head lines keep describing the whole snapshot; only the files are planned.
         files_of = snapshot if hint is None else reader.planned(snapshot, hint)
@@ -219,7 +227,7 @@ class TableQueries:
             )
         snapshot = reader.snapshot(start, listing)
         response_format = _response_format(snapshot, capabilities)
-        encoder = LineEncoder(response_format, reader, time.time(), file_id_hash, table.history_shared)
+        encoder = _encoder(table, reader, response_format, file_id_hash)
         changes = self._change_lines(
             reader, listing, encoder, capabilities, start, end, use_cdc=False, include_metadata=True,
             include_protocol=request.include_historical_protocol,
@@ -245,12 +253,13 @@ class TableQueries:
         latest = reader.snapshot(latest_version, listing)
         start, end = self._change_range(reader, listing, latest, request)
         start_snapshot = reader.snapshot(start, listing)
-        check_cdf_recorded(start_snapshot, lambda v: reader.commit(listing, v), start, end)
+        commit_at = partial(reader.commit, listing)
+        check_cdf_recorded(start_snapshot, commit_at, start, end)
         head_snapshot = start_snapshot if request.include_historical_metadata else latest
         response_format = _response_format(head_snapshot, capabilities)
-        encoder = LineEncoder(response_format, reader, time.time(), file_id_hash, table.history_shared)
+        encoder = _encoder(table, reader, response_format, file_id_hash)
         # Vacuumed change or data files make the whole range unreadable: say so up front.
-        paths = changed_paths(lambda v: reader.commit(listing, v), start, end)
+        paths = changed_paths(commit_at, start, end)
         reader.check_exist([reader.locate(path) for path in paths])
         changes = self._change_lines(
             reader, listing, encoder, capabilities, start, end, use_cdc=True,
@@ -310,8 +319,8 @@ class TableQueries:
         commits = reader.commits(listing, reader.snapshot(end, listing))
         times = commit_times(commits, start, end)
         changes = version_changes(
-            lambda v: reader.commit(listing, v),
-            lambda v: reader.snapshot(v, listing),
+            partial(reader.commit, listing),
+            lambda version: reader.snapshot(version, listing),
             start,
             end,
             times,
