@@ -35,8 +35,8 @@ from bench.tables import (
 from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
 from share_store.storage.s3 import MISSING_CHECK_LIMIT, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
-from tests.conftest import upload_tree
 from tests.deltalake_access import deltalake_options
+from tests.seaweed import upload_tree
 
 # Where the Delta tables are generated: bucket `bench` of the local storage.
 BUCKET = DATA / "buckets" / "bench"

@@ -165,12 +165,6 @@ def postgres_url(postgres: Postgres, request: pytest.FixtureRequest) -> Iterator
     postgres.drop_database(name)
 
 
-def upload_tree(client, source: Path, bucket: str, prefix: str) -> None:
-    for path in sorted(source.rglob("*")):
-        if path.is_file():
-            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(source).as_posix()}")
-
-
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: Path) -> Iterator[Deployment]:
     tmp = tmp_path_factory.mktemp("s3")

@@ -196,3 +196,10 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
     )
     server.wait_ready(timeout)
     return server
+
+
+def upload_tree(client, source: Path, bucket: str, prefix: str) -> None:
+    """Upload every file under `source` to `bucket` under `prefix`, keeping relative paths."""
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(source).as_posix()}")
