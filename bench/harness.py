@@ -8,7 +8,9 @@ Hypercorn workers. Free ports and SeaweedFS come from the tests' helpers.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -43,7 +45,13 @@ class Server:
     Share tables with `share()` before starting it; `with server:` starts it and stops it.
     """
 
-    def __init__(self, name: str, storage: Mapping[str, str] | None = None, workers: int = 1) -> None:
+    def __init__(
+        self,
+        name: str,
+        storage: Mapping[str, str] | None = None,
+        workers: int = 1,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.workdir = DATA / name
         self.state = self.workdir / "state"
@@ -56,6 +64,9 @@ class Server:
             # The concurrency run would otherwise measure the rate limiter; the audit log stays on.
             "\n[limits]\nper_token_rps = 0\nglobal_rps = 0\n"
         )
+        # Settings given as SHARING_* variables: a server that does not know one ignores it,
+        # so the same scenario runs against older code for a before-and-after comparison.
+        self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -67,8 +78,12 @@ class Server:
         specs = ["default"] + [f"{name}:{spec}" for name, spec in tables.items()]
         self.cli("share", "create", "bench", *specs)
         profile = self.workdir / "bench.share"
+        return profile, self.token(profile)
+
+    def token(self, profile: Path) -> str:
+        """Another token of share `bench`, its profile written to `profile`."""
         self.cli("token", "create", "bench", "--expires", "1d", "--profile", str(profile))
-        return profile, json.loads(profile.read_text())["bearerToken"]
+        return str(json.loads(profile.read_text())["bearerToken"])
 
     def client(self, token: str) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600)
@@ -84,6 +99,7 @@ class Server:
     def start(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sharing_server", "--config", str(self.config), "serve"],
+            env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -100,9 +116,16 @@ class Server:
         time.sleep(3)
 
     def peak_rss_mb(self) -> float:
+        return self._status_mb("VmHWM")
+
+    def rss_mb(self) -> float:
+        """The server's resident memory now."""
+        return self._status_mb("VmRSS")
+
+    def _status_mb(self, field: str) -> float:
         assert self.process, "the server is not running"
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
         return float("nan")
 
@@ -128,6 +151,69 @@ def running_seaweed() -> Iterator[SeaweedS3]:
         yield seaweed
     finally:
         seaweed.stop()
+
+
+def stalled_readers(port: int, path: str, token: str, count: int) -> list[socket.socket]:
+    """`count` connections that each POST a /query to `path` and then never read the answer.
+
+    A small receive buffer, set before connecting, keeps the advertised window small,
+    so the server's sends block once its own socket buffer is full. Opened a batch
+    at a time: Hypercorn's listen backlog is 100.
+    """
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    ).encode()
+    sockets = []
+    try:
+        for index in range(count):
+            sock = socket.socket()
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(request)
+            if index % 50 == 49:
+                time.sleep(0.05)
+    except BaseException:
+        close_all(sockets)
+        raise
+    return sockets
+
+
+def close_all(sockets: list[socket.socket]) -> None:
+    for sock in sockets:
+        sock.close()
+
+
+def status_of(sock: socket.socket, timeout: float = 5.0) -> str:
+    """The status code a stalled reader's response starts with, or how its connection ended."""
+    sock.settimeout(timeout)
+    try:
+        head = sock.recv(64)
+    except TimeoutError:
+        return "nothing"
+    except ConnectionError:
+        return "reset"
+    return head.split(b" ", 2)[1].decode() if head.startswith(b"HTTP/1.1 ") else "closed"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int, limit: float = 300.0) -> float:
+    """Wait until a process stays nearly idle for two seconds; the seconds it took."""
+    start = time.perf_counter()
+    used = cpu_seconds(pid)
+    while time.perf_counter() - start < limit:
+        time.sleep(2)
+        now = cpu_seconds(pid)
+        if now - used < 0.1:
+            break
+        used = now
+    return time.perf_counter() - start
 
 
 def timed_query(client: httpx.Client, path: str) -> tuple[float, float, int]:

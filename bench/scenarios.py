@@ -11,6 +11,7 @@ import asyncio
 import shutil
 import statistics
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,19 @@ from botocore.config import Config
 from deltalake import DeltaTable
 from pyiceberg.catalog.sql import SqlCatalog
 
-from bench.harness import DATA, Server, best_of, query_rows, read_ratio, running_seaweed, timed_query
+from bench.harness import (
+    DATA,
+    Server,
+    best_of,
+    close_all,
+    query_rows,
+    read_ratio,
+    running_seaweed,
+    settle,
+    stalled_readers,
+    status_of,
+    timed_query,
+)
 from bench.results import record
 from bench.tables import (
     make_checkpointed_log,
@@ -150,6 +163,81 @@ def bench_concurrency(workers: int) -> None:
         label = f"64 clients x 10 requests, {workers} worker{'s' if workers > 1 else ''}"
         record(f"{label}: p50 / p99", f"{p50:.0f} / {p99:.0f} ms")
         record(f"{label}: errors", f"{errors} of {len(latencies)}")
+
+
+def p99_ms(latencies: list[float]) -> float:
+    ordered = sorted(latencies)
+    return ordered[max(int(len(ordered) * 0.99) - 1, 0)] * 1000
+
+
+# How long the server waits on a stalled reader by default; the scenario waits past it.
+STREAM_SEND_TIMEOUT = 30
+
+
+def bench_stalled_streams(stalled: int, files: int = 10_000) -> None:
+    """`stalled` clients ask for a `files`-file /query and never read: what do they cost the server?
+
+    Twice: with the default limits, then with the stream caps out of the way, so that
+    every stalled stream is held and the second run shows what each costs by itself.
+    (Code without these settings ignores them, and runs the same way twice.)
+    """
+    name = f"t{files // 1000}k"
+    make_delta_table(BUCKET / name, files)
+    make_delta_table(BUCKET / "t1k", 1000)
+    uncapped = {"SHARING_LIMITS_STREAMS_PER_TOKEN": "0", "SHARING_LIMITS_STREAMS_PER_PROCESS": "0"}
+    for variant, env in (("default limits", {}), ("no stream caps", uncapped)):
+        label = f"{stalled:,} stalled /query of {files // 1000}k files, {variant}"
+        stalled_run(label, Server("run-stalled", env=env), name, stalled)
+
+
+def stalled_run(label: str, server: Server, table: str, stalled: int) -> None:
+    """One run of bench_stalled_streams against `server`, its rows headed `label`.
+
+    The stalled readers have a token of their own; other clients, with another,
+    run the list/metadata/query mix of bench_concurrency before and meanwhile.
+    """
+    _, token = server.share({"t1k": "delta:bench:t1k", table: f"delta:bench:{table}"})
+    attacker = server.token(server.workdir / "stalled.share")
+    path = f"/shares/bench/schemas/default/tables/{table}/query"
+
+    def mix() -> tuple[list[float], int]:
+        return asyncio.run(concurrent_mix(server.base_url, token, clients=8, requests_each=25))
+
+    with server:
+        assert server.process
+        pid = server.process.pid
+        timed_query(server.client(token), path)  # its snapshot is cached, as a busy server's is
+        mix()
+        idle, _ = mix()
+        before = server.rss_mb()
+        sockets = stalled_readers(server.port, f"/delta-sharing{path}", attacker, stalled)
+        try:
+            settled = settle(pid)
+            held = server.rss_mb() - before
+            latencies, errors = mix()
+            statuses = Counter(status_of(sock) for sock in sockets)
+            time.sleep(max(STREAM_SEND_TIMEOUT + 15 - settled, 0))
+            after_timeout = server.rss_mb() - before
+        finally:
+            close_all(sockets)
+        settle(pid)
+        time.sleep(3)
+        gone = server.rss_mb() - before
+    record(f"{label}: server RSS growth", f"{held:.0f} MB", "<= 200 MB", "met" if held <= 200 else "missed")
+    idle_p99, stalled_p99 = p99_ms(idle), p99_ms(latencies)
+    record(
+        f"{label}: others' p99 idle / stalled",
+        f"{idle_p99:.0f} / {stalled_p99:.0f} ms",
+        "<= 2x idle",
+        "met" if stalled_p99 <= 2 * idle_p99 and not errors else "missed",
+    )
+    record(f"{label}: others' errors", f"{errors} of {len(latencies)}")
+    answers = ", ".join(f"{count} {status}" for status, count in statuses.most_common())
+    record(f"{label}: stalled readers' answers", answers)
+    record(
+        f"{label}: RSS growth {STREAM_SEND_TIMEOUT + 15} s on / once they left",
+        f"{after_timeout:.0f} / {gone:.0f} MB",
+    )
 
 
 def bench_million(files: int) -> None:
