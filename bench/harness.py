@@ -197,6 +197,17 @@ def status_of(sock: socket.socket, timeout: float = 5.0) -> str:
     return head.split(b" ", 2)[1].decode() if head.startswith(b"HTTP/1.1 ") else "closed"
 
 
+def connections_held(port: int) -> int:
+    """Established TCP connections whose local end is `port`: the server's ends (Linux)."""
+    ours = f":{port:04X}"
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, _, state = line.split()[1:4]
+            count += local.endswith(ours) and state == "01"
+    return count
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time a process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
