@@ -43,26 +43,27 @@ def line_bytes(payload: Any) -> bytes:
 
 
 def ndjson_chunks(
-    actions: Iterable[dict[str, Any]], first_bytes: int = 64 * 1024, chunk_bytes: int = 512 * 1024
+    actions: Iterable[dict[str, Any]], first_bytes: int = 64 * 1024, chunk_bytes: int = 64 * 1024
 ) -> Iterator[bytes]:
-    """Encode actions one per line, grouped into chunks so streaming stays cheap.
+    """Encode actions one per line, grouped into chunks of about `chunk_bytes`.
 
-    The first chunk is small, so that it comes quickly (and, made before the
-    headers, carries most errors); later ones are larger, because each chunk
-    costs a trip to a worker thread and through the server's send path.
+    A chunk is what a response holds for a client that reads slowly: the next
+    one is made only once the client has taken the last. The first is at most
+    `first_bytes`, so that it comes quickly (and, made before the headers,
+    carries most errors). Lines join one buffer as they are made: kept apart
+    until the chunk is full, each would hold a whole allocation of orjson's
+    (4 KB for a line of 500 bytes).
     """
-    buffer: list[bytes] = []
-    size = 0
-    limit = first_bytes
+    buffer = bytearray()
+    limit = min(first_bytes, chunk_bytes)
     for action in actions:
-        line = line_bytes(action)
-        buffer.append(line)
-        size += len(line)
-        if size >= limit:
-            yield b"".join(buffer)
-            buffer, size, limit = [], 0, chunk_bytes
+        buffer += line_bytes(action)
+        if len(buffer) >= limit:
+            # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
+            chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes
+            yield chunk
     if buffer:
-        yield b"".join(buffer)
+        yield bytes(buffer)
 
 
 # -- capabilities header -------------------------------------------------------

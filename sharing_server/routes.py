@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -173,6 +172,14 @@ class TableStream(StreamingResponse):
             logger.warning("response cut off after its headers: %s: %s", error.error_code, error.message)
 
 
+def _after(first: bytes | None, rest: Iterator[bytes]) -> Iterator[bytes]:
+    """`first`, then `rest`; unlike a chain, not holding on to `first` once it is sent."""
+    if first is not None:
+        yield first
+        del first
+    yield from rest
+
+
 async def _stream(request: Request, result: TableResponse) -> Response:
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
@@ -187,13 +194,14 @@ async def _stream(request: Request, result: TableResponse) -> Response:
     fields = audit_fields(request)
     fields["version"] = result.version
     lines = counting_files(result.lines, fields)
-    chunks = ndjson_chunks(lines)
+    # Chunks are what a slow client makes the server hold: their size bounds it.
+    chunks = ndjson_chunks(lines, chunk_bytes=request.app.state.options.stream_buffer_bytes)
     # Lines are made lazily, and an error once the headers are sent (storage gone
     # mid-way) can no longer get its status. Making the first chunk before them
     # turns every error of most responses, which fit in one chunk, into a proper
     # JSON error response.
     first = await run_in_threadpool(next, chunks, None)
-    return TableStream(chain(() if first is None else (first,), chunks), headers=headers, media_type=None)
+    return TableStream(_after(first, chunks), headers=headers, media_type=None)
 
 
 async def table_metadata(request: Request) -> Response:

@@ -10,6 +10,7 @@ and its checksum; the query-string parsers `parse_file_id_hash`,
 
 from __future__ import annotations
 
+import tracemalloc
 from dataclasses import replace
 from typing import Any
 
@@ -612,3 +613,26 @@ def test_ndjson_chunk_sizes(
     chunks = list(ndjson_chunks(({"i": n} for n in range(count)), first_bytes, chunk_bytes))
     assert [chunk.count(b"\n") for chunk in chunks] == lines_per_chunk
     assert all(chunk.endswith(b"\n") for chunk in chunks)
+
+
+def test_a_chunk_being_made_holds_its_bytes_not_each_lines_allocation() -> None:
+    """orjson returns a 500-byte line in a 4 KB allocation: lines kept apart until a chunk is
+    full would hold eight times their size, for every stream a slow client holds up."""
+    action = {"file": {"url": "https://example.com/" + "x" * 400, "id": "f", "size": 1}}
+    length = len(line_bytes(action))
+    lines = 1_000
+    held: list[int] = []
+
+    def actions() -> Any:
+        for _ in range(lines):
+            yield action
+        held.append(tracemalloc.get_traced_memory()[0] - start)  # the chunk is still being made
+
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        (chunk,) = ndjson_chunks(actions(), first_bytes=1 << 30, chunk_bytes=1 << 30)
+    finally:
+        tracemalloc.stop()
+    assert len(chunk) == lines * length
+    assert held[0] < 2 * lines * length, f"{held[0]:,} bytes held for {lines * length:,} bytes of lines"
