@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import threading
@@ -31,6 +32,7 @@ from sharing_server.admin import Admin
 from sharing_server.admin_routes import admin_routes
 from sharing_server.audit import AuditLog
 from sharing_server.config import ServiceOptions
+from sharing_server.connections import ConnectionGuard
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
 from sharing_server.metrics import Metrics, metrics_endpoint
@@ -40,6 +42,7 @@ from sharing_server.openapi import openapi_endpoint
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
+from sharing_server.serving import quiet_aborted_connections
 
 
 async def health(_request: object) -> Response:
@@ -99,9 +102,11 @@ def _import_all(modules: tuple[str, ...]) -> None:
 
 
 @asynccontextmanager
-async def warm_imports(app: Starlette) -> AsyncIterator[None]:
-    """Load the heavy modules in the background as the server starts, without delaying it."""
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    """As the server starts: heavy modules load in the background, without delaying it, and
+    connections the kernel aborts for their stalled clients are logged in one line."""
     threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
+    quiet_aborted_connections(asyncio.get_running_loop())
     yield
 
 
@@ -119,11 +124,16 @@ def create_app(
     app = Starlette(
         routes=app_routes(prefix),
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=warm_imports,
+        lifespan=lifespan,
         middleware=[
             *proxy_middleware(options.proxy_hops),
             Middleware(SecurityHeaders),
             Middleware(Observe, audit=audit, metrics=metrics),
+            Middleware(
+                ConnectionGuard,
+                body_timeout=options.body_timeout,
+                send_timeout=options.stream_send_timeout,
+            ),
             Middleware(
                 RequestLimits,
                 limiter=RateLimiter(options.per_token_rps, options.global_rps),

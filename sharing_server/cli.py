@@ -229,11 +229,11 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
     import asyncio
 
     from hypercorn.asyncio import serve as hypercorn_serve
-    from hypercorn.config import Config
     from hypercorn.run import run as hypercorn_run
 
     from sharing_server.asgi import CONFIG_VARIABLE
     from sharing_server.metrics import MULTIPROCESS_VARIABLE
+    from sharing_server.serving import hypercorn_config
     from sharing_server.startup import build_app, open_services
 
     given = {"host": args.host, "port": args.port, "certfile": args.certfile, "keyfile": args.keyfile}
@@ -251,7 +251,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         from sharing_server.demo import seed_demo
 
         seed_demo(config, services.store)
-    hyper = Config()
+    hyper = hypercorn_config(options)
     hyper.bind = [f"{config.host}:{config.port}"]
     hyper.certfile = config.certfile
     hyper.keyfile = config.keyfile

@@ -5,7 +5,7 @@
            proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
-           stream_buffer_bytes
+           body_timeout, stream_send_timeout, stream_buffer_bytes
 [oauth]    access_token_lifetime (seconds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
@@ -48,6 +48,10 @@ class ServiceOptions:
     per_token_rps: float = 100.0
     global_rps: float = 1000.0
     max_body_bytes: int = 1024 * 1024
+    # Seconds for a request's whole body to arrive, counted from its head: a trickle is cut off.
+    body_timeout: float = 30.0
+    # Seconds a client may take to accept each chunk of a response before it is cut off.
+    stream_send_timeout: float = 30.0
     # Bytes of a response made at a time, the next only once the client has taken
     # them: a stalled stream holds about three times this until it is cut off.
     # Smaller chunks cost CPU (a thread hop each): 32 KB takes 15% more than 64 KB.
@@ -95,6 +99,8 @@ class ServerConfig:
                 per_token_rps=limit("per_token_rps", float),
                 global_rps=limit("global_rps", float),
                 max_body_bytes=limit("max_body_bytes", int),
+                body_timeout=limit("body_timeout", float),
+                stream_send_timeout=limit("stream_send_timeout", float),
                 stream_buffer_bytes=limit("stream_buffer_bytes", int),
                 access_token_lifetime=int(
                     self.oauth.get("access_token_lifetime", defaults.access_token_lifetime)
@@ -110,6 +116,8 @@ class ServerConfig:
             raise ConfigError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
         if options.max_body_bytes < 1024:
             raise ConfigError("[limits] max_body_bytes must be at least 1024")
+        if options.body_timeout <= 0 or options.stream_send_timeout <= 0:
+            raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
         if options.stream_buffer_bytes < 4096:
             raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
         return options
@@ -216,7 +224,14 @@ SERVER_KEYS = {
 }
 SECTION_KEYS = {
     "admin": ("token_hash",),
-    "limits": ("per_token_rps", "global_rps", "max_body_bytes", "stream_buffer_bytes"),
+    "limits": (
+        "per_token_rps",
+        "global_rps",
+        "max_body_bytes",
+        "body_timeout",
+        "stream_send_timeout",
+        "stream_buffer_bytes",
+    ),
     "oauth": ("access_token_lifetime",),
 }
 STORAGE_KEYS = (

@@ -7,6 +7,7 @@ as opposed to those of the share store (`share_store.errors`):
     ├── Refusal                     an HTTP-level refusal, before or instead of any table work
     │   ├── Forbidden               403 PERMISSION_DENIED (bad file URL signature, files not ours)
     │   ├── AdminDisabled           403 PERMISSION_DENIED (no [admin] token_hash configured)
+    │   ├── RequestTimedOut         408 REQUEST_TIMEOUT (the body came too slowly)
     │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
     │   └── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
     └── ConfigError                 the configuration is invalid (the CLI exits with status 2)
@@ -40,6 +41,11 @@ class Forbidden(Refusal):
 class AdminDisabled(Refusal):
     error_code = "PERMISSION_DENIED"
     status_code = 403
+
+
+class RequestTimedOut(Refusal):
+    error_code = "REQUEST_TIMEOUT"
+    status_code = 408
 
 
 class RequestTooLarge(Refusal):

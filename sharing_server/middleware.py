@@ -1,7 +1,8 @@
 """ASGI middleware around every request: security headers, limits, audit and metrics.
 
 Order, outermost first: `SecurityHeaders` (every response, errors included),
-`Observe` (sees every status, 429 and 413 included), `RequestLimits`.
+`Observe` (sees every status, 429 and 413 included), `ConnectionGuard`
+(`sharing_server.connections`: framing, body and send deadlines), `RequestLimits`.
 Refusals made here are answered directly, since the app's exception handlers
 sit further in.
 """

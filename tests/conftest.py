@@ -114,7 +114,7 @@ def deploy(
     config = load_config(env=settings)
     config.catalogs = catalogs or {}
     services = open_services(config)
-    server = LiveServer(build_app(services), port).start()
+    server = LiveServer(build_app(services), port, options=config.options).start()
     return Deployment(
         config, services.store, services.storage, server, tmp, services.catalogs, services.secret
     )

@@ -12,15 +12,24 @@ import time
 
 import httpx
 from hypercorn.asyncio import serve
-from hypercorn.config import Config
 from starlette.types import ASGIApp
+
+from sharing_server.config import ServiceOptions
+from sharing_server.serving import hypercorn_config
 
 
 class LiveServer:
     def __init__(
-        self, app: ASGIApp, port: int, certfile: str | None = None, keyfile: str | None = None
+        self,
+        app: ASGIApp,
+        port: int,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        options: ServiceOptions | None = None,
     ) -> None:
+        """`options`, those `app` was made with, give Hypercorn what `serve` would."""
         self.app = app
+        self.options = options or ServiceOptions()
         self.port = port
         self.certfile = certfile
         self.keyfile = keyfile
@@ -35,7 +44,7 @@ class LiveServer:
         return f"{scheme}://127.0.0.1:{self.port}"
 
     def _run(self) -> None:
-        config = Config()
+        config = hypercorn_config(self.options)
         config.bind = [f"127.0.0.1:{self.port}"]
         config.certfile = self.certfile
         config.keyfile = self.keyfile

@@ -61,6 +61,8 @@ def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
         ({"SHARING_LIMITS_GLOBAL_RPS": "lots"}, "invalid [limits]/[oauth] setting"),
         ({"SHARING_SERVER_PORT": "http"}, "[server] port"),
         ({"SHARING_ADMIN_TOKEN_HASH": "abc"}, "token_hash must be the SHA-256"),
+        ({"SHARING_LIMITS_BODY_TIMEOUT": "0"}, "body_timeout and stream_send_timeout must be above 0"),
+        ({"SHARING_LIMITS_STREAM_SEND_TIMEOUT": "-1"}, "stream_send_timeout must be above 0"),
         ({"SHARING_LIMITS_STREAM_BUFFER_BYTES": "100"}, "stream_buffer_bytes must be at least 4096"),
     ],
 )
