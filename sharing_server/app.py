@@ -43,6 +43,7 @@ from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
 from sharing_server.serving import quiet_aborted_connections
+from sharing_server.stream_slots import StreamSlots
 
 
 async def health(_request: object) -> Response:
@@ -150,6 +151,7 @@ def create_app(
     app.state.audit = audit
     app.state.readers = TableReaders(storage, catalogs, store)
     app.state.queries = TableQueries(app.state.readers, secret)
+    app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)
     return app

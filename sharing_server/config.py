@@ -5,7 +5,8 @@
            proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
-           body_timeout, stream_send_timeout, stream_buffer_bytes
+           body_timeout, stream_send_timeout, stream_buffer_bytes,
+           streams_per_token, streams_per_process (0 turns a cap off)
 [oauth]    access_token_lifetime (seconds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
@@ -56,6 +57,9 @@ class ServiceOptions:
     # them: a stalled stream holds about three times this until it is cut off.
     # Smaller chunks cost CPU (a thread hop each): 32 KB takes 15% more than 64 KB.
     stream_buffer_bytes: int = 64 * 1024
+    # /query and /changes responses streaming at once; 0 turns a cap off.
+    streams_per_token: int = 16
+    streams_per_process: int = 256
     # Clients renew 600 s before expiry, so an hour leaves them 50 minutes per token.
     access_token_lifetime: int = 3600
     audit_log: str = "off"
@@ -102,6 +106,8 @@ class ServerConfig:
                 body_timeout=limit("body_timeout", float),
                 stream_send_timeout=limit("stream_send_timeout", float),
                 stream_buffer_bytes=limit("stream_buffer_bytes", int),
+                streams_per_token=limit("streams_per_token", int),
+                streams_per_process=limit("streams_per_process", int),
                 access_token_lifetime=int(
                     self.oauth.get("access_token_lifetime", defaults.access_token_lifetime)
                 ),
@@ -120,6 +126,8 @@ class ServerConfig:
             raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
         if options.stream_buffer_bytes < 4096:
             raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
+        if options.streams_per_token < 0 or options.streams_per_process < 0:
+            raise ConfigError("[limits] streams_per_token and streams_per_process must be 0 (off) or more")
         return options
 
     @property
@@ -231,6 +239,8 @@ SECTION_KEYS = {
         "body_timeout",
         "stream_send_timeout",
         "stream_buffer_bytes",
+        "streams_per_token",
+        "streams_per_process",
     ),
     "oauth": ("access_token_lifetime",),
 }

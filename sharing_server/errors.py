@@ -10,6 +10,7 @@ as opposed to those of the share store (`share_store.errors`):
     │   ├── RequestTimedOut         408 REQUEST_TIMEOUT (the body came too slowly)
     │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
     │   └── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
+    │       └── ServerBusy          503 TEMPORARILY_UNAVAILABLE, with Retry-After
     └── ConfigError                 the configuration is invalid (the CLI exits with status 2)
 """
 
@@ -60,6 +61,13 @@ class RateLimited(Refusal):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ServerBusy(RateLimited):
+    """The process is at a limit of its own (not the client's): come back later, like a 429."""
+
+    error_code = "TEMPORARILY_UNAVAILABLE"
+    status_code = 503
 
 
 class ConfigError(ShareStoreError):

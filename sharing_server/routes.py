@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
 from share_store.errors import InvalidParameter, ShareStoreError
-from share_store.model import Share, SharedTable
+from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields, counting_files
 from sharing_server.auth import authenticate, authorize_share, authorize_table
@@ -29,6 +29,7 @@ from sharing_server.protocol import (
     parse_max_results,
 )
 from sharing_server.queries import TableQueries, TableResponse
+from sharing_server.stream_slots import Stream
 
 CAPABILITIES_HEADER = "delta-sharing-capabilities"
 VERSION_HEADER = "Delta-Table-Version"
@@ -143,10 +144,14 @@ async def list_all_tables(request: Request) -> Response:
     return json_response(await run_in_threadpool(run))
 
 
-def _authorized_table(request: Request) -> SharedTable:
-    _, table = authorize_table(_store(request), request)
+def _authorized(request: Request) -> tuple[Token, SharedTable]:
+    token, table = authorize_table(_store(request), request)
     audit_fields(request).update(schema=table.schema, table=table.name)
-    return table
+    return token, table
+
+
+def _authorized_table(request: Request) -> SharedTable:
+    return _authorized(request)[1]
 
 
 async def table_version(request: Request) -> Response:
@@ -160,7 +165,23 @@ async def table_version(request: Request) -> Response:
 
 
 class TableStream(StreamingResponse):
-    """A table's lines, cut off with one log line when reading fails after the headers went out."""
+    """A table's lines, cut off with one log line when reading fails after the headers went out.
+
+    `on_close` runs once the response is over, however it ended.
+    """
+
+    def __init__(
+        self, content: Iterator[bytes], headers: dict[str, str], on_close: Callable[[], None] | None = None
+    ) -> None:
+        super().__init__(content, headers=headers, media_type=None)
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.on_close is not None:
+                self.on_close()
 
     async def stream_response(self, send: Send) -> None:
         try:
@@ -180,7 +201,8 @@ def _after(first: bytes | None, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
-async def _stream(request: Request, result: TableResponse) -> Response:
+async def _stream(request: Request, result: TableResponse, stream: Stream | None = None) -> Response:
+    """The response of `result`; `stream`, if given, is closed when the response ends, however it ends."""
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
@@ -201,7 +223,17 @@ async def _stream(request: Request, result: TableResponse) -> Response:
     # turns every error of most responses, which fit in one chunk, into a proper
     # JSON error response.
     first = await run_in_threadpool(next, chunks, None)
-    return TableStream(_after(first, chunks), headers=headers, media_type=None)
+    return TableStream(_after(first, chunks), headers, on_close=stream.close if stream else None)
+
+
+async def _listing(request: Request, run: Callable[[Stream], TableResponse]) -> Response:
+    """A file listing's response, made by `run`, which opens `stream` once it knows the token."""
+    stream = request.app.state.streams.stream()
+    try:
+        return await _stream(request, await run_in_threadpool(run, stream), stream)
+    except BaseException:
+        stream.close()
+        raise
 
 
 async def table_metadata(request: Request) -> Response:
@@ -214,9 +246,13 @@ async def table_metadata(request: Request) -> Response:
     return await _stream(request, await run_in_threadpool(run))
 
 
-def _listing_context(request: Request) -> tuple[SharedTable, Capabilities, str | None]:
-    """The authorized table and the headers every file listing takes."""
-    table = _authorized_table(request)
+def _listing_context(request: Request, stream: Stream) -> tuple[SharedTable, Capabilities, str | None]:
+    """The authorized table and the headers every file listing takes; its stream opened for its token.
+
+    Opened before any table work: a stream over a cap is refused at once.
+    """
+    token, table = _authorized(request)
+    stream.open(token.id)
     capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
     return table, capabilities, parse_file_id_hash(request.headers.get("fileidhash"))
 
@@ -224,17 +260,17 @@ def _listing_context(request: Request) -> tuple[SharedTable, Capabilities, str |
 async def table_query(request: Request) -> Response:
     body = await request.body()
 
-    def run() -> TableResponse:
-        table, capabilities, file_id_hash = _listing_context(request)
+    def run(stream: Stream) -> TableResponse:
+        table, capabilities, file_id_hash = _listing_context(request, stream)
         return _queries(request).query(table, QueryRequest.parse(body), capabilities, file_id_hash)
 
-    return await _stream(request, await run_in_threadpool(run))
+    return await _listing(request, run)
 
 
 async def table_changes(request: Request) -> Response:
-    def run() -> TableResponse:
-        table, capabilities, file_id_hash = _listing_context(request)
+    def run(stream: Stream) -> TableResponse:
+        table, capabilities, file_id_hash = _listing_context(request, stream)
         changes = ChangesRequest.parse(dict(request.query_params))
         return _queries(request).changes(table, changes, capabilities, file_id_hash)
 
-    return await _stream(request, await run_in_threadpool(run))
+    return await _listing(request, run)

@@ -64,6 +64,8 @@ def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
         ({"SHARING_LIMITS_BODY_TIMEOUT": "0"}, "body_timeout and stream_send_timeout must be above 0"),
         ({"SHARING_LIMITS_STREAM_SEND_TIMEOUT": "-1"}, "stream_send_timeout must be above 0"),
         ({"SHARING_LIMITS_STREAM_BUFFER_BYTES": "100"}, "stream_buffer_bytes must be at least 4096"),
+        ({"SHARING_LIMITS_STREAMS_PER_TOKEN": "-1"}, "must be 0 (off) or more"),
+        ({"SHARING_LIMITS_STREAMS_PER_PROCESS": "many"}, "invalid [limits]/[oauth] setting"),
     ],
 )
 def test_bad_settings_are_config_errors_at_load_time(
@@ -78,3 +80,13 @@ def test_options_are_made_once_per_configuration(tmp_path: Path) -> None:
     config = local_config(tmp_path, SHARING_LIMITS_GLOBAL_RPS="7")
     assert config.options is config.options
     assert config.options.global_rps == 7.0
+
+
+def test_stream_and_body_limits_from_the_file_and_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "sharing.toml"
+    path.write_text("[limits]\nstream_send_timeout = 5\nstreams_per_token = 4\nbody_timeout = 2.5\n")
+    env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "d"), "SHARING_LIMITS_STREAMS_PER_PROCESS": "0"}
+    options = load_config(path, env=env).options
+    assert (options.stream_send_timeout, options.body_timeout) == (5.0, 2.5)
+    assert (options.streams_per_token, options.streams_per_process) == (4, 0)
+    assert options.stream_buffer_bytes == 64 * 1024  # the default

@@ -1,5 +1,5 @@
-"""Hostile clients against a live server: readers that stall, requests framed two ways,
-bodies that trickle in.
+"""Hostile clients against a live server: readers that stall, streams beyond the caps,
+requests framed two ways, bodies that trickle in.
 
 Each test speaks raw HTTP/1.1 over a socket, to misbehave as no HTTP client
 library would. The servers run with tiny timeouts, so that what a deployed
@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import Deployment, audit_records, deploy
@@ -79,6 +80,17 @@ def hasty(tmp_path_factory: pytest.TempPathFactory, buckets: Path) -> Iterator[D
     deployment.store.close()
 
 
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory, buckets: Path) -> Iterator[Deployment]:
+    """A server streaming at most 2 responses per token and 3 in all."""
+    deployment = serve(
+        tmp_path_factory.mktemp("capped"), buckets, streams_per_token="2", streams_per_process="3"
+    )
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
 def connect(server: Deployment, receive_buffer: int | None = None) -> socket.socket:
     sock = socket.socket()
     if receive_buffer:
@@ -95,6 +107,10 @@ def head(method: str, path: str, token: str, *fields: str) -> bytes:
 
 def query(path: str, token: str) -> bytes:
     return head("POST", path, token, "Content-Type: application/json", "Content-Length: 2") + b"{}"
+
+
+def post_query(server: Deployment, path: str, token: str) -> httpx.Response:
+    return httpx.post(server.server.url + path, json={}, headers={"Authorization": f"Bearer {token}"})
 
 
 def stalled_reader(server: Deployment, path: str, token: str) -> socket.socket:
@@ -144,6 +160,17 @@ def responses(data: bytes) -> list[tuple[int, dict[str, str], bytes]]:
             body, data = bytearray(data[:length]), data[length:]
         found.append((int(first_line.split()[1]), headers, bytes(body)))
     return found
+
+
+def status_line(sock: socket.socket) -> bytes:
+    """The first line of the response, read without taking more than a few bytes off the socket."""
+    sock.settimeout(20)
+    line = b""
+    while not line.endswith(b"\r\n"):
+        byte = sock.recv(1)
+        assert byte, f"connection closed after {line!r}"
+        line += byte
+    return line
 
 
 def server_holds(server: Deployment, client: socket.socket) -> bool:
@@ -209,6 +236,36 @@ def test_a_slow_but_steady_reader_gets_everything(hasty: Deployment) -> None:
         assert received.count(b'{"file":') == BIG_FILES
     finally:
         sock.close()
+
+
+# -- caps on streams at once -----------------------------------------------------------
+
+
+def test_streams_beyond_the_caps_answer_429_per_token_and_503_per_process(capped: Deployment) -> None:
+    first, second, third = (capped.token("s") for _ in range(3))
+    held = [stalled_reader(capped, BIG, first), stalled_reader(capped, BIG, first)]
+    try:
+        for sock in held:
+            assert status_line(sock).startswith(b"HTTP/1.1 200")
+        refused = post_query(capped, SMALL, first)
+        assert refused.status_code == 429
+        assert refused.headers["retry-after"] == "1"
+        assert refused.json()["errorCode"] == "TOO_MANY_REQUESTS"
+        assert "(2)" in refused.json()["message"]
+
+        held.append(stalled_reader(capped, BIG, second))
+        assert status_line(held[-1]).startswith(b"HTTP/1.1 200")
+        busy = post_query(capped, SMALL, third)
+        assert busy.status_code == 503
+        assert busy.headers["retry-after"] == "1"
+        assert busy.json()["errorCode"] == "TEMPORARILY_UNAVAILABLE"
+        assert "(3)" in busy.json()["message"]
+    finally:
+        for sock in held:
+            sock.close()
+
+    # Streams that ended, however they ended, give their slots back.
+    assert wait_for(lambda: post_query(capped, SMALL, first).status_code == 200)
 
 
 # -- framing -----------------------------------------------------------------------
