@@ -16,6 +16,7 @@ from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.table import IcebergTableReader, VersionStore
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
@@ -34,6 +35,10 @@ class TableReader(Protocol):
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
         """`snapshot`'s files as the table format's own planning prunes them with a predicate hint."""
+        ...
+
+    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+        """`snapshot` as the parquet response format can carry it (Iceberg deletes materialized)."""
         ...
 
     def commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
@@ -77,8 +82,10 @@ class TableReaders:
         storage: ObjectStorage,
         catalogs: CatalogRegistry | None = None,
         versions: VersionStore | None = None,
+        iceberg: DeleteOptions | None = None,
     ) -> None:
         self.storage = storage
+        self.iceberg = iceberg or DeleteOptions()
         self.catalogs = catalogs or CatalogRegistry({})
         self.versions = versions
         self._readers: dict[tuple[str, str, str], TableReader] = {}
@@ -97,5 +104,5 @@ class TableReaders:
         if table.is_iceberg:
             if self.versions is None:
                 raise UnsupportedOperation("Iceberg tables need a share store for their versions")
-            return IcebergTableReader(table, self.catalogs, self.versions, self.storage)
+            return IcebergTableReader(table, self.catalogs, self.versions, self.storage, self.iceberg)
         return DeltaTableReader(self.storage, table.bucket, table.path)

@@ -138,7 +138,7 @@ def create_app(
     app.state.options = options
     app.state.metrics = metrics
     app.state.audit = audit
-    app.state.readers = TableReaders(storage, catalogs, store)
+    app.state.readers = TableReaders(storage, catalogs, store, options.iceberg)
     app.state.queries = TableQueries(app.state.readers, secret)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)

@@ -6,6 +6,8 @@
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes
 [oauth]    access_token_lifetime (seconds)
+[iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files
+           go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize")
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
@@ -15,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Iterable
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.derived import DeleteOptions
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
@@ -52,6 +56,7 @@ class ServiceOptions:
     audit_log: str = "off"
     # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
     proxy_hops: int = 0
+    iceberg: DeleteOptions = field(default_factory=DeleteOptions)
 
 
 @dataclass
@@ -74,6 +79,7 @@ class ServerConfig:
     admin: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
+    iceberg: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
@@ -94,6 +100,18 @@ class ServerConfig:
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
+        try:
+            iceberg = DeleteOptions(
+                cache_bucket=self.iceberg.get("cache_bucket") or None,
+                cache_prefix=str(self.iceberg.get("cache_prefix", DeleteOptions.cache_prefix)),
+                inline_dv_bytes=int(self.iceberg.get("inline_dv_bytes", DeleteOptions.inline_dv_bytes)),
+                deletes_in_parquet=str(
+                    self.iceberg.get("deletes_in_parquet", DeleteOptions.deletes_in_parquet)
+                ),
+            )
+        except ValueError as error:
+            raise ConfigError(f"invalid [iceberg] setting: {error}") from error
+        options = dataclasses.replace(options, iceberg=iceberg)
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
             # would have them fetch a new token before every request.
@@ -206,6 +224,7 @@ SECTION_KEYS = {
     "admin": ("token_hash",),
     "limits": ("per_token_rps", "global_rps", "max_body_bytes"),
     "oauth": ("access_token_lifetime",),
+    "iceberg": ("cache_bucket", "cache_prefix", "inline_dv_bytes", "deletes_in_parquet"),
 }
 STORAGE_KEYS = (
     "type",
@@ -272,5 +291,6 @@ def load_config(
         raise ConfigError("[catalogs.<name>] blocks must hold catalog properties")
     config.catalogs = catalogs
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
+    config.iceberg = sections["iceberg"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

@@ -77,10 +77,15 @@ def _check_readable(snapshot: DeltaSnapshot, response_format: str, capabilities:
         actions.check_delta_readable(snapshot, capabilities.reader_features)
 
 
-def _response_format(snapshot: DeltaSnapshot, capabilities: Capabilities) -> str:
+def _in_format(
+    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities
+) -> tuple[DeltaSnapshot, str]:
+    """The format to answer in, and the snapshot as that format carries it (checked readable)."""
     response_format = capabilities.response_format(snapshot.min_reader_version)
+    if response_format == "parquet":
+        snapshot = reader.for_parquet(snapshot)
     _check_readable(snapshot, response_format, capabilities)
-    return response_format
+    return snapshot, response_format
 
 
 def _encoder(
@@ -146,8 +151,9 @@ class TableQueries:
             raise InvalidParameter("Please only provide one of: version,timestamp")
         number = _parse_version(version) if version is not None else None
         reader = self.readers.reader(table)
-        snapshot = _resolve(reader, table, number, timestamp)
-        response_format = _response_format(snapshot, capabilities)
+        snapshot, response_format = _in_format(
+            reader, _resolve(reader, table, number, timestamp), capabilities
+        )
         encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
         return TableResponse(snapshot.version, response_format, iter(lines))
@@ -172,11 +178,13 @@ class TableQueries:
             snapshot = reader.snapshot(int(pinned))
         else:
             snapshot = _resolve(reader, table, request.version, request.timestamp)  # checks history sharing
-        response_format = _response_format(snapshot, capabilities)
+        snapshot, response_format = _in_format(reader, snapshot, capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
         # Head lines keep describing the whole snapshot; only the files are planned.
         files_of = snapshot if hint is None else reader.planned(snapshot, hint)
+        if response_format == "parquet" and files_of is not snapshot:
+            files_of = reader.for_parquet(files_of)
         reader.check_files_exist(files_of, with_dvs=response_format == "delta")
 
         time_travel = request.version is not None or request.timestamp is not None
@@ -225,8 +233,7 @@ class TableQueries:
                 f"Provided end version({end}) is invalid. End version cannot be greater than the "
                 f"latest version of the table({latest})."
             )
-        snapshot = reader.snapshot(start, listing)
-        response_format = _response_format(snapshot, capabilities)
+        snapshot, response_format = _in_format(reader, reader.snapshot(start, listing), capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         changes = self._change_lines(
             reader, listing, encoder, capabilities, start, end, use_cdc=False, include_metadata=True,
@@ -256,7 +263,7 @@ class TableQueries:
         commit_at = partial(reader.commit, listing)
         check_cdf_recorded(start_snapshot, commit_at, start, end)
         head_snapshot = start_snapshot if request.include_historical_metadata else latest
-        response_format = _response_format(head_snapshot, capabilities)
+        head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         # Vacuumed change or data files make the whole range unreadable: say so up front.
         paths = changed_paths(commit_at, start, end)

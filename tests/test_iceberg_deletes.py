@@ -66,19 +66,35 @@ def expected(written: Path) -> dict[str, Any]:
     return json.loads((written / "expected.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, written: Path, expected) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("iceberg-deletes")
-    deployment = deploy(tmp, {"type": "local", "root": str(written / "buckets")})
+def serve(
+    tmp: Path, written: Path, expected: dict[str, Any], settings: dict[str, str] | None = None
+) -> Deployment:
+    """A server of the written tables; its cache of derived files goes to a bucket of its own."""
+    cache_bucket = f"cache-{tmp.name}"
+    env = {"SHARING_ICEBERG_CACHE_BUCKET": cache_bucket, **(settings or {})}
+    deployment = deploy(tmp, {"type": "local", "root": str(written / "buckets")}, env=env)
     catalog = deployment.catalogs.catalog("default")
     catalog.create_namespace("db")
     for name in TABLES:
         catalog.register_table(("db", name), expected[name]["metadata"])
     specs = [TableSpec.parse(f"db:{name}:uniform:default:db:{name}") for name in TABLES]
     deployment.store.create_share("deletes", specs)
-    yield deployment
+    return deployment
+
+
+def stop(deployment: Deployment) -> None:
     deployment.server.stop()
     deployment.store.close()
+    # The tables are cached between runs: what the server derived from them is not.
+    bucket = deployment.config.options.iceberg.cache_bucket
+    shutil.rmtree(Path(deployment.config.storage["root"]) / str(bucket), ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, written: Path, expected) -> Iterator[Deployment]:
+    deployment = serve(tmp_path_factory.mktemp("iceberg-deletes"), written, expected)
+    yield deployment
+    stop(deployment)
 
 
 @pytest.fixture(scope="module")

@@ -217,6 +217,10 @@ class DeltaTableReader:
         # Delta has no planning of its own: predicate hints are applied per file.
         return snapshot
 
+    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+        # Delta tables are served as they are; the format check refuses what parquet cannot carry.
+        return snapshot
+
     def commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         """The actions of one commit; commits never change, so they are cached."""
         with self._lock:

@@ -10,7 +10,7 @@ from pyiceberg.schema import Schema
 from share_store.delta.active_files import FileSet
 from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.deletes import CorruptDeleteFile, DeleteFiles
+from share_store.iceberg.deletes import CorruptDeleteFile, VectorSource
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,
@@ -42,6 +42,15 @@ def protocol_for(schema: Schema, column_mapping: bool, deletion_vectors: bool = 
         "readerFeatures": features,
         "writerFeatures": writer,
     }
+
+
+def without_deletion_vectors(protocol: dict[str, Any]) -> dict[str, Any]:
+    """A protocol that no longer needs deletion vectors (the files' deletes are materialized)."""
+    features = [f for f in protocol.get("readerFeatures", []) if f != "deletionVectors"]
+    if not features:
+        return {"minReaderVersion": 1, "minWriterVersion": 4}
+    writer = [f for f in protocol.get("writerFeatures", []) if f != "deletionVectors"]
+    return protocol | {"readerFeatures": features, "writerFeatures": writer}
 
 
 def metadata_for(table: Any, schema: Schema, partition_columns: list[str]) -> dict[str, Any]:
@@ -96,7 +105,7 @@ def snapshot_from_tasks(
     snapshot_id: int,
     schema: Schema,
     tasks: list[Any],
-    deletes: DeleteFiles | None = None,
+    deletes: VectorSource | None = None,
 ) -> DeltaSnapshot:
     """The snapshot's data files as `add`s; row-level deletes become their deletion vectors.
 
@@ -146,7 +155,7 @@ def snapshot_from_tasks(
     )
 
 
-def _deletion_vectors(tasks: list[Any], adds: list[dict[str, Any]], deletes: DeleteFiles | None) -> int:
+def _deletion_vectors(tasks: list[Any], adds: list[dict[str, Any]], deletes: VectorSource | None) -> int:
     """Attach each data file's deletion vector to its add; how many files have one."""
     with_deletes = [(task, add) for task, add in zip(tasks, adds, strict=True) if task.delete_files]
     if with_deletes and deletes is None:

@@ -8,6 +8,7 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterator
@@ -16,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlparse
 
+from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
@@ -29,6 +32,7 @@ from share_store.storage.local import LocalStorage
 
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
+    from share_store.iceberg.derived import DerivedFiles
 
 
 @dataclass
@@ -51,7 +55,12 @@ class VersionStore(Protocol):
 
 class IcebergTableReader:
     def __init__(
-        self, table: SharedTable, catalogs: CatalogRegistry, versions: VersionStore, storage: ObjectStorage
+        self,
+        table: SharedTable,
+        catalogs: CatalogRegistry,
+        versions: VersionStore,
+        storage: ObjectStorage,
+        options: DeleteOptions | None = None,
     ) -> None:
         self.table = table
         self.warehouse, self.name, self.namespace = table.iceberg_identifier
@@ -62,7 +71,10 @@ class IcebergTableReader:
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._checked: set[int] = set()
+        self.options = options or DeleteOptions()
         self._delete_files: DeleteFiles | None = None  # made on first use: it imports pyiceberg
+        self._derived: DerivedFiles | None = None
+        self._materialized_adds: dict[tuple[str, str], dict[str, Any]] = {}
 
     @contextmanager
     def _reading(self, what: str) -> Iterator[None]:
@@ -164,6 +176,48 @@ class IcebergTableReader:
         """
         return self.snapshot(snapshot.version, hint=hint)
 
+    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+        """`snapshot` as the parquet format can carry it.
+
+        In "materialize" mode each file with deletes is replaced by a copy without
+        its deleted rows, written once to the cache (see iceberg/derived.py); in
+        "refuse" mode the snapshot is left as is, for the format check to refuse.
+        """
+        if self.options.deletes_in_parquet != "materialize" or not snapshot.has_deletion_vectors:
+            return snapshot
+        from share_store.iceberg.mapping import without_deletion_vectors
+
+        with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+            adds = [self._materialized(add) if add.get("deletionVector") else add for add in snapshot.adds]
+        return dataclasses.replace(
+            snapshot, adds=FileSet(adds), protocol=without_deletion_vectors(snapshot.protocol)
+        )
+
+    def _materialized(self, add: dict[str, Any]) -> dict[str, Any]:
+        from share_store.iceberg.deletes import positions
+        from share_store.iceberg.derived import materialized_add, vector_payload, without_rows
+
+        descriptor = add["deletionVector"]
+        key = (add["path"], descriptor["pathOrInlineDv"])
+        with self._lock:
+            found = self._materialized_adds.get(key)
+        if found is not None:
+            return found
+        derived = self._derived
+        assert derived is not None  # every snapshot with vectors made it
+        location = self.locate_dv(descriptor)
+        payload = vector_payload(descriptor, self.storage.read(*location) if location else None)
+        source = self.locate(add["path"])
+
+        def write() -> bytes:
+            return without_rows(self.storage.read(*source), set(positions(payload)))
+
+        uri, size = derived.materialized(add["path"], payload, write)
+        found = materialized_add(add, uri, size)
+        with self._lock:
+            self._materialized_adds[key] = found
+        return found
+
     def _schema_for(self, table: Any, snapshot_id: int) -> Any:
         if snapshot_id == EMPTY_SNAPSHOT:
             return table.schema()
@@ -175,6 +229,7 @@ class IcebergTableReader:
         self, table: Any, version: int, snapshot_id: int, hint: dict[str, Any] | None = None
     ) -> DeltaSnapshot:
         from share_store.iceberg import mapping
+        from share_store.iceberg.deletes import SnapshotVectors
         from share_store.iceberg.filters import row_filter
 
         schema = self._schema_for(table, snapshot_id)
@@ -186,7 +241,16 @@ class IcebergTableReader:
                 names = {field.name for field in schema.fields}
                 scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
                 tasks = list(scan.plan_files())
-            return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks, self._deletes())
+            derived = self._derived_files(table) if any(task.delete_files for task in tasks) else None
+            uuid = str(table.metadata.table_uuid)
+            vectors = SnapshotVectors(
+                self._deletes(derived), derived.read_index(uuid, snapshot_id) if derived else {}
+            )
+            snapshot = mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks, vectors)
+        if derived is not None and vectors.computed and hint is None:
+            # A hint plans a part of the files: only a whole snapshot's vectors are recorded.
+            derived.write_index(uuid, snapshot_id, vectors.recorded | vectors.computed)
+        return snapshot
 
     # -- one version's changes ------------------------------------------------------
 
@@ -235,13 +299,37 @@ class IcebergTableReader:
         )
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
-        return None  # Iceberg deletes are served as inline vectors (see iceberg/deletes.py)
+        """Where a deletion vector file of the cache is; None for an inline vector."""
+        if descriptor.get("storageType") == "i":
+            return None
+        location = self.locate(descriptor["pathOrInlineDv"])
+        # Only files the server derived are signed; any other descriptor is a bug, not a file to hand out.
+        if self._derived is None or not self._derived.holds(*location):
+            raise UnsupportedOperation("a deletion vector outside the server's cache cannot be shared")
+        return location
 
-    def _deletes(self) -> DeleteFiles:
+    def _derived_files(self, table: Any) -> DerivedFiles:
+        """The cache of files derived from this table's deletes (see iceberg/derived.py)."""
+        if self._derived is None:
+            from share_store.iceberg.derived import DerivedFiles
+
+            bucket = self.options.cache_bucket or self.locate(table.metadata_location)[0]
+            self._derived = DerivedFiles(self.storage, bucket, self.options.cache_prefix, self._uri)
+        return self._derived
+
+    def _uri(self, bucket: str, key: str) -> str:
+        """The absolute URI `locate` maps back to (bucket, key)."""
+        if isinstance(self.storage, LocalStorage):
+            return (self.storage.root / bucket / key).as_uri()
+        return f"s3://{bucket}/{key}"
+
+    def _deletes(self, derived: DerivedFiles | None) -> DeleteFiles:
         if self._delete_files is None:
             from share_store.iceberg.deletes import DeleteFiles
 
-            self._delete_files = DeleteFiles(self._read_delete_file)
+            inline = self.options.inline_dv_bytes
+            self._delete_files = DeleteFiles(self._read_delete_file, inline_bytes=inline)
+        self._delete_files.derived = self._delete_files.derived or derived
         return self._delete_files
 
     def _read_delete_file(self, path: str) -> bytes:
@@ -256,8 +344,12 @@ class IcebergTableReader:
         # would otherwise look each of them up again.
         if snapshot.version in self._checked:
             return
-        # Deletion vectors are inline: only the data files live in storage.
-        self.check_exist([self.locate(add["path"]) for add in snapshot.adds])
+        locations = [self.locate(add["path"]) for add in snapshot.adds]
+        for add in snapshot.adds:
+            vector = self.locate_dv(add["deletionVector"]) if add.get("deletionVector") else None
+            if vector is not None:
+                locations.append(vector)
+        self.check_exist(locations)
         with self._lock:
             self._checked.add(snapshot.version)
 

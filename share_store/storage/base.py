@@ -51,6 +51,20 @@ class ObjectStorage(ABC):
         return Path(name), True
 
     @abstractmethod
+    def write(self, bucket: str, key: str, data: bytes) -> None:
+        """Store `data` as the object, whole or not at all (readers never see a part).
+
+        Only files the server derives (deletion vector files, materialized data
+        files, their indexes) are written; a storage that refuses raises `OSError`.
+        """
+
+    def stat(self, bucket: str, key: str) -> ObjectInfo | None:
+        """The object's size and time, or None when it does not exist."""
+        directory = key.rpartition("/")[0]
+        found = self.list(bucket, f"{directory}/" if directory else "", start_after=None)
+        return next((info for info in found if info.key == key), None)
+
+    @abstractmethod
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> builtins.list[str]:
         """Which of `keys` (all under `prefix`) do not exist."""
 

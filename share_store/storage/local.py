@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins  # `list` is a method of storages, so the type is spelled in full
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -50,6 +51,31 @@ class LocalStorage(ObjectStorage):
 
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
+
+    def write(self, bucket: str, key: str, data: bytes) -> None:
+        path = self.resolve(bucket, key)
+        if path is None:
+            raise PermissionError(f"{bucket}/{key} is outside the storage root")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Renamed into place: a reader (or a replica sharing the directory) sees all or nothing.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def stat(self, bucket: str, key: str) -> ObjectInfo | None:
+        path = self.resolve(bucket, key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            found = path.stat()
+        except FileNotFoundError:  # removed since
+            return None
+        return ObjectInfo(key=key, size=found.st_size, modified_ms=found.st_mtime_ns // 1_000_000)
 
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         path = self._path(bucket, key)

@@ -125,6 +125,31 @@ class S3Storage(ObjectStorage):
         except BotoCoreError as error:
             raise StorageUnavailable(UNREACHABLE) from error
 
+    def write(self, bucket: str, key: str, data: bytes) -> None:
+        # A PUT replaces the object atomically: readers see the old object or the new.
+        try:
+            self._client.put_object(Bucket=bucket, Key=key, Body=data)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in DENIED | {"NoSuchBucket"}:
+                raise PermissionError(f"cannot write to bucket {bucket}") from error
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+
+    def stat(self, bucket: str, key: str) -> ObjectInfo | None:
+        try:
+            head = self._client.head_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+                return None
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+        modified = int(head["LastModified"].timestamp() * 1000)
+        return ObjectInfo(key=key, size=int(head["ContentLength"]), modified_ms=modified)
+
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         # Streamed to disk: a million-file checkpoint never sits in memory whole.
         fd, name = tempfile.mkstemp(prefix="sharing-", suffix=".parquet")
