@@ -156,13 +156,13 @@ def test_a_restarted_server_answers_from_the_index_without_reading_delete_files(
 
 
 def test_without_a_writable_cache_small_vectors_are_inlined_and_materializing_is_refused(
-    tmp_path: Path, written: Path, expected: dict[str, Any]  # noqa: F811
+    tmp_path: Path,
+    written: Path,
+    expected: dict[str, Any],  # noqa: F811
 ) -> None:
     blocker = f"blocked-{tmp_path.name}"
     (written / "buckets" / blocker).write_text("a file where the cache bucket would be")
-    deployment = serve(
-        tmp_path, written, expected, FILED | {"SHARING_ICEBERG_CACHE_BUCKET": blocker}
-    )
+    deployment = serve(tmp_path, written, expected, FILED | {"SHARING_ICEBERG_CACHE_BUCKET": blocker})
     try:
         adds = query_adds(deployment, "dv_v3")
         assert {add["deletionVector"]["storageType"] for add in adds if add.get("deletionVector")} == {"i"}
