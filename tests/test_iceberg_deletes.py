@@ -7,10 +7,8 @@ writer's source), since starting Spark 3.5 costs half a minute.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,37 +26,8 @@ from share_store.model import TableSpec
 from tests.conftest import Deployment, deploy
 from tests.dv import payload_positions
 
-ROOT = Path(__file__).resolve().parents[1]
-WRITER = Path(__file__).with_name("iceberg_writer.py")
-SPARK_PYTHON = ROOT / ".cache" / "spark-iceberg" / "venv" / "bin" / "python"
 TABLES = ("pos_v2", "dv_v3", "cow_v2")
 CAPABILITIES = "responseformat=delta;readerfeatures=deletionvectors,columnmapping"
-
-
-@pytest.fixture(scope="session")
-def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Spark-written tables under BASE/buckets/spark, with BASE/expected.json."""
-    key = hashlib.sha256(WRITER.read_bytes()).hexdigest()[:12]
-    base = ROOT / ".cache" / "iceberg-deletes" / key
-    if not (base / "expected.json").exists():
-        assert SPARK_PYTHON.exists(), (
-            "the Spark 3.5 + Iceberg environment is missing: run `make spark-iceberg`"
-        )
-        shutil.rmtree(base, ignore_errors=True)
-        (base / "buckets").mkdir(parents=True)
-        draft = base / "expected.draft"
-        log = tmp_path_factory.mktemp("spark-iceberg") / "writer.log"
-        with log.open("w") as output:
-            done = subprocess.run(
-                [str(SPARK_PYTHON), str(WRITER), str(base / "buckets" / "spark"), str(draft)],
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                timeout=900,
-                check=False,
-            )
-        assert done.returncode == 0, log.read_text()[-3000:]
-        draft.rename(base / "expected.json")  # the cache is complete only now
-    return base
 
 
 @pytest.fixture(scope="module")

@@ -32,19 +32,18 @@ from tests.test_iceberg_deletes import (
     serve,
     spark_rows,
     stop,
-    written,  # noqa: F401 - the session fixture that writes the tables
 )
 
 FILED = {"SHARING_ICEBERG_INLINE_DV_BYTES": "0", "SHARING_ICEBERG_DELETES_IN_PARQUET": "materialize"}
 
 
 @pytest.fixture(scope="module")
-def expected(written: Path) -> dict[str, Any]:  # noqa: F811
+def expected(written: Path) -> dict[str, Any]:
     return json.loads((written / "expected.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def filed(tmp_path_factory: pytest.TempPathFactory, written: Path, expected) -> Iterator[Deployment]:  # noqa: F811
+def filed(tmp_path_factory: pytest.TempPathFactory, written: Path, expected) -> Iterator[Deployment]:
     deployment = serve(tmp_path_factory.mktemp("filed"), written, expected, FILED)
     yield deployment
     stop(deployment)
@@ -158,7 +157,7 @@ def test_a_restarted_server_answers_from_the_index_without_reading_delete_files(
 def test_without_a_writable_cache_small_vectors_are_inlined_and_materializing_is_refused(
     tmp_path: Path,
     written: Path,
-    expected: dict[str, Any],  # noqa: F811
+    expected: dict[str, Any],
 ) -> None:
     blocker = f"blocked-{tmp_path.name}"
     (written / "buckets" / blocker).write_text("a file where the cache bucket would be")
