@@ -170,8 +170,46 @@ def _deletion_vectors(tasks: list[Any], adds: list[dict[str, Any]], deletes: Vec
     return vectors
 
 
+class ChangesThroughDeletes(Exception):
+    """A snapshot that adds or drops delete files: its changes come from `changes_between`."""
+
+
+def changes_between(
+    before: DeltaSnapshot | None, after: DeltaSnapshot, timestamp: int
+) -> list[dict[str, Any]]:
+    """The `add`s and `remove`s that turn one snapshot's files into the next's.
+
+    A data file whose deletion vector changed is removed with its old vector and
+    added with its new one, as Delta records a DELETE: readers of the change data
+    feed take the deleted rows from the difference of the two vectors.
+    """
+    earlier = {add["path"]: add for add in (before.adds if before else ())}
+    actions: list[dict[str, Any]] = []
+    for add in after.adds:
+        prior = earlier.pop(add["path"], None)
+        if prior is not None and prior.get("deletionVector") == add.get("deletionVector"):
+            continue
+        if prior is not None:
+            actions.append({"remove": _removal(prior, timestamp)})
+        actions.append({"add": add | {"modificationTime": timestamp}})
+    actions += [{"remove": _removal(prior, timestamp)} for prior in earlier.values()]
+    return actions
+
+
+def _removal(add: dict[str, Any], timestamp: int) -> dict[str, Any]:
+    kept = ("path", "partitionValues", "size", "deletionVector")
+    return {key: add[key] for key in kept if key in add} | {
+        "dataChange": True,
+        "deletionTimestamp": timestamp,
+    }
+
+
 def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | None) -> list[dict[str, Any]]:
-    """The Delta actions of one snapshot: the data files it added and removed."""
+    """The Delta actions of one snapshot: the data files it added and removed.
+
+    Raises `ChangesThroughDeletes` for a snapshot whose manifests add or drop
+    delete files: which rows those delete is known only from the snapshots.
+    """
     snap = table.metadata.snapshot_by_id(snapshot_id)
     if snap is None:
         return [{"commitInfo": {"timestamp": int(table.metadata.last_updated_ms), "operation": "CREATE"}}]
@@ -192,10 +230,7 @@ def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | 
             if entry.snapshot_id != snapshot_id or entry.status == ManifestEntryStatus.EXISTING:
                 continue
             if entry.data_file.content != DataFileContent.DATA:
-                raise UnsupportedOperation(
-                    f"Iceberg snapshot {snapshot_id} changes rows through delete files, which the change "
-                    "data feed cannot express yet"
-                )
+                raise ChangesThroughDeletes(snapshot_id)
             action = file_action(entry.data_file, table, schema, columns, snap.timestamp_ms)
             if entry.status == ManifestEntryStatus.ADDED:
                 actions.append({"add": action})

@@ -261,13 +261,31 @@ class IcebergTableReader:
         with self._lock:
             cached = self._commits.get(snapshot_id)
         if cached is None:
-            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
-                cached = mapping.changes_of_snapshot(
-                    listing.table, snapshot_id, self._previous_schema(listing, version)
-                )
+            try:
+                with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+                    cached = mapping.changes_of_snapshot(
+                        listing.table, snapshot_id, self._previous_schema(listing, version)
+                    )
+            except mapping.ChangesThroughDeletes:
+                cached = self._changes_through_deletes(listing, version)
             with self._lock:
                 self._commits[snapshot_id] = cached
         return cached
+
+    def _changes_through_deletes(self, listing: IcebergListing, version: int) -> list[dict[str, Any]]:
+        """A snapshot's changes as the difference of its files (and their vectors) from the last."""
+        from share_store.iceberg import mapping
+
+        earlier = [v for v in listing.snapshots if v < version]
+        before = self.snapshot(max(earlier), listing) if earlier else None
+        after = self.snapshot(version, listing)
+        timestamp = listing.commit_times[version]
+        snap = listing.table.metadata.snapshot_by_id(listing.snapshots[version])
+        operation = snap.summary.operation.value if snap is not None and snap.summary else "unknown"
+        actions: list[dict[str, Any]] = [{"commitInfo": {"timestamp": timestamp, "operation": operation}}]
+        if before is None or before.metadata.get("schemaString") != after.metadata.get("schemaString"):
+            actions.append({"metaData": after.metadata})
+        return actions + mapping.changes_between(before, after, timestamp)
 
     def _previous_schema(self, listing: IcebergListing, version: int) -> Any:
         earlier = [v for v in listing.snapshots if v < version]
