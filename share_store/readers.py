@@ -45,6 +45,10 @@ class TableReader(Protocol):
         """The raw actions of one version, as Delta writes them."""
         ...
 
+    def parquet_commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
+        """One version's actions as the parquet format can carry them (Iceberg deletes materialized)."""
+        ...
+
     def commits(self, listing: Any, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
         """Version and timestamp of every version still in the log, up to `snapshot`'s."""
         ...

@@ -17,12 +17,19 @@ from functools import partial
 from typing import Any
 
 from share_store.delta import actions
-from share_store.delta.changes import changed_paths, check_cdf_recorded, commit_times, version_changes
+from share_store.delta.changes import (
+    CommitAt,
+    changed_paths,
+    check_cdf_recorded,
+    commit_times,
+    first_with_vectors,
+    version_changes,
+)
 from share_store.delta.log import first_version_at_or_after, version_at
 from share_store.delta.predicates import parse_hint
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot
-from share_store.errors import InvalidParameter
+from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
 from share_store.readers import TableReader, TableReaders
 from sharing_server.encoding import LineEncoder
@@ -86,6 +93,38 @@ def _in_format(
         snapshot = reader.for_parquet(snapshot)
     _check_readable(snapshot, response_format, capabilities)
     return snapshot, response_format
+
+
+def _commit_lookup(reader: TableReader, listing: LogListing, response_format: str) -> CommitAt:
+    """Each version's actions as the response format carries them."""
+    if response_format == "parquet":
+        return partial(reader.parquet_commit, listing)
+    return partial(reader.commit, listing)
+
+
+def _check_vectors(
+    table: SharedTable,
+    reader: TableReader,
+    listing: LogListing,
+    commit_at: CommitAt,
+    response_format: str,
+    start: int,
+    end: int,
+    *,
+    use_cdc: bool,
+) -> None:
+    """Refuse, before the response starts, a parquet read of changes that delete rows by vector."""
+    if response_format != "parquet":
+        return
+    # A Delta table whose protocol never allowed vectors has none: its commits need no reading here.
+    if not table.is_iceberg and "deletionVectors" not in reader.snapshot(end, listing).reader_features:
+        return
+    version = first_with_vectors(commit_at, start, end, use_cdc=use_cdc)
+    if version is not None:
+        raise UnsupportedOperation(
+            f"Version {version} of the table deletes rows with deletion vectors, which the parquet "
+            "format cannot carry. This table can only be read with responseformat=delta."
+        )
 
 
 def _encoder(
@@ -235,9 +274,11 @@ class TableQueries:
             )
         snapshot, response_format = _in_format(reader, reader.snapshot(start, listing), capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
+        commit_at = _commit_lookup(reader, listing, response_format)
+        _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=False)
         changes = self._change_lines(
-            reader, listing, encoder, capabilities, start, end, use_cdc=False, include_metadata=True,
-            include_protocol=request.include_historical_protocol,
+            reader, listing, commit_at, encoder, capabilities, start, end, use_cdc=False,
+            include_metadata=True, include_protocol=request.include_historical_protocol,
         )  # fmt: skip
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot, version=start)]
         return self._respond(page, start, encoder, head, changes, {"l": latest})
@@ -260,16 +301,17 @@ class TableQueries:
         latest = reader.snapshot(latest_version, listing)
         start, end = self._change_range(reader, listing, latest, request)
         start_snapshot = reader.snapshot(start, listing)
-        commit_at = partial(reader.commit, listing)
-        check_cdf_recorded(start_snapshot, commit_at, start, end)
+        check_cdf_recorded(start_snapshot, partial(reader.commit, listing), start, end)
         head_snapshot = start_snapshot if request.include_historical_metadata else latest
         head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
+        commit_at = _commit_lookup(reader, listing, response_format)
+        _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=True)
         # Vacuumed change or data files make the whole range unreadable: say so up front.
         paths = changed_paths(commit_at, start, end)
         reader.check_exist([reader.locate(path) for path in paths])
         changes = self._change_lines(
-            reader, listing, encoder, capabilities, start, end, use_cdc=True,
+            reader, listing, commit_at, encoder, capabilities, start, end, use_cdc=True,
             include_metadata=request.include_historical_metadata,
             include_protocol=request.include_historical_protocol,
         )  # fmt: skip
@@ -313,6 +355,7 @@ class TableQueries:
     def _change_lines(
         reader: TableReader,
         listing: LogListing,
+        commit_at: CommitAt,
         encoder: LineEncoder,
         capabilities: Capabilities,
         start: int,
@@ -326,7 +369,7 @@ class TableQueries:
         commits = reader.commits(listing, reader.snapshot(end, listing))
         times = commit_times(commits, start, end)
         changes = version_changes(
-            partial(reader.commit, listing),
+            commit_at,
             lambda version: reader.snapshot(version, listing),
             start,
             end,
@@ -335,7 +378,11 @@ class TableQueries:
             include_metadata=include_metadata,
             # The parquet format has no way to express protocol changes.
             include_protocol=include_protocol and encoder.format == "delta",
-            check=lambda snapshot: _check_readable(snapshot, encoder.format, capabilities),
+            check=lambda snapshot: _check_readable(
+                reader.for_parquet(snapshot) if encoder.format == "parquet" else snapshot,
+                encoder.format,
+                capabilities,
+            ),
         )
         return map(encoder.change, changes)
 

@@ -273,3 +273,25 @@ def test_the_parquet_change_data_feed_of_delete_snapshots_is_refused_naming_the_
     )
     assert response.status_code == 400
     assert "responseformat=delta" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("changes", {"startingVersion": 0, "endingVersion": 2, "includeHistoricalMetadata": "true"}),
+        ("query", {"startingVersion": 1, "endingVersion": 2}),
+    ],
+)
+def test_a_parquet_read_starting_before_the_deletes_is_refused_not_served_without_them(
+    api: httpx.Client, path: str, params: dict[str, Any]
+) -> None:
+    """Starting at a version without deletes, the head says parquet is fine; version 2 is not.
+
+    Files handed out without their deletion vectors would bring deleted rows back.
+    """
+    url = f"/shares/deletes/schemas/db/tables/pos_v2/{path}"
+    response = api.get(url, params=params) if path == "changes" else api.post(url, json=params)
+    assert response.status_code == 400, response.text[:300]
+    body = response.json()
+    assert body["errorCode"] == "UNSUPPORTED_OPERATION"
+    assert "Version 2" in body["message"] and "responseformat=delta" in body["message"]

@@ -28,6 +28,7 @@ from tests.conftest import Deployment
 from tests.dv import payload_positions
 from tests.test_iceberg_deletes import (
     CAPABILITIES,
+    expected_changes,
     frame_rows,
     serve,
     spark_rows,
@@ -186,3 +187,36 @@ def test_delete_options_refuse_bad_settings() -> None:
         DeleteOptions(cache_prefix="../outside")
     with pytest.raises(ValueError, match="inline_dv_bytes"):
         DeleteOptions(inline_dv_bytes=10**9)
+
+
+@pytest.mark.parametrize("name", ["pos_v2", "dv_v3"])
+def test_the_parquet_change_data_feed_reads_materialized_change_rows(
+    expected: dict[str, Any], filed: Deployment, name: str
+) -> None:
+    """Each version's deleted rows arrive as `delete` rows of change files, as Spark's rows say."""
+    profile = filed.profile("deletes")
+    for version in range(len(expected[name]["snapshots"])):
+        frame = delta_sharing.load_table_changes_as_pandas(
+            f"{profile}#deletes.db.{name}", starting_version=version, ending_version=version
+        )
+        rows = sorted(
+            [int(r["id"]), r["part"], r["v"], r["_change_type"], int(r["_commit_version"])]
+            for r in frame.to_dict("records")
+        )
+        assert rows == expected_changes(expected, name, version), (name, version)
+
+
+def test_a_parquet_stream_over_delete_snapshots_hands_out_materialized_copies(filed: Deployment) -> None:
+    response = httpx.post(
+        f"{filed.endpoint}/shares/deletes/schemas/db/tables/dv_v3/query",
+        json={"startingVersion": 2, "endingVersion": 3},
+        headers={"Authorization": f"Bearer {filed.token('deletes')}"},
+    )
+    assert response.status_code == 200, response.text
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    kinds = [next(iter(line)) for line in lines[2:]]
+    assert "remove" in kinds and "add" in kinds
+    for line in lines[2:]:
+        body = next(iter(line.values()))
+        assert "deletionVector" not in body
+        assert pq.read_metadata(pa.BufferReader(httpx.get(body["url"]).content)).num_rows >= 0

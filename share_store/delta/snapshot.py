@@ -221,6 +221,9 @@ class DeltaTableReader:
         # Delta tables are served as they are; the format check refuses what parquet cannot carry.
         return snapshot
 
+    def parquet_commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
+        return self.commit(listing, version)
+
     def commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         """The actions of one commit; commits never change, so they are cached."""
         with self._lock:

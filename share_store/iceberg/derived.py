@@ -167,6 +167,13 @@ class DerivedFiles:
         key = f"{self.prefix}data/{content_name(data_file, payload)}.parquet"
         return self.uri(self.bucket, key), self._write_once(key, write)
 
+    def change_file(
+        self, data_file: str, before: bytes, after: bytes, change_type: str, write: Callable[[], bytes]
+    ) -> tuple[str, int]:
+        """URI and size of a change file of `data_file`'s rows between two vectors (see `change_rows`)."""
+        key = f"{self.prefix}changes/{content_name(data_file, before, after, change_type)}.parquet"
+        return self.uri(self.bucket, key), self._write_once(key, write)
+
     def _write_once(self, key: str, content: Callable[[], bytes]) -> int:
         """Write `key` unless it is there (from this process, a replica or a run before); its size."""
         with self._lock:
@@ -207,6 +214,28 @@ def without_rows(content: bytes, deleted: set[int]) -> bytes:
                 writer.write_batch(batch)
             elif keep:
                 writer.write_batch(batch.take(pa.array(keep, type=pa.int64())))
+    return output.getvalue()
+
+
+def change_rows(content: bytes, positions: set[int], inside: bool, change_type: str) -> bytes:
+    """A Delta change file: the rows of a Parquet file at `positions` (or, not `inside`, all the
+    others), with a `_change_type` column saying what happened to them.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = pq.ParquetFile(io.BytesIO(content))
+    schema = source.schema_arrow.append(pa.field("_change_type", pa.string()))
+    output = io.BytesIO()
+    with pq.ParquetWriter(output, schema) as writer:
+        start = 0
+        for batch in source.iter_batches():
+            rows = [i for i in range(batch.num_rows) if (start + i in positions) == inside]
+            start += batch.num_rows
+            if rows:
+                picked = batch.take(pa.array(rows, type=pa.int64()))
+                kinds = pa.array([change_type] * len(rows), type=pa.string())
+                writer.write_batch(pa.RecordBatch.from_arrays([*picked.columns, kinds], schema=schema))
     return output.getvalue()
 
 

@@ -8,7 +8,6 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections.abc import Iterator
@@ -17,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlparse
 
-from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
@@ -33,6 +31,7 @@ from share_store.storage.local import LocalStorage
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
     from share_store.iceberg.derived import DerivedFiles
+    from share_store.iceberg.materialized import Materialized
 
 
 @dataclass
@@ -74,7 +73,8 @@ class IcebergTableReader:
         self.options = options or DeleteOptions()
         self._delete_files: DeleteFiles | None = None  # made on first use: it imports pyiceberg
         self._derived: DerivedFiles | None = None
-        self._materialized_adds: dict[tuple[str, str], dict[str, Any]] = {}
+        self._copies: Materialized | None = None
+        self._parquet_commits: dict[int, list[dict[str, Any]]] = {}
 
     @contextmanager
     def _reading(self, what: str) -> Iterator[None]:
@@ -185,38 +185,16 @@ class IcebergTableReader:
         """
         if self.options.deletes_in_parquet != "materialize" or not snapshot.has_deletion_vectors:
             return snapshot
-        from share_store.iceberg.mapping import without_deletion_vectors
-
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
-            adds = [self._materialized(add) if add.get("deletionVector") else add for add in snapshot.adds]
-        return dataclasses.replace(
-            snapshot, adds=FileSet(adds), protocol=without_deletion_vectors(snapshot.protocol)
-        )
+            return self._materialized().snapshot(snapshot)
 
-    def _materialized(self, add: dict[str, Any]) -> dict[str, Any]:
-        from share_store.iceberg.deletes import positions
-        from share_store.iceberg.derived import materialized_add, vector_payload, without_rows
+    def _materialized(self) -> Materialized:
+        if self._copies is None:
+            from share_store.iceberg.materialized import Materialized
 
-        descriptor = add["deletionVector"]
-        key = (add["path"], descriptor["pathOrInlineDv"])
-        with self._lock:
-            found = self._materialized_adds.get(key)
-        if found is not None:
-            return found
-        derived = self._derived
-        assert derived is not None  # every snapshot with vectors made it
-        location = self.locate_dv(descriptor)
-        payload = vector_payload(descriptor, self.storage.read(*location) if location else None)
-        source = self.locate(add["path"])
-
-        def write() -> bytes:
-            return without_rows(self.storage.read(*source), set(positions(payload)))
-
-        uri, size = derived.materialized(add["path"], payload, write)
-        found = materialized_add(add, uri, size)
-        with self._lock:
-            self._materialized_adds[key] = found
-        return found
+            assert self._derived is not None  # made with the first snapshot that has vectors
+            self._copies = Materialized(self._derived, self.storage.read, self.locate, self.locate_dv)
+        return self._copies
 
     def _schema_for(self, table: Any, snapshot_id: int) -> Any:
         if snapshot_id == EMPTY_SNAPSHOT:
@@ -270,6 +248,27 @@ class IcebergTableReader:
                 cached = self._changes_through_deletes(listing, version)
             with self._lock:
                 self._commits[snapshot_id] = cached
+        return cached
+
+    def parquet_commit(self, listing: IcebergListing, version: int) -> list[dict[str, Any]]:
+        """One version's actions as the parquet format can carry them.
+
+        In "materialize" mode, files with vectors become their materialized
+        copies, and a version that changes them also gets `cdc` files of the
+        rows it deleted and inserted (as Delta writes them for a DELETE with
+        deletion vectors), so the change data feed reads row by row.
+        """
+        commit = self.commit(listing, version)
+        with_vectors = any((a.get("add") or a.get("remove") or {}).get("deletionVector") for a in commit)
+        if self.options.deletes_in_parquet != "materialize" or not with_vectors:
+            return commit
+        with self._lock:
+            cached = self._parquet_commits.get(listing.snapshots[version])
+        if cached is None:
+            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+                cached = self._materialized().commit(commit)
+            with self._lock:
+                self._parquet_commits[listing.snapshots[version]] = cached
         return cached
 
     def _changes_through_deletes(self, listing: IcebergListing, version: int) -> list[dict[str, Any]]:
