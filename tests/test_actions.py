@@ -280,3 +280,34 @@ def test_snapshot_cache_is_bounded_by_count_and_files() -> None:
     assert cache.get(9) is not None and cache.get(3) is None  # 9 + 2 files > 10: older ones go
     cache.put(sized(10, 50))
     assert cache.get(10) is not None  # one oversized snapshot is still kept
+
+
+def test_empty_feature_lists_are_served_as_empty_lists() -> None:
+    """delta-kernel refuses reader version 3 without `readerFeatures`, even an empty one."""
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [], "writerFeatures": []}
+    body = actions.delta_protocol(snapshot(protocol=protocol))["protocol"]["deltaProtocol"]
+    assert body == protocol
+    plain = actions.delta_protocol(snapshot())["protocol"]["deltaProtocol"]
+    assert "readerFeatures" not in plain and "writerFeatures" not in plain
+
+
+@pytest.mark.parametrize(
+    ("protocol", "named"),
+    [
+        ({"minReaderVersion": 99, "minWriterVersion": 7}, "reader version 99"),
+        ({"minReaderVersion": 4, "minWriterVersion": 7, "readerFeatures": []}, "reader version 4"),
+        (
+            {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors", "teleport"]},
+            "teleport",
+        ),
+    ],
+)
+def test_a_protocol_the_server_does_not_understand_is_refused_in_both_formats(
+    protocol: dict, named: str
+) -> None:
+    table = snapshot(protocol=protocol)
+    with pytest.raises(UnsupportedOperation, match=named):
+        actions.check_parquet_readable(table)
+    everything = frozenset({"deletionvectors", "columnmapping", "teleport"})
+    with pytest.raises(UnsupportedOperation, match=named):
+        actions.check_delta_readable(table, everything)

@@ -30,6 +30,8 @@ DATA_READER_FEATURES = {
     "varianttype", "varianttype-preview", "variantshredding-preview", "variantshredding", "geospatial",
 }  # fmt: skip
 LOG_ONLY_FEATURES = {"v2checkpoint", "vacuumprotocolcheck", "checkpointprotection", "catalogmanaged"}
+#: The newest reader protocol whose rules this server knows (3: table features).
+MAX_READER_VERSION = 3
 
 
 def file_id(path: str, hash_kind: str = "parquet") -> str:
@@ -97,8 +99,29 @@ def entries(snapshot: DeltaSnapshot) -> Iterator[FileEntry]:
 # -- format rules ---------------------------------------------------------------------------
 
 
+def check_understood(snapshot: DeltaSnapshot) -> None:
+    """Refuse a table whose protocol asks readers for rules this server does not know.
+
+    Serving it would hand out files whose meaning the server cannot vouch for,
+    in either format: the parquet format would even present it as version 1.
+    """
+    version = snapshot.min_reader_version
+    if version > MAX_READER_VERSION:
+        raise UnsupportedOperation(
+            f"The table requires Delta reader version {version}; this server understands reader "
+            f"versions up to {MAX_READER_VERSION}."
+        )
+    known = DATA_READER_FEATURES | LOG_ONLY_FEATURES
+    unknown = sorted(f for f in snapshot.reader_features if f.lower() not in known)
+    if unknown:
+        raise UnsupportedOperation(
+            "The table uses reader features this server does not understand: " + ", ".join(unknown) + "."
+        )
+
+
 def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
     """Refuse tables the parquet response format cannot describe faithfully."""
+    check_understood(snapshot)
     if "parquet" in snapshot.refusals:
         raise UnsupportedOperation(snapshot.refusals["parquet"])
     reasons = []
@@ -131,6 +154,7 @@ def required_reader_features(snapshot: DeltaSnapshot) -> set[str]:
 
 
 def check_delta_readable(snapshot: DeltaSnapshot, client_features: frozenset[str]) -> None:
+    check_understood(snapshot)
     if "delta" in snapshot.refusals:
         raise UnsupportedOperation(snapshot.refusals["delta"])
     missing = required_reader_features(snapshot) - client_features
@@ -223,9 +247,10 @@ def delta_protocol(snapshot: DeltaSnapshot) -> dict[str, Any]:
         "minReaderVersion": int(protocol.get("minReaderVersion", 1)),
         "minWriterVersion": int(protocol.get("minWriterVersion", 2)),
     }
-    if protocol.get("readerFeatures"):
+    # Present even when empty: delta-kernel requires the lists at reader version 3 / writer 7.
+    if protocol.get("readerFeatures") is not None:
         body["readerFeatures"] = list(protocol["readerFeatures"])
-    if protocol.get("writerFeatures"):
+    if protocol.get("writerFeatures") is not None:
         body["writerFeatures"] = list(protocol["writerFeatures"])
     return {"protocol": {"deltaProtocol": body}}
 
