@@ -6,6 +6,7 @@ import builtins  # `list` is a method of storages, so the type is spelled in ful
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from share_store.signing import UrlSigner
 from share_store.storage.base import ObjectInfo, ObjectStorage
@@ -50,6 +51,9 @@ class LocalStorage(ObjectStorage):
 
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
+
+    def open(self, bucket: str, key: str) -> BinaryIO:
+        return self._path(bucket, key).open("rb")
 
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         path = self._path(bucket, key)
