@@ -16,7 +16,7 @@ from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
-from share_store.iceberg.table import IcebergTableReader, VersionStore
+from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
 
@@ -77,10 +77,12 @@ class TableReaders:
         storage: ObjectStorage,
         catalogs: CatalogRegistry | None = None,
         versions: VersionStore | None = None,
+        iceberg: IcebergOptions | None = None,
     ) -> None:
         self.storage = storage
         self.catalogs = catalogs or CatalogRegistry({})
         self.versions = versions
+        self.iceberg = iceberg or IcebergOptions()
         self._readers: dict[tuple[str, str, str], TableReader] = {}
         self._lock = threading.Lock()
 
@@ -97,5 +99,5 @@ class TableReaders:
         if table.is_iceberg:
             if self.versions is None:
                 raise UnsupportedOperation("Iceberg tables need a share store for their versions")
-            return IcebergTableReader(table, self.catalogs, self.versions, self.storage)
+            return IcebergTableReader(table, self.catalogs, self.versions, self.storage, self.iceberg)
         return DeltaTableReader(self.storage, table.bucket, table.path)

@@ -15,8 +15,9 @@ Two kinds of delete files are served:
 Inline vectors are served up to `MAX_INLINE_BYTES`; larger ones are refused until
 a cache of Delta deletion vector files exists.
 
-Equality deletes are refused: resolving them means reading the equality columns
-of every data file they apply to. Every blob is checked (framing, magic, CRC,
+Equality deletes are resolved to positions elsewhere (`share_store.iceberg.equality`,
+which reads the equality columns of the data files) and united here with the
+position deletes of the same data file. Every blob is checked (framing, magic, CRC,
 cardinality against the manifest) before it is pointed at, and a file that fails
 the check makes the snapshot unreadable, never served with rows that should be
 gone. The I/O goes through a `read(path) -> bytes` callable, so the mapping here
@@ -169,14 +170,21 @@ class DeleteFiles:
         self._puffins: dict[str, dict[str, tuple[PuffinBlob, bytes]]] = {}
         self._positions: dict[str, dict[str, list[int]]] = {}
 
-    def descriptor(self, data_file: str, delete_files: Iterable[Any]) -> Descriptor | None:
-        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched."""
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolved: Iterable[int] = ()
+    ) -> Descriptor | None:
+        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched.
+
+        `resolved` are positions deleted otherwise (its equality deletes, resolved).
+        """
         vector: tuple[PuffinBlob, bytes] | None = None
-        deleted: set[int] = set()
+        deleted: set[int] = set(resolved)
         for delete in delete_files:
             if delete.content == DataFileContent.EQUALITY_DELETES:
+                # Our planning takes them out to resolve them; only a catalog's own
+                # (server-side) planning would hand them over here.
                 raise UnsupportedOperation(
-                    "this Iceberg snapshot has equality deletes, which are not served yet"
+                    "equality deletes planned by the catalog (server-side scan planning) are not served"
                 )
             if delete.file_format == FileFormat.PUFFIN:
                 # pyiceberg matches delete files by partition and sequence number only:

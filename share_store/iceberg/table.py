@@ -8,14 +8,16 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
+from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
@@ -29,6 +31,19 @@ from share_store.storage.local import LocalStorage
 
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
+    from share_store.iceberg.equality import EqualityResolver, Resolution
+
+#: Default of `[iceberg] equality_delete_budget_seconds`.
+EQUALITY_DELETE_BUDGET_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class IcebergOptions:
+    """How Iceberg snapshots are built: the budget of resolving equality deletes, and who hears of it."""
+
+    equality_delete_budget_seconds: float = EQUALITY_DELETE_BUDGET_SECONDS
+    #: Called (in the building thread) after each snapshot's equality deletes were resolved or given up.
+    on_equality_resolution: Callable[[Resolution], None] | None = None
 
 
 @dataclass
@@ -51,9 +66,15 @@ class VersionStore(Protocol):
 
 class IcebergTableReader:
     def __init__(
-        self, table: SharedTable, catalogs: CatalogRegistry, versions: VersionStore, storage: ObjectStorage
+        self,
+        table: SharedTable,
+        catalogs: CatalogRegistry,
+        versions: VersionStore,
+        storage: ObjectStorage,
+        options: IcebergOptions | None = None,
     ) -> None:
         self.table = table
+        self.options = options or IcebergOptions()
         self.warehouse, self.name, self.namespace = table.iceberg_identifier
         self.catalogs = catalogs
         self.versions = versions
@@ -148,13 +169,13 @@ class IcebergTableReader:
         if version is None:
             version = listing.latest_version
         snapshot_id = self._snapshot_id(listing, version)
-        if hint is not None:
-            return self._build(listing.table, version, snapshot_id, hint)
         # A version names one snapshot for good, so the cache is keyed by version.
         cached = self._snapshots.get(version)
         if cached is None:
             cached = self._build(listing.table, version, snapshot_id)
             self._snapshots.put(cached)
+        if hint is not None:
+            return self._planned(listing.table, cached, snapshot_id, hint)
         return cached
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
@@ -171,22 +192,59 @@ class IcebergTableReader:
         schemas = table.schemas()
         return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
 
-    def _build(
-        self, table: Any, version: int, snapshot_id: int, hint: dict[str, Any] | None = None
-    ) -> DeltaSnapshot:
+    def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
         from share_store.iceberg import mapping
-        from share_store.iceberg.filters import row_filter
+        from share_store.iceberg.planning import Plan, plan_files
 
         schema = self._schema_for(table, snapshot_id)
-        tasks: list[Any] = []
-        # Planning reads manifests and the mapping reads delete files: a file gone is
-        # "table files missing", an outage a 503, for both alike.
+        plan = Plan()
+        # Planning reads manifests, the mapping delete files and, for equality deletes,
+        # data files: a file gone is "table files missing", an outage a 503, for all alike.
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             if snapshot_id != EMPTY_SNAPSHOT:
-                names = {field.name for field in schema.fields}
-                scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
-                tasks = list(scan.plan_files())
-            return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks, self._deletes())
+                plan = plan_files(table.scan(snapshot_id=snapshot_id))
+            equality = self._equality(plan, schema)
+            try:
+                return mapping.snapshot_from_tasks(
+                    table, version, snapshot_id, schema, plan.tasks, self._deletes(), equality
+                )
+            finally:
+                if equality is not None and self.options.on_equality_resolution is not None:
+                    self.options.on_equality_resolution(equality.resolution)
+
+    def _planned(
+        self, table: Any, snapshot: DeltaSnapshot, snapshot_id: int, hint: dict[str, Any]
+    ) -> DeltaSnapshot:
+        """`snapshot` with only the data files pyiceberg's planning keeps for `hint`.
+
+        The adds, deletion vectors included, are the whole snapshot's: planning with a
+        filter would also drop delete files by their stats, and a data file served
+        without an equality delete that applies to it would bring deleted rows back.
+        """
+        from share_store.iceberg.filters import row_filter
+        from share_store.iceberg.planning import plan_files
+
+        if snapshot_id == EMPTY_SNAPSHOT:
+            return snapshot
+        names = {field.name for field in self._schema_for(table, snapshot_id).fields}
+        with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+            scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
+            kept = {task.file.file_path for task in plan_files(scan, with_deletes=False).tasks}
+        return dataclasses.replace(snapshot, adds=FileSet(a for a in snapshot.adds if a["path"] in kept))
+
+    def _equality(self, plan: Any, schema: Any) -> EqualityResolver | None:
+        """The resolver of the plan's equality deletes, when it has any."""
+        if not plan.equality_deletes:
+            return None
+        from share_store.iceberg.equality import Deadline, EqualityIndex, EqualityResolver
+
+        return EqualityResolver(
+            EqualityIndex(plan.equality_deletes, schema),
+            plan.sequence_numbers,
+            self._read_delete_file,
+            self._open_data_file,
+            Deadline(self.options.equality_delete_budget_seconds),
+        )
 
     # -- one version's changes ------------------------------------------------------
 
@@ -247,6 +305,10 @@ class IcebergTableReader:
     def _read_delete_file(self, path: str) -> bytes:
         # Called within `_build`'s `_reading`, which turns a missing file into TableFilesMissing.
         return self.storage.read(*self.locate(path))
+
+    def _open_data_file(self, path: str) -> BinaryIO:
+        # Equality deletes read a data file's key columns only: opened, not read whole.
+        return self.storage.open(*self.locate(path))
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
