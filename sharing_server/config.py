@@ -7,6 +7,8 @@
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes
 [oauth]    access_token_lifetime (seconds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
+[iceberg]  equality_delete_budget_seconds (how long resolving one snapshot's
+           equality deletes may take before it is refused; default 30)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
                         secret_key, session_token, path_style, connect_timeout,
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.table import EQUALITY_DELETE_BUDGET_SECONDS
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
@@ -52,6 +55,7 @@ class ServiceOptions:
     audit_log: str = "off"
     # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
     proxy_hops: int = 0
+    equality_delete_budget_seconds: float = EQUALITY_DELETE_BUDGET_SECONDS
 
 
 @dataclass
@@ -74,11 +78,18 @@ class ServerConfig:
     admin: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
+    iceberg: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
         """The settings the running app takes, checked once (by `load_config`)."""
         defaults = ServiceOptions()
+        try:
+            budget = float(self.iceberg.get("equality_delete_budget_seconds", EQUALITY_DELETE_BUDGET_SECONDS))
+        except ValueError as error:
+            raise ConfigError(f"invalid [iceberg] equality_delete_budget_seconds: {error}") from error
+        if not budget > 0:  # NaN included
+            raise ConfigError("[iceberg] equality_delete_budget_seconds must be more than 0")
         try:
             options = ServiceOptions(
                 endpoint=self.endpoint,
@@ -91,6 +102,7 @@ class ServerConfig:
                 ),
                 audit_log=self.audit_log,
                 proxy_hops=self.proxy_hops,
+                equality_delete_budget_seconds=budget,
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
@@ -206,6 +218,7 @@ SECTION_KEYS = {
     "admin": ("token_hash",),
     "limits": ("per_token_rps", "global_rps", "max_body_bytes"),
     "oauth": ("access_token_lifetime",),
+    "iceberg": ("equality_delete_budget_seconds",),
 }
 STORAGE_KEYS = (
     "type",
@@ -272,5 +285,6 @@ def load_config(
         raise ConfigError("[catalogs.<name>] blocks must hold catalog properties")
     config.catalogs = catalogs
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
+    config.iceberg = sections["iceberg"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config
