@@ -3,7 +3,7 @@
 Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
 `python -m bench.run` from the project root, which puts `share_store` and `tests`
-on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES and BENCH_ICEBERG_FILES make a shorter run.
+on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES, BENCH_ICEBERG_FILES and BENCH_EQUALITY_MB make a shorter run.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from bench.results import RESULTS, machine, write_results
 from bench.scenarios import (
     bench_concurrency,
+    bench_equality_deletes,
     bench_iceberg,
     bench_million,
     bench_presign,
@@ -35,6 +36,7 @@ def main() -> None:
     bench_million(million)
     bench_s3(readable, sizes)
     bench_iceberg(rows_table, iceberg_files)
+    bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300")))
     write_results(RESULTS)
     print(f"\nwritten to {RESULTS}")
 

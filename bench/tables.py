@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
@@ -227,3 +228,37 @@ def make_iceberg_tables(catalog: Catalog, warehouse: Path, rows: pa.Table, files
         pq.write_table(sample, path)
         paths.append(str(path))
     many.add_files(paths)
+
+
+#: Rows of one data file of the equality-delete data set: some 30 MB of Parquet.
+EQUALITY_FILE_ROWS = 400_000
+
+
+def make_equality_data(location: Path, megabytes: int) -> list[Path]:
+    """Parquet data files of about `megabytes` in all, with Iceberg field ids, for equality deletes.
+
+    Columns: `id` (long, field 1, unique), `name` (string, field 2, 100,000 distinct)
+    and eight columns of random doubles (incompressible, so that bytes mean something).
+    """
+    import numpy as np
+
+    def column(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
+        return pa.field(name, kind, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+    fields = [column("id", pa.int64(), 1), column("name", pa.string(), 2)]
+    fields += [column(f"x{i}", pa.float64(), 3 + i) for i in range(8)]
+    schema = pa.schema(fields)
+    location.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    random = np.random.default_rng(7)
+    start = 0
+    while sum(f.stat().st_size for f in files) < megabytes * 1_000_000:
+        path = location / f"data-{len(files):04d}.parquet"
+        ids = np.arange(start, start + EQUALITY_FILE_ROWS, dtype=np.int64)
+        if not path.exists():
+            names = pc.binary_join_element_wise("n-", pa.array(ids % 100_000).cast(pa.string()), "")
+            values = [pa.array(random.random(len(ids))) for _ in range(8)]
+            pq.write_table(pa.Table.from_arrays([pa.array(ids), names, *values], schema=schema), path)
+        files.append(path)
+        start += EQUALITY_FILE_ROWS
+    return files

@@ -16,8 +16,7 @@ from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
-from share_store.iceberg.derived import DeleteOptions
-from share_store.iceberg.table import IcebergTableReader, VersionStore
+from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
 
@@ -86,12 +85,12 @@ class TableReaders:
         storage: ObjectStorage,
         catalogs: CatalogRegistry | None = None,
         versions: VersionStore | None = None,
-        iceberg: DeleteOptions | None = None,
+        iceberg: IcebergOptions | None = None,
     ) -> None:
         self.storage = storage
-        self.iceberg = iceberg or DeleteOptions()
         self.catalogs = catalogs or CatalogRegistry({})
         self.versions = versions
+        self.iceberg = iceberg or IcebergOptions()
         self._readers: dict[tuple[str, str, str], TableReader] = {}
         self._lock = threading.Lock()
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -23,13 +24,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.table import IcebergOptions
 from share_store.persistence import ShareStore
 from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths, routes
 from sharing_server.admin import Admin
 from sharing_server.admin_routes import admin_routes
-from sharing_server.audit import AuditLog
+from sharing_server.audit import AuditLog, note
 from sharing_server.config import ServiceOptions
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
@@ -40,6 +42,9 @@ from sharing_server.openapi import openapi_endpoint
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
+
+if TYPE_CHECKING:
+    from share_store.iceberg.equality import Resolution
 
 
 async def health(_request: object) -> Response:
@@ -105,6 +110,26 @@ async def warm_imports(app: Starlette) -> AsyncIterator[None]:
     yield
 
 
+def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:
+    """Records each resolution of equality deletes in the metrics and the request's audit record."""
+
+    def observe(resolution: Resolution) -> None:
+        metrics.equality_resolution.labels(resolution.outcome).observe(resolution.seconds)
+        metrics.equality_scanned.inc(resolution.bytes_scanned)
+        note(
+            equality_deletes={
+                "outcome": resolution.outcome,
+                "seconds": round(resolution.seconds, 3),
+                "delete_files": resolution.delete_files,
+                "data_files": resolution.data_files,
+                "bytes_scanned": resolution.bytes_scanned,
+                "rows_deleted": resolution.rows_deleted,
+            }
+        )
+
+    return observe
+
+
 def create_app(
     store: ShareStore,
     storage: ObjectStorage,
@@ -138,7 +163,8 @@ def create_app(
     app.state.options = options
     app.state.metrics = metrics
     app.state.audit = audit
-    app.state.readers = TableReaders(storage, catalogs, store, options.iceberg)
+    iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
+    app.state.readers = TableReaders(storage, catalogs, store, iceberg)
     app.state.queries = TableQueries(app.state.readers, secret)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)

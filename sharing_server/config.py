@@ -7,7 +7,9 @@
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes
 [oauth]    access_token_lifetime (seconds)
 [iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files
-           go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize")
+           go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize"),
+           equality_delete_budget_seconds (how long resolving one snapshot's
+           equality deletes may take before it is refused; default 30)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
@@ -100,17 +102,7 @@ class ServerConfig:
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
-        try:
-            iceberg = DeleteOptions(
-                cache_bucket=self.iceberg.get("cache_bucket") or None,
-                cache_prefix=str(self.iceberg.get("cache_prefix", DeleteOptions.cache_prefix)),
-                inline_dv_bytes=int(self.iceberg.get("inline_dv_bytes", DeleteOptions.inline_dv_bytes)),
-                deletes_in_parquet=str(
-                    self.iceberg.get("deletes_in_parquet", DeleteOptions.deletes_in_parquet)
-                ),
-            )
-        except ValueError as error:
-            raise ConfigError(f"invalid [iceberg] setting: {error}") from error
+        iceberg = _delete_options(self.iceberg)
         options = dataclasses.replace(options, iceberg=iceberg)
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
@@ -193,6 +185,30 @@ class ServerConfig:
         raise ConfigError(f"unknown storage type {kind!r}: use 'local' or 's3'")
 
 
+ICEBERG_KINDS: dict[str, type] = {
+    "cache_bucket": str,
+    "cache_prefix": str,
+    "inline_dv_bytes": int,
+    "deletes_in_parquet": str,
+    "equality_delete_budget_seconds": float,
+}
+
+
+def _delete_options(values: dict[str, Any]) -> DeleteOptions:
+    """The `[iceberg]` section, each value checked and a bad one named."""
+    parsed: dict[str, Any] = {}
+    for key, kind in ICEBERG_KINDS.items():
+        if values.get(key) not in (None, ""):
+            try:
+                parsed[key] = kind(values[key])
+            except ValueError as error:
+                raise ConfigError(f"invalid [iceberg] {key}: {error}") from error
+    try:
+        return DeleteOptions(**parsed)
+    except ValueError as error:
+        raise ConfigError(f"invalid [iceberg] setting: {error}") from error
+
+
 def _token_hash(value: Any) -> str | None:
     if value in (None, ""):
         return None
@@ -224,7 +240,7 @@ SECTION_KEYS = {
     "admin": ("token_hash",),
     "limits": ("per_token_rps", "global_rps", "max_body_bytes"),
     "oauth": ("access_token_lifetime",),
-    "iceberg": ("cache_bucket", "cache_prefix", "inline_dv_bytes", "deletes_in_parquet"),
+    "iceberg": tuple(ICEBERG_KINDS),
 }
 STORAGE_KEYS = (
     "type",

@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from share_store.errors import ShareStoreError
 from sharing_server import paths
-from sharing_server.audit import AuditLog
+from sharing_server.audit import AuditLog, current_fields
 from sharing_server.errors import RateLimited, RequestTooLarge, share_store_error
 from sharing_server.metrics import Metrics
 from sharing_server.rate_limits import RateLimiter
@@ -106,6 +106,7 @@ class Observe:
         # A state of this request's own: servers pass a copy of the lifespan state,
         # but nothing obliges them to, and audit fields must never mix requests.
         scope["state"] = {**scope.get("state", {}), "audit": fields}
+        context = current_fields.set(fields)
         outcome = {"status": 500, "bytes": 0}
 
         async def observed_send(message: Message) -> None:
@@ -119,6 +120,7 @@ class Observe:
         try:
             await self.app(scope, receive, observed_send)
         finally:
+            current_fields.reset(context)
             seconds = time.perf_counter() - started
             route = _route_name(scope)
             fields["bytes"] = outcome["bytes"]

@@ -61,6 +61,8 @@ def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
         ({"SHARING_LIMITS_GLOBAL_RPS": "lots"}, "invalid [limits]/[oauth] setting"),
         ({"SHARING_SERVER_PORT": "http"}, "[server] port"),
         ({"SHARING_ADMIN_TOKEN_HASH": "abc"}, "token_hash must be the SHA-256"),
+        ({"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "soon"}, "invalid [iceberg] equality_delete"),
+        ({"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "0"}, "budget_seconds must be more than 0"),
     ],
 )
 def test_bad_settings_are_config_errors_at_load_time(
@@ -75,3 +77,15 @@ def test_options_are_made_once_per_configuration(tmp_path: Path) -> None:
     config = local_config(tmp_path, SHARING_LIMITS_GLOBAL_RPS="7")
     assert config.options is config.options
     assert config.options.global_rps == 7.0
+
+
+def test_the_equality_delete_budget_comes_from_the_iceberg_section(tmp_path: Path) -> None:
+    assert local_config(tmp_path).options.iceberg.equality_delete_budget_seconds == 30.0
+    path = tmp_path / "server.toml"
+    path.write_text("[iceberg]\nequality_delete_budget_seconds = 2.5\n")
+    assert load_config(path, env={}).options.iceberg.equality_delete_budget_seconds == 2.5
+    variable = {"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "90"}
+    assert load_config(path, env=variable).options.iceberg.equality_delete_budget_seconds == 90.0
+    path.write_text("[iceberg]\nequality_delete_budget = 2.5\n")
+    with pytest.raises(ConfigError, match="unknown \\[iceberg\\] settings"):
+        load_config(path, env={})

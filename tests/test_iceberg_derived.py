@@ -22,18 +22,26 @@ import pytest
 
 from share_store.delta.deletion_vectors import DV_MAGIC
 from share_store.iceberg.derived import DeleteOptions
-from share_store.iceberg.table import IcebergTableReader
+from share_store.iceberg.table import IcebergOptions, IcebergTableReader
 from share_store.storage import LocalStorage
 from tests.conftest import Deployment
 from tests.dv import payload_positions
 from tests.test_iceberg_deletes import (
     CAPABILITIES,
+    TABLES,
+    deploy_tables,
     expected_changes,
     frame_rows,
-    serve,
     spark_rows,
     stop,
 )
+
+
+def serve(
+    tmp: Path, written: Path, expected: dict[str, Any], settings: dict[str, str] | None = None
+) -> Deployment:
+    return deploy_tables(tmp, written, expected, TABLES, settings)
+
 
 FILED = {"SHARING_ICEBERG_INLINE_DV_BYTES": "0", "SHARING_ICEBERG_DELETES_IN_PARQUET": "materialize"}
 
@@ -147,7 +155,7 @@ def test_a_restarted_server_answers_from_the_index_without_reading_delete_files(
     query_adds(filed, "pos_v2")  # the running server built the snapshot and recorded its vectors
     table = filed.store.get_table("deletes", "db", "pos_v2")
     storage = CountingStorage(Path(filed.config.storage["root"]), filed.storage.signer)  # type: ignore[attr-defined]
-    options = filed.config.options.iceberg
+    options = IcebergOptions(filed.config.options.iceberg)
     reader = IcebergTableReader(table, filed.catalogs, filed.store, storage, options)
     snapshot = reader.snapshot()
     assert any(add.get("deletionVector") for add in snapshot.adds)

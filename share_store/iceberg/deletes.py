@@ -17,8 +17,9 @@ vector files to the cache of derived files (`iceberg/derived.py`) and served by
 signed URL. Without a writable cache, vectors up to `MAX_INLINE_BYTES` are still
 inlined and larger ones refused.
 
-Equality deletes are refused: resolving them means reading the equality columns
-of every data file they apply to. Every blob is checked (framing, magic, CRC,
+Equality deletes are resolved to positions elsewhere (`share_store.iceberg.equality`,
+which reads the equality columns of the data files) and united here with the
+position deletes of the same data file. Every blob is checked (framing, magic, CRC,
 cardinality against the manifest) before it is pointed at, and a file that fails
 the check makes the snapshot unreadable, never served with rows that should be
 gone. The I/O goes through a `read(path) -> bytes` callable, so the mapping here
@@ -49,13 +50,17 @@ PUFFIN_MAGIC = b"PFA1"
 DV_BLOB_TYPE = "deletion-vector-v1"
 
 Read = Callable[[str], bytes]
+#: The positions a data file's equality deletes delete, resolved when called.
+Resolve = Callable[[], Iterable[int]]
 Descriptor = dict[str, Any]
 
 
 class VectorSource(Protocol):
     """What the snapshot mapping asks for each data file that has delete files."""
 
-    def descriptor(self, data_file: str, delete_files: Iterable[Any]) -> Descriptor | None: ...
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+    ) -> Descriptor | None: ...
 
 
 class CorruptDeleteFile(ShareStoreError):
@@ -186,14 +191,21 @@ class DeleteFiles:
         self._puffins: dict[str, dict[str, tuple[PuffinBlob, bytes]]] = {}
         self._positions: dict[str, dict[str, list[int]]] = {}
 
-    def descriptor(self, data_file: str, delete_files: Iterable[Any]) -> Descriptor | None:
-        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched."""
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+    ) -> Descriptor | None:
+        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched.
+
+        `resolve` gives the positions deleted otherwise (its equality deletes, resolved).
+        """
         vector: tuple[PuffinBlob, bytes] | None = None
-        deleted: set[int] = set()
+        deleted: set[int] = set(resolve()) if resolve is not None else set()
         for delete in delete_files:
             if delete.content == DataFileContent.EQUALITY_DELETES:
+                # Our planning takes them out to resolve them; only a catalog's own
+                # (server-side) planning would hand them over here.
                 raise UnsupportedOperation(
-                    "this Iceberg snapshot has equality deletes, which are not served yet"
+                    "equality deletes planned by the catalog (server-side scan planning) are not served"
                 )
             if delete.file_format == FileFormat.PUFFIN:
                 # pyiceberg matches delete files by partition and sequence number only:
@@ -262,10 +274,12 @@ class SnapshotVectors:
         self.recorded = recorded
         self.computed: dict[str, Descriptor | None] = {}
 
-    def descriptor(self, data_file: str, delete_files: Iterable[Any]) -> Descriptor | None:
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+    ) -> Descriptor | None:
         if data_file in self.recorded:
             return self.recorded[data_file]
-        found = self.deletes.descriptor(data_file, delete_files)
+        found = self.deletes.descriptor(data_file, delete_files, resolve)
         self.computed[data_file] = found
         return found
 

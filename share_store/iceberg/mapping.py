@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
@@ -11,6 +12,7 @@ from share_store.delta.active_files import FileSet
 from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import CorruptDeleteFile, VectorSource
+from share_store.iceberg.equality import EqualityResolver
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,
@@ -106,10 +108,12 @@ def snapshot_from_tasks(
     schema: Schema,
     tasks: list[Any],
     deletes: VectorSource | None = None,
+    equality: EqualityResolver | None = None,
 ) -> DeltaSnapshot:
     """The snapshot's data files as `add`s; row-level deletes become their deletion vectors.
 
-    `deletes` reads the delete files; without it, a snapshot with deletes is refused.
+    `deletes` reads the delete files, `equality` resolves the equality deletes planning
+    took out; without `deletes`, a snapshot with deletes is refused.
     """
     snap = table.metadata.snapshot_by_id(snapshot_id)
     timestamp = snap.timestamp_ms if snap else int(table.metadata.last_updated_ms)
@@ -117,7 +121,7 @@ def snapshot_from_tasks(
     adds = [file_action(task.file, table, schema, columns, timestamp) for task in tasks]
     refusals: dict[str, str] = {}
     try:
-        vectors = _deletion_vectors(tasks, adds, deletes)
+        vectors = _deletion_vectors(tasks, adds, deletes, equality)
     except UnsupportedOperation as error:
         reason = (
             f"Iceberg snapshot {snapshot_id} has row-level deletes that cannot be served: {error.message}"
@@ -155,15 +159,24 @@ def snapshot_from_tasks(
     )
 
 
-def _deletion_vectors(tasks: list[Any], adds: list[dict[str, Any]], deletes: VectorSource | None) -> int:
+def _deletion_vectors(
+    tasks: list[Any],
+    adds: list[dict[str, Any]],
+    deletes: VectorSource | None,
+    equality: EqualityResolver | None,
+) -> int:
     """Attach each data file's deletion vector to its add; how many files have one."""
-    with_deletes = [(task, add) for task, add in zip(tasks, adds, strict=True) if task.delete_files]
-    if with_deletes and deletes is None:
+    if equality is not None and deletes is None:
         raise UnsupportedOperation("its delete files cannot be read here")
     vectors = 0
-    for task, add in with_deletes:
-        assert deletes is not None
-        descriptor = deletes.descriptor(task.file.file_path, task.delete_files)
+    for task, add in zip(tasks, adds, strict=True):
+        # Resolved only when the vector is not known already (the snapshot's index).
+        resolve = partial(equality.positions, task.file) if equality and equality.applies(task.file) else None
+        if not task.delete_files and resolve is None:
+            continue
+        if deletes is None:
+            raise UnsupportedOperation("its delete files cannot be read here")
+        descriptor = deletes.descriptor(task.file.file_path, task.delete_files, resolve)
         if descriptor is not None:
             add["deletionVector"] = descriptor
             vectors += 1

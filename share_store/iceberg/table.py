@@ -8,14 +8,16 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
+from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
@@ -31,7 +33,17 @@ from share_store.storage.local import LocalStorage
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
     from share_store.iceberg.derived import DerivedFiles
+    from share_store.iceberg.equality import EqualityResolver, Resolution
     from share_store.iceberg.materialized import Materialized
+
+
+@dataclass(frozen=True)
+class IcebergOptions:
+    """How Iceberg snapshots are built: the `[iceberg]` settings, and who hears of equality deletes."""
+
+    deletes: DeleteOptions = field(default_factory=DeleteOptions)
+    #: Called (in the building thread) after each snapshot's equality deletes were resolved or given up.
+    on_equality_resolution: Callable[[Resolution], None] | None = None
 
 
 @dataclass
@@ -59,9 +71,10 @@ class IcebergTableReader:
         catalogs: CatalogRegistry,
         versions: VersionStore,
         storage: ObjectStorage,
-        options: DeleteOptions | None = None,
+        options: IcebergOptions | None = None,
     ) -> None:
         self.table = table
+        self.options = options or IcebergOptions()
         self.warehouse, self.name, self.namespace = table.iceberg_identifier
         self.catalogs = catalogs
         self.versions = versions
@@ -70,7 +83,6 @@ class IcebergTableReader:
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._checked: set[int] = set()
-        self.options = options or DeleteOptions()
         self._delete_files: DeleteFiles | None = None  # made on first use: it imports pyiceberg
         self._derived: DerivedFiles | None = None
         self._copies: Materialized | None = None
@@ -160,13 +172,13 @@ class IcebergTableReader:
         if version is None:
             version = listing.latest_version
         snapshot_id = self._snapshot_id(listing, version)
-        if hint is not None:
-            return self._build(listing.table, version, snapshot_id, hint)
         # A version names one snapshot for good, so the cache is keyed by version.
         cached = self._snapshots.get(version)
         if cached is None:
             cached = self._build(listing.table, version, snapshot_id)
             self._snapshots.put(cached)
+        if hint is not None:
+            return self._planned(listing.table, cached, snapshot_id, hint)
         return cached
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
@@ -183,7 +195,7 @@ class IcebergTableReader:
         its deleted rows, written once to the cache (see iceberg/derived.py); in
         "refuse" mode the snapshot is left as is, for the format check to refuse.
         """
-        if self.options.deletes_in_parquet != "materialize" or not snapshot.has_deletion_vectors:
+        if self.options.deletes.deletes_in_parquet != "materialize" or not snapshot.has_deletion_vectors:
             return snapshot
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             return self._materialized().snapshot(snapshot)
@@ -203,32 +215,69 @@ class IcebergTableReader:
         schemas = table.schemas()
         return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
 
-    def _build(
-        self, table: Any, version: int, snapshot_id: int, hint: dict[str, Any] | None = None
-    ) -> DeltaSnapshot:
+    def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
         from share_store.iceberg import mapping
         from share_store.iceberg.deletes import SnapshotVectors
-        from share_store.iceberg.filters import row_filter
+        from share_store.iceberg.planning import Plan, plan_files
 
         schema = self._schema_for(table, snapshot_id)
-        tasks: list[Any] = []
-        # Planning reads manifests and the mapping reads delete files: a file gone is
-        # "table files missing", an outage a 503, for both alike.
+        plan = Plan()
+        # Planning reads manifests, the mapping delete files and, for equality deletes,
+        # data files: a file gone is "table files missing", an outage a 503, for all alike.
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             if snapshot_id != EMPTY_SNAPSHOT:
-                names = {field.name for field in schema.fields}
-                scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
-                tasks = list(scan.plan_files())
-            derived = self._derived_files(table) if any(task.delete_files for task in tasks) else None
+                plan = plan_files(table.scan(snapshot_id=snapshot_id))
+            equality = self._equality(plan, schema)
+            with_deletes = equality is not None or any(task.delete_files for task in plan.tasks)
+            derived = self._derived_files(table) if with_deletes else None
             uuid = str(table.metadata.table_uuid)
             vectors = SnapshotVectors(
                 self._deletes(derived), derived.read_index(uuid, snapshot_id) if derived else {}
             )
-            snapshot = mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks, vectors)
-        if derived is not None and vectors.computed and hint is None:
-            # A hint plans a part of the files: only a whole snapshot's vectors are recorded.
+            try:
+                snapshot = mapping.snapshot_from_tasks(
+                    table, version, snapshot_id, schema, plan.tasks, vectors, equality
+                )
+            finally:
+                if equality is not None and self.options.on_equality_resolution is not None:
+                    self.options.on_equality_resolution(equality.resolution)
+        if derived is not None and vectors.computed:
             derived.write_index(uuid, snapshot_id, vectors.recorded | vectors.computed)
         return snapshot
+
+    def _planned(
+        self, table: Any, snapshot: DeltaSnapshot, snapshot_id: int, hint: dict[str, Any]
+    ) -> DeltaSnapshot:
+        """`snapshot` with only the data files pyiceberg's planning keeps for `hint`.
+
+        The adds, deletion vectors included, are the whole snapshot's: planning with a
+        filter would also drop delete files by their stats, and a data file served
+        without an equality delete that applies to it would bring deleted rows back.
+        """
+        from share_store.iceberg.filters import row_filter
+        from share_store.iceberg.planning import plan_files
+
+        if snapshot_id == EMPTY_SNAPSHOT:
+            return snapshot
+        names = {field.name for field in self._schema_for(table, snapshot_id).fields}
+        with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+            scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
+            kept = {task.file.file_path for task in plan_files(scan, with_deletes=False).tasks}
+        return dataclasses.replace(snapshot, adds=FileSet(a for a in snapshot.adds if a["path"] in kept))
+
+    def _equality(self, plan: Any, schema: Any) -> EqualityResolver | None:
+        """The resolver of the plan's equality deletes, when it has any."""
+        if not plan.equality_deletes:
+            return None
+        from share_store.iceberg.equality import Deadline, EqualityIndex, EqualityResolver
+
+        return EqualityResolver(
+            EqualityIndex(plan.equality_deletes, schema),
+            plan.sequence_numbers,
+            self._read_delete_file,
+            self._open_data_file,
+            Deadline(self.options.deletes.equality_delete_budget_seconds),
+        )
 
     # -- one version's changes ------------------------------------------------------
 
@@ -260,7 +309,7 @@ class IcebergTableReader:
         """
         commit = self.commit(listing, version)
         with_vectors = any((a.get("add") or a.get("remove") or {}).get("deletionVector") for a in commit)
-        if self.options.deletes_in_parquet != "materialize" or not with_vectors:
+        if self.options.deletes.deletes_in_parquet != "materialize" or not with_vectors:
             return commit
         with self._lock:
             cached = self._parquet_commits.get(listing.snapshots[version])
@@ -330,8 +379,8 @@ class IcebergTableReader:
         if self._derived is None:
             from share_store.iceberg.derived import DerivedFiles
 
-            bucket = self.options.cache_bucket or self.locate(table.metadata_location)[0]
-            self._derived = DerivedFiles(self.storage, bucket, self.options.cache_prefix, self._uri)
+            bucket = self.options.deletes.cache_bucket or self.locate(table.metadata_location)[0]
+            self._derived = DerivedFiles(self.storage, bucket, self.options.deletes.cache_prefix, self._uri)
         return self._derived
 
     def _uri(self, bucket: str, key: str) -> str:
@@ -344,7 +393,7 @@ class IcebergTableReader:
         if self._delete_files is None:
             from share_store.iceberg.deletes import DeleteFiles
 
-            inline = self.options.inline_dv_bytes
+            inline = self.options.deletes.inline_dv_bytes
             self._delete_files = DeleteFiles(self._read_delete_file, inline_bytes=inline)
         self._delete_files.derived = self._delete_files.derived or derived
         return self._delete_files
@@ -352,6 +401,10 @@ class IcebergTableReader:
     def _read_delete_file(self, path: str) -> bytes:
         # Called within `_build`'s `_reading`, which turns a missing file into TableFilesMissing.
         return self.storage.read(*self.locate(path))
+
+    def _open_data_file(self, path: str) -> BinaryIO:
+        # Equality deletes read a data file's key columns only: opened, not read whole.
+        return self.storage.open(*self.locate(path))
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)

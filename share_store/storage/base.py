@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins  # `list` is a method of storages, so the type is spelled in full
+import io
 import os
 import posixpath
 import tempfile
@@ -10,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,14 @@ class ObjectStorage(ABC):
         with os.fdopen(fd, "wb") as handle:
             handle.write(self.read(bucket, key))
         return Path(name), True
+
+    def open(self, bucket: str, key: str) -> BinaryIO:
+        """The object as a seekable binary file, fetched as it is read; `FileNotFoundError` if absent.
+
+        For reading a few columns of a large Parquet file (equality deletes): only the
+        footer and the column chunks read are fetched.
+        """
+        return io.BytesIO(self.read(bucket, key))
 
     @abstractmethod
     def write(self, bucket: str, key: str, data: bytes) -> None:

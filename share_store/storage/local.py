@@ -7,6 +7,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from share_store.signing import UrlSigner
 from share_store.storage.base import ObjectInfo, ObjectStorage
@@ -76,6 +77,9 @@ class LocalStorage(ObjectStorage):
         except FileNotFoundError:  # removed since
             return None
         return ObjectInfo(key=key, size=found.st_size, modified_ms=found.st_mtime_ns // 1_000_000)
+
+    def open(self, bucket: str, key: str) -> BinaryIO:
+        return self._path(bucket, key).open("rb")
 
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         path = self._path(bucket, key)
