@@ -33,6 +33,7 @@ from bench.tables import (
     make_partitioned_table,
     make_readable,
 )
+from share_store.delta.predicates import MAX_NODES
 from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
 from share_store.storage.s3 import MISSING_CHECK_LIMIT, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
@@ -254,7 +255,7 @@ def bench_iceberg(rows_table: pa.Table, files: int) -> None:
 # -- predicate hints ----------------------------------------------------------------------------
 
 HINT_PARTITIONS = 100
-HINT_MAX_NODES = 10_000  # the widest hints below stay within this many nodes
+HINT_MAX_NODES = MAX_NODES  # the widest hints below stay within the default node cap
 
 
 def _leaf(op: str, column: str, value: int) -> dict[str, Any]:

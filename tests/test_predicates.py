@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from share_store.delta.actions import FileEntry, matches_hint
+from share_store.delta.actions import FileEntry
+from share_store.delta.compiled_hints import matches_hint
 from share_store.delta.predicates import parse_hint
 
 
