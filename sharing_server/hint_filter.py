@@ -91,13 +91,19 @@ class HintFilter:
         while True:
             if self.gone is not None and self.gone.is_set():
                 raise ClientGone()
+            spent = self.budget is not None and self.spent > self.budget
+            if spent and self.cut is None and self.examined >= self.forced:
+                self.cut = self.examined
             if self.cut is not None and self.examined >= self.cut:
                 yield from iterator  # the hint is spent: every file from here on is kept
                 return
-            limit = batch if self.cut is None else min(batch, self.cut - self.examined)
+            # A batch ends where the hint must stop, or where it may start to.
+            limit = min(batch, self.cut - self.examined) if self.cut is not None else batch
+            if self.examined < self.forced:
+                limit = min(limit, self.forced - self.examined)
             kept = []
-            started = time.thread_time()
             count = 0
+            started = time.thread_time()
             for entry in iterator:
                 count += 1
                 if check(entry) is not False:
@@ -110,8 +116,5 @@ class HintFilter:
             yield from kept
             if count < limit:
                 return  # no files left
-            over = self.budget is not None and self.spent > self.budget
-            if over and self.cut is None and self.examined > self.forced:
-                self.cut = self.examined
-            elif took < BATCH_SECONDS and batch < MAX_BATCH:
+            if took < BATCH_SECONDS and batch < MAX_BATCH:
                 batch *= 2
