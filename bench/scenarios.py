@@ -337,3 +337,13 @@ def bench_hints(files: int) -> None:
                 "<= 2x plain",
                 "met" if ratio <= 2 else "missed",
             )
+        # One comparison more than the node cap allows: refused before any table work.
+        width = HINT_MAX_NODES // 3 + 1
+        over = {"jsonPredicateHints": json.dumps(_any([_leaf("equal", "id", i) for i in range(width)]))}
+        before = server.cpu_seconds()
+        refused = [client.post(path, json=over).status_code for _ in range(10)]
+        assert refused == [400] * 10, refused
+        cpu = (server.cpu_seconds() - before) / 10
+        record(
+            f"  with a {width:,}-way OR, over the node cap (400)", f"{cpu * 1000:,.0f} ms, {cpu / plain:.1f}x"
+        )
