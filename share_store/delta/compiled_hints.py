@@ -1,7 +1,7 @@
 """A validated `jsonPredicateHints` tree compiled once into a check of one file.
 
 Walking the tree for every file cost a wide OR seconds per 10,000 files; the
-compiled check is a tree of closures with every literal converted beforehand.
+compiled check is a tree of small functions with every literal converted beforehand.
 Partition values are looked at first: a child of AND or OR that needs no stats
 runs before one that does, and a file's stats are parsed only when a check
 reaches them. Equalities on one column under one OR become a single set (for
@@ -107,7 +107,7 @@ class _Compiler:
             return self._column(column["name"], column["valueType"], "isNull", None)
         if op in COMPARISONS:
             return self._comparison(op, children[0], children[1])
-        raise PredicateError(f"{op} cannot stand alone")
+        return UNKNOWN  # a bare column or literal where a condition belongs says nothing of a file
 
     def _or_children(self, children: Sequence[Mapping[str, Any]]) -> list[_Compiled]:
         """OR's children compiled, equalities on one column merged into one membership test."""
