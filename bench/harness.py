@@ -8,6 +8,7 @@ Hypercorn workers. Free ports and SeaweedFS come from the tests' helpers.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,13 @@ class Server:
         # It answers at once and preloads heavy modules in the background; cold figures
         # are the first query to a server that has settled, as a deployed one has.
         time.sleep(3)
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used so far, user and system, all threads."""
+        assert self.process, "the server is not running"
+        # Fields 14 and 15 of /proc/PID/stat, after the parenthesised command name.
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def peak_rss_mb(self) -> float:
         assert self.process, "the server is not running"

@@ -1,19 +1,25 @@
-"""`make bench`: figures for presigning, /query on large tables, client reads and concurrency.
+"""`make bench`: figures for presigning, /query on large tables, client reads, concurrency and hints.
 
 Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
 `python -m bench.run` from the project root, which puts `share_store` and `tests`
-on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES, BENCH_ICEBERG_FILES and BENCH_EQUALITY_MB make a shorter run.
+on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES, BENCH_ICEBERG_FILES and BENCH_HINT_FILES
+and BENCH_EQUALITY_MB make a shorter run; `python -m bench.run hints s3` runs only the scenarios named
+(printed, not written: RESULTS.md holds whole runs).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
+from functools import cache
 
 from bench.results import RESULTS, machine, write_results
 from bench.scenarios import (
     bench_concurrency,
     bench_equality_deletes,
+    bench_hints,
     bench_iceberg,
     bench_million,
     bench_presign,
@@ -23,23 +29,45 @@ from bench.scenarios import (
 from bench.tables import readable_rows
 
 
-def main() -> None:
+def scenarios() -> dict[str, Callable[[], None]]:
+    """Every scenario by name, in the order a whole run takes them."""
     sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "1000,10000,100000").split(",")]
     million = int(os.environ.get("BENCH_LOG_ENTRIES", "1000000"))
     iceberg_files = int(os.environ.get("BENCH_ICEBERG_FILES", "10000"))
+    hint_files = int(os.environ.get("BENCH_HINT_FILES", "10000"))
+    rows = cache(readable_rows)  # 2M rows, made once for the scenarios that read them
+
+    def concurrency() -> None:
+        for workers in (1, 2):
+            bench_concurrency(workers)
+
+    return {
+        "presign": bench_presign,
+        "server": lambda: bench_server(sizes, rows()),
+        "concurrency": concurrency,
+        "million": lambda: bench_million(million),
+        "s3": lambda: bench_s3(rows(), sizes),
+        "iceberg": lambda: bench_iceberg(rows(), iceberg_files),
+        "hints": lambda: bench_hints(hint_files),
+        "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
+    }
+
+
+def main(names: list[str]) -> None:
+    available = scenarios()
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        sys.exit(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(available)}")
     print(f"Machine: {machine()}\n")
-    bench_presign()
-    rows_table = readable_rows()
-    readable = bench_server(sizes, rows_table)
-    for workers in (1, 2):
-        bench_concurrency(workers)
-    bench_million(million)
-    bench_s3(readable, sizes)
-    bench_iceberg(rows_table, iceberg_files)
-    bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300")))
+    for name, run in available.items():
+        if not names or name in names:
+            run()
+    if names:
+        print("\nonly some scenarios ran: RESULTS.md is left as it was")
+        return
     write_results(RESULTS)
     print(f"\nwritten to {RESULTS}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

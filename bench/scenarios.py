@@ -8,12 +8,12 @@ them in the order the rows appear.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -32,8 +32,10 @@ from bench.tables import (
     make_delta_table,
     make_equality_data,
     make_iceberg_tables,
+    make_partitioned_table,
     make_readable,
 )
+from share_store.delta.predicates import MAX_NODES
 from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
 from share_store.storage.s3 import MISSING_CHECK_LIMIT, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
@@ -74,8 +76,8 @@ def bench_presign() -> None:
     record("presign speed-up (boto3 / ours)", f"{ratio:.1f}x", ">= 20x", "met" if ratio >= 20 else "missed")
 
 
-def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
-    """Local storage: /query per table size, a whole-table read against deltalake. The readable table."""
+def bench_server(sizes: list[int], rows_table: pa.Table) -> None:
+    """Local storage: /query per table size, a whole-table read against deltalake."""
     for files in sizes:
         make_delta_table(BUCKET / f"t{files // 1000}k", files)
     largest = max(sizes)
@@ -107,7 +109,6 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
         # What the server contributes to such a read: its answer to the client's /query.
         _, answer, _ = timed_query(client, "/shares/bench/schemas/default/tables/readable/query")
         record("of which the server's /query answer (8 files)", f"{answer * 1000:.1f} ms")
-    return readable
 
 
 async def concurrent_mix(base: str, token: str, clients: int, requests_each: int) -> tuple[list[float], int]:
@@ -142,6 +143,7 @@ def bench_concurrency(workers: int) -> None:
 
     It queries the 1,000-file table bench_server generates.
     """
+    make_delta_table(BUCKET / "t1k", 1000)
     server = Server(f"run-workers-{workers}", workers=workers)
     _, token = server.share({"t1k": "delta:bench:t1k"})
     with server:
@@ -177,13 +179,16 @@ def bench_million(files: int) -> None:
         )
 
 
-def bench_s3(readable: Path, sizes: list[int]) -> None:
+def bench_s3(rows_table: pa.Table, sizes: list[int]) -> None:
     """The same tables in SeaweedFS: listings and reads over S3, URLs signed with SigV4."""
+    largest = max(sizes)
+    name = f"t{largest // 1000}k"
+    make_delta_table(BUCKET / name, largest)
+    readable = BUCKET / "readable"
+    make_readable(readable, rows_table)
     with running_seaweed() as seaweed:
         client = seaweed.client()
         client.create_bucket(Bucket="bench")
-        largest = max(sizes)
-        name = f"t{largest // 1000}k"
         # Beyond 10,000 files the server does not look each file up: the log is enough.
         if largest <= MISSING_CHECK_LIMIT:
             upload_tree(client, BUCKET / name, "bench", name)
@@ -312,3 +317,100 @@ def bench_equality_deletes(megabytes: int, keys: int = 100_000) -> None:
         )
     rows = len(data) * EQUALITY_FILE_ROWS
     record("of which data scanned", f"{gigabytes:.2f} GB, {rows / 1e6:.1f}M rows")
+
+
+# -- predicate hints ----------------------------------------------------------------------------
+
+HINT_PARTITIONS = 100
+HINT_MAX_NODES = MAX_NODES  # the widest hints below stay within the default node cap
+
+
+def _leaf(op: str, column: str, value: int) -> dict[str, Any]:
+    return {
+        "op": op,
+        "children": [
+            {"op": "column", "name": column, "valueType": "int"},
+            {"op": "literal", "value": str(value), "valueType": "int"},
+        ],
+    }
+
+
+def _any(children: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"op": "or", "children": children}
+
+
+def hint_shapes(files: int, max_nodes: int) -> list[tuple[str, dict[str, Any]]]:
+    """Hints of growing cost on `make_partitioned_table`'s table, the widest just within `max_nodes`.
+
+    An OR of comparisons has 1 + 3 nodes per child; of ranges (an AND of two), 1 + 7.
+    """
+    wide = (max_nodes - 1) // 3
+    ranges = (max_nodes - 1) // 7
+
+    def on_ids(count: int) -> list[int]:
+        # One id in each of `count` files spread over the table (file i holds ids i*100..i*100+99).
+        step = max(files // count, 1)
+        return [(k * step % files) * 100 + 50 for k in range(count)]
+
+    def range_of(value: int) -> dict[str, Any]:
+        return {
+            "op": "and",
+            "children": [_leaf("greaterThanOrEqual", "id", value), _leaf("lessThanOrEqual", "id", value + 9)],
+        }
+
+    return [
+        ("60-way OR, partition column", _any([_leaf("equal", "p", k) for k in range(60)])),
+        ("60-way OR, stats column", _any([_leaf("equal", "id", i) for i in on_ids(60)])),
+        (f"{wide:,}-way OR, partition column", _any([_leaf("equal", "p", k + 50) for k in range(wide)])),
+        (f"{wide:,}-way OR, stats column", _any([_leaf("equal", "id", i) for i in on_ids(wide)])),
+        (f"{ranges:,}-way OR of id ranges", _any([range_of(i) for i in on_ids(ranges)])),
+    ]
+
+
+def query_cpu(server: Server, client: httpx.Client, path: str, body: dict[str, Any]) -> tuple[float, int]:
+    """Server CPU seconds per request (the mean of up to 10, fewer once they take seconds) and lines."""
+    spent = 0.0
+    count = 0
+    lines = 0
+    while count < 10 and (spent < 2.0 or count == 0):
+        before = server.cpu_seconds()
+        with client.stream("POST", path, json=body) as response:
+            response.raise_for_status()
+            lines = sum(chunk.count(b"\n") for chunk in response.iter_bytes())
+        spent += server.cpu_seconds() - before
+        count += 1
+    return spent / count, lines
+
+
+def bench_hints(files: int) -> None:
+    """Server CPU per /query with wide predicate hints, against a plain /query of the same table."""
+    name = f"p{files // 1000}k"
+    make_partitioned_table(BUCKET / name, files, HINT_PARTITIONS)
+    server = Server("run-hints")
+    _, token = server.share({name: f"delta:bench:{name}"})
+    path = f"/shares/bench/schemas/default/tables/{name}/query"
+    with server:
+        client = server.client(token)
+        query_cpu(server, client, path, {})  # the snapshot is cached from here on
+        plain, lines = query_cpu(server, client, path, {})
+        assert lines == files + 2, (lines, files)
+        record(f"/query {files:,} partitioned files: server CPU, plain", f"{plain * 1000:.0f} ms")
+        for label, tree in hint_shapes(files, HINT_MAX_NODES):
+            cpu, lines = query_cpu(server, client, path, {"jsonPredicateHints": json.dumps(tree)})
+            ratio = cpu / plain
+            record(
+                f"  with a {label} ({lines - 2:,} files)",
+                f"{cpu * 1000:,.0f} ms, {ratio:.1f}x",
+                "<= 2x plain",
+                "met" if ratio <= 2 else "missed",
+            )
+        # One comparison more than the node cap allows: refused before any table work.
+        width = HINT_MAX_NODES // 3 + 1
+        over = {"jsonPredicateHints": json.dumps(_any([_leaf("equal", "id", i) for i in range(width)]))}
+        before = server.cpu_seconds()
+        refused = [client.post(path, json=over).status_code for _ in range(10)]
+        assert refused == [400] * 10, refused
+        cpu = (server.cpu_seconds() - before) / 10
+        record(
+            f"  with a {width:,}-way OR, over the node cap (400)", f"{cpu * 1000:,.0f} ms, {cpu / plain:.1f}x"
+        )

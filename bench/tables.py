@@ -105,6 +105,69 @@ def make_delta_table(location: Path, files: int, checkpoint: bool = False) -> No
         DeltaTable(str(location)).create_checkpoint()
 
 
+PARTITIONED_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "integer", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def make_partitioned_table(location: Path, files: int, partitions: int) -> None:
+    """A Delta table of `files` adds over `partitions` values of integer column `p`.
+
+    File `i` is in partition `i % partitions` and its stats say it holds ids
+    `i * 100` to `i * 100 + 99`, so hints on either column select files; the data
+    files are hard links to one file, as in `make_delta_table`.
+    """
+    log = location / "_delta_log"
+    if (log / "00000000000000000000.json").exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    log.mkdir(parents=True)
+    template = location / "template.parquet"
+    pq.write_table(sample_rows(), template)
+    size = template.stat().st_size
+    metadata = {
+        "id": "bench-partitioned",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": PARTITIONED_SCHEMA,
+        "partitionColumns": ["p"],
+        "configuration": {},
+        "createdTime": 0,
+    }
+    lines = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": metadata}]
+    for i in range(files):
+        partition = i % partitions
+        name = f"p={partition}/part-{i:07d}.parquet"
+        (location / name).parent.mkdir(exist_ok=True)
+        os.link(template, location / name)
+        stats = {
+            "numRecords": 100,
+            "minValues": {"id": i * 100, "v": "x0"},
+            "maxValues": {"id": i * 100 + 99, "v": "x99"},
+            "nullCount": {"id": 0, "v": 0},
+        }
+        add = {
+            "path": name,
+            "partitionValues": {"p": str(partition)},
+            "size": size,
+            "modificationTime": 0,
+            "dataChange": True,
+            "stats": json.dumps(stats),
+        }
+        lines.append({"add": add})
+    template.unlink()
+    # Written last, under a temporary name: a run stopped half-way leaves no table that looks complete.
+    partial = log / "00000000000000000000.json.tmp"
+    partial.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    partial.rename(log / "00000000000000000000.json")
+
+
 def make_checkpointed_log(location: Path, files: int) -> None:
     """A table as a long-lived one looks: a checkpoint of `files` adds, then one small commit.
 

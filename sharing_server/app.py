@@ -35,6 +35,7 @@ from sharing_server.audit import AuditLog, note
 from sharing_server.config import ServiceOptions
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
+from sharing_server.hint_filter import HintLimits
 from sharing_server.metrics import Metrics, metrics_endpoint
 from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.oauth import token_endpoint
@@ -165,7 +166,8 @@ def create_app(
     app.state.audit = audit
     iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
     app.state.readers = TableReaders(storage, catalogs, store, iceberg)
-    app.state.queries = TableQueries(app.state.readers, secret)
+    hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
+    app.state.queries = TableQueries(app.state.readers, secret, hint_limits)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)
     return app

@@ -4,7 +4,8 @@
            certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off"),
            proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
-[limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes
+[limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
+           max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none)
 [oauth]    access_token_lifetime (seconds)
 [iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files
            go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize"),
@@ -28,6 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from share_store.delta.predicates import MAX_NODES
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.derived import DeleteOptions
 from share_store.persistence import sqlite_url
@@ -36,11 +38,13 @@ from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
 from sharing_server import paths
 from sharing_server.errors import ConfigError
+from sharing_server.hint_filter import HintLimits
 
 ENV_PREFIX = "SHARING_"
 DEFAULT_CATALOG = "default"
 BOOL_TRUE = {"1", "true", "yes", "on"}
 MIN_ACCESS_TOKEN_LIFETIME = 900
+MIN_HINT_NODES = 3
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,9 @@ class ServiceOptions:
     per_token_rps: float = 100.0
     global_rps: float = 1000.0
     max_body_bytes: int = 1024 * 1024
+    # jsonPredicateHints: more nodes are refused; past the CPU budget a hint stops filtering.
+    max_hint_nodes: int = MAX_NODES
+    hint_budget_ms: float = HintLimits.budget_ms
     # Clients renew 600 s before expiry, so an hour leaves them 50 minutes per token.
     access_token_lifetime: int = 3600
     audit_log: str = "off"
@@ -94,6 +101,8 @@ class ServerConfig:
                 per_token_rps=float(self.limits.get("per_token_rps", defaults.per_token_rps)),
                 global_rps=float(self.limits.get("global_rps", defaults.global_rps)),
                 max_body_bytes=int(self.limits.get("max_body_bytes", defaults.max_body_bytes)),
+                max_hint_nodes=int(self.limits.get("max_hint_nodes", defaults.max_hint_nodes)),
+                hint_budget_ms=float(self.limits.get("hint_budget_ms", defaults.hint_budget_ms)),
                 access_token_lifetime=int(
                     self.oauth.get("access_token_lifetime", defaults.access_token_lifetime)
                 ),
@@ -110,6 +119,11 @@ class ServerConfig:
             raise ConfigError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
         if options.max_body_bytes < 1024:
             raise ConfigError("[limits] max_body_bytes must be at least 1024")
+        if options.max_hint_nodes < MIN_HINT_NODES:
+            # A single comparison is three nodes (the op, a column and a literal).
+            raise ConfigError(f"[limits] max_hint_nodes must be at least {MIN_HINT_NODES}")
+        if not options.hint_budget_ms >= 0:  # NaN too
+            raise ConfigError("[limits] hint_budget_ms must be 0 (no budget) or more")
         return options
 
     @property
@@ -238,7 +252,7 @@ SERVER_KEYS = {
 }
 SECTION_KEYS = {
     "admin": ("token_hash",),
-    "limits": ("per_token_rps", "global_rps", "max_body_bytes"),
+    "limits": ("per_token_rps", "global_rps", "max_body_bytes", "max_hint_nodes", "hint_budget_ms"),
     "oauth": ("access_token_lifetime",),
     "iceberg": tuple(ICEBERG_KINDS),
 }

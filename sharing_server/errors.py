@@ -8,7 +8,8 @@ as opposed to those of the share store (`share_store.errors`):
     │   ├── Forbidden               403 PERMISSION_DENIED (bad file URL signature, files not ours)
     │   ├── AdminDisabled           403 PERMISSION_DENIED (no [admin] token_hash configured)
     │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
-    │   └── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
+    │   ├── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
+    │   └── ClientGone              499 CLIENT_CLOSED_REQUEST: work stopped, nobody to answer
     └── ConfigError                 the configuration is invalid (the CLI exits with status 2)
 """
 
@@ -54,6 +55,16 @@ class RateLimited(Refusal):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ClientGone(Refusal):
+    """The client disconnected mid-request, so its work was stopped; the status is only logged."""
+
+    error_code = "CLIENT_CLOSED_REQUEST"
+    status_code = 499  # nginx's code for it: no client is left to read a real one
+
+    def __init__(self, message: str = "the client closed the connection before the answer was ready") -> None:
+        super().__init__(message)
 
 
 class ConfigError(ShareStoreError):

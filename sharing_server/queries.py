@@ -10,6 +10,7 @@ Delta's change-feed rules in `share_store.delta.changes`, paging in
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from share_store.delta.changes import (
     first_with_vectors,
     version_changes,
 )
+from share_store.delta.compiled_hints import compile_hint
 from share_store.delta.log import first_version_at_or_after, version_at
 from share_store.delta.predicates import parse_hint
 from share_store.delta.replay import LogListing
@@ -33,6 +35,7 @@ from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
 from share_store.readers import TableReader, TableReaders
 from sharing_server.encoding import LineEncoder
+from sharing_server.hint_filter import HintFilter, HintLimits
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.paging import Line, Pager, Paging, decode_token
 from sharing_server.protocol import Capabilities, ChangesRequest, QueryRequest, parse_timestamp
@@ -162,10 +165,11 @@ def _parse_version(version: str) -> int:
 
 
 class TableQueries:
-    def __init__(self, readers: TableReaders, secret: bytes) -> None:
+    def __init__(self, readers: TableReaders, secret: bytes, hint_limits: HintLimits | None = None) -> None:
         self.readers = readers
         self.pager = Pager(secret)
         self.refresh_tokens = TokenCodec(secret, "query-refresh")
+        self.hint_limits = hint_limits or HintLimits()
 
     # -- /version -------------------------------------------------------------------
 
@@ -200,11 +204,22 @@ class TableQueries:
     # -- /query ---------------------------------------------------------------------------
 
     def query(
-        self, table: SharedTable, request: QueryRequest, capabilities: Capabilities, file_id_hash: str | None
+        self,
+        table: SharedTable,
+        request: QueryRequest,
+        capabilities: Capabilities,
+        file_id_hash: str | None,
+        gone: threading.Event | None = None,
     ) -> TableResponse:
+        """A snapshot's files, or a streaming read's changes; `gone` is set if the client disconnects."""
         reader = self.readers.reader(table)
         if request.starting_version is not None:
             return self._streaming_query(table, reader, request, capabilities, file_id_hash)
+        # Before any table work, so that a hint over the node cap costs next to nothing.
+        started = time.thread_time()
+        text = request.json_predicate_hints
+        hint = parse_hint(text, self.hint_limits.max_nodes) if text else None
+        parsing = time.thread_time() - started
         page = self._page(table, request, capabilities, file_id_hash)
         now_ms = page.now_ms
         pinned = page.resumed["v"] if page.resumed else None
@@ -219,18 +234,21 @@ class TableQueries:
             snapshot = _resolve(reader, table, request.version, request.timestamp)  # checks history sharing
         snapshot, response_format = _in_format(reader, snapshot, capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
-        hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
         # Head lines keep describing the whole snapshot; only the files are planned.
         files_of = snapshot if hint is None else reader.planned(snapshot, hint)
         if response_format == "parquet" and files_of is not snapshot:
             files_of = reader.for_parquet(files_of)
+        hint_filter = None
+        if hint is not None:
+            budget = self.hint_limits.budget_seconds(snapshot.num_files)
+            hint_filter = _hint_filter(hint, files_of, budget, parsing, page.resumed, gone)
         reader.check_files_exist(files_of, with_dvs=response_format == "delta")
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
         files = (
             encoder.entry_file("add", entry, version=file_version)
-            for entry in _selected(files_of, hint, request.limit_hint)
+            for entry in _selected(files_of, hint_filter, request.limit_hint)
         )
 
         def refresh_fields() -> dict[str, Any]:
@@ -243,6 +261,7 @@ class TableQueries:
         return self._respond(
             page, snapshot.version, encoder, head, files, {"v": snapshot.version},
             wants_end=request.include_refresh_token, end_fields=refresh_fields,
+            later_state=hint_filter.page_state if hint_filter else None,
         )  # fmt: skip
 
     # -- streaming: /query with startingVersion ------------------------------------------------
@@ -409,11 +428,13 @@ class TableQueries:
         pinned: dict[str, Any],
         wants_end: bool = False,
         end_fields: Callable[[], dict[str, Any]] | None = None,
+        later_state: Callable[[], dict[str, Any]] | None = None,
     ) -> TableResponse:
         """One page of `body` after `head`, ending with an endStreamAction when one is due.
 
         `pinned` is what later pages must keep reading at (a version, or the
-        latest version of a range); it goes into the next page's token.
+        latest version of a range); it goes into the next page's token, with
+        what `later_state` adds once the page is made.
         """
 
         def all_end_fields() -> dict[str, Any]:
@@ -425,23 +446,40 @@ class TableQueries:
         capabilities = page.capabilities
         ends = wants_end or capabilities.include_end_stream_action or page.max_files is not None
         page_state = {"t": page.table_id, **pinned, "c": page.checksum} if ends else None
-        lines = self.pager.lines(head, body, page.paging, page_state, page.now_ms, all_end_fields)
+        lines = self.pager.lines(
+            head, body, page.paging, page_state, page.now_ms, all_end_fields, later_state
+        )
         return TableResponse(
             version, encoder.format, lines, capabilities.include_end_stream_action, page.file_id_hash
         )
 
 
+def _hint_filter(
+    hint: dict[str, Any],
+    files_of: DeltaSnapshot,
+    budget: float | None,
+    parsing: float,
+    resumed: dict[str, Any] | None,
+    gone: threading.Event | None,
+) -> HintFilter:
+    """The hint compiled for `files_of`; its budget covers parsing and compiling it too."""
+    started = time.thread_time()
+    check = compile_hint(hint, files_of.partition_columns, actions.physical_names(files_of))
+    spent = parsing + time.thread_time() - started
+    return HintFilter(check, budget, resumed, gone, spent)
+
+
 def _selected(
-    snapshot: DeltaSnapshot, hint: dict[str, Any] | None, limit: int | None
+    snapshot: DeltaSnapshot, hint: HintFilter | None, limit: int | None
 ) -> Iterator[actions.FileEntry]:
     """Files left after predicate hints, cut once `limitHint` rows are covered."""
-    names = actions.physical_names(snapshot)
+    entries = actions.entries(snapshot)
+    if hint is not None:
+        entries = hint.apply(entries)
     records = 0
-    for entry in actions.entries(snapshot):
+    for entry in entries:
         if limit is not None and records >= limit:
             return
-        if not actions.matches_hint(hint, entry, names):
-            continue
         yield entry
         if limit is not None:
             # Files without stats count as zero rows: we keep listing rather

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.types import Send
+from starlette.types import Receive, Scope, Send
 
 from share_store.errors import InvalidParameter, ShareStoreError
 from share_store.model import Share, SharedTable
 from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields, counting_files
 from sharing_server.auth import authenticate, authorize_share, authorize_table
+from sharing_server.disconnects import DisconnectWatch
+from sharing_server.errors import ClientGone
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.protocol import (
     JSON,
@@ -161,11 +163,32 @@ async def table_version(request: Request) -> Response:
 
 
 class TableStream(StreamingResponse):
-    """A table's lines, cut off with one log line when reading fails after the headers went out."""
+    """A table's lines, cut off with one log line when reading fails after the headers went out.
+
+    With a `watch`, the disconnect is heard through it (it took the server's
+    one `http.disconnect` message) and it is stopped when the response ends.
+    """
+
+    def __init__(
+        self, content: Iterator[bytes], headers: dict[str, str], watch: DisconnectWatch | None = None
+    ) -> None:
+        super().__init__(content, headers=headers, media_type=None)
+        self.watch = watch
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.watch is None:
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            await super().__call__(scope, self.watch.receive, send)
+        finally:
+            self.watch.stop()
 
     async def stream_response(self, send: Send) -> None:
         try:
             await super().stream_response(send)
+        except ClientGone:
+            pass  # nobody is left to see a cut-off response, and nothing went wrong here
         except ShareStoreError as error:
             # Too late for an error status. Closing without the last chunk shows the
             # client a broken response, never a complete-looking short one, and the
@@ -173,7 +196,7 @@ class TableStream(StreamingResponse):
             logger.warning("response cut off after its headers: %s: %s", error.error_code, error.message)
 
 
-async def _stream(request: Request, result: TableResponse) -> Response:
+async def _stream(request: Request, result: TableResponse, watch: DisconnectWatch | None = None) -> Response:
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
@@ -193,7 +216,7 @@ async def _stream(request: Request, result: TableResponse) -> Response:
     # turns every error of most responses, which fit in one chunk, into a proper
     # JSON error response.
     first = await run_in_threadpool(next, chunks, None)
-    return TableStream(chain(() if first is None else (first,), chunks), headers=headers, media_type=None)
+    return TableStream(chain(() if first is None else (first,), chunks), headers, watch)
 
 
 async def table_metadata(request: Request) -> Response:
@@ -215,12 +238,19 @@ def _listing_context(request: Request) -> tuple[SharedTable, Capabilities, str |
 
 async def table_query(request: Request) -> Response:
     body = await request.body()
+    # A hint may keep a worker thread busy: it stops when the client hangs up.
+    watch = DisconnectWatch(request.receive)
 
     def run() -> TableResponse:
         table, capabilities, file_id_hash = _listing_context(request)
-        return _queries(request).query(table, QueryRequest.parse(body), capabilities, file_id_hash)
+        query = QueryRequest.parse(body)
+        return _queries(request).query(table, query, capabilities, file_id_hash, watch.gone)
 
-    return await _stream(request, await run_in_threadpool(run))
+    try:
+        return await _stream(request, await run_in_threadpool(run), watch)
+    except BaseException:
+        watch.stop()
+        raise
 
 
 async def table_changes(request: Request) -> Response:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from share_store.delta import actions
+from share_store.delta.compiled_hints import matches_hint
 from share_store.delta.deletion_vectors import dv_relative_path, dv_storage_path, z85_decode
 from share_store.delta.snapshot import DeltaSnapshot, file_key
 from share_store.errors import UnsupportedOperation
@@ -262,8 +263,8 @@ def test_hints_use_physical_names_under_column_mapping() -> None:
             {"op": "literal", "value": "10", "valueType": "long"},
         ],
     }
-    assert not actions.matches_hint(tree, next(actions.entries(snap)), names)
-    assert actions.matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept
+    assert not matches_hint(tree, next(actions.entries(snap)), names)
+    assert matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept
 
 
 def test_snapshot_cache_is_bounded_by_count_and_files() -> None:

@@ -63,6 +63,9 @@ def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
         ({"SHARING_ADMIN_TOKEN_HASH": "abc"}, "token_hash must be the SHA-256"),
         ({"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "soon"}, "invalid [iceberg] equality_delete"),
         ({"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "0"}, "budget_seconds must be more than 0"),
+        ({"SHARING_LIMITS_MAX_HINT_NODES": "2"}, "max_hint_nodes must be at least 3"),
+        ({"SHARING_LIMITS_HINT_BUDGET_MS": "-1"}, "hint_budget_ms must be 0 (no budget) or more"),
+        ({"SHARING_LIMITS_HINT_BUDGET_MS": "nan"}, "hint_budget_ms must be 0 (no budget) or more"),
     ],
 )
 def test_bad_settings_are_config_errors_at_load_time(
@@ -89,3 +92,12 @@ def test_the_equality_delete_budget_comes_from_the_iceberg_section(tmp_path: Pat
     path.write_text("[iceberg]\nequality_delete_budget = 2.5\n")
     with pytest.raises(ConfigError, match="unknown \\[iceberg\\] settings"):
         load_config(path, env={})
+
+
+def test_hint_limits_have_defaults_and_settings(tmp_path: Path) -> None:
+    defaults = local_config(tmp_path).options
+    assert (defaults.max_hint_nodes, defaults.hint_budget_ms) == (10_000, 50.0)
+    set_ = local_config(
+        tmp_path, SHARING_LIMITS_MAX_HINT_NODES="500", SHARING_LIMITS_HINT_BUDGET_MS="0"
+    ).options
+    assert (set_.max_hint_nodes, set_.hint_budget_ms) == (500, 0.0)

@@ -195,9 +195,9 @@ def test_rollback_and_expiry_give_clear_errors(local: Deployment) -> None:
 
 
 def test_hints_become_row_filters() -> None:
-    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, IsNull, Not, Or
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, In, IsNull, Not, Or
 
-    from share_store.iceberg.filters import row_filter
+    from share_store.iceberg.filters import PLANNED_LEAVES, row_filter
 
     def leaf(op: str, name: str, value: str, kind: str = "long") -> dict:
         return {
@@ -227,9 +227,22 @@ def test_hints_become_row_filters() -> None:
         row_filter({"op": "or", "children": [leaf("equal", "id", "1"), leaf("equal", "nope", "1")]}, columns)
         == AlwaysTrue()
     )
+    # Equalities on one column under an OR are one In; other children stay ORed to it.
     assert row_filter(
         {"op": "or", "children": [leaf("equal", "id", "1"), leaf("equal", "id", "2")]}, columns
-    ) == Or(EqualTo("id", 1), EqualTo("id", 2))
+    ) == In("id", {1, 2})
+    assert row_filter(
+        {
+            "op": "or",
+            "children": [leaf("equal", "id", "1"), leaf("greaterThan", "id", "5"), leaf("equal", "id", "2")],
+        },
+        columns,
+    ) == Or(GreaterThan("id", 5), In("id", {1, 2}))
+    # Wider than pyiceberg plans with (it would walk the filter for every file, recursively): no pruning.
+    wide = {"op": "or", "children": [leaf("lessThan", "id", str(i)) for i in range(PLANNED_LEAVES + 1)]}
+    assert row_filter(wide, columns) == AlwaysTrue()
+    wide_in = {"op": "or", "children": [leaf("equal", "id", str(i)) for i in range(5000)]}
+    assert row_filter(wide_in, columns) == In("id", set(range(5000)))
     assert row_filter(
         {
             "op": "not",

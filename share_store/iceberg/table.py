@@ -184,8 +184,13 @@ class IcebergTableReader:
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
         """The files pyiceberg's planning keeps for `hint`, pruning manifests and files.
 
-        The generic per-file evaluation still runs on what is left.
+        The generic per-file evaluation still runs on what is left. A hint too
+        wide for pyiceberg to plan with is left to that evaluation alone.
         """
+        from share_store.iceberg.filters import plannable
+
+        if not plannable(hint):
+            return snapshot
         return self.snapshot(snapshot.version, hint=hint)
 
     def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
