@@ -170,7 +170,10 @@ class ServerConfig:
                 "uri": sqlite_url(self.data_dir.resolve() / "iceberg.db"),
                 "warehouse": warehouse.as_uri(),
             }
-        return CatalogRegistry(catalogs, self.url_lifetime)
+        endpoints = (None, None)
+        if self.storage.get("type") == "s3":
+            endpoints = (self.storage.get("endpoint"), self.storage.get("public_endpoint"))
+        return CatalogRegistry(catalogs, self.url_lifetime, endpoints)
 
     def make_storage(self, secret: bytes) -> ObjectStorage:
         """The configured storage; `secret` signs local file URLs."""
