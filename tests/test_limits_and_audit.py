@@ -13,7 +13,9 @@ from urllib.parse import urlsplit
 
 import delta_sharing
 import httpx
+import pandas as pd
 import pytest
+from deltalake import DeltaTable
 
 from share_store.tokens import hash_secret
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_record, audit_records, deploy
@@ -71,12 +73,23 @@ def test_per_token_limit_answers_429_with_retry_after(limited: Deployment) -> No
     assert get(limited, "/shares", second).status_code == 200
 
 
+def rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    return sorted(map(tuple, frame[sorted(frame.columns)].astype(str).values.tolist()))
+
+
 def test_the_python_client_rides_out_429(limited: Deployment) -> None:
     profile = limited.profile("limited")
-    # More requests than 5/s allow: the client backs off on 429 and still gets every row.
+    expected = rows(DeltaTable(str(limited.tmp / "buckets" / TESTDATA_BUCKET / TABLE)).to_pandas())
+    token = json.loads(Path(profile).read_text())["bearerToken"]
     for _ in range(3):
-        frame = delta_sharing.load_as_pandas(f"{profile}#limited.s.t")
-        assert len(frame) > 0
+        # The token's budget spent first: the client's first request is refused, for sure.
+        while get(limited, "/shares", token).status_code != 429:
+            pass
+        refused_before = sum(r["status"] == 429 for r in audit_records(limited))
+        assert rows(delta_sharing.load_as_pandas(f"{profile}#limited.s.t")) == expected
+        time.sleep(0.2)  # the last audit lines are written after their responses
+        refused = [r for r in audit_records(limited) if r["status"] == 429]
+        assert len(refused) > refused_before and refused[-1]["path"].endswith("/query")
 
 
 def test_global_limit(tmp_path: Path) -> None:
