@@ -27,7 +27,7 @@ from sharing_server.profiles import oauth_profile_document, profile_document
 DEFAULT_EXPIRES = "30d"
 DEFAULT_GRACE = "1h"
 
-DURATION = re.compile(r"^(\d{1,9})([smhdw])$")
+DURATION = re.compile(r"([0-9]{1,9})([smhdw])")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 P = ParamSpec("P")
@@ -54,7 +54,7 @@ def admin_not_found(operation: Callable[P, R]) -> Callable[P, R]:
 def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
     if text == "never" and allow_never:
         return None
-    match = DURATION.match(text.strip())
+    match = DURATION.fullmatch(text.strip())
     if not match or int(match.group(1)) == 0:
         never = " or 'never'" if allow_never else ""
         raise AdminError(f"invalid duration {text!r}: use e.g. 3600s, 90m, 12h, 30d, 4w{never}")

@@ -33,10 +33,11 @@ from share_store.delta.active_files import FileSet, StreamedFileSet, struct_rows
 from share_store.errors import TableFilesMissing
 from share_store.storage.base import ObjectStorage
 
-COMMIT = re.compile(r"^(\d{20})\.json$")
-CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
-MULTIPART_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
-V2_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
+# Matched whole (`fullmatch`): `$` would also match before a trailing newline.
+COMMIT = re.compile(r"([0-9]{20})\.json")
+CLASSIC_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint\.parquet")
+MULTIPART_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint\.([0-9]{10})\.([0-9]{10})\.parquet")
+V2_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)")
 CHECKPOINT_COLUMNS = ("add", "remove", "metaData", "protocol", "sidecar")
 # Checkpoints larger than this are streamed rather than held (see `active_files`).
 # Bytes track memory better than rows: wide stats make both the file and the
@@ -78,10 +79,8 @@ def collector_paused() -> Iterator[None]:
 def _streamable(keys: list[str]) -> bool:
     # Classic and multi-part checkpoints hold every add themselves; v2 checkpoints
     # point to sidecars, and are read whole.
-    return all(
-        CLASSIC_CHECKPOINT.match(k.rpartition("/")[2]) or MULTIPART_CHECKPOINT.match(k.rpartition("/")[2])
-        for k in keys
-    )
+    names = [key.rpartition("/")[2] for key in keys]
+    return all(CLASSIC_CHECKPOINT.fullmatch(name) or MULTIPART_CHECKPOINT.fullmatch(name) for name in names)
 
 
 @dataclass
@@ -119,16 +118,16 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str, after: int | 
     start_after = f"{log_prefix}{after:020d}" if after is not None else None
     for info in storage.list(bucket, log_prefix, start_after):
         name = info.key.rpartition("/")[2]
-        if match := COMMIT.match(name):
+        if match := COMMIT.fullmatch(name):
             version = int(match.group(1))
             listing.commits[version] = info.key
             listing.commit_times[version] = info.modified_ms
-        elif (match := CLASSIC_CHECKPOINT.match(name)) or (match := V2_CHECKPOINT.match(name)):
+        elif (match := CLASSIC_CHECKPOINT.fullmatch(name)) or (match := V2_CHECKPOINT.fullmatch(name)):
             version = int(match.group(1))
             if version not in listing.checkpoints:
                 listing.checkpoints[version] = [info.key]
                 listing.checkpoint_bytes[version] = info.size
-        elif match := MULTIPART_CHECKPOINT.match(name):
+        elif match := MULTIPART_CHECKPOINT.fullmatch(name):
             version, part, total = (int(g) for g in match.groups())
             parts.setdefault(version, {})[part] = (total, info.key, info.size)
     for version, found in parts.items():
