@@ -43,12 +43,20 @@ class LocalStorage(ObjectStorage):
         except FileNotFoundError:
             return
         for entry in entries:
-            if entry.is_file() and entry.name.startswith(name_prefix):
-                stat = entry.stat()
-                key = f"{directory}/{entry.name}" if directory else entry.name
-                if start_after is not None and key <= start_after:
+            if not entry.name.startswith(name_prefix) or _staged(entry.name):
+                continue
+            key = f"{directory}/{entry.name}" if directory else entry.name
+            if start_after is not None and key <= start_after:
+                continue
+            try:
+                if not entry.is_file():
                     continue
-                yield ObjectInfo(key=key, size=stat.st_size, modified_ms=stat.st_mtime_ns // 1_000_000)
+                stat = entry.stat()
+            except FileNotFoundError:
+                # Gone since the directory was read: a writer's temporary file
+                # renamed into place, or a file cleaned up. Not there, then.
+                continue
+            yield ObjectInfo(key=key, size=stat.st_size, modified_ms=stat.st_mtime_ns // 1_000_000)
 
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
@@ -114,6 +122,16 @@ class LocalStorage(ObjectStorage):
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         expires = int(now) + self.url_lifetime
         return self.signer.sign(bucket, key, expires), expires * 1000
+
+
+def _staged(name: str) -> bool:
+    """Whether `name` is an upload still being written by object_store (delta-rs, `….json#1`).
+
+    object_store writes `name#N` and renames it to `name` once complete, and its
+    own listings leave such files out; so do ours, as S3 shows no upload in progress.
+    """
+    _, hash_sign, suffix = name.rpartition("#")
+    return bool(hash_sign) and suffix.isdigit()
 
 
 def _file_names(directory: str) -> set[str]:
