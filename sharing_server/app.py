@@ -22,6 +22,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Receive, Scope, Send
 
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.table import IcebergOptions
@@ -131,6 +132,27 @@ def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:
     return observe
 
 
+class SharingApp(Starlette):
+    """Starlette, minus the exception it raises again once a 500 has been answered.
+
+    Its `ServerErrorMiddleware` hands an unexpected error to `internal_error`
+    (which answers 500 and logs the error's type) and then raises it again for
+    the ASGI server, which would log the whole traceback and message ("Error in
+    ASGI Framework"): messages of storage and database errors may carry
+    credentials. Mid-stream, returning without the body's end still makes the
+    server cut the connection, so the client sees a broken response, not a short one.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception:  # noqa: BLE001, S110 - answered and logged by `internal_error` already
+            pass
+
+
 def create_app(
     store: ShareStore,
     storage: ObjectStorage,
@@ -142,7 +164,7 @@ def create_app(
     options = options or ServiceOptions()
     metrics = Metrics()
     audit = AuditLog(options.audit_log)
-    app = Starlette(
+    app = SharingApp(
         routes=app_routes(prefix),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=warm_imports,

@@ -19,7 +19,7 @@ import logging
 import math
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import ShareStoreError, StorageUnavailable
@@ -126,7 +126,16 @@ async def internal_error(request: Request, error: Exception) -> Response:
     return error_response(request, 500, "INTERNAL_ERROR", "The server failed to process the request.")
 
 
+async def body_cut_short(request: Request, error: Exception) -> Response:
+    # The body ended before its end: the client went away, or sent what the ASGI
+    # server could not read (malformed chunks, which Hypercorn answers 400 itself).
+    # Nothing failed here, and the answer will most likely reach no one.
+    logger.info("request body cut short on %s %s", request.method, request.url.path)
+    return error_response(request, 400, "MALFORMED_REQUEST", "the request body ended early")
+
+
 EXCEPTION_HANDLERS = {
+    ClientDisconnect: body_cut_short,
     ShareStoreError: share_store_error,
     HTTPException: http_error,
     Exception: internal_error,
