@@ -13,7 +13,13 @@ from typing import Any, Protocol
 
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
+from share_store.delta.snapshot import (
+    FILES_CHECK_SECONDS,
+    CheckedVersions,
+    DeltaSnapshot,
+    DeltaTableReader,
+    SnapshotCache,
+)
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
@@ -77,7 +83,8 @@ class TableReaders:
     """The reader of each shared table, made on first use and kept while its location stays.
 
     Keyed by table id and location, so a table re-added at another path gets
-    a fresh reader rather than another table's cached snapshots.
+    a fresh reader rather than another table's cached snapshots. All readers
+    share one `SnapshotCache`, whose bound holds for the tables together.
     """
 
     def __init__(
@@ -86,11 +93,15 @@ class TableReaders:
         catalogs: CatalogRegistry | None = None,
         versions: VersionStore | None = None,
         iceberg: IcebergOptions | None = None,
+        snapshots: SnapshotCache | None = None,
+        files_check_seconds: float = FILES_CHECK_SECONDS,
     ) -> None:
         self.storage = storage
         self.catalogs = catalogs or CatalogRegistry({})
         self.versions = versions
         self.iceberg = iceberg or IcebergOptions()
+        self.snapshots = snapshots if snapshots is not None else SnapshotCache()
+        self.files_check_seconds = files_check_seconds
         self._readers: dict[tuple[str, str, str], TableReader] = {}
         self._lock = threading.Lock()
 
@@ -104,8 +115,11 @@ class TableReaders:
             return reader
 
     def _make(self, table: SharedTable) -> TableReader:
+        snapshots, checked = self.snapshots.table(), CheckedVersions(self.files_check_seconds)
         if table.is_iceberg:
             if self.versions is None:
                 raise UnsupportedOperation("Iceberg tables need a share store for their versions")
-            return IcebergTableReader(table, self.catalogs, self.versions, self.storage, self.iceberg)
-        return DeltaTableReader(self.storage, table.bucket, table.path)
+            return IcebergTableReader(
+                table, self.catalogs, self.versions, self.storage, self.iceberg, snapshots, checked
+            )
+        return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked)

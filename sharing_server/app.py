@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
+from share_store.delta.snapshot import SnapshotCache
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.table import IcebergOptions
 from share_store.persistence import ShareStore
@@ -187,7 +188,14 @@ def create_app(
     app.state.metrics = metrics
     app.state.audit = audit
     iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
-    app.state.readers = TableReaders(storage, catalogs, store, iceberg)
+    app.state.readers = TableReaders(
+        storage,
+        catalogs,
+        store,
+        iceberg,
+        snapshots=SnapshotCache(options.snapshot_cache_files),
+        files_check_seconds=options.files_check_seconds,
+    )
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     app.state.queries = TableQueries(app.state.readers, secret, hint_limits)
     app.state.list_tokens = TokenCodec(secret, "list-page")

@@ -11,6 +11,8 @@
            go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize"),
            equality_delete_budget_seconds (how long resolving one snapshot's
            equality deletes may take before it is refused; default 30)
+[cache]    snapshot_files (files held in cached snapshots, all tables together),
+           files_check_seconds (how long a check that a version's files exist holds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from share_store.delta.predicates import MAX_NODES
+from share_store.delta.snapshot import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.derived import DeleteOptions
 from share_store.persistence import sqlite_url
@@ -66,6 +69,8 @@ class ServiceOptions:
     # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
     proxy_hops: int = 0
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
+    snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
+    files_check_seconds: float = FILES_CHECK_SECONDS
 
 
 @dataclass
@@ -89,6 +94,7 @@ class ServerConfig:
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
     iceberg: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
@@ -108,6 +114,7 @@ class ServerConfig:
                 ),
                 audit_log=self.audit_log,
                 proxy_hops=self.proxy_hops,
+                **self._cache_options(defaults),
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
@@ -125,6 +132,16 @@ class ServerConfig:
         if not options.hint_budget_ms >= 0:  # NaN too
             raise ConfigError("[limits] hint_budget_ms must be 0 (no budget) or more")
         return options
+
+    def _cache_options(self, defaults: ServiceOptions) -> dict[str, Any]:
+        try:
+            files = int(self.cache.get("snapshot_files", defaults.snapshot_cache_files))
+            seconds = float(self.cache.get("files_check_seconds", defaults.files_check_seconds))
+        except ValueError as error:
+            raise ConfigError(f"invalid [cache] setting: {error}") from error
+        if files < 0 or not seconds >= 0:  # `not >=`: NaN too
+            raise ConfigError("[cache] snapshot_files and files_check_seconds cannot be negative")
+        return {"snapshot_cache_files": files, "files_check_seconds": seconds}
 
     @property
     def base_url(self) -> str:
@@ -258,6 +275,7 @@ SECTION_KEYS = {
     "limits": ("per_token_rps", "global_rps", "max_body_bytes", "max_hint_nodes", "hint_budget_ms"),
     "oauth": ("access_token_lifetime",),
     "iceberg": tuple(ICEBERG_KINDS),
+    "cache": ("snapshot_files", "files_check_seconds"),
 }
 STORAGE_KEYS = (
     "type",
@@ -325,5 +343,6 @@ def load_config(
     config.catalogs = catalogs
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
     config.iceberg = sections["iceberg"]
+    config.cache = sections["cache"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

@@ -66,6 +66,8 @@ def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
         ({"SHARING_LIMITS_MAX_HINT_NODES": "2"}, "max_hint_nodes must be at least 3"),
         ({"SHARING_LIMITS_HINT_BUDGET_MS": "-1"}, "hint_budget_ms must be 0 (no budget) or more"),
         ({"SHARING_LIMITS_HINT_BUDGET_MS": "nan"}, "hint_budget_ms must be 0 (no budget) or more"),
+        ({"SHARING_CACHE_SNAPSHOT_FILES": "many"}, "invalid [cache] setting"),
+        ({"SHARING_CACHE_FILES_CHECK_SECONDS": "-1"}, "cannot be negative"),
     ],
 )
 def test_bad_settings_are_config_errors_at_load_time(
@@ -101,3 +103,12 @@ def test_hint_limits_have_defaults_and_settings(tmp_path: Path) -> None:
         tmp_path, SHARING_LIMITS_MAX_HINT_NODES="500", SHARING_LIMITS_HINT_BUDGET_MS="0"
     ).options
     assert (set_.max_hint_nodes, set_.hint_budget_ms) == (500, 0.0)
+
+
+def test_cache_settings_reach_the_options(tmp_path: Path) -> None:
+    defaults = local_config(tmp_path).options
+    assert defaults.snapshot_cache_files == 500_000 and defaults.files_check_seconds == 5.0
+    config = local_config(
+        tmp_path, SHARING_CACHE_SNAPSHOT_FILES="20000", SHARING_CACHE_FILES_CHECK_SECONDS="0"
+    )
+    assert config.options.snapshot_cache_files == 20_000 and config.options.files_check_seconds == 0.0

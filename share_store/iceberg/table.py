@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
+from share_store.delta.snapshot import CheckedVersions, DeltaSnapshot, SnapshotCache, TableSnapshots
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.derived import DeleteOptions
@@ -72,6 +72,8 @@ class IcebergTableReader:
         versions: VersionStore,
         storage: ObjectStorage,
         options: IcebergOptions | None = None,
+        snapshots: TableSnapshots | None = None,
+        checked: CheckedVersions | None = None,
     ) -> None:
         self.table = table
         self.options = options or IcebergOptions()
@@ -79,10 +81,10 @@ class IcebergTableReader:
         self.catalogs = catalogs
         self.versions = versions
         self.storage = catalogs.storage(self.warehouse) or storage
-        self._snapshots = SnapshotCache()
+        self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
-        self._checked: set[int] = set()
+        self._checked = checked if checked is not None else CheckedVersions()
         self._delete_files: DeleteFiles | None = None  # made on first use: it imports pyiceberg
         self._derived: DerivedFiles | None = None
         self._copies: Materialized | None = None
@@ -415,9 +417,9 @@ class IcebergTableReader:
         return self.storage.presign(location[0], location[1], now)
 
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
-        # Once per version, as for Delta tables: a warm query of 10,000 files
+        # Trusted for a while, as for Delta tables: a warm query of 10,000 files
         # would otherwise look each of them up again.
-        if snapshot.version in self._checked:
+        if self._checked.fresh(snapshot.version):
             return
         locations = [self.locate(add["path"]) for add in snapshot.adds]
         for add in snapshot.adds:
@@ -425,8 +427,7 @@ class IcebergTableReader:
             if vector is not None:
                 locations.append(vector)
         self.check_exist(locations)
-        with self._lock:
-            self._checked.add(snapshot.version)
+        self._checked.mark(snapshot.version)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         if self.storage.any_missing(locations):
