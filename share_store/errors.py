@@ -9,6 +9,7 @@
     ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing"
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
+    ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
     └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
         ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin)
         └── AdminConflict           409 the name is already taken
@@ -70,6 +71,20 @@ class Unauthenticated(ShareStoreError):
 class StorageUnavailable(ShareStoreError):
     error_code = "TEMPORARILY_UNAVAILABLE"
     status_code = 503
+
+
+class StoreDiskFull(ShareStoreError):
+    """The share store's disk (or quota) is full: reads work, writes fail until space is freed.
+
+    Not an outage, which passes by itself: someone must free space. Still 503,
+    since the same request succeeds once they have.
+    """
+
+    error_code = "TEMPORARILY_UNAVAILABLE"
+    status_code = 503
+
+    def __init__(self, message: str = "the share store has no space left on its disk") -> None:
+        super().__init__(message)
 
 
 class AdminError(ShareStoreError):

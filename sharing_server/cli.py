@@ -26,12 +26,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.tokens import hash_secret, new_secret
 from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, AdminBackend, parse_duration
 from sharing_server.admin_client import RemoteAdmin
 from sharing_server.config import ServerConfig, load_config
+from sharing_server.failures import describe
 from sharing_server.profiles import write_profile_document
 
 __all__ = ["main", "parse_duration"]
@@ -284,6 +287,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    config: ServerConfig | None = None
     try:
         if args.command == "admin-token":
             print_admin_token()
@@ -310,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
             store.close()
     except ShareStoreError as error:
         print(f"error: {error.message}", file=sys.stderr)
+        return 2
+    except (OSError, SQLAlchemyError) as error:
+        # The disk or the database refused (a data_dir it cannot write, a full disk):
+        # the operator's to fix, told in one line.
+        print(f"error: {describe(error, config.resolved_store_url() if config else None)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
