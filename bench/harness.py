@@ -44,18 +44,26 @@ class Server:
     Share tables with `share()` before starting it; `with server:` starts it and stops it.
     """
 
-    def __init__(self, name: str, storage: Mapping[str, str] | None = None, workers: int = 1) -> None:
+    def __init__(
+        self,
+        name: str,
+        storage: Mapping[str, str] | None = None,
+        workers: int = 1,
+        limits: Mapping[str, float] | None = None,
+    ) -> None:
         self.port = free_port()
         self.workdir = DATA / name
         self.state = self.workdir / "state"
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir(parents=True)
         self.config = self.workdir / "bench.toml"
+        # Unless asked for, no rate limits: the concurrency run would otherwise measure
+        # the rate limiter. The audit log stays on.
+        limits = limits if limits is not None else {"per_token_rps": 0, "global_rps": 0}
         self.config.write_text(
             f'[server]\nhost = "127.0.0.1"\nport = {self.port}\ndata_dir = "{self.state}"\n'
             f"url_lifetime = 3600\nworkers = {workers}\n\n{storage_section(storage or local_storage())}"
-            # The concurrency run would otherwise measure the rate limiter; the audit log stays on.
-            "\n[limits]\nper_token_rps = 0\nglobal_rps = 0\n"
+            "\n[limits]\n" + "".join(f"{key} = {value}\n" for key, value in limits.items())
         )
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -70,6 +78,11 @@ class Server:
         profile = self.workdir / "bench.share"
         self.cli("token", "create", "bench", "--expires", "1d", "--profile", str(profile))
         return profile, json.loads(profile.read_text())["bearerToken"]
+
+    def token(self) -> str:
+        """Another bearer token of share `bench` (made by `share()`)."""
+        out = self.cli("token", "create", "bench", "--expires", "1d")
+        return next(line.split()[-1] for line in out.splitlines() if line.startswith("Token:"))
 
     def client(self, token: str) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600)

@@ -1,4 +1,4 @@
-"""`make bench`: figures for presigning, /query on large tables, client reads, concurrency and hints.
+"""`make bench`: presigning, /query on large tables, client reads, concurrency, hints and hostile use.
 
 Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
+from bench.hostile import bench_rate_limit_tricks, bench_writer_commits
 from bench.results import RESULTS, machine, write_results
 from bench.scenarios import (
     bench_concurrency,
@@ -50,6 +51,8 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg": lambda: bench_iceberg(rows(), iceberg_files),
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
+        "writer": bench_writer_commits,
+        "rate-limits": bench_rate_limit_tricks,
     }
 
 
