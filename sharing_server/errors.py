@@ -22,8 +22,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError, StorageUnavailable
-from share_store.outages import is_outage
+from share_store.errors import ShareStoreError, StorageUnavailable, StoreDiskFull
+from share_store.outages import disk_full, is_outage
 from sharing_server.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
@@ -99,6 +99,8 @@ async def share_store_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ShareStoreError)
     if isinstance(error, StorageUnavailable):
         logger.warning("storage unavailable: %s", error.__cause__ or error)
+    elif isinstance(error, StoreDiskFull):
+        logger.warning("the share store's disk is full on %s %s", request.method, request.url.path)
     headers = {"Retry-After": str(math.ceil(error.retry_after))} if isinstance(error, RateLimited) else None
     return error_response(request, error.status_code, error.error_code, error.message, headers)
 
@@ -110,6 +112,12 @@ async def http_error(request: Request, error: Exception) -> Response:
 
 
 async def internal_error(request: Request, error: Exception) -> Response:
+    if disk_full(error):
+        # Not an outage (nothing is unreachable) and not a bug: the server's own disk is full.
+        path, kind = request.url.path, type(error).__name__
+        logger.warning("no space left on disk on %s %s: %s", request.method, path, kind)
+        message = "the server has no space left on its disk; try again later"
+        return error_response(request, 503, "TEMPORARILY_UNAVAILABLE", message)
     if is_outage(error):
         # The share store's database (or a service the readers missed) is down:
         # the same request may work a moment later.
