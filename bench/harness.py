@@ -15,7 +15,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sized
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -33,15 +35,20 @@ def local_storage() -> dict[str, str]:
 
 
 def storage_section(settings: Mapping[str, str]) -> str:
+    return section("storage", settings)
+
+
+def section(name: str, settings: Mapping[str, str]) -> str:
     # Strings throughout, as SeaweedS3.storage_config() gives them: the server reads
     # booleans and numbers from strings too, since environment overrides are strings.
-    return "[storage]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+    return f"[{name}]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
 
 
 class Server:
     """A `sharing-server serve` process, its config and state in bench/.data/`name` (cleared first).
 
-    Share tables with `share()` before starting it; `with server:` starts it and stops it.
+    Share tables with `share()` before starting it; `with server:` starts it and stops it,
+    and may do so again: a restarted server keeps its state.
     """
 
     def __init__(
@@ -50,6 +57,7 @@ class Server:
         storage: Mapping[str, str] | None = None,
         workers: int = 1,
         limits: Mapping[str, float] | None = None,
+        iceberg: Mapping[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.workdir = DATA / name
@@ -63,7 +71,9 @@ class Server:
         self.config.write_text(
             f'[server]\nhost = "127.0.0.1"\nport = {self.port}\ndata_dir = "{self.state}"\n'
             f"url_lifetime = 3600\nworkers = {workers}\n\n{storage_section(storage or local_storage())}"
-            "\n[limits]\n" + "".join(f"{key} = {value}\n" for key, value in limits.items())
+            "\n[limits]\n"
+            + "".join(f"{key} = {value}\n" for key, value in limits.items())
+            + ("\n" + section("iceberg", iceberg) if iceberg else "")
         )
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -163,6 +173,38 @@ def timed_query(client: httpx.Client, path: str) -> tuple[float, float, int]:
                 first = time.perf_counter() - start
             lines += chunk.count(b"\n")
     return first or 0.0, time.perf_counter() - start, lines
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One /query answer: seconds to its first and last byte, and its body."""
+
+    first: float
+    last: float
+    body: bytes
+
+    @property
+    def lines(self) -> int:
+        return self.body.count(b"\n")
+
+
+def answer(
+    client: httpx.Client,
+    path: str,
+    body: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Answer:
+    """One POST to a /query path, kept whole (for answers of thousands of lines, not millions)."""
+    start = time.perf_counter()
+    first = None
+    chunks = []
+    with client.stream("POST", path, json=dict(body or {}), headers=dict(headers or {})) as response:
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            if first is None:
+                first = time.perf_counter() - start
+            chunks.append(chunk)
+    return Answer(first or 0.0, time.perf_counter() - start, b"".join(chunks))
 
 
 def query_rows(client: httpx.Client, label: str, name: str, files: int, targets: bool = False) -> None:

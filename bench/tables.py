@@ -2,14 +2,17 @@
 
 Large tables are cheap to make here: their data files are hard links to a few small
 Parquet files, and the million-entry log has no data files at all. Each generator
-leaves a table it finds complete alone, so a second run skips the slow part.
+leaves a table it finds complete alone, so a second run skips the slow part. Iceberg
+tables with row-level deletes need a real engine: Spark writes them once, into .cache/.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -325,3 +328,48 @@ def make_equality_data(location: Path, megabytes: int) -> list[Path]:
         files.append(path)
         start += EQUALITY_FILE_ROWS
     return files
+
+
+# Iceberg tables with deletes, written by Spark 3.5 + Iceberg (`make spark-iceberg`) in a
+# subprocess and kept in .cache/ by the writer's hash, as the tests keep theirs.
+CACHE = Path(__file__).resolve().parents[1] / ".cache"
+SPARK_ICEBERG_PYTHON = CACHE / "spark-iceberg" / "venv" / "bin" / "python"
+DELETES_WRITER = Path(__file__).with_name("iceberg_deletes_writer.py")
+
+
+class SparkUnavailable(Exception):
+    """The Spark-written tables are not there and cannot be written here."""
+
+
+def spark_iceberg_deletes(files: int) -> Path:
+    """BASE/buckets/warehouse, the tables of bench/iceberg_deletes_writer.py, and BASE/summary.json.
+
+    Written once per version of the writer and number of files (a few minutes).
+    """
+    key = hashlib.sha256(DELETES_WRITER.read_bytes()).hexdigest()[:12]
+    base = CACHE / "bench-iceberg-deletes" / f"{key}-{files}"
+    if (base / "summary.json").exists():
+        return base
+    if not SPARK_ICEBERG_PYTHON.exists():
+        raise SparkUnavailable("the Spark 3.5 + Iceberg environment is missing: run `make spark-iceberg`")
+    shutil.rmtree(base, ignore_errors=True)
+    (base / "buckets").mkdir(parents=True)
+    draft, log = base / "summary.draft", base / "writer.log"
+    with log.open("w") as output:
+        done = subprocess.run(
+            [
+                str(SPARK_ICEBERG_PYTHON),
+                str(DELETES_WRITER),
+                str(base / "buckets" / "warehouse"),
+                str(draft),
+                str(files),
+            ],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=1800,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SparkUnavailable(f"the Spark writer failed (exit {done.returncode}): see {log}")
+    draft.rename(base / "summary.json")  # the cache is complete only now
+    return base
