@@ -149,18 +149,27 @@ class CountingStorage(LocalStorage):
         return super().read(bucket, key)
 
 
+@pytest.mark.parametrize("name", ["pos_v2", "dv_v3"])
 def test_a_restarted_server_answers_from_the_index_without_reading_delete_files(
-    filed: Deployment,
+    filed: Deployment, name: str
 ) -> None:
-    query_adds(filed, "pos_v2")  # the running server built the snapshot and recorded its vectors
-    table = filed.store.get_table("deletes", "db", "pos_v2")
+    served = query_adds(filed, name)  # the running server built the snapshot and recorded its vectors
+    table = filed.store.get_table("deletes", "db", name)
     storage = CountingStorage(Path(filed.config.storage["root"]), filed.storage.signer)  # type: ignore[attr-defined]
     options = IcebergOptions(filed.config.options.iceberg)
     reader = IcebergTableReader(table, filed.catalogs, filed.store, storage, options)
     snapshot = reader.snapshot()
-    assert any(add.get("deletionVector") for add in snapshot.adds)
-    assert not [key for key in storage.reads if key.endswith("-deletes.parquet")]
+    vectors = {add["path"]: add["deletionVector"] for add in snapshot.adds if add.get("deletionVector")}
+    assert vectors
+    assert not [key for key in storage.reads if key.endswith(("-deletes.parquet", ".puffin"))]
     assert [key for key in storage.reads if "/index/" in key]
+    # The same files carry the same vectors as the server that computed them served.
+    served_vectors = {
+        add["path"].split("?")[0].rsplit("/", 1)[-1]: add["deletionVector"]["cardinality"]
+        for add in served
+        if add.get("deletionVector")
+    }
+    assert {path.rsplit("/", 1)[-1]: v["cardinality"] for path, v in vectors.items()} == served_vectors
 
 
 def test_without_a_writable_cache_small_vectors_are_inlined_and_materializing_is_refused(

@@ -58,6 +58,10 @@ Descriptor = dict[str, Any]
 class VectorSource(Protocol):
     """What the snapshot mapping asks for each data file that has delete files."""
 
+    def knows(self, data_file: str) -> bool:
+        """Whether the vector of `data_file` is known without its delete files (an index)."""
+        ...
+
     def descriptor(
         self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
     ) -> Descriptor | None: ...
@@ -227,6 +231,13 @@ class DeleteFiles:
         payload, count = serialize_positions(deleted)
         return self.serve(payload, count, data_file)
 
+    def knows(self, data_file: str) -> bool:
+        return False
+
+    def vector_targets(self, path: str) -> list[str]:
+        """The data files a Puffin file holds deletion vectors for (each blob checked)."""
+        return list(self._puffin(path))
+
     def serve(self, payload: bytes, count: int, data_file: str) -> Descriptor:
         """The descriptor of a vector: inline when small, else a deletion vector file in the cache."""
         if len(payload) <= self.inline_bytes or self.derived is None:
@@ -273,6 +284,9 @@ class SnapshotVectors:
         self.deletes = deletes
         self.recorded = recorded
         self.computed: dict[str, Descriptor | None] = {}
+
+    def knows(self, data_file: str) -> bool:
+        return data_file in self.recorded
 
     def descriptor(
         self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None

@@ -225,7 +225,7 @@ class IcebergTableReader:
     def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
         from share_store.iceberg import mapping
         from share_store.iceberg.deletes import SnapshotVectors
-        from share_store.iceberg.planning import Plan, plan_files
+        from share_store.iceberg.planning import Plan, attach_vectors, plan_files
 
         schema = self._schema_for(table, snapshot_id)
         plan = Plan()
@@ -235,12 +235,14 @@ class IcebergTableReader:
             if snapshot_id != EMPTY_SNAPSHOT:
                 plan = plan_files(table.scan(snapshot_id=snapshot_id))
             equality = self._equality(plan, schema)
-            with_deletes = equality is not None or any(task.delete_files for task in plan.tasks)
+            with_deletes = bool(equality or plan.vectors or any(task.delete_files for task in plan.tasks))
             derived = self._derived_files(table) if with_deletes else None
             uuid = str(table.metadata.table_uuid)
             vectors = SnapshotVectors(
                 self._deletes(derived), derived.read_index(uuid, snapshot_id) if derived else {}
             )
+            # The index names the files with vectors: their Puffin files need not be read.
+            attach_vectors(plan, (lambda path: ()) if vectors.recorded else vectors.deletes.vector_targets)
             try:
                 snapshot = mapping.snapshot_from_tasks(
                     table, version, snapshot_id, schema, plan.tasks, vectors, equality
@@ -248,7 +250,8 @@ class IcebergTableReader:
             finally:
                 if equality is not None and self.options.on_equality_resolution is not None:
                     self.options.on_equality_resolution(equality.resolution)
-        if derived is not None and vectors.computed:
+        if derived is not None and vectors.computed and "delta" not in snapshot.refusals:
+            # Only a whole snapshot's vectors: the index is trusted to name every file with one.
             derived.write_index(uuid, snapshot_id, vectors.recorded | vectors.computed)
         return snapshot
 
