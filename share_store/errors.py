@@ -6,7 +6,9 @@
     ├── InvalidParameter            400 INVALID_PARAMETER_VALUE
     ├── MalformedRequest            400 MALFORMED_REQUEST
     ├── UnsupportedOperation        400 UNSUPPORTED_OPERATION
-    ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing"
+    ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing" (and how many)
+    ├── TableLogDamaged             500 INTERNAL_ERROR: a gap or a corrupt commit in the log (the
+    │                               detail logged for the provider, not told to the recipient)
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
     ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
@@ -61,6 +63,24 @@ class TableFilesMissing(ShareStoreError):
 
     def __init__(self, message: str = "table files missing") -> None:
         super().__init__(message)
+
+    @classmethod
+    def counted(cls, missing: int) -> TableFilesMissing:
+        """Files a version needs that storage no longer has (vacuumed or lost), with how many."""
+        files = "file is" if missing == 1 else "files are"
+        return cls(f"table files missing: {missing:,} {files} no longer in storage (vacuumed or lost)")
+
+
+class TableLogDamaged(ShareStoreError):
+    """The provider's log cannot be replayed: a gap in its commits, or a commit not JSON.
+
+    The recipient is told only that the log cannot be read; `detail` (which
+    version, what is wrong) goes to the server's log, for the provider.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("The table's log cannot be read; the provider's server log says why.")
+        self.detail = detail
 
 
 class Unauthenticated(ShareStoreError):

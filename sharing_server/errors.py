@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError, StorageUnavailable, StoreDiskFull
+from share_store.errors import ShareStoreError, StorageUnavailable, StoreDiskFull, TableLogDamaged
 from share_store.outages import disk_full, is_outage
 from sharing_server.audit import audit_fields
 
@@ -101,6 +101,9 @@ async def share_store_error(request: Request, error: Exception) -> Response:
         logger.warning("storage unavailable: %s", error.__cause__ or error)
     elif isinstance(error, StoreDiskFull):
         logger.warning("the share store's disk is full on %s %s", request.method, request.url.path)
+    elif isinstance(error, TableLogDamaged):
+        # For the provider: which version and what is wrong (no paths or credentials in it).
+        logger.error("table log damaged on %s %s: %s", request.method, request.url.path, error.detail)
     headers = {"Retry-After": str(math.ceil(error.retry_after))} if isinstance(error, RateLimited) else None
     return error_response(request, error.status_code, error.error_code, error.message, headers)
 

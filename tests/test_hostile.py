@@ -269,7 +269,10 @@ def test_7_a_file_deleted_after_the_first_query_is_noticed(hostile: Deployment) 
     victim.unlink()  # as VACUUM does
     again = httpx.post(table_url(hostile, "gone"), json={}, headers=headers)
     assert again.status_code == 400, again.text[:200]
-    assert again.json() == {"errorCode": "RESOURCE_DOES_NOT_EXIST", "message": "table files missing"}
+    assert again.json() == {
+        "errorCode": "RESOURCE_DOES_NOT_EXIST",
+        "message": "table files missing: 1 file is no longer in storage (vacuumed or lost)",
+    }
 
 
 # -- 11: names are matched whole -----------------------------------------------------------

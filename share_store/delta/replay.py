@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from share_store.delta.active_files import FileSet, StreamedFileSet, struct_rows
-from share_store.errors import TableFilesMissing
+from share_store.errors import InvalidParameter, TableFilesMissing, TableLogDamaged
 from share_store.storage.base import ObjectStorage
 
 # Matched whole (`fullmatch`): `$` would also match before a trailing newline.
@@ -94,6 +94,14 @@ class LogListing:
     checkpoint_bytes: dict[int, int] = field(default_factory=dict)
 
     @property
+    def earliest_version(self) -> int:
+        """The oldest version a snapshot can be rebuilt at: 0 with the first commit, else the
+        oldest complete checkpoint (the commits before it were cleaned up)."""
+        if 0 in self.commits or not self.checkpoints:
+            return min(self.commits, default=0)
+        return min(self.checkpoints)
+
+    @property
     def latest_version(self) -> int:
         versions = list(self.commits) + list(self.checkpoints)
         if not versions:
@@ -137,6 +145,16 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str, after: int | 
                 listing.checkpoints[version] = [found[i][1] for i in sorted(found)]
                 listing.checkpoint_bytes[version] = sum(size for _, _, size in found.values())
     return listing
+
+
+def check_available(listing: LogListing, version: int) -> None:
+    """Refuse a version older than the log still holds (cleaned up), naming the ones it has."""
+    earliest = listing.earliest_version
+    if version < earliest:
+        raise InvalidParameter(
+            f"Cannot load table version {version}: the table's log was cleaned up before it. "
+            f"Versions {earliest} to {listing.latest_version} are available."
+        )
 
 
 def _loads(line: bytes) -> dict[str, Any]:
@@ -251,12 +269,16 @@ class LogReader:
     def read_commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         key = listing.commits.get(version)
         if key is None:
-            raise TableFilesMissing()
+            check_available(listing, version)
+            raise TableLogDamaged(f"commit {version} is missing from the log (a gap in its commits)")
         try:
             raw = self.storage.read(self.bucket, key)
         except FileNotFoundError as error:
             raise TableFilesMissing() from error
-        return [_loads(line) for line in raw.splitlines() if line.strip()]
+        try:
+            return [_loads(line) for line in raw.splitlines() if line.strip()]
+        except ValueError as error:  # orjson's and json's decode errors both are
+            raise TableLogDamaged(f"the log is unreadable at version {version}: not JSON") from error
 
     def replay(self, listing: LogListing, version: int) -> ReplayState:
         """The state at `version`: newest usable checkpoint, then the commits after it."""
@@ -264,6 +286,7 @@ class LogReader:
             return self._replay(listing, version)
 
     def _replay(self, listing: LogListing, version: int) -> ReplayState:
+        check_available(listing, version)
         state = ReplayState()
         start = 0
         for checkpoint in sorted((v for v in listing.checkpoints if v <= version), reverse=True):

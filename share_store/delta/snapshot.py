@@ -385,5 +385,6 @@ class DeltaTableReader:
         self._checked.mark(key)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        if self.storage.any_missing(locations):
-            raise TableFilesMissing()
+        missing = self.storage.count_missing(locations)
+        if missing:
+            raise TableFilesMissing.counted(missing)

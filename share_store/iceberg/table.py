@@ -433,5 +433,6 @@ class IcebergTableReader:
         self._checked.mark(snapshot.version)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        if self.storage.any_missing(locations):
-            raise TableFilesMissing()
+        missing = self.storage.count_missing(locations)
+        if missing:
+            raise TableFilesMissing.counted(missing)

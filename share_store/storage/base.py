@@ -82,13 +82,13 @@ class ObjectStorage(ABC):
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         """A GET URL for one object and its expiry in epoch milliseconds."""
 
-    def any_missing(self, locations: Iterable[tuple[str, str]]) -> bool:
-        """Whether any of these (bucket, key) objects is absent; one check per bucket."""
+    def count_missing(self, locations: Iterable[tuple[str, str]]) -> int:
+        """How many of these (bucket, key) objects are absent; one check per bucket."""
         by_bucket: dict[str, list[str]] = {}
         for bucket, key in locations:
             by_bucket.setdefault(bucket, []).append(key)
+        count = 0
         for bucket, keys in by_bucket.items():
             prefix = posixpath.commonpath([key.rpartition("/")[0] for key in keys])
-            if self.missing(bucket, f"{prefix}/" if prefix else "", keys):
-                return True
-        return False
+            count += len(self.missing(bucket, f"{prefix}/" if prefix else "", keys))
+        return count

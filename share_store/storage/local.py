@@ -113,11 +113,11 @@ class LocalStorage(ObjectStorage):
             missing += [key for key, name in entries if name not in present]
         return missing
 
-    def any_missing(self, locations: Iterable[tuple[str, str]]) -> bool:
+    def count_missing(self, locations: Iterable[tuple[str, str]]) -> int:
         by_bucket: dict[str, list[str]] = {}
         for bucket, key in locations:
             by_bucket.setdefault(bucket, []).append(key)
-        return any(self.missing(bucket, "", keys) for bucket, keys in by_bucket.items())
+        return sum(len(self.missing(bucket, "", keys)) for bucket, keys in by_bucket.items())
 
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         expires = int(now) + self.url_lifetime
