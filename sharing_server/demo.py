@@ -122,7 +122,7 @@ def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
     print("Read it with (from this directory, as printed):")
     for table in (DEMO_TABLE, DEMO_ICEBERG_TABLE):
         url = f"{profile.resolve()}#{DEMO_SHARE}.{DEMO_SCHEMA}.{table}"
-        code = f"import delta_sharing; print(delta_sharing.load_as_pandas('{url}'))"
+        code = f'import delta_sharing; print(delta_sharing.load_as_pandas("{url}"))'
         print(f"  {shlex.quote(interpreter())} -c {shlex.quote(code)}")
     print("Elsewhere: pip install delta-sharing, then the same line with that Python.")
     return profile
