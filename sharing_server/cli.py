@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -73,11 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     share = commands.add_parser("share", help="manage shares").add_subparsers(dest="action", required=True)
     create = share.add_parser("create", help="create a share, optionally with tables")
-    create.add_argument("share")
+    create.add_argument("share", type=share_argument)
     create.add_argument("tables", nargs="*", metavar="SCHEMA|NAME:delta:BUCKET:PATH")
     create.add_argument("--no-history", action="store_true", help="share only the latest version")
     upd = share.add_parser("update", help="add or remove tables")
-    upd.add_argument("share")
+    upd.add_argument("share", type=share_argument)
     upd.add_argument("--add", action="append", default=[], metavar="SCHEMA:NAME:delta:BUCKET:PATH")
     upd.add_argument("--remove", action="append", default=[], metavar="SCHEMA/NAME")
     upd.add_argument(
@@ -85,13 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
-    info.add_argument("share")
+    info.add_argument("share", type=share_argument)
     remove = share.add_parser("remove", help="remove a share and revoke its tokens and clients")
-    remove.add_argument("share")
+    remove.add_argument("share", type=share_argument)
 
     token = commands.add_parser("token", help="manage tokens").add_subparsers(dest="action", required=True)
     tcreate = token.add_parser("create", help="create a bearer token or OAuth client (shown once)")
-    tcreate.add_argument("share")
+    tcreate.add_argument("share", type=share_argument)
     tcreate.add_argument(
         "--expires",
         default=DEFAULT_EXPIRES,
@@ -105,12 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="create an OAuth2 client (profile version 2, client credentials) instead of a bearer token",
     )
     tlist = token.add_parser("list", help="list a share's bearer tokens")
-    tlist.add_argument("share")
+    tlist.add_argument("share", type=share_argument)
     revoke = token.add_parser("revoke", help="revoke a token")
-    revoke.add_argument("share")
+    revoke.add_argument("share", type=share_argument)
     revoke.add_argument("token_id")
     rotate = token.add_parser("rotate", help="replace a token; the old one works for a grace period")
-    rotate.add_argument("share")
+    rotate.add_argument("share", type=share_argument)
     rotate.add_argument("token_id")
     rotate.add_argument(
         "--grace",
@@ -123,9 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     olist = oauth.add_parser("list", help="list a share's OAuth clients")
-    olist.add_argument("share")
+    olist.add_argument("share", type=share_argument)
     orevoke = oauth.add_parser("revoke", help="revoke an OAuth client and its access tokens")
-    orevoke.add_argument("share")
+    orevoke.add_argument("share", type=share_argument)
     orevoke.add_argument("client_id")
     return parser
 
@@ -168,6 +169,22 @@ def print_share_info(info: dict[str, Any]) -> None:
     print(f"{info['activeTokens']} active token(s), {info['activeOAuthClients']} active OAuth client(s)")
 
 
+def share_argument(value: str) -> str:
+    """A share name, also in AIStor's `ALIAS/SHARE` form (`mc table share … minio/test`).
+
+    The alias names a server in mc's configuration; this CLI talks to its own
+    (or to `--server`), so the alias is dropped, and said so.
+    """
+    alias, slash, name = value.rpartition("/")
+    if not slash:
+        return value
+    if not alias or not name or "/" in alias:
+        raise argparse.ArgumentTypeError(f"invalid share name {value!r}: use SHARE (or ALIAS/SHARE)")
+    print(f"note: share {name!r}: the alias {alias!r} is ignored (this CLI talks to its own server)",
+          file=sys.stderr)  # fmt: skip
+    return name
+
+
 def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
     print(f"Token id:   {issued['id']}")
     print(f"Expires:    {_when(issued['expiresAt'])}")
@@ -178,6 +195,9 @@ def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
     else:
         print(f"Token:      {issued['token']}")
         print("The token is shown once; it is stored only as a hash.")
+        # What `mc table share token create` users get back: the profile, ready to save.
+        print("Profile (save as a .share file; keep it secret):")
+        print(json.dumps(issued["profile"], indent=2))
 
 
 def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
@@ -192,6 +212,8 @@ def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
         else:
             print(f"Secret:     {client['clientSecret']}")
             print("The client secret is shown once; it is stored only as a hash.")
+            print("Profile (save as a .share file; keep it secret):")
+            print(json.dumps(client["profile"], indent=2))
     elif args.action == "create":
         _print_issued(admin.create_token(args.share, args.expires, args.description), args.profile)
     elif args.action == "list":

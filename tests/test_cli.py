@@ -101,6 +101,10 @@ def test_token_create_writes_profile(
     output = capsys.readouterr().out
     secret = next(line.split()[-1] for line in output.splitlines() if line.startswith("Token:"))
     token_id = next(line.split()[-1] for line in output.splitlines() if line.startswith("Token id:"))
+    # The profile comes back too, ready to save, as `mc table share token create` users expect.
+    printed = json.loads(output[output.index("{") :])
+    assert printed["bearerToken"] == secret and printed["shareCredentialsVersion"] == 1
+    assert printed["endpoint"] == "https://sharing.example.com/delta-sharing"
     assert run(config, "token", "list", "test") == 0
     listing = capsys.readouterr().out
     assert "for acme" in listing and secret not in listing and listing.count("active") == 2
@@ -202,3 +206,18 @@ def test_console_script_runs(config: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_aistor_alias_form_of_a_share_name_is_accepted(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Users of `mc table share` type `minio/test`: the alias is dropped, and they are told."""
+    assert run(config, "share", "create", "minio/aliased") == 0
+    captured = capsys.readouterr()
+    assert "alias 'minio' is ignored" in captured.err
+    assert run(config, "share", "info", "minio/aliased") == 0
+    assert "aliased" in capsys.readouterr().out
+    assert run(config, "token", "create", "minio/aliased", "--expires", "1d") == 0
+    assert "Token:" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        run(config, "share", "create", "a/b/c")
