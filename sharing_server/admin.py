@@ -140,14 +140,20 @@ class Admin:
     """Admin operations against a store, checking Iceberg specs against the configured catalogs."""
 
     def __init__(
-        self, store: ShareStore, endpoint: str, catalogs: Callable[[], CatalogRegistry | None]
+        self,
+        store: ShareStore,
+        endpoint: str,
+        catalogs: Callable[[], CatalogRegistry | None],
+        check_table: Callable[[TableSpec], None] | None = None,
     ) -> None:
         self.store = store
         self.endpoint = endpoint.rstrip("/")
         self._catalogs = catalogs
+        #: Checks that a table exists where a spec says (the CLI's, unless --no-check).
+        self.check_table = check_table
 
     def _check_catalogs(self, specs: list[TableSpec]) -> None:
-        """Refuse Iceberg specs whose warehouse no configured catalog serves."""
+        """Refuse Iceberg specs whose warehouse no configured catalog serves, and missing tables."""
         uniform = [spec for spec in specs if spec.format == "uniform"]
         if uniform:
             catalogs = self._catalogs()
@@ -155,6 +161,9 @@ class Admin:
                 raise AdminError("no Iceberg catalog is configured: add a [catalogs.<name>] block")
             for spec in uniform:
                 catalogs.check_warehouse(spec.bucket)
+        if self.check_table is not None:
+            for spec in specs:
+                self.check_table(spec)
 
     # -- shares ----------------------------------------------------------------
 

@@ -34,9 +34,10 @@ from share_store.persistence import ShareStore
 from share_store.tokens import hash_secret, new_secret
 from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, AdminBackend, parse_duration
 from sharing_server.admin_client import RemoteAdmin
-from sharing_server.config import ServerConfig, load_config
+from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
 from sharing_server.failures import describe
 from sharing_server.profiles import write_profile_document
+from sharing_server.table_checks import TableCheck
 
 __all__ = ["main", "parse_duration"]
 ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker for admin tokens, not a secret
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("share", type=share_argument)
     create.add_argument("tables", nargs="*", metavar="SCHEMA|NAME:delta:BUCKET:PATH")
     create.add_argument("--no-history", action="store_true", help="share only the latest version")
+    create.add_argument("--no-check", action="store_true", help="do not check that the tables exist")
     upd = share.add_parser("update", help="add or remove tables")
     upd.add_argument("share", type=share_argument)
     upd.add_argument("--add", action="append", default=[], metavar="SCHEMA:NAME:delta:BUCKET:PATH")
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument(
         "--no-history", action="store_true", help="share only the latest version of added tables"
     )
+    upd.add_argument("--no-check", action="store_true", help="do not check that added tables exist")
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
     info.add_argument("share", type=share_argument)
@@ -167,6 +170,37 @@ def print_share_info(info: dict[str, Any]) -> None:
             branch = "└── " if t_index == len(entries) - 1 else "├── "
             print(("    " if last_schema else "│   ") + branch + entry)
     print(f"{info['activeTokens']} active token(s), {info['activeOAuthClients']} active OAuth client(s)")
+
+
+CONFIG_FILE = "sharing.toml"
+
+
+def find_config(given: str | None, env: dict[str, str] | None = None) -> tuple[str | None, str]:
+    """The configuration file to use, and how it was found (said when an admin command fails).
+
+    `--config`, else `$SHARING_CONFIG`, else `./sharing.toml`; with none, the defaults
+    (SQLite and files under ./.sharing).
+    """
+    variables = os.environ if env is None else env
+    if given:
+        return given, f"--config {given}"
+    if variables.get(CONFIG_VARIABLE):
+        return variables[CONFIG_VARIABLE], f"$SHARING_CONFIG = {variables[CONFIG_VARIABLE]}"
+    if Path(CONFIG_FILE).is_file():
+        return CONFIG_FILE, f"./{CONFIG_FILE}"
+    return (
+        None,
+        "no configuration file (--config, $SHARING_CONFIG or ./sharing.toml): the defaults, ./.sharing",
+    )
+
+
+def table_check(config: ServerConfig, args: argparse.Namespace) -> TableCheck | None:
+    """The check that added tables exist, unless `--no-check` (share create/update only)."""
+    if args.command != "share" or args.action not in ("create", "update") or args.no_check:
+        return None
+    from sharing_server.startup import server_secret
+
+    return TableCheck(config.make_storage(server_secret(config)), config.make_catalogs())
 
 
 def share_argument(value: str) -> str:
@@ -257,7 +291,6 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
     from hypercorn.config import Config
     from hypercorn.run import run as hypercorn_run
 
-    from sharing_server.asgi import CONFIG_VARIABLE
     from sharing_server.metrics import MULTIPROCESS_VARIABLE
     from sharing_server.startup import build_app, open_services
 
@@ -310,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     config: ServerConfig | None = None
+    config_source = "none"
     try:
         if args.command == "admin-token":
             print_admin_token()
@@ -317,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.server and args.command in ("share", "token", "oauth"):
             run_admin(RemoteAdmin(args.server, args.admin_token or "", cafile=args.cafile), args)
             return 0
-        config = load_config(args.config)
+        config_path, config_source = find_config(args.config)
+        config = load_config(config_path)
         if args.command == "serve":
             serve(config, args)
             return 0
@@ -331,11 +366,16 @@ def main(argv: list[str] | None = None) -> int:
 
                 seed_demo(config, store)
             else:
-                run_admin(Admin(store, config.endpoint, config.make_catalogs), args)
+                run_admin(
+                    Admin(store, config.endpoint, config.make_catalogs, table_check(config, args)), args
+                )
         finally:
             store.close()
     except ShareStoreError as error:
-        print(f"error: {error.message}", file=sys.stderr)
+        # Which configuration was used: a store or catalog other than meant is the usual cause.
+        admin = args.command in ("share", "token", "oauth") and not args.server
+        suffix = f" (configuration: {config_source})" if admin else ""
+        print(f"error: {error.message}{suffix}", file=sys.stderr)
         return 2
     except (OSError, SQLAlchemyError) as error:
         # The disk or the database refused (a data_dir it cannot write, a full disk):

@@ -44,6 +44,8 @@ from sharing_server.errors import ConfigError
 from sharing_server.hint_filter import HintLimits
 
 ENV_PREFIX = "SHARING_"
+#: The configuration file's path, for worker processes and the CLI.
+CONFIG_VARIABLE = "SHARING_CONFIG"
 DEFAULT_CATALOG = "default"
 BOOL_TRUE = {"1", "true", "yes", "on"}
 MIN_ACCESS_TOKEN_LIFETIME = 900
