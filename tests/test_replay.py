@@ -208,3 +208,21 @@ def test_recipients_hear_each_situation_precisely(
         "message": "The table's log cannot be read; the provider's server log says why.",
     }
     assert any("unreadable at version" in record.getMessage() for record in caplog.records)
+
+
+def test_a_checkpoint_missing_a_part_is_a_damaged_log(storage: LocalStorage) -> None:
+    source = TESTDATA.parent / "golden" / "multi-part-checkpoint" / "delta"
+    table = storage.root / "bucket" / "multipart_damaged"
+    shutil.copytree(source, table)
+    log = table / "_delta_log"
+    (log / "00000000000000000000.json").unlink()  # cleaned up: the checkpoint at 1 stands for it
+    reader = LogReader(storage, "bucket", "multipart_damaged")
+    listing = reader.listing()
+    assert listing.earliest_version == 1 and reader.replay(listing, 1).protocol is not None
+    with pytest.raises(InvalidParameter, match="Versions 1 to 1 are available"):
+        reader.replay(listing, 0)
+    next(log.glob("*.checkpoint.0000000002.0000000002.parquet")).unlink()
+    listing = reader.listing()
+    with pytest.raises(TableLogDamaged) as raised:
+        reader.replay(listing, 1)
+    assert "checkpoint is missing parts" in raised.value.detail

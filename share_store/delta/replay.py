@@ -92,6 +92,8 @@ class LogListing:
     checkpoints: dict[int, list[str]] = field(default_factory=dict)
     #: Bytes of each checkpoint's files (their sidecars not included).
     checkpoint_bytes: dict[int, int] = field(default_factory=dict)
+    #: Versions of multi-part checkpoints with parts missing: a damaged log, not a usable one.
+    incomplete_checkpoints: set[int] = field(default_factory=set)
 
     @property
     def earliest_version(self) -> int:
@@ -115,6 +117,7 @@ class LogListing:
             commit_times=self.commit_times | newer.commit_times,
             checkpoints=self.checkpoints | newer.checkpoints,
             checkpoint_bytes=self.checkpoint_bytes | newer.checkpoint_bytes,
+            incomplete_checkpoints=self.incomplete_checkpoints | newer.incomplete_checkpoints,
         )
 
 
@@ -144,12 +147,23 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str, after: int | 
             if version not in listing.checkpoints:
                 listing.checkpoints[version] = [found[i][1] for i in sorted(found)]
                 listing.checkpoint_bytes[version] = sum(size for _, _, size in found.values())
+        elif version not in listing.checkpoints:
+            listing.incomplete_checkpoints.add(version)
     return listing
 
 
 def check_available(listing: LogListing, version: int) -> None:
     """Refuse a version older than the log still holds (cleaned up), naming the ones it has."""
+    if listing.commits and 0 not in listing.commits and not listing.checkpoints:
+        parts = " (a checkpoint is missing parts)" if listing.incomplete_checkpoints else ""
+        raise TableLogDamaged(f"the log has neither its first commit nor a whole checkpoint{parts}")
     earliest = listing.earliest_version
+    damaged = [v for v in listing.incomplete_checkpoints if v <= version]
+    if version < earliest and damaged:
+        # The commits before were cleaned up on the strength of a checkpoint that is not whole.
+        raise TableLogDamaged(
+            f"checkpoint {max(damaged)} is missing parts, and the commits before it are gone"
+        )
     if version < earliest:
         raise InvalidParameter(
             f"Cannot load table version {version}: the table's log was cleaned up before it. "
