@@ -252,19 +252,25 @@ class DeltaSharingReader(DataSourceReader):
             yield from read_file(file, arrow_schema, partition.layout, renew=renew)
 
     def renew(self, file: dict[str, Any], version: int | None) -> dict[str, Any]:
-        """`file` with fresh URLs: the same listing again (pinned to `version`), once per task."""
-        if self._fresh is None:
-            if self.options.change_feed or self.options.version is not None or self.options.timestamp:
-                listing = self._list(self.options.version, self.options.timestamp)
-            else:
-                from requests import HTTPError
+        """`file` with fresh URLs: the same listing again (pinned to `version`), kept for the task.
 
-                try:
-                    listing = self._list(version)
-                except HTTPError:  # history not shared: the latest is all there is
-                    listing = self._list()
-            self._fresh = {f["key"]: f for f in listing.files}
-        return self._fresh.get(file["key"], file)
+        A task longer than the URLs live lists again when the kept ones near expiry too.
+        """
+        fresh = (self._fresh or {}).get(file["key"])
+        if fresh is None or fresh["expiration"] - REFRESH_MARGIN_MS < time.time() * 1000:
+            self._fresh = {f["key"]: f for f in self._relist(version).files}
+            fresh = self._fresh.get(file["key"])
+        return fresh or file
+
+    def _relist(self, version: int | None) -> Listing:
+        if self.options.change_feed or self.options.version is not None or self.options.timestamp:
+            return self._list(self.options.version, self.options.timestamp)
+        from requests import HTTPError
+
+        try:
+            return self._list(version)
+        except HTTPError:  # history not shared: the latest is all there is
+            return self._list()
 
 
 class FilteringReader(DeltaSharingReader):

@@ -154,6 +154,18 @@ def test_urls_about_to_expire_are_renewed_before_they_are_read(mapped: str) -> N
     assert sum(batch.num_rows for batch in batches) == 10
 
 
+def test_a_long_task_lists_again_when_the_urls_it_kept_near_expiry(mapped: str) -> None:
+    source = DeltaSharingDataSource({"path": mapped})
+    reader = source.reader(source.schema())
+    (partition, *_) = reader.partitions()
+    file = partition.files[0]
+    # URLs renewed earlier in the task, which have since expired in turn.
+    reader._fresh = {file["key"]: file | {"url": broken(file["url"]), "expiration": 0}}
+    renewed = reader.renew(file, partition.version)
+    assert renewed["url"] != broken(file["url"])
+    assert renewed["expiration"] > time.time() * 1000
+
+
 # -- a worker Python that lacks the source's dependencies --------------------------------------------------
 
 
