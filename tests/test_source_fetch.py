@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyspark
 import pytest
+from deltalake import write_deltalake
 
-from pyspark_delta_sharing import fetch
+from pyspark_delta_sharing import fetch, files
 from pyspark_delta_sharing.files import TableLayout, read_file
 from pyspark_delta_sharing.listing import list_snapshot
 from pyspark_delta_sharing.source import DeltaSharingDataSource, FilePartition, ReadOptions
@@ -139,6 +141,38 @@ def test_expired_data_and_vector_urls_are_renewed_once(mapped: str) -> None:
     expected = [row for batch in read_file(fresh, schema, layout) for row in batch.to_pylist()]
     assert got == expected and len(got) > 0
     assert renewed == [fresh["key"]]  # once, for the vector and the data file both
+
+
+@pytest.fixture(scope="module")
+def wide(local: Deployment) -> str:
+    """A table of one file of some 7 MB, a tenth of it the `id` column."""
+    ids = pa.array(range(100_000), pa.int64())
+    text = pa.array([hashlib.sha256(str(i).encode()).hexdigest() for i in range(100_000)])
+    write_deltalake(str(local.storage.root / "fetching" / "wide"), pa.table({"id": ids, "text": text}))
+    local.share_tables("fetching_wide", {"wide": "wide"}, bucket="fetching")
+    return f"{local.profile('fetching_wide')}#fetching_wide.default.wide"
+
+
+def test_a_projection_of_a_large_file_reads_only_its_columns_byte_ranges(wide: str, monkeypatch) -> None:
+    """Past SMALL_FILE_BYTES a file is read by ranges: the footer and the wanted column's chunks."""
+    options = ReadOptions.parse({"path": wide})
+    listing = list_snapshot(options.profile, options.table, options.response_format)
+    layout = TableLayout.of(listing)
+    (file,) = listing.files
+    schema = pa.schema([pa.field("id", pa.int64())])
+    monkeypatch.setattr(files, "SMALL_FILE_BYTES", 0)
+    fetched: list[int | None] = []
+    real_get = fetch.get
+
+    def counting_get(url: str, start: int | None = None, length: int | None = None) -> bytes:
+        fetched.append(length)
+        return real_get(url, start, length)
+
+    monkeypatch.setattr(fetch, "get", counting_get)
+    rows = [row["id"] for batch in read_file(file, schema, layout) for row in batch.to_pylist()]
+    assert rows == list(range(100_000))
+    assert None not in fetched  # never the whole file
+    assert sum(n or 0 for n in fetched) < file["size"] / 4, (fetched, file["size"])
 
 
 def test_urls_about_to_expire_are_renewed_before_they_are_read(mapped: str) -> None:
