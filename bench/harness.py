@@ -250,3 +250,81 @@ def best_of(action: Callable[[], object], times: int = 5) -> float:
         action()
         durations.append(time.perf_counter() - start)
     return min(durations)
+
+
+@contextmanager
+def spark_session() -> Iterator[Any]:
+    """A local Spark session on every core, its Python workers this interpreter (which has the source)."""
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[*]")
+        .appName("sharing-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def tree_cpu_seconds(roots: list[int]) -> float:
+    """CPU seconds spent so far by `roots` and every process below them (Linux /proc).
+
+    On a shared machine, wall time swings with other load; the CPU a read costs
+    (the JVM, its Python workers, the sharing server) hardly does.
+    """
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        # utime, stime, and cutime, cstime: workers that have exited count too.
+        times[pid] = sum(int(value) for value in fields[11:15]) / tick
+    wanted = set(roots)
+    grew = True
+    while grew:
+        below = {pid for pid, parent in parents.items() if parent in wanted} - wanted
+        grew = bool(below)
+        wanted |= below
+    return sum(times.get(pid, 0.0) for pid in wanted)
+
+
+def spark_ratio(
+    label: str, shared: Any, direct: Any, target: float, processes: list[int], runs: int = 7
+) -> None:
+    """Read two DataFrames whole (a `noop` write), alternately, `runs` times: the best of each.
+
+    Wall time is the target's measure; the CPU seconds of `processes` and their
+    children (the JVM with its Python workers, the sharing server) are steadier.
+    """
+    figures: dict[str, tuple[list[float], list[float]]] = {"shared": ([], []), "direct": ([], [])}
+    for _ in range(runs):
+        for name, frame in (("shared", shared), ("direct", direct)):
+            cpu = tree_cpu_seconds(processes)
+            start = time.perf_counter()
+            frame.write.format("noop").mode("overwrite").save()
+            figures[name][0].append(time.perf_counter() - start)
+            figures[name][1].append(tree_cpu_seconds(processes) - cpu)
+    (wall, cpu), (direct_wall, direct_cpu) = figures["shared"], figures["direct"]
+    ratio = min(wall) / min(direct_wall)
+    cpu_ratio = min(cpu) / min(direct_cpu)
+    record(f"{label}: through share / direct", f"{min(wall):.2f} / {min(direct_wall):.2f} s")
+    record(f"{label}: ratio", f"{ratio:.2f}x", f"<= {target}x", "met" if ratio <= target else "missed")
+    record(f"{label}: CPU through share / direct", f"{min(cpu):.2f} / {min(direct_cpu):.2f} s")
+    record(f"{label}: CPU ratio", f"{cpu_ratio:.2f}x")

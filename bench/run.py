@@ -1,4 +1,4 @@
-"""`make bench`: presigning, /query on large tables, client reads, concurrency, hints and hostile use.
+"""`make bench`: presigning, /query on large tables, client reads, concurrency, hints, hostile use, Spark.
 
 Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
@@ -27,6 +27,7 @@ from bench.scenarios import (
     bench_presign,
     bench_s3,
     bench_server,
+    bench_spark,
 )
 from bench.tables import readable_rows
 
@@ -55,6 +56,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
         "writer": bench_writer_commits,
         "rate-limits": bench_rate_limit_tricks,
+        "spark": lambda: bench_spark(rows()),
     }
 
 

@@ -34,11 +34,14 @@ from bench.harness import (
     query_rows,
     read_ratio,
     running_seaweed,
+    spark_ratio,
+    spark_session,
     timed_query,
 )
 from bench.results import record
 from bench.tables import (
     EQUALITY_FILE_ROWS,
+    READABLE_ROWS,
     SparkUnavailable,
     make_checkpointed_log,
     make_delta_table,
@@ -46,6 +49,7 @@ from bench.tables import (
     make_iceberg_tables,
     make_partitioned_table,
     make_readable,
+    make_readable_with_dvs,
     spark_iceberg_deletes,
 )
 from share_store.delta.predicates import MAX_NODES
@@ -556,3 +560,38 @@ def cold_warm_rows(label: str, answers: list[Answer], baseline: list[Answer] | N
     if baseline:
         last += f" ({cold.last / baseline[0].last:.1f}x / {warm.last / baseline[1].last:.1f}x)"
     record(f"/query {label}: last byte (cold / warm)", last)
+
+
+def bench_spark(rows_table: pa.Table) -> None:
+    """Spark reads through the pure-PySpark `deltaSharing` source against `spark.read.parquet`.
+
+    The 2M-row, 8-file table, then the same files with deletion vectors dropping
+    a tenth of the rows. Each read is a `noop` write of every column, so Spark
+    decodes every row; the direct read is of the very files the share serves.
+    """
+    readable = BUCKET / "readable"
+    make_readable(readable, rows_table)
+    with_dvs = BUCKET / "readable_dv"
+    make_readable_with_dvs(with_dvs, readable)
+    files = [uri.removeprefix("file://") for uri in DeltaTable(str(readable)).file_uris()]
+    server = Server("run-spark")
+    profile, _ = server.share({"readable": "delta:bench:readable", "readable_dv": "delta:bench:readable_dv"})
+    with server, spark_session() as spark:
+        assert server.process is not None
+        # The JVM (its Python workers below it) and the sharing server.
+        processes = [spark.sparkContext._gateway.proc.pid, server.process.pid]
+        direct = spark.read.parquet(*files)
+        plain = spark.read.format("deltaSharing").load(f"{profile}#bench.default.readable")
+        assert plain.count() == READABLE_ROWS
+        spark_ratio(
+            "Spark deltaSharing source, 2M rows / 8 files, vs spark.read.parquet",
+            plain,
+            direct,
+            1.3,
+            processes,
+        )
+        deleted = spark.read.format("deltaSharing").load(f"{profile}#bench.default.readable_dv")
+        assert deleted.count() == READABLE_ROWS - READABLE_ROWS // 10
+        label = "Spark deltaSharing source, 10% deleted by DVs"
+        spark_ratio(f"{label}, vs spark.read.parquet", deleted, direct, 1.5, processes)
+        spark_ratio(f"{label}, vs the plain table through it", deleted, plain, 1.5, processes)

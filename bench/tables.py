@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
+
+from share_store.delta.deletion_vectors import serialize_positions, z85_encode
+from share_store.iceberg.derived import dv_file_bytes
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -373,3 +377,63 @@ def spark_iceberg_deletes(files: int) -> Path:
         raise SparkUnavailable(f"the Spark writer failed (exit {done.returncode}): see {log}")
     draft.rename(base / "summary.json")  # the cache is complete only now
     return base
+
+
+def make_readable_with_dvs(location: Path, readable: Path, every: int = 10) -> None:
+    """The readable table's files again, each with a deletion vector dropping every `every`-th row.
+
+    The data files are hard links to the readable table's; one deletion vector
+    file per data file, as Spark writes them (`u` descriptors).
+    """
+    if (location / "_delta_log" / "00000000000000000000.json").exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    (location / "_delta_log").mkdir(parents=True)
+    source = DeltaTable(str(readable))
+    adds = pa.table(source.get_add_actions(flatten=True)).to_pylist()
+    lines = [
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+        },
+        {
+            "metaData": {
+                "id": "bench-dv",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": source.schema().to_json(),
+                "partitionColumns": [],
+                "configuration": {"delta.enableDeletionVectors": "true"},
+                "createdTime": 0,
+            }
+        },
+    ]
+    for add in adds:
+        os.link(readable / add["path"], location / add["path"])
+        rows = int(add["num_records"])
+        payload, cardinality = serialize_positions(range(0, rows, every))
+        file_uuid = uuid.uuid4()
+        (location / f"deletion_vector_{file_uuid}.bin").write_bytes(dv_file_bytes(payload))
+        descriptor = {
+            "storageType": "u",
+            "pathOrInlineDv": z85_encode(file_uuid.bytes),
+            "offset": 1,
+            "sizeInBytes": len(payload),
+            "cardinality": cardinality,
+        }
+        stats = json.dumps({"numRecords": rows})
+        action = {
+            "path": add["path"],
+            "partitionValues": {},
+            "size": int(add["size_bytes"]),
+            "modificationTime": 0,
+            "dataChange": True,
+            "stats": stats,
+            "deletionVector": descriptor,
+        }
+        lines.append({"add": action})
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (location / "_delta_log" / "00000000000000000000.json").write_text(text)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -216,3 +217,30 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert done.returncode == 0, log.read_text()[-3000:]
         draft.rename(base / "expected.json")  # the cache is complete only now
     return base
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for every test module that reads through the deltaSharing source."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    # Spark's Python workers must be this interpreter, which has the data source installed.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sharing-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
