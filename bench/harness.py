@@ -16,7 +16,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sized
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -34,15 +36,20 @@ def local_storage() -> dict[str, str]:
 
 
 def storage_section(settings: Mapping[str, str]) -> str:
+    return section("storage", settings)
+
+
+def section(name: str, settings: Mapping[str, str]) -> str:
     # Strings throughout, as SeaweedS3.storage_config() gives them: the server reads
     # booleans and numbers from strings too, since environment overrides are strings.
-    return "[storage]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+    return f"[{name}]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
 
 
 class Server:
     """A `sharing-server serve` process, its config and state in bench/.data/`name` (cleared first).
 
-    Share tables with `share()` before starting it; `with server:` starts it and stops it.
+    Share tables with `share()` before starting it; `with server:` starts it and stops it,
+    and may do so again: a restarted server keeps its state.
     """
 
     def __init__(
@@ -50,6 +57,8 @@ class Server:
         name: str,
         storage: Mapping[str, str] | None = None,
         workers: int = 1,
+        limits: Mapping[str, float] | None = None,
+        iceberg: Mapping[str, str] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.port = free_port()
@@ -58,11 +67,15 @@ class Server:
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir(parents=True)
         self.config = self.workdir / "bench.toml"
+        # Unless asked for, no rate limits: the concurrency run would otherwise measure
+        # the rate limiter. The audit log stays on.
+        limits = limits if limits is not None else {"per_token_rps": 0, "global_rps": 0}
         self.config.write_text(
             f'[server]\nhost = "127.0.0.1"\nport = {self.port}\ndata_dir = "{self.state}"\n'
             f"url_lifetime = 3600\nworkers = {workers}\n\n{storage_section(storage or local_storage())}"
-            # The concurrency run would otherwise measure the rate limiter; the audit log stays on.
-            "\n[limits]\nper_token_rps = 0\nglobal_rps = 0\n"
+            "\n[limits]\n"
+            + "".join(f"{key} = {value}\n" for key, value in limits.items())
+            + ("\n" + section("iceberg", iceberg) if iceberg else "")
         )
         # Settings given as SHARING_* variables: a server that does not know one ignores it,
         # so the same scenario runs against older code for a before-and-after comparison.
@@ -78,12 +91,13 @@ class Server:
         specs = ["default"] + [f"{name}:{spec}" for name, spec in tables.items()]
         self.cli("share", "create", "bench", *specs)
         profile = self.workdir / "bench.share"
-        return profile, self.token(profile)
-
-    def token(self, profile: Path) -> str:
-        """Another token of share `bench`, its profile written to `profile`."""
         self.cli("token", "create", "bench", "--expires", "1d", "--profile", str(profile))
-        return str(json.loads(profile.read_text())["bearerToken"])
+        return profile, json.loads(profile.read_text())["bearerToken"]
+
+    def token(self) -> str:
+        """Another bearer token of share `bench` (made by `share()`)."""
+        out = self.cli("token", "create", "bench", "--expires", "1d")
+        return next(line.split()[-1] for line in out.splitlines() if line.startswith("Token:"))
 
     def client(self, token: str) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=600)
@@ -114,6 +128,13 @@ class Server:
         # It answers at once and preloads heavy modules in the background; cold figures
         # are the first query to a server that has settled, as a deployed one has.
         time.sleep(3)
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used so far, user and system, all threads."""
+        assert self.process, "the server is not running"
+        # Fields 14 and 15 of /proc/PID/stat, after the parenthesised command name.
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def peak_rss_mb(self) -> float:
         return self._status_mb("VmHWM")
@@ -241,6 +262,38 @@ def timed_query(client: httpx.Client, path: str) -> tuple[float, float, int]:
     return first or 0.0, time.perf_counter() - start, lines
 
 
+@dataclass(frozen=True)
+class Answer:
+    """One /query answer: seconds to its first and last byte, and its body."""
+
+    first: float
+    last: float
+    body: bytes
+
+    @property
+    def lines(self) -> int:
+        return self.body.count(b"\n")
+
+
+def answer(
+    client: httpx.Client,
+    path: str,
+    body: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Answer:
+    """One POST to a /query path, kept whole (for answers of thousands of lines, not millions)."""
+    start = time.perf_counter()
+    first = None
+    chunks = []
+    with client.stream("POST", path, json=dict(body or {}), headers=dict(headers or {})) as response:
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            if first is None:
+                first = time.perf_counter() - start
+            chunks.append(chunk)
+    return Answer(first or 0.0, time.perf_counter() - start, b"".join(chunks))
+
+
 def query_rows(client: httpx.Client, label: str, name: str, files: int, targets: bool = False) -> None:
     """Cold and warm /query of one table: first byte, last byte, lines per second."""
     path = f"/shares/bench/schemas/default/tables/{name}/query"
@@ -284,3 +337,81 @@ def best_of(action: Callable[[], object], times: int = 5) -> float:
         action()
         durations.append(time.perf_counter() - start)
     return min(durations)
+
+
+@contextmanager
+def spark_session() -> Iterator[Any]:
+    """A local Spark session on every core, its Python workers this interpreter (which has the source)."""
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[*]")
+        .appName("sharing-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def tree_cpu_seconds(roots: list[int]) -> float:
+    """CPU seconds spent so far by `roots` and every process below them (Linux /proc).
+
+    On a shared machine, wall time swings with other load; the CPU a read costs
+    (the JVM, its Python workers, the sharing server) hardly does.
+    """
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        # utime, stime, and cutime, cstime: workers that have exited count too.
+        times[pid] = sum(int(value) for value in fields[11:15]) / tick
+    wanted = set(roots)
+    grew = True
+    while grew:
+        below = {pid for pid, parent in parents.items() if parent in wanted} - wanted
+        grew = bool(below)
+        wanted |= below
+    return sum(times.get(pid, 0.0) for pid in wanted)
+
+
+def spark_ratio(
+    label: str, shared: Any, direct: Any, target: float, processes: list[int], runs: int = 7
+) -> None:
+    """Read two DataFrames whole (a `noop` write), alternately, `runs` times: the best of each.
+
+    Wall time is the target's measure; the CPU seconds of `processes` and their
+    children (the JVM with its Python workers, the sharing server) are steadier.
+    """
+    figures: dict[str, tuple[list[float], list[float]]] = {"shared": ([], []), "direct": ([], [])}
+    for _ in range(runs):
+        for name, frame in (("shared", shared), ("direct", direct)):
+            cpu = tree_cpu_seconds(processes)
+            start = time.perf_counter()
+            frame.write.format("noop").mode("overwrite").save()
+            figures[name][0].append(time.perf_counter() - start)
+            figures[name][1].append(tree_cpu_seconds(processes) - cpu)
+    (wall, cpu), (direct_wall, direct_cpu) = figures["shared"], figures["direct"]
+    ratio = min(wall) / min(direct_wall)
+    cpu_ratio = min(cpu) / min(direct_cpu)
+    record(f"{label}: through share / direct", f"{min(wall):.2f} / {min(direct_wall):.2f} s")
+    record(f"{label}: ratio", f"{ratio:.2f}x", f"<= {target}x", "met" if ratio <= target else "missed")
+    record(f"{label}: CPU through share / direct", f"{min(cpu):.2f} / {min(direct_cpu):.2f} s")
+    record(f"{label}: CPU ratio", f"{cpu_ratio:.2f}x")

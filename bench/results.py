@@ -47,6 +47,8 @@ def write_results(path: Path = RESULTS) -> None:
         "embedded SQL catalog). Cold is a table's first request (the server started and settled,",
         "with no snapshot of it cached), warm the next; ratios are measured side by side in the same",
         "run. Figures vary by a third between runs on this shared machine (compare boto3's presign).",
+        "Rows on Iceberg deletes: warm is the best of the next three, and brackets give the last",
+        "byte's time over that of the same table's snapshot before its DELETE (no deletes).",
         "",
         "| measure | figure | target | |",
         "|---|---|---|---|",

@@ -1,12 +1,11 @@
-"""`make bench`: figures for presigning, /query on large tables, client reads and concurrency.
+"""`make bench`: presigning, /query on large tables, client reads, concurrency, hints, hostile use, Spark.
 
 Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
 `python -m bench.run` from the project root, which puts `share_store` and `tests`
-on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES and BENCH_ICEBERG_FILES make a shorter run.
-
-`python -m bench.run NAME ...` runs only the scenarios named (see STANDALONE) and
-prints their rows without touching bench/RESULTS.md, which holds whole runs.
+on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES, BENCH_ICEBERG_FILES, BENCH_HINT_FILES,
+BENCH_EQUALITY_MB and BENCH_STALLED make a shorter run; `python -m bench.run hints s3`
+runs only the scenarios named (printed, not written: RESULTS.md holds whole runs).
 """
 
 from __future__ import annotations
@@ -14,50 +13,67 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from functools import cache
 
+from bench.hostile import bench_rate_limit_tricks, bench_writer_commits
 from bench.results import RESULTS, machine, write_results
 from bench.scenarios import (
     bench_concurrency,
+    bench_equality_deletes,
+    bench_hints,
     bench_iceberg,
+    bench_iceberg_deletes,
     bench_million,
     bench_presign,
     bench_s3,
     bench_server,
+    bench_spark,
     bench_stalled_streams,
 )
 from bench.tables import readable_rows
 
 
-def stalled_streams() -> None:
-    bench_stalled_streams(int(os.environ.get("BENCH_STALLED", "1000")))
-
-
-# Scenarios that need nothing from the others, runnable by name.
-STANDALONE: dict[str, Callable[[], None]] = {"stalled-streams": stalled_streams}
-
-
-def main(names: list[str]) -> None:
-    if names:
-        unknown = [name for name in names if name not in STANDALONE]
-        if unknown:
-            sys.exit(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(STANDALONE)}")
-        print(f"Machine: {machine()}\n")
-        for name in names:
-            STANDALONE[name]()
-        return
+def scenarios() -> dict[str, Callable[[], None]]:
+    """Every scenario by name, in the order a whole run takes them."""
     sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "1000,10000,100000").split(",")]
     million = int(os.environ.get("BENCH_LOG_ENTRIES", "1000000"))
     iceberg_files = int(os.environ.get("BENCH_ICEBERG_FILES", "10000"))
+    hint_files = int(os.environ.get("BENCH_HINT_FILES", "10000"))
+    rows = cache(readable_rows)  # 2M rows, made once for the scenarios that read them
+
+    def concurrency() -> None:
+        for workers in (1, 2):
+            bench_concurrency(workers)
+
+    return {
+        "presign": bench_presign,
+        "server": lambda: bench_server(sizes, rows()),
+        "concurrency": concurrency,
+        "million": lambda: bench_million(million),
+        "s3": lambda: bench_s3(rows(), sizes),
+        "iceberg": lambda: bench_iceberg(rows(), iceberg_files),
+        "iceberg-deletes": lambda: bench_iceberg_deletes(iceberg_files),
+        "hints": lambda: bench_hints(hint_files),
+        "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
+        "writer": bench_writer_commits,
+        "rate-limits": bench_rate_limit_tricks,
+        "spark": lambda: bench_spark(rows()),
+        "stalled-streams": lambda: bench_stalled_streams(int(os.environ.get("BENCH_STALLED", "1000"))),
+    }
+
+
+def main(names: list[str]) -> None:
+    available = scenarios()
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        sys.exit(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(available)}")
     print(f"Machine: {machine()}\n")
-    bench_presign()
-    rows_table = readable_rows()
-    readable = bench_server(sizes, rows_table)
-    for workers in (1, 2):
-        bench_concurrency(workers)
-    bench_million(million)
-    bench_s3(readable, sizes)
-    bench_iceberg(rows_table, iceberg_files)
-    stalled_streams()
+    for name, run in available.items():
+        if not names or name in names:
+            run()
+    if names:
+        print("\nonly some scenarios ran: RESULTS.md is left as it was")
+        return
     write_results(RESULTS)
     print(f"\nwritten to {RESULTS}")
 

@@ -8,6 +8,7 @@ them in the order the rows appear.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import statistics
 import time
@@ -27,7 +28,9 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from bench.harness import (
     DATA,
+    Answer,
     Server,
+    answer,
     best_of,
     close_all,
     connections_held,
@@ -35,17 +38,27 @@ from bench.harness import (
     read_ratio,
     running_seaweed,
     settle,
+    spark_ratio,
+    spark_session,
     stalled_readers,
     status_of,
     timed_query,
 )
 from bench.results import record
 from bench.tables import (
+    EQUALITY_FILE_ROWS,
+    READABLE_ROWS,
+    SparkUnavailable,
     make_checkpointed_log,
     make_delta_table,
+    make_equality_data,
     make_iceberg_tables,
+    make_partitioned_table,
     make_readable,
+    make_readable_with_dvs,
+    spark_iceberg_deletes,
 )
+from share_store.delta.predicates import MAX_NODES
 from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
 from share_store.storage.s3 import MISSING_CHECK_LIMIT, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
@@ -86,8 +99,8 @@ def bench_presign() -> None:
     record("presign speed-up (boto3 / ours)", f"{ratio:.1f}x", ">= 20x", "met" if ratio >= 20 else "missed")
 
 
-def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
-    """Local storage: /query per table size, a whole-table read against deltalake. The readable table."""
+def bench_server(sizes: list[int], rows_table: pa.Table) -> None:
+    """Local storage: /query per table size, a whole-table read against deltalake."""
     for files in sizes:
         make_delta_table(BUCKET / f"t{files // 1000}k", files)
     largest = max(sizes)
@@ -119,7 +132,6 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> Path:
         # What the server contributes to such a read: its answer to the client's /query.
         _, answer, _ = timed_query(client, "/shares/bench/schemas/default/tables/readable/query")
         record("of which the server's /query answer (8 files)", f"{answer * 1000:.1f} ms")
-    return readable
 
 
 async def concurrent_mix(base: str, token: str, clients: int, requests_each: int) -> tuple[list[float], int]:
@@ -154,6 +166,7 @@ def bench_concurrency(workers: int) -> None:
 
     It queries the 1,000-file table bench_server generates.
     """
+    make_delta_table(BUCKET / "t1k", 1000)
     server = Server(f"run-workers-{workers}", workers=workers)
     _, token = server.share({"t1k": "delta:bench:t1k"})
     with server:
@@ -199,7 +212,7 @@ def stalled_run(label: str, server: Server, table: str, stalled: int) -> None:
     readers connect, and once the server has settled with them.
     """
     _, token = server.share({"t1k": "delta:bench:t1k", table: f"delta:bench:{table}"})
-    attacker = server.token(server.workdir / "stalled.share")
+    attacker = server.token()
     path = f"/shares/bench/schemas/default/tables/{table}/query"
 
     def others() -> tuple[float, int]:
@@ -270,13 +283,16 @@ def bench_million(files: int) -> None:
         )
 
 
-def bench_s3(readable: Path, sizes: list[int]) -> None:
+def bench_s3(rows_table: pa.Table, sizes: list[int]) -> None:
     """The same tables in SeaweedFS: listings and reads over S3, URLs signed with SigV4."""
+    largest = max(sizes)
+    name = f"t{largest // 1000}k"
+    make_delta_table(BUCKET / name, largest)
+    readable = BUCKET / "readable"
+    make_readable(readable, rows_table)
     with running_seaweed() as seaweed:
         client = seaweed.client()
         client.create_bucket(Bucket="bench")
-        largest = max(sizes)
-        name = f"t{largest // 1000}k"
         # Beyond 10,000 files the server does not look each file up: the log is enough.
         if largest <= MISSING_CHECK_LIMIT:
             upload_tree(client, BUCKET / name, "bench", name)
@@ -340,3 +356,329 @@ def bench_iceberg(rows_table: pa.Table, files: int) -> None:
             lambda: delta_sharing.load_as_pandas(f"{profile}#bench.default.readable"),
             lambda: catalog.load_table("bench.readable").scan().to_pandas(),
         )
+
+
+def bench_equality_deletes(megabytes: int, keys: int = 100_000) -> None:
+    """Equality deletes resolved to row positions (in this process): time per GB of data files scanned.
+
+    `keys` deleted keys, half of them in the data, against some `megabytes` of Parquet
+    data files of ten columns, on a bigint column, a string column, and both.
+    """
+    import io
+
+    import numpy as np
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.schema import Schema
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    from share_store.iceberg.equality import Deadline, EqualityDelete, EqualityIndex, EqualityResolver
+
+    files = make_equality_data(DATA / "equality", megabytes)
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))
+    chosen = np.random.default_rng(3).choice(2 * len(files) * EQUALITY_FILE_ROWS, keys, replace=False)
+    columns = {
+        1: pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+        2: pa.field("name", pa.string(), metadata={b"PARQUET:field_id": b"2"}),
+    }
+    values = {1: pa.array(chosen), 2: pa.array([f"n-{k % 100_000}" for k in chosen])}
+
+    def data_file(
+        path: str, content: DataFileContent, rows: int, size: int, ids: list[int] | None
+    ) -> DataFile:
+        file = DataFile.from_args(
+            content=content, file_path=path, file_format=FileFormat.PARQUET, partition=Record(),
+            record_count=rows, file_size_in_bytes=size, equality_ids=ids,
+        )  # fmt: skip
+        file.spec_id = 0
+        return file
+
+    data = [
+        data_file(str(p), DataFileContent.DATA, EQUALITY_FILE_ROWS, p.stat().st_size, None) for p in files
+    ]
+    for label, ids in (("a bigint column", [1]), ("a string column", [2]), ("bigint + string", [1, 2])):
+        sink = io.BytesIO()
+        table = pa.Table.from_arrays([values[i] for i in ids], schema=pa.schema([columns[i] for i in ids]))
+        pq.write_table(table, sink)
+        content = sink.getvalue()
+        delete = data_file("keys.parquet", DataFileContent.EQUALITY_DELETES, keys, len(content), ids)
+        resolver = EqualityResolver(
+            EqualityIndex([EqualityDelete(delete, 2, is_global=True)], schema),
+            {file.file_path: 1 for file in data},
+            lambda _path, content=content: content,
+            lambda path: open(path, "rb"),  # the resolver closes it
+            Deadline(600),
+        )
+        wall, cpu = time.perf_counter(), time.process_time()
+        deleted = sum(len(resolver.positions(file)) for file in data)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        gigabytes = resolver.resolution.bytes_scanned / 1e9
+        assert deleted == resolver.resolution.rows_deleted > 0
+        record(
+            f"equality deletes, {keys:,} keys on {label}: per GB scanned",
+            f"{wall / gigabytes:.2f} s ({cpu / gigabytes:.2f} s CPU)",
+        )
+    rows = len(data) * EQUALITY_FILE_ROWS
+    record("of which data scanned", f"{gigabytes:.2f} GB, {rows / 1e6:.1f}M rows")
+
+
+# -- predicate hints ----------------------------------------------------------------------------
+
+HINT_PARTITIONS = 100
+HINT_MAX_NODES = MAX_NODES  # the widest hints below stay within the default node cap
+
+
+def _leaf(op: str, column: str, value: int) -> dict[str, Any]:
+    return {
+        "op": op,
+        "children": [
+            {"op": "column", "name": column, "valueType": "int"},
+            {"op": "literal", "value": str(value), "valueType": "int"},
+        ],
+    }
+
+
+def _any(children: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"op": "or", "children": children}
+
+
+def hint_shapes(files: int, max_nodes: int) -> list[tuple[str, dict[str, Any]]]:
+    """Hints of growing cost on `make_partitioned_table`'s table, the widest just within `max_nodes`.
+
+    An OR of comparisons has 1 + 3 nodes per child; of ranges (an AND of two), 1 + 7.
+    """
+    wide = (max_nodes - 1) // 3
+    ranges = (max_nodes - 1) // 7
+
+    def on_ids(count: int) -> list[int]:
+        # One id in each of `count` files spread over the table (file i holds ids i*100..i*100+99).
+        step = max(files // count, 1)
+        return [(k * step % files) * 100 + 50 for k in range(count)]
+
+    def range_of(value: int) -> dict[str, Any]:
+        return {
+            "op": "and",
+            "children": [_leaf("greaterThanOrEqual", "id", value), _leaf("lessThanOrEqual", "id", value + 9)],
+        }
+
+    return [
+        ("60-way OR, partition column", _any([_leaf("equal", "p", k) for k in range(60)])),
+        ("60-way OR, stats column", _any([_leaf("equal", "id", i) for i in on_ids(60)])),
+        (f"{wide:,}-way OR, partition column", _any([_leaf("equal", "p", k + 50) for k in range(wide)])),
+        (f"{wide:,}-way OR, stats column", _any([_leaf("equal", "id", i) for i in on_ids(wide)])),
+        (f"{ranges:,}-way OR of id ranges", _any([range_of(i) for i in on_ids(ranges)])),
+    ]
+
+
+def query_cpu(server: Server, client: httpx.Client, path: str, body: dict[str, Any]) -> tuple[float, int]:
+    """Server CPU seconds per request (the mean of up to 10, fewer once they take seconds) and lines."""
+    spent = 0.0
+    count = 0
+    lines = 0
+    while count < 10 and (spent < 2.0 or count == 0):
+        before = server.cpu_seconds()
+        with client.stream("POST", path, json=body) as response:
+            response.raise_for_status()
+            lines = sum(chunk.count(b"\n") for chunk in response.iter_bytes())
+        spent += server.cpu_seconds() - before
+        count += 1
+    return spent / count, lines
+
+
+def bench_hints(files: int) -> None:
+    """Server CPU per /query with wide predicate hints, against a plain /query of the same table."""
+    name = f"p{files // 1000}k"
+    make_partitioned_table(BUCKET / name, files, HINT_PARTITIONS)
+    server = Server("run-hints")
+    _, token = server.share({name: f"delta:bench:{name}"})
+    path = f"/shares/bench/schemas/default/tables/{name}/query"
+    with server:
+        client = server.client(token)
+        query_cpu(server, client, path, {})  # the snapshot is cached from here on
+        plain, lines = query_cpu(server, client, path, {})
+        assert lines == files + 2, (lines, files)
+        record(f"/query {files:,} partitioned files: server CPU, plain", f"{plain * 1000:.0f} ms")
+        for label, tree in hint_shapes(files, HINT_MAX_NODES):
+            cpu, lines = query_cpu(server, client, path, {"jsonPredicateHints": json.dumps(tree)})
+            ratio = cpu / plain
+            record(
+                f"  with a {label} ({lines - 2:,} files)",
+                f"{cpu * 1000:,.0f} ms, {ratio:.1f}x",
+                "<= 2x plain",
+                "met" if ratio <= 2 else "missed",
+            )
+        # One comparison more than the node cap allows: refused before any table work.
+        width = HINT_MAX_NODES // 3 + 1
+        over = {"jsonPredicateHints": json.dumps(_any([_leaf("equal", "id", i) for i in range(width)]))}
+        before = server.cpu_seconds()
+        refused = [client.post(path, json=over).status_code for _ in range(10)]
+        assert refused == [400] * 10, refused
+        cpu = (server.cpu_seconds() - before) / 10
+        record(
+            f"  with a {width:,}-way OR, over the node cap (400)", f"{cpu * 1000:,.0f} ms, {cpu / plain:.1f}x"
+        )
+
+
+# The delta response format with what Iceberg deletes need; without it, the parquet format.
+DELTA_FORMAT = {
+    "delta-sharing-capabilities": "responseformat=delta;readerfeatures=deletionvectors,columnmapping"
+}
+DELETE_KINDS = {"pos_v2": ("v2", "position deletes"), "dv_v3": ("v3", "deletion vectors")}
+CACHE_BUCKET = "bench-cache"
+CACHE_PREFIX = ".delta-sharing-cache"
+
+
+def bench_iceberg_deletes(files: int) -> None:
+    """Spark-written Iceberg tables of `files` data files, a tenth of them with row-level deletes.
+
+    Against each table's snapshot before its DELETE (no deletes): /query in the delta
+    format, cold (planning reads manifests and delete files and builds the vectors)
+    and warm; cold again after a restart, the vectors read from the index; with every
+    vector a DV file in the cache; and in the parquet format, cold materializing a copy
+    of each file with deletes. Each setting starts with an empty cache.
+    """
+    try:
+        base = spark_iceberg_deletes(files)
+    except SparkUnavailable as error:
+        record(f"/query {files:,} files, Iceberg with deletes", f"skipped: {error}")
+        return
+    summary = json.loads((base / "summary.json").read_text())
+    tables: dict[str, dict[str, Any]] = summary["tables"]
+    cache = base / "buckets" / CACHE_BUCKET / CACHE_PREFIX
+    server, token = deletes_server(base, tables)
+    with server:
+        baseline = {name: cold_warm(server.client(token), name, files, {"version": 0}) for name in tables}
+    server, token = deletes_server(base, tables)
+    with server:
+        deleted = {name: cold_warm(server.client(token), name, files) for name in tables}
+    with server:  # a second process over the same state and cache: its index is there
+        restarted = {name: cold_warm(server.client(token), name, files) for name in tables}
+    server, token = deletes_server(base, tables, {"inline_dv_bytes": "0"})
+    with server:
+        filed = {name: cold_warm(server.client(token), name, files) for name in tables}
+    dv_files = count_files(cache / "dv")
+    server, token = deletes_server(base, tables, {"deletes_in_parquet": "materialize"})
+    with server:
+        parquet = {name: cold_warm(server.client(token), name, files, headers={}) for name in tables}
+    copies = count_files(cache / "data")
+    shutil.rmtree(base / "buckets" / CACHE_BUCKET, ignore_errors=True)
+
+    seconds = summary["seconds"]
+    record(
+        f"Spark writing the 2 Iceberg tables of {files:,} files with deletes (once, then cached)",
+        f"{sum(seconds.values()):.0f} s",
+    )
+    entries = {name: int(table["delete_entries"]) for name, table in tables.items()}
+    assert dv_files == sum(entries.values()) and copies == dv_files, (dv_files, copies, entries)
+    for name, (version, kind) in DELETE_KINDS.items():
+        # None before the DELETE; inline by default (each a few dozen bytes); DV files with 0.
+        assert all(vectors(a) == {} for a in baseline[name]), name
+        assert all(vectors(a) == {"i": entries[name]} for a in deleted[name] + restarted[name]), name
+        assert all(vectors(a) == {"p": entries[name]} for a in filed[name]), name
+        label = f"{files:>7,} files, Iceberg {version}"
+        with_deletes = f"{label}, {entries[name]:,} with {kind}"
+        cold_warm_rows(f"{label}, no deletes (before the DELETE)", baseline[name])
+        cold_warm_rows(with_deletes, deleted[name], baseline[name])
+        cold_warm_rows(f"{with_deletes}, restarted (index)", restarted[name], baseline[name])
+        cold_warm_rows(f"{with_deletes}, all DV files", filed[name], baseline[name])
+        cold_warm_rows(f"{with_deletes}, parquet, materialized", parquet[name], baseline[name])
+
+
+def deletes_server(
+    base: Path, tables: dict[str, dict[str, Any]], iceberg: dict[str, str] | None = None
+) -> tuple[Server, str]:
+    """A server of the Spark-written tables, registered in its embedded catalog; its cache emptied."""
+    shutil.rmtree(base / "buckets" / CACHE_BUCKET, ignore_errors=True)
+    server = Server(
+        "run-iceberg-deletes",
+        {"type": "local", "root": str(base / "buckets")},
+        iceberg={"cache_bucket": CACHE_BUCKET, **(iceberg or {})},
+    )
+    # Where a local-storage server without [catalogs] opens its embedded `default` catalog.
+    server.state.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog("default", uri=f"sqlite:///{server.state / 'iceberg.db'}")
+    catalog.create_namespace("bench")
+    for name, table in tables.items():
+        catalog.register_table(("bench", name), table["metadata"])
+    _, token = server.share({name: f"uniform:default:bench:{name}" for name in tables})
+    return server, token
+
+
+def cold_warm(
+    client: httpx.Client,
+    name: str,
+    files: int,
+    body: dict[str, Any] | None = None,
+    headers: dict[str, str] = DELTA_FORMAT,
+) -> list[Answer]:
+    """The first /query of a table on this server (cold), then the fastest of the next three (warm).
+
+    The best of three, as this shared machine's load comes and goes within a second.
+    """
+    path = f"/shares/bench/schemas/default/tables/{name}/query"
+    answers = [answer(client, path, body, headers) for _ in range(4)]
+    assert all(a.lines == files + 2 for a in answers), [a.lines for a in answers]
+    return [answers[0], min(answers[1:], key=lambda a: a.last)]
+
+
+def vectors(found: Answer) -> dict[str, int]:
+    """How many files of a delta-format answer have a deletion vector, by storage type."""
+    counts: dict[str, int] = {}
+    for line in found.body.splitlines():
+        add = json.loads(line).get("file", {}).get("deltaSingleAction", {}).get("add") or {}
+        if add.get("deletionVector"):
+            kind = add["deletionVector"]["storageType"]
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def count_files(directory: Path) -> int:
+    return sum(1 for path in directory.rglob("*") if path.is_file())
+
+
+def cold_warm_rows(label: str, answers: list[Answer], baseline: list[Answer] | None = None) -> None:
+    """First and last byte, cold and warm; against `baseline`, the last byte's ratios in brackets."""
+    cold, warm = answers
+    record(
+        f"/query {label}: first byte (cold / warm)", f"{cold.first * 1000:.0f} / {warm.first * 1000:.0f} ms"
+    )
+    last = f"{cold.last:.2f} / {warm.last:.2f} s"
+    if baseline:
+        last += f" ({cold.last / baseline[0].last:.1f}x / {warm.last / baseline[1].last:.1f}x)"
+    record(f"/query {label}: last byte (cold / warm)", last)
+
+
+def bench_spark(rows_table: pa.Table) -> None:
+    """Spark reads through the pure-PySpark `deltaSharing` source against `spark.read.parquet`.
+
+    The 2M-row, 8-file table, then the same files with deletion vectors dropping
+    a tenth of the rows. Each read is a `noop` write of every column, so Spark
+    decodes every row; the direct read is of the very files the share serves.
+    """
+    readable = BUCKET / "readable"
+    make_readable(readable, rows_table)
+    with_dvs = BUCKET / "readable_dv"
+    make_readable_with_dvs(with_dvs, readable)
+    files = [uri.removeprefix("file://") for uri in DeltaTable(str(readable)).file_uris()]
+    server = Server("run-spark")
+    profile, _ = server.share({"readable": "delta:bench:readable", "readable_dv": "delta:bench:readable_dv"})
+    with server, spark_session() as spark:
+        assert server.process is not None
+        # The JVM (its Python workers below it) and the sharing server.
+        processes = [spark.sparkContext._gateway.proc.pid, server.process.pid]
+        direct = spark.read.parquet(*files)
+        plain = spark.read.format("deltaSharing").load(f"{profile}#bench.default.readable")
+        assert plain.count() == READABLE_ROWS
+        spark_ratio(
+            "Spark deltaSharing source, 2M rows / 8 files, vs spark.read.parquet",
+            plain,
+            direct,
+            1.3,
+            processes,
+        )
+        deleted = spark.read.format("deltaSharing").load(f"{profile}#bench.default.readable_dv")
+        assert deleted.count() == READABLE_ROWS - READABLE_ROWS // 10
+        label = "Spark deltaSharing source, 10% deleted by DVs"
+        spark_ratio(f"{label}, vs spark.read.parquet", deleted, direct, 1.5, processes)
+        spark_ratio(f"{label}, vs the plain table through it", deleted, plain, 1.5, processes)

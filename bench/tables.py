@@ -2,20 +2,28 @@
 
 Large tables are cheap to make here: their data files are hard links to a few small
 Parquet files, and the million-entry log has no data files at all. Each generator
-leaves a table it finds complete alone, so a second run skips the slow part.
+leaves a table it finds complete alone, so a second run skips the slow part. Iceberg
+tables with row-level deletes need a real engine: Spark writes them once, into .cache/.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
+
+from share_store.delta.deletion_vectors import serialize_positions, z85_encode
+from share_store.iceberg.derived import dv_file_bytes
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -102,6 +110,69 @@ def make_delta_table(location: Path, files: int, checkpoint: bool = False) -> No
         template.unlink()
     if checkpoint:
         DeltaTable(str(location)).create_checkpoint()
+
+
+PARTITIONED_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "v", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "integer", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+def make_partitioned_table(location: Path, files: int, partitions: int) -> None:
+    """A Delta table of `files` adds over `partitions` values of integer column `p`.
+
+    File `i` is in partition `i % partitions` and its stats say it holds ids
+    `i * 100` to `i * 100 + 99`, so hints on either column select files; the data
+    files are hard links to one file, as in `make_delta_table`.
+    """
+    log = location / "_delta_log"
+    if (log / "00000000000000000000.json").exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    log.mkdir(parents=True)
+    template = location / "template.parquet"
+    pq.write_table(sample_rows(), template)
+    size = template.stat().st_size
+    metadata = {
+        "id": "bench-partitioned",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": PARTITIONED_SCHEMA,
+        "partitionColumns": ["p"],
+        "configuration": {},
+        "createdTime": 0,
+    }
+    lines = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": metadata}]
+    for i in range(files):
+        partition = i % partitions
+        name = f"p={partition}/part-{i:07d}.parquet"
+        (location / name).parent.mkdir(exist_ok=True)
+        os.link(template, location / name)
+        stats = {
+            "numRecords": 100,
+            "minValues": {"id": i * 100, "v": "x0"},
+            "maxValues": {"id": i * 100 + 99, "v": "x99"},
+            "nullCount": {"id": 0, "v": 0},
+        }
+        add = {
+            "path": name,
+            "partitionValues": {"p": str(partition)},
+            "size": size,
+            "modificationTime": 0,
+            "dataChange": True,
+            "stats": json.dumps(stats),
+        }
+        lines.append({"add": add})
+    template.unlink()
+    # Written last, under a temporary name: a run stopped half-way leaves no table that looks complete.
+    partial = log / "00000000000000000000.json.tmp"
+    partial.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    partial.rename(log / "00000000000000000000.json")
 
 
 def make_checkpointed_log(location: Path, files: int) -> None:
@@ -227,3 +298,142 @@ def make_iceberg_tables(catalog: Catalog, warehouse: Path, rows: pa.Table, files
         pq.write_table(sample, path)
         paths.append(str(path))
     many.add_files(paths)
+
+
+#: Rows of one data file of the equality-delete data set: some 30 MB of Parquet.
+EQUALITY_FILE_ROWS = 400_000
+
+
+def make_equality_data(location: Path, megabytes: int) -> list[Path]:
+    """Parquet data files of about `megabytes` in all, with Iceberg field ids, for equality deletes.
+
+    Columns: `id` (long, field 1, unique), `name` (string, field 2, 100,000 distinct)
+    and eight columns of random doubles (incompressible, so that bytes mean something).
+    """
+    import numpy as np
+
+    def column(name: str, kind: pa.DataType, field_id: int) -> pa.Field:
+        return pa.field(name, kind, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+    fields = [column("id", pa.int64(), 1), column("name", pa.string(), 2)]
+    fields += [column(f"x{i}", pa.float64(), 3 + i) for i in range(8)]
+    schema = pa.schema(fields)
+    location.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    random = np.random.default_rng(7)
+    start = 0
+    while sum(f.stat().st_size for f in files) < megabytes * 1_000_000:
+        path = location / f"data-{len(files):04d}.parquet"
+        ids = np.arange(start, start + EQUALITY_FILE_ROWS, dtype=np.int64)
+        if not path.exists():
+            names = pc.binary_join_element_wise("n-", pa.array(ids % 100_000).cast(pa.string()), "")
+            values = [pa.array(random.random(len(ids))) for _ in range(8)]
+            pq.write_table(pa.Table.from_arrays([pa.array(ids), names, *values], schema=schema), path)
+        files.append(path)
+        start += EQUALITY_FILE_ROWS
+    return files
+
+
+# Iceberg tables with deletes, written by Spark 3.5 + Iceberg (`make spark-iceberg`) in a
+# subprocess and kept in .cache/ by the writer's hash, as the tests keep theirs.
+CACHE = Path(__file__).resolve().parents[1] / ".cache"
+SPARK_ICEBERG_PYTHON = CACHE / "spark-iceberg" / "venv" / "bin" / "python"
+DELETES_WRITER = Path(__file__).with_name("iceberg_deletes_writer.py")
+
+
+class SparkUnavailable(Exception):
+    """The Spark-written tables are not there and cannot be written here."""
+
+
+def spark_iceberg_deletes(files: int) -> Path:
+    """BASE/buckets/warehouse, the tables of bench/iceberg_deletes_writer.py, and BASE/summary.json.
+
+    Written once per version of the writer and number of files (a few minutes).
+    """
+    key = hashlib.sha256(DELETES_WRITER.read_bytes()).hexdigest()[:12]
+    base = CACHE / "bench-iceberg-deletes" / f"{key}-{files}"
+    if (base / "summary.json").exists():
+        return base
+    if not SPARK_ICEBERG_PYTHON.exists():
+        raise SparkUnavailable("the Spark 3.5 + Iceberg environment is missing: run `make spark-iceberg`")
+    shutil.rmtree(base, ignore_errors=True)
+    (base / "buckets").mkdir(parents=True)
+    draft, log = base / "summary.draft", base / "writer.log"
+    with log.open("w") as output:
+        done = subprocess.run(
+            [
+                str(SPARK_ICEBERG_PYTHON),
+                str(DELETES_WRITER),
+                str(base / "buckets" / "warehouse"),
+                str(draft),
+                str(files),
+            ],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=1800,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SparkUnavailable(f"the Spark writer failed (exit {done.returncode}): see {log}")
+    draft.rename(base / "summary.json")  # the cache is complete only now
+    return base
+
+
+def make_readable_with_dvs(location: Path, readable: Path, every: int = 10) -> None:
+    """The readable table's files again, each with a deletion vector dropping every `every`-th row.
+
+    The data files are hard links to the readable table's; one deletion vector
+    file per data file, as Spark writes them (`u` descriptors).
+    """
+    if (location / "_delta_log" / "00000000000000000000.json").exists():
+        return
+    shutil.rmtree(location, ignore_errors=True)
+    (location / "_delta_log").mkdir(parents=True)
+    source = DeltaTable(str(readable))
+    adds = pa.table(source.get_add_actions(flatten=True)).to_pylist()
+    lines = [
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+        },
+        {
+            "metaData": {
+                "id": "bench-dv",
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": source.schema().to_json(),
+                "partitionColumns": [],
+                "configuration": {"delta.enableDeletionVectors": "true"},
+                "createdTime": 0,
+            }
+        },
+    ]
+    for add in adds:
+        os.link(readable / add["path"], location / add["path"])
+        rows = int(add["num_records"])
+        payload, cardinality = serialize_positions(range(0, rows, every))
+        file_uuid = uuid.uuid4()
+        (location / f"deletion_vector_{file_uuid}.bin").write_bytes(dv_file_bytes(payload))
+        descriptor = {
+            "storageType": "u",
+            "pathOrInlineDv": z85_encode(file_uuid.bytes),
+            "offset": 1,
+            "sizeInBytes": len(payload),
+            "cardinality": cardinality,
+        }
+        stats = json.dumps({"numRecords": rows})
+        action = {
+            "path": add["path"],
+            "partitionValues": {},
+            "size": int(add["size_bytes"]),
+            "modificationTime": 0,
+            "dataChange": True,
+            "stats": stats,
+            "deletionVector": descriptor,
+        }
+        lines.append({"add": action})
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (location / "_delta_log" / "00000000000000000000.json").write_text(text)

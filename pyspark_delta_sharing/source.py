@@ -1,31 +1,51 @@
-"""The `deltaSharing` data source: options, schema, planning, and reading on executors."""
+"""The `deltaSharing` data source: options, schema, planning, and reading on executors.
+
+Only PySpark and the standard library are imported at module level: Spark
+imports this package in whatever Python it starts, and a failed import would
+hide the source behind `DATA_SOURCE_NOT_FOUND` (see `environment`).
+"""
 
 from __future__ import annotations
 
-import json
+import logging
+import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from delta_sharing.protocol import AddCdcFile, AddFile, CdfOptions, DeltaSharingProfile, RemoveFile, Table
-from delta_sharing.rest_client import DataSharingRestClient
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
+from pyspark_delta_sharing import environment
 from pyspark_delta_sharing.filters import json_predicate_hints
+from pyspark_delta_sharing.listing import RESPONSE_FORMATS, url_expiration_ms
 
-#: Files are grouped into Spark partitions of about this many bytes.
-TARGET_PARTITION_BYTES = 128 * 1024 * 1024
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from delta_sharing.protocol import DeltaSharingProfile, Table
+
+    from pyspark_delta_sharing.files import TableLayout
+    from pyspark_delta_sharing.listing import Listing
+
+__all__ = ["DeltaSharingDataSource", "ReadOptions", "parse_url", "url_expiration_ms"]
+
+log = logging.getLogger("pyspark_delta_sharing")
+
+#: Spark partitions hold files up to about this many bytes, each file counted
+#: as OPEN_COST_BYTES more (Spark's own defaults for Parquet files).
+MAX_PARTITION_BYTES = 128 * 1024 * 1024
+OPEN_COST_BYTES = 4 * 1024 * 1024
 #: A URL this close to expiry is refreshed before it is read.
 REFRESH_MARGIN_MS = 5 * 60 * 1000
+PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
 
 
 def parse_url(url: str) -> tuple[str, Table]:
     """`<profile>#<share>.<schema>.<table>` → (profile path, table)."""
+    from delta_sharing.protocol import Table
+
     profile, sep, name = url.rpartition("#")
     parts = name.split(".")
     if not sep or not profile or len(parts) != 3 or not all(parts):
@@ -41,20 +61,26 @@ class ReadOptions:
     timestamp: str | None = None
     change_feed: bool = False
     cdf: dict[str, Any] = field(default_factory=dict)
-    push_filters: bool = False
+    #: `delta,parquet` (the server picks per table), `parquet` or `delta`.
+    response_format: str = "delta,parquet"
+    push_filters: bool = True
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> ReadOptions:
+        from delta_sharing.protocol import DeltaSharingProfile
+
         lowered = {key.lower(): value for key, value in options.items()}
         path = lowered.get("path")
         if not path:
             raise ValueError("deltaSharing needs a path: load('<profile>#<share>.<schema>.<table>')")
         profile_path, table = parse_url(path)
-        response_format = lowered.get("responseformat", "parquet").lower()
-        if response_format != "parquet":
-            raise ValueError(
-                f"responseFormat {response_format!r}: this data source reads the parquet format only"
-            )
+        response_format = ",".join(
+            part.strip() for part in lowered.get("responseformat", "delta,parquet").lower().split(",")
+        )
+        if response_format == "parquet,delta":
+            response_format = "delta,parquet"
+        if response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"responseFormat {response_format!r}: expected parquet, delta or delta,parquet")
         cdf = {
             "starting_version": _int(lowered.get("startingversion")),
             "ending_version": _int(lowered.get("endingversion")),
@@ -68,11 +94,9 @@ class ReadOptions:
             timestamp=lowered.get("timestampasof"),
             change_feed=lowered.get("readchangefeed", "false").lower() == "true",
             cdf=cdf,
-            push_filters=lowered.get("pushfilters", "false").lower() == "true",
+            response_format=response_format,
+            push_filters=lowered.get("pushfilters", "true").lower() != "false",
         )
-
-    def client(self) -> DataSharingRestClient:
-        return DataSharingRestClient(self.profile, num_retries=3)
 
 
 def _int(value: str | None) -> int | None:
@@ -94,156 +118,169 @@ class DeltaSharingDataSource(DataSource):
         return "deltaSharing"
 
     def schema(self) -> StructType:
+        environment.check()
+        from pyspark_delta_sharing.column_mapping import logical_schema
+        from pyspark_delta_sharing.listing import open_client
+
         options = ReadOptions.parse(dict(self.options))
-        client = options.client()
+        client = open_client(options.profile, options.response_format)
         try:
             metadata = client.query_table_metadata(options.table).metadata
         finally:
             client.close()
-        schema = StructType.fromJson(json.loads(metadata.schema_string))
+        schema = StructType.fromJson(logical_schema(metadata.schema_string))
         if options.change_feed:
             schema = StructType([*schema.fields, *CHANGE_FIELDS])
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        environment.check()
         options = ReadOptions.parse(dict(self.options))
-        # Spark refuses a reader that implements pushFilters unless
-        # spark.sql.python.filterPushdown.enabled is true, so pushdown is opt-in.
-        if options.push_filters:
+        if options.push_filters and pushdown_allowed(sys._getframe(1)):
             return FilteringReader(options, schema)
         return DeltaSharingReader(options, schema)
 
 
+_pushdown_warned = False
+
+
+def pushdown_allowed(caller: Any) -> bool:
+    """Whether the reader may push filters, judged by the PySpark worker that asks for it.
+
+    PySpark 4 asks for the reader in the filter pushdown worker when
+    spark.sql.python.filterPushdown.enabled is on and the query has filters,
+    and otherwise in the plain planning worker, which fails the query if the
+    reader implements `pushFilters` while the setting is off. That worker
+    never pushes filters, so it gets the plain reader; its `enable_pushdown`
+    is the setting, which is said once in the log when off.
+    """
+    global _pushdown_warned
+    names = {caller.f_globals.get("__name__", ""), getattr(caller.f_globals.get("__spec__"), "name", "")}
+    if not any(name.endswith("plan_data_source_read") for name in names):
+        return True
+    if caller.f_locals.get("enable_pushdown") is False and not _pushdown_warned:
+        _pushdown_warned = True
+        log.warning(
+            "deltaSharing: %s is off, so filters are not sent to the sharing server as "
+            "jsonPredicateHints and every file is listed and read; set it to true to skip files",
+            PUSHDOWN_SETTING,
+        )
+    return False
+
+
 @dataclass
 class FilePartition(InputPartition):
+    """Files for one task, with what reading them needs from the listing that named them."""
+
     files: list[dict[str, Any]]
+    layout: TableLayout | None = None
+    #: The version listed, to ask for the same files again when their URLs expire.
+    version: int | None = None
+
+
+def plan_partitions(files: list[dict[str, Any]], parallelism: int) -> list[list[dict[str, Any]]]:
+    """Files packed into partitions as Spark packs Parquet files (largest first, by bytes + open cost).
+
+    Like Spark, a table small for its `parallelism` is spread over that many
+    partitions and no more: each Python task costs a round of setup in Spark.
+    """
+    total = sum(f["size"] + OPEN_COST_BYTES for f in files)
+    target = min(MAX_PARTITION_BYTES, max(OPEN_COST_BYTES, total // max(1, parallelism)))
+    groups: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    size = 0
+    for file in sorted(files, key=lambda f: f["size"], reverse=True):
+        if current and size + file["size"] > target:
+            groups.append(current)
+            current, size = [], 0
+        current.append(file)
+        size += file["size"] + OPEN_COST_BYTES
+    if current:
+        groups.append(current)
+    return groups
 
 
 class DeltaSharingReader(DataSourceReader):
+    """Lists the table's files when Spark plans the read; executors read them by URL.
+
+    Spark pickles the reader for its executors before it calls `partitions`,
+    so what the listing says (the layout of the table's files, the version
+    listed) travels in each partition instead.
+    """
+
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
         self.hints: str | None = None
+        self._fresh: dict[str, dict[str, Any]] | None = None
 
-    def _list(self) -> tuple[list[dict[str, Any]], int | None]:
-        """The files to read, as plain dicts, and the version they belong to."""
-        client = self.options.client()
-        try:
-            if self.options.change_feed:
-                response = client.list_table_changes(self.options.table, CdfOptions(**self.options.cdf))
-                return [_change_file(action) for action in response.actions], None
-            response = client.list_files_in_table(
-                self.options.table,
-                jsonPredicateHints=self.hints,
-                version=self.options.version,
-                timestamp=self.options.timestamp,
-            )
-            files = [_snapshot_file(add) for add in response.add_files]
-            return files, response.delta_table_version
-        finally:
-            client.close()
+    def _list(self, version: int | None = None, timestamp: str | None = None) -> Listing:
+        from pyspark_delta_sharing.listing import list_changes, list_snapshot
+
+        options = self.options
+        if options.change_feed:
+            return list_changes(options.profile, options.table, options.response_format, options.cdf)
+        return list_snapshot(
+            options.profile, options.table, options.response_format, version, timestamp, self.hints
+        )
 
     def partitions(self) -> list[FilePartition]:
-        files, version = self._list()
-        self.pinned_version = version
-        groups: list[list[dict[str, Any]]] = []
-        current: list[dict[str, Any]] = []
-        size = 0
-        for file in sorted(files, key=lambda f: f["size"], reverse=True):
-            if current and size + file["size"] > TARGET_PARTITION_BYTES:
-                groups.append(current)
-                current, size = [], 0
-            current.append(file)
-            size += file["size"]
-        if current:
-            groups.append(current)
-        return [FilePartition(group) for group in groups] or [FilePartition([])]
+        from pyspark_delta_sharing.files import TableLayout
+
+        listing = self._list(self.options.version, self.options.timestamp)
+        layout = TableLayout.of(listing)
+        # Spark does not tell a Python data source its parallelism: the planning machine's
+        # cores stand in (exact in local mode; bigger tables are cut by size anyway).
+        groups = plan_partitions(listing.files, os.cpu_count() or 1) or [[]]
+        return [FilePartition(group, layout, listing.version) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        environment.check()
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from pyspark_delta_sharing.files import read_file
 
+        assert isinstance(partition, FilePartition) and partition.layout  # what `partitions` made
         arrow_schema = to_arrow_schema(self.schema)
-        assert isinstance(partition, FilePartition)  # what `partitions` made
-        files = self._refreshed(partition.files)
-        for file in files:
-            yield from read_file(file["url"], arrow_schema, file["partition_values"], file.get("change"))
 
-    def _refreshed(self, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Fresh URLs for files whose URLs expire before they would be read."""
-        now_ms = time.time() * 1000
-        if not any(f.get("expiration") and f["expiration"] - REFRESH_MARGIN_MS < now_ms for f in files):
-            return files
-        if getattr(self, "pinned_version", None) is not None and self.options.version is None:
-            refresh_options = ReadOptions(
-                **{**self.options.__dict__, "version": self.pinned_version, "timestamp": None}
-            )
-            latest = DeltaSharingReader(refresh_options, self.schema)
-        else:
-            latest = DeltaSharingReader(self.options, self.schema)
-        latest.hints = self.hints
-        fresh, _ = latest._list()
-        by_id = {(f["id"], f.get("change", {}).get("_commit_version")): f for f in fresh}
-        return [by_id.get((f["id"], f.get("change", {}).get("_commit_version")), f) for f in files]
+        def renew(file: dict[str, Any]) -> dict[str, Any]:
+            return self.renew(file, partition.version)
+
+        for file in partition.files:
+            if file["expiration"] - REFRESH_MARGIN_MS < time.time() * 1000:
+                file = renew(file)
+            yield from read_file(file, arrow_schema, partition.layout, renew=renew)
+
+    def renew(self, file: dict[str, Any], version: int | None) -> dict[str, Any]:
+        """`file` with fresh URLs: the same listing again (pinned to `version`), kept for the task.
+
+        A task longer than the URLs live lists again when the kept ones near expiry too.
+        """
+        fresh = (self._fresh or {}).get(file["key"])
+        if fresh is None or fresh["expiration"] - REFRESH_MARGIN_MS < time.time() * 1000:
+            self._fresh = {f["key"]: f for f in self._relist(version).files}
+            fresh = self._fresh.get(file["key"])
+        return fresh or file
+
+    def _relist(self, version: int | None) -> Listing:
+        if self.options.change_feed or self.options.version is not None or self.options.timestamp:
+            return self._list(self.options.version, self.options.timestamp)
+        from requests import HTTPError
+
+        try:
+            return self._list(version)
+        except HTTPError:  # history not shared: the latest is all there is
+            return self._list()
 
 
 class FilteringReader(DeltaSharingReader):
     """A reader that turns Spark's filters into `jsonPredicateHints` for the server."""
 
     def pushFilters(self, filters: list[Any]) -> list[Any]:
-        types = {f.name: f.dataType.typeName() for f in self.schema.fields if f.name != "_change_type"}
+        types = {f.name: f.dataType.typeName() for f in self.schema.fields if f.name not in _CHANGE_NAMES}
         self.hints = json_predicate_hints(list(filters), types)
         # Hints are best effort: Spark still applies every filter itself.
         return list(filters)
 
 
-def url_expiration_ms(url: str, listed_ms: float) -> float:
-    """When a presigned URL stops working, read from its own query string.
-
-    The Python client drops the protocol's `expirationTimestamp`, so the URL is
-    asked instead: SigV4 (`X-Amz-Date` + `X-Amz-Expires`), this server's local
-    URLs (`X-Sharing-Expires`), GCS (`X-Goog-Date` + `X-Goog-Expires`). Unknown
-    kinds are assumed to live an hour, as the Spark connector assumes.
-    """
-    query = {k.lower(): v for k, v in parse_qsl(urlsplit(url).query)}
-    try:
-        if "x-sharing-expires" in query:
-            return int(query["x-sharing-expires"]) * 1000
-        for prefix in ("x-amz-", "x-goog-"):
-            if prefix + "date" in query and prefix + "expires" in query:
-                signed = datetime.strptime(query[prefix + "date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-                return (signed.timestamp() + int(query[prefix + "expires"])) * 1000
-    except ValueError:
-        pass
-    return listed_ms + 3600 * 1000
-
-
-def _snapshot_file(add: AddFile) -> dict[str, Any]:
-    return {
-        "id": add.id,
-        "url": add.url,
-        "size": add.size,
-        "partition_values": add.partition_values,
-        "expiration": url_expiration_ms(add.url, time.time() * 1000),
-    }
-
-
-def _change_file(action: AddFile | AddCdcFile | RemoveFile) -> dict[str, Any]:
-    if isinstance(action, AddCdcFile):
-        change_type = None  # the cdc file holds the column itself
-    else:
-        change_type = "insert" if isinstance(action, AddFile) else "delete"
-    committed = datetime.fromtimestamp(action.timestamp / 1000, UTC) if action.timestamp is not None else None
-    return {
-        "id": action.id,
-        "url": action.url,
-        "size": action.size,
-        "partition_values": action.partition_values,
-        "expiration": url_expiration_ms(action.url, time.time() * 1000),
-        "change": {
-            "_change_type": change_type,
-            "_commit_version": action.version,
-            "_commit_timestamp": committed,
-        },
-    }
+_CHANGE_NAMES = {f.name for f in CHANGE_FIELDS}

@@ -6,9 +6,12 @@
     ├── InvalidParameter            400 INVALID_PARAMETER_VALUE
     ├── MalformedRequest            400 MALFORMED_REQUEST
     ├── UnsupportedOperation        400 UNSUPPORTED_OPERATION
-    ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing"
+    ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing" (and how many)
+    ├── TableLogDamaged             500 INTERNAL_ERROR: a gap or a corrupt commit in the log (the
+    │                               detail logged for the provider, not told to the recipient)
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
+    ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
     └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
         ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin)
         └── AdminConflict           409 the name is already taken
@@ -61,6 +64,24 @@ class TableFilesMissing(ShareStoreError):
     def __init__(self, message: str = "table files missing") -> None:
         super().__init__(message)
 
+    @classmethod
+    def counted(cls, missing: int) -> TableFilesMissing:
+        """Files a version needs that storage no longer has (vacuumed or lost), with how many."""
+        files = "file is" if missing == 1 else "files are"
+        return cls(f"table files missing: {missing:,} {files} no longer in storage (vacuumed or lost)")
+
+
+class TableLogDamaged(ShareStoreError):
+    """The provider's log cannot be replayed: a gap in its commits, or a commit not JSON.
+
+    The recipient is told only that the log cannot be read; `detail` (which
+    version, what is wrong) goes to the server's log, for the provider.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("The table's log cannot be read; the provider's server log says why.")
+        self.detail = detail
+
 
 class Unauthenticated(ShareStoreError):
     error_code = "UNAUTHENTICATED"
@@ -70,6 +91,20 @@ class Unauthenticated(ShareStoreError):
 class StorageUnavailable(ShareStoreError):
     error_code = "TEMPORARILY_UNAVAILABLE"
     status_code = 503
+
+
+class StoreDiskFull(ShareStoreError):
+    """The share store's disk (or quota) is full: reads work, writes fail until space is freed.
+
+    Not an outage, which passes by itself: someone must free space. Still 503,
+    since the same request succeeds once they have.
+    """
+
+    error_code = "TEMPORARILY_UNAVAILABLE"
+    status_code = 503
+
+    def __init__(self, message: str = "the share store has no space left on its disk") -> None:
+        super().__init__(message)
 
 
 class AdminError(ShareStoreError):

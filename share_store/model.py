@@ -22,29 +22,30 @@ from posixpath import normpath
 
 from share_store.errors import AdminError
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$")
+# Patterns are matched whole (`fullmatch`): `$` would also accept a trailing newline.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
 # S3's bucket rules; for local storage a bucket is a directory, and the same
 # rule keeps it from being "..", absolute, or nested.
-BUCKET_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+BUCKET_PATTERN = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 
 def validate_name(kind: str, name: str) -> str:
-    if not NAME_PATTERN.match(name):
+    if not NAME_PATTERN.fullmatch(name):
         raise AdminError(f"invalid {kind} name {name!r}: use letters, digits, '_' and '-' (at most 128)")
     return name
 
 
 def validate_bucket(bucket: str) -> str:
-    if not BUCKET_PATTERN.match(bucket) or ".." in bucket:
+    if not BUCKET_PATTERN.fullmatch(bucket) or ".." in bucket:
         raise AdminError(f"invalid bucket name {bucket!r}: 3-63 of a-z, 0-9, '.', '-'")
     return bucket
 
 
-WAREHOUSE_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
+WAREHOUSE_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}")
 
 
 def validate_warehouse(name: str) -> str:
-    if not WAREHOUSE_PATTERN.match(name) or ".." in name:
+    if not WAREHOUSE_PATTERN.fullmatch(name) or ".." in name:
         raise AdminError(f"invalid warehouse name {name!r}: letters, digits, '_', '-', '.' (at most 63)")
     return name
 

@@ -11,6 +11,7 @@ readers is filled only after a read succeeded.
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,9 @@ NOT_OUTAGES = (FileNotFoundError, IsADirectoryError, NotADirectoryError, Permiss
 
 NETWORK_ERRORS = (OSError, Urllib3Error, BotoConnectionError, HTTPClientError, IncompleteReadError)
 
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+SQLITE_FULL = 13  # sqlite3.SQLITE_FULL, as `sqlite3.Error.sqlite_errorcode` gives it
+
 
 def client_error_is_outage(error: ClientError) -> bool:
     """S3 answering 5xx (SlowDown, InternalError, ServiceUnavailable) is down for now, not refusing."""
@@ -34,8 +38,35 @@ def client_error_is_outage(error: ClientError) -> bool:
     return isinstance(status, int) and status >= 500
 
 
+def disk_full(error: BaseException) -> bool:
+    """Whether `error`, or an error it stems from, says a disk, quota or file size limit is full.
+
+    Not an outage: the service is there, and retrying will not help until
+    someone frees space. Recognised by errno, by SQLite's SQLITE_FULL and by
+    PostgreSQL's disk_full (53100), through the chain of causes and the DBAPI
+    error SQLAlchemy wraps (`orig`).
+    """
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        link = pending.pop()
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        if isinstance(link, OSError) and link.errno in DISK_FULL_ERRNOS:
+            return True
+        # Extended SQLite codes keep the primary code in their low byte.
+        if (getattr(link, "sqlite_errorcode", 0) or 0) & 0xFF == SQLITE_FULL:
+            return True
+        if getattr(link, "sqlstate", None) == "53100":
+            return True
+        orig = getattr(link, "orig", None)
+        pending += [link.__cause__, link.__context__, orig if isinstance(orig, BaseException) else None]
+    return False
+
+
 def is_outage(error: BaseException) -> bool:
-    if isinstance(error, (ShareStoreError, *NOT_OUTAGES)):
+    if isinstance(error, (ShareStoreError, *NOT_OUTAGES)) or disk_full(error):
         return False
     if isinstance(error, NETWORK_ERRORS):
         return True

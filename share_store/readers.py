@@ -13,10 +13,16 @@ from typing import Any, Protocol
 
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
+from share_store.delta.snapshot import (
+    FILES_CHECK_SECONDS,
+    CheckedVersions,
+    DeltaSnapshot,
+    DeltaTableReader,
+    SnapshotCache,
+)
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
-from share_store.iceberg.table import IcebergTableReader, VersionStore
+from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
 
@@ -36,8 +42,16 @@ class TableReader(Protocol):
         """`snapshot`'s files as the table format's own planning prunes them with a predicate hint."""
         ...
 
+    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+        """`snapshot` as the parquet response format can carry it (Iceberg deletes materialized)."""
+        ...
+
     def commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
         """The raw actions of one version, as Delta writes them."""
+        ...
+
+    def parquet_commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
+        """One version's actions as the parquet format can carry them (Iceberg deletes materialized)."""
         ...
 
     def commits(self, listing: Any, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
@@ -69,7 +83,8 @@ class TableReaders:
     """The reader of each shared table, made on first use and kept while its location stays.
 
     Keyed by table id and location, so a table re-added at another path gets
-    a fresh reader rather than another table's cached snapshots.
+    a fresh reader rather than another table's cached snapshots. All readers
+    share one `SnapshotCache`, whose bound holds for the tables together.
     """
 
     def __init__(
@@ -77,10 +92,16 @@ class TableReaders:
         storage: ObjectStorage,
         catalogs: CatalogRegistry | None = None,
         versions: VersionStore | None = None,
+        iceberg: IcebergOptions | None = None,
+        snapshots: SnapshotCache | None = None,
+        files_check_seconds: float = FILES_CHECK_SECONDS,
     ) -> None:
         self.storage = storage
         self.catalogs = catalogs or CatalogRegistry({})
         self.versions = versions
+        self.iceberg = iceberg or IcebergOptions()
+        self.snapshots = snapshots if snapshots is not None else SnapshotCache()
+        self.files_check_seconds = files_check_seconds
         self._readers: dict[tuple[str, str, str], TableReader] = {}
         self._lock = threading.Lock()
 
@@ -94,8 +115,11 @@ class TableReaders:
             return reader
 
     def _make(self, table: SharedTable) -> TableReader:
+        snapshots, checked = self.snapshots.table(), CheckedVersions(self.files_check_seconds)
         if table.is_iceberg:
             if self.versions is None:
                 raise UnsupportedOperation("Iceberg tables need a share store for their versions")
-            return IcebergTableReader(table, self.catalogs, self.versions, self.storage)
-        return DeltaTableReader(self.storage, table.bucket, table.path)
+            return IcebergTableReader(
+                table, self.catalogs, self.versions, self.storage, self.iceberg, snapshots, checked
+            )
+        return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked)

@@ -27,7 +27,7 @@ from sharing_server.profiles import oauth_profile_document, profile_document
 DEFAULT_EXPIRES = "30d"
 DEFAULT_GRACE = "1h"
 
-DURATION = re.compile(r"^(\d{1,9})([smhdw])$")
+DURATION = re.compile(r"([0-9]{1,9})([smhdw])")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 P = ParamSpec("P")
@@ -54,7 +54,7 @@ def admin_not_found(operation: Callable[P, R]) -> Callable[P, R]:
 def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
     if text == "never" and allow_never:
         return None
-    match = DURATION.match(text.strip())
+    match = DURATION.fullmatch(text.strip())
     if not match or int(match.group(1)) == 0:
         never = " or 'never'" if allow_never else ""
         raise AdminError(f"invalid duration {text!r}: use e.g. 3600s, 90m, 12h, 30d, 4w{never}")
@@ -140,14 +140,20 @@ class Admin:
     """Admin operations against a store, checking Iceberg specs against the configured catalogs."""
 
     def __init__(
-        self, store: ShareStore, endpoint: str, catalogs: Callable[[], CatalogRegistry | None]
+        self,
+        store: ShareStore,
+        endpoint: str,
+        catalogs: Callable[[], CatalogRegistry | None],
+        check_table: Callable[[TableSpec], None] | None = None,
     ) -> None:
         self.store = store
         self.endpoint = endpoint.rstrip("/")
         self._catalogs = catalogs
+        #: Checks that a table exists where a spec says (the CLI's, unless --no-check).
+        self.check_table = check_table
 
     def _check_catalogs(self, specs: list[TableSpec]) -> None:
-        """Refuse Iceberg specs whose warehouse no configured catalog serves."""
+        """Refuse Iceberg specs whose warehouse no configured catalog serves, and missing tables."""
         uniform = [spec for spec in specs if spec.format == "uniform"]
         if uniform:
             catalogs = self._catalogs()
@@ -155,6 +161,9 @@ class Admin:
                 raise AdminError("no Iceberg catalog is configured: add a [catalogs.<name>] block")
             for spec in uniform:
                 catalogs.check_warehouse(spec.bucket)
+        if self.check_table is not None:
+            for spec in specs:
+                self.check_table(spec)
 
     # -- shares ----------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin
 from sharing_server.audit import audit_fields
 from sharing_server.auth import bearer_secret
 from sharing_server.errors import AdminDisabled
+from sharing_server.json_text import has_lone_surrogate
 
 Handler = Callable[[Request, dict[str, Any]], Any]
 
@@ -71,6 +72,8 @@ def endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitab
                 body = json.loads(raw) if raw.strip() else {}
             except (ValueError, RecursionError):
                 raise MalformedRequest("the request body is not valid JSON") from None
+            if has_lone_surrogate(body):
+                raise MalformedRequest("the request body holds an unpaired UTF-16 surrogate")
             if not isinstance(body, dict):
                 raise MalformedRequest("the request body must be a JSON object")
         result = await run_in_threadpool(handler, request, body)

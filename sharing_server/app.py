@@ -15,26 +15,31 @@ import asyncio
 import importlib
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Receive, Scope, Send
 
+from share_store.delta.snapshot import SnapshotCache
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.table import IcebergOptions
 from share_store.persistence import ShareStore
 from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths, routes
 from sharing_server.admin import Admin
 from sharing_server.admin_routes import admin_routes
-from sharing_server.audit import AuditLog
+from sharing_server.audit import AuditLog, note
 from sharing_server.config import ServiceOptions
 from sharing_server.connections import ConnectionGuard
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
+from sharing_server.hint_filter import HintLimits
 from sharing_server.metrics import Metrics, metrics_endpoint
 from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.oauth import token_endpoint
@@ -44,6 +49,9 @@ from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
 from sharing_server.serving import quiet_aborted_connections
 from sharing_server.stream_slots import StreamSlots
+
+if TYPE_CHECKING:
+    from share_store.iceberg.equality import Resolution
 
 
 async def health(_request: object) -> Response:
@@ -111,6 +119,47 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     yield
 
 
+def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:
+    """Records each resolution of equality deletes in the metrics and the request's audit record."""
+
+    def observe(resolution: Resolution) -> None:
+        metrics.equality_resolution.labels(resolution.outcome).observe(resolution.seconds)
+        metrics.equality_scanned.inc(resolution.bytes_scanned)
+        note(
+            equality_deletes={
+                "outcome": resolution.outcome,
+                "seconds": round(resolution.seconds, 3),
+                "delete_files": resolution.delete_files,
+                "data_files": resolution.data_files,
+                "bytes_scanned": resolution.bytes_scanned,
+                "rows_deleted": resolution.rows_deleted,
+            }
+        )
+
+    return observe
+
+
+class SharingApp(Starlette):
+    """Starlette, minus the exception it raises again once a 500 has been answered.
+
+    Its `ServerErrorMiddleware` hands an unexpected error to `internal_error`
+    (which answers 500 and logs the error's type) and then raises it again for
+    the ASGI server, which would log the whole traceback and message ("Error in
+    ASGI Framework"): messages of storage and database errors may carry
+    credentials. Mid-stream, returning without the body's end still makes the
+    server cut the connection, so the client sees a broken response, not a short one.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception:  # noqa: BLE001, S110 - answered and logged by `internal_error` already
+            pass
+
+
 def create_app(
     store: ShareStore,
     storage: ObjectStorage,
@@ -122,7 +171,7 @@ def create_app(
     options = options or ServiceOptions()
     metrics = Metrics()
     audit = AuditLog(options.audit_log)
-    app = Starlette(
+    app = SharingApp(
         routes=app_routes(prefix),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
@@ -149,8 +198,17 @@ def create_app(
     app.state.options = options
     app.state.metrics = metrics
     app.state.audit = audit
-    app.state.readers = TableReaders(storage, catalogs, store)
-    app.state.queries = TableQueries(app.state.readers, secret)
+    iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
+    app.state.readers = TableReaders(
+        storage,
+        catalogs,
+        store,
+        iceberg,
+        snapshots=SnapshotCache(options.snapshot_cache_files),
+        files_check_seconds=options.files_check_seconds,
+    )
+    hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
+    app.state.queries = TableQueries(app.state.readers, secret, hint_limits)
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)

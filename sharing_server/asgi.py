@@ -14,10 +14,10 @@ import os
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from sharing_server.config import load_config
+from sharing_server.config import CONFIG_VARIABLE, load_config
 from sharing_server.startup import build_app, open_services
 
-CONFIG_VARIABLE = "SHARING_CONFIG"
+__all__ = ["CONFIG_VARIABLE", "app"]
 
 
 class ConfiguredApp:

@@ -2,7 +2,9 @@
 
 Handlers add what they learn (token id, share, table, version, files returned)
 to the request's audit fields; `Observe` writes the line when the response
-has been sent, with status, bytes and duration. Paths are logged without
+has been sent, with status, bytes and duration. Code that knows nothing of
+requests (building an Iceberg snapshot) adds to the fields of the request it
+serves through `note`, which finds them in a context variable. Paths are logged without
 their query string, and tokens only by id, so no secret or signed URL can
 reach the log.
 """
@@ -14,12 +16,23 @@ import logging
 import logging.handlers
 import sys
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from starlette.requests import HTTPConnection
 
 logger = logging.getLogger("sharing_server.audit")
 FILE_ACTIONS = frozenset({"file", "add", "remove", "cdf"})
+#: The audit fields of the request being served. Worker threads (`run_in_threadpool`)
+#: run in a copy of the request's context, so they see the same dictionary.
+current_fields: ContextVar[dict[str, Any] | None] = ContextVar("audit_fields", default=None)
+
+
+def note(**fields: Any) -> None:
+    """Add `fields` to the audit record of the request being served, if any."""
+    record = current_fields.get()
+    if record is not None:
+        record.update(fields)
 
 
 def audit_fields(connection: HTTPConnection) -> dict[str, Any]:

@@ -12,12 +12,24 @@ from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields
 
 
-def bearer_secret(request: Request) -> str:
-    header = request.headers.get("authorization", "")
+def parse_bearer(header: str) -> str | None:
+    """The secret of an `Authorization: Bearer <secret>` value, None for any other value.
+
+    The one reading of the header: the rate limits key on what it returns, so
+    that no spelling (the scheme's case, spaces after it) reaches a bucket of
+    its own while authenticating as the same token.
+    """
     scheme, _, secret = header.partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
+    secret = secret.strip()
+    return secret if scheme.lower() == "bearer" and secret else None
+
+
+def bearer_secret(request: Request) -> str:
+    # A request with several Authorization headers never gets here (`RequestLimits` answers 400).
+    secret = parse_bearer(request.headers.get("authorization", ""))
+    if secret is None:
         raise Unauthenticated("Missing bearer token: send 'Authorization: Bearer <token>'.")
-    return secret.strip()
+    return secret
 
 
 def record_token(request: Request, token: Token) -> None:

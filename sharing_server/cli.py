@@ -20,19 +20,24 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.tokens import hash_secret, new_secret
 from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, AdminBackend, parse_duration
 from sharing_server.admin_client import RemoteAdmin
-from sharing_server.config import ServerConfig, load_config
+from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
+from sharing_server.failures import describe
 from sharing_server.profiles import write_profile_document
+from sharing_server.table_checks import TableCheck
 
 __all__ = ["main", "parse_duration"]
 ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker for admin tokens, not a secret
@@ -70,25 +75,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     share = commands.add_parser("share", help="manage shares").add_subparsers(dest="action", required=True)
     create = share.add_parser("create", help="create a share, optionally with tables")
-    create.add_argument("share")
+    create.add_argument("share", type=share_argument)
     create.add_argument("tables", nargs="*", metavar="SCHEMA|NAME:delta:BUCKET:PATH")
     create.add_argument("--no-history", action="store_true", help="share only the latest version")
+    create.add_argument("--no-check", action="store_true", help="do not check that the tables exist")
     upd = share.add_parser("update", help="add or remove tables")
-    upd.add_argument("share")
+    upd.add_argument("share", type=share_argument)
     upd.add_argument("--add", action="append", default=[], metavar="SCHEMA:NAME:delta:BUCKET:PATH")
     upd.add_argument("--remove", action="append", default=[], metavar="SCHEMA/NAME")
     upd.add_argument(
         "--no-history", action="store_true", help="share only the latest version of added tables"
     )
+    upd.add_argument("--no-check", action="store_true", help="do not check that added tables exist")
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
-    info.add_argument("share")
+    info.add_argument("share", type=share_argument)
     remove = share.add_parser("remove", help="remove a share and revoke its tokens and clients")
-    remove.add_argument("share")
+    remove.add_argument("share", type=share_argument)
 
     token = commands.add_parser("token", help="manage tokens").add_subparsers(dest="action", required=True)
     tcreate = token.add_parser("create", help="create a bearer token or OAuth client (shown once)")
-    tcreate.add_argument("share")
+    tcreate.add_argument("share", type=share_argument)
     tcreate.add_argument(
         "--expires",
         default=DEFAULT_EXPIRES,
@@ -102,12 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="create an OAuth2 client (profile version 2, client credentials) instead of a bearer token",
     )
     tlist = token.add_parser("list", help="list a share's bearer tokens")
-    tlist.add_argument("share")
+    tlist.add_argument("share", type=share_argument)
     revoke = token.add_parser("revoke", help="revoke a token")
-    revoke.add_argument("share")
+    revoke.add_argument("share", type=share_argument)
     revoke.add_argument("token_id")
     rotate = token.add_parser("rotate", help="replace a token; the old one works for a grace period")
-    rotate.add_argument("share")
+    rotate.add_argument("share", type=share_argument)
     rotate.add_argument("token_id")
     rotate.add_argument(
         "--grace",
@@ -120,9 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     olist = oauth.add_parser("list", help="list a share's OAuth clients")
-    olist.add_argument("share")
+    olist.add_argument("share", type=share_argument)
     orevoke = oauth.add_parser("revoke", help="revoke an OAuth client and its access tokens")
-    orevoke.add_argument("share")
+    orevoke.add_argument("share", type=share_argument)
     orevoke.add_argument("client_id")
     return parser
 
@@ -165,6 +172,53 @@ def print_share_info(info: dict[str, Any]) -> None:
     print(f"{info['activeTokens']} active token(s), {info['activeOAuthClients']} active OAuth client(s)")
 
 
+CONFIG_FILE = "sharing.toml"
+
+
+def find_config(given: str | None, env: dict[str, str] | None = None) -> tuple[str | None, str]:
+    """The configuration file to use, and how it was found (said when an admin command fails).
+
+    `--config`, else `$SHARING_CONFIG`, else `./sharing.toml`; with none, the defaults
+    (SQLite and files under ./.sharing).
+    """
+    variables = os.environ if env is None else env
+    if given:
+        return given, f"--config {given}"
+    if variables.get(CONFIG_VARIABLE):
+        return variables[CONFIG_VARIABLE], f"$SHARING_CONFIG = {variables[CONFIG_VARIABLE]}"
+    if Path(CONFIG_FILE).is_file():
+        return CONFIG_FILE, f"./{CONFIG_FILE}"
+    return (
+        None,
+        "no configuration file (--config, $SHARING_CONFIG or ./sharing.toml): the defaults, ./.sharing",
+    )
+
+
+def table_check(config: ServerConfig, args: argparse.Namespace) -> TableCheck | None:
+    """The check that added tables exist, unless `--no-check` (share create/update only)."""
+    if args.command != "share" or args.action not in ("create", "update") or args.no_check:
+        return None
+    from sharing_server.startup import server_secret
+
+    return TableCheck(config.make_storage(server_secret(config)), config.make_catalogs())
+
+
+def share_argument(value: str) -> str:
+    """A share name, also in AIStor's `ALIAS/SHARE` form (`mc table share … minio/test`).
+
+    The alias names a server in mc's configuration; this CLI talks to its own
+    (or to `--server`), so the alias is dropped, and said so.
+    """
+    alias, slash, name = value.rpartition("/")
+    if not slash:
+        return value
+    if not alias or not name or "/" in alias:
+        raise argparse.ArgumentTypeError(f"invalid share name {value!r}: use SHARE (or ALIAS/SHARE)")
+    print(f"note: share {name!r}: the alias {alias!r} is ignored (this CLI talks to its own server)",
+          file=sys.stderr)  # fmt: skip
+    return name
+
+
 def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
     print(f"Token id:   {issued['id']}")
     print(f"Expires:    {_when(issued['expiresAt'])}")
@@ -175,6 +229,9 @@ def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
     else:
         print(f"Token:      {issued['token']}")
         print("The token is shown once; it is stored only as a hash.")
+        # What `mc table share token create` users get back: the profile, ready to save.
+        print("Profile (save as a .share file; keep it secret):")
+        print(json.dumps(issued["profile"], indent=2))
 
 
 def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
@@ -189,6 +246,8 @@ def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
         else:
             print(f"Secret:     {client['clientSecret']}")
             print("The client secret is shown once; it is stored only as a hash.")
+            print("Profile (save as a .share file; keep it secret):")
+            print(json.dumps(client["profile"], indent=2))
     elif args.action == "create":
         _print_issued(admin.create_token(args.share, args.expires, args.description), args.profile)
     elif args.action == "list":
@@ -231,7 +290,6 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.run import run as hypercorn_run
 
-    from sharing_server.asgi import CONFIG_VARIABLE
     from sharing_server.metrics import MULTIPROCESS_VARIABLE
     from sharing_server.serving import hypercorn_config
     from sharing_server.startup import build_app, open_services
@@ -284,6 +342,8 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    config: ServerConfig | None = None
+    config_source = "none"
     try:
         if args.command == "admin-token":
             print_admin_token()
@@ -291,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.server and args.command in ("share", "token", "oauth"):
             run_admin(RemoteAdmin(args.server, args.admin_token or "", cafile=args.cafile), args)
             return 0
-        config = load_config(args.config)
+        config_path, config_source = find_config(args.config)
+        config = load_config(config_path)
         if args.command == "serve":
             serve(config, args)
             return 0
@@ -305,11 +366,21 @@ def main(argv: list[str] | None = None) -> int:
 
                 seed_demo(config, store)
             else:
-                run_admin(Admin(store, config.endpoint, config.make_catalogs), args)
+                run_admin(
+                    Admin(store, config.endpoint, config.make_catalogs, table_check(config, args)), args
+                )
         finally:
             store.close()
     except ShareStoreError as error:
-        print(f"error: {error.message}", file=sys.stderr)
+        # Which configuration was used: a store or catalog other than meant is the usual cause.
+        admin = args.command in ("share", "token", "oauth") and not args.server
+        suffix = f" (configuration: {config_source})" if admin else ""
+        print(f"error: {error.message}{suffix}", file=sys.stderr)
+        return 2
+    except (OSError, SQLAlchemyError) as error:
+        # The disk or the database refused (a data_dir it cannot write, a full disk):
+        # the operator's to fix, told in one line.
+        print(f"error: {describe(error, config.resolved_store_url() if config else None)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -5,9 +5,16 @@
            proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
+           max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none),
            body_timeout, stream_send_timeout, stream_buffer_bytes,
            streams_per_token, streams_per_process (0 turns a cap off)
 [oauth]    access_token_lifetime (seconds)
+[iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files
+           go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize"),
+           equality_delete_budget_seconds (how long resolving one snapshot's
+           equality deletes may take before it is refused; default 30)
+[cache]    snapshot_files (files held in cached snapshots, all tables together),
+           files_check_seconds (how long a check that a version's files exist holds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
@@ -17,6 +24,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Iterable
@@ -25,18 +33,25 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from share_store.delta.predicates import MAX_NODES
+from share_store.delta.snapshot import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.derived import DeleteOptions
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
 from sharing_server import paths
 from sharing_server.errors import ConfigError
+from sharing_server.hint_filter import HintLimits
 
 ENV_PREFIX = "SHARING_"
+#: The configuration file's path, for worker processes and the CLI.
+CONFIG_VARIABLE = "SHARING_CONFIG"
 DEFAULT_CATALOG = "default"
 BOOL_TRUE = {"1", "true", "yes", "on"}
 MIN_ACCESS_TOKEN_LIFETIME = 900
+MIN_HINT_NODES = 3
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,9 @@ class ServiceOptions:
     per_token_rps: float = 100.0
     global_rps: float = 1000.0
     max_body_bytes: int = 1024 * 1024
+    # jsonPredicateHints: more nodes are refused; past the CPU budget a hint stops filtering.
+    max_hint_nodes: int = MAX_NODES
+    hint_budget_ms: float = HintLimits.budget_ms
     # Seconds for a request's whole body to arrive, counted from its head: a trickle is cut off.
     body_timeout: float = 30.0
     # Seconds a client may take to accept each chunk of a response before it is cut off.
@@ -65,6 +83,9 @@ class ServiceOptions:
     audit_log: str = "off"
     # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
     proxy_hops: int = 0
+    iceberg: DeleteOptions = field(default_factory=DeleteOptions)
+    snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
+    files_check_seconds: float = FILES_CHECK_SECONDS
 
 
 @dataclass
@@ -87,6 +108,8 @@ class ServerConfig:
     admin: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
+    iceberg: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
@@ -103,6 +126,8 @@ class ServerConfig:
                 per_token_rps=limit("per_token_rps", float),
                 global_rps=limit("global_rps", float),
                 max_body_bytes=limit("max_body_bytes", int),
+                max_hint_nodes=limit("max_hint_nodes", int),
+                hint_budget_ms=limit("hint_budget_ms", float),
                 body_timeout=limit("body_timeout", float),
                 stream_send_timeout=limit("stream_send_timeout", float),
                 stream_buffer_bytes=limit("stream_buffer_bytes", int),
@@ -113,22 +138,40 @@ class ServerConfig:
                 ),
                 audit_log=self.audit_log,
                 proxy_hops=self.proxy_hops,
+                **self._cache_options(defaults),
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
+        iceberg = _delete_options(self.iceberg)
+        options = dataclasses.replace(options, iceberg=iceberg)
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
             # would have them fetch a new token before every request.
             raise ConfigError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
         if options.max_body_bytes < 1024:
             raise ConfigError("[limits] max_body_bytes must be at least 1024")
-        if options.body_timeout <= 0 or options.stream_send_timeout <= 0:
+        if options.max_hint_nodes < MIN_HINT_NODES:
+            # A single comparison is three nodes (the op, a column and a literal).
+            raise ConfigError(f"[limits] max_hint_nodes must be at least {MIN_HINT_NODES}")
+        if not options.hint_budget_ms >= 0:  # NaN too
+            raise ConfigError("[limits] hint_budget_ms must be 0 (no budget) or more")
+        if not (options.body_timeout > 0 and options.stream_send_timeout > 0):  # NaN too
             raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
         if options.stream_buffer_bytes < 4096:
             raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
         if options.streams_per_token < 0 or options.streams_per_process < 0:
             raise ConfigError("[limits] streams_per_token and streams_per_process must be 0 (off) or more")
         return options
+
+    def _cache_options(self, defaults: ServiceOptions) -> dict[str, Any]:
+        try:
+            files = int(self.cache.get("snapshot_files", defaults.snapshot_cache_files))
+            seconds = float(self.cache.get("files_check_seconds", defaults.files_check_seconds))
+        except ValueError as error:
+            raise ConfigError(f"invalid [cache] setting: {error}") from error
+        if files < 0 or not seconds >= 0:  # `not >=`: NaN too
+            raise ConfigError("[cache] snapshot_files and files_check_seconds cannot be negative")
+        return {"snapshot_cache_files": files, "files_check_seconds": seconds}
 
     @property
     def base_url(self) -> str:
@@ -174,7 +217,10 @@ class ServerConfig:
                 "uri": sqlite_url(self.data_dir.resolve() / "iceberg.db"),
                 "warehouse": warehouse.as_uri(),
             }
-        return CatalogRegistry(catalogs, self.url_lifetime)
+        endpoints = (None, None)
+        if self.storage.get("type") == "s3":
+            endpoints = (self.storage.get("endpoint"), self.storage.get("public_endpoint"))
+        return CatalogRegistry(catalogs, self.url_lifetime, endpoints)
 
     def make_storage(self, secret: bytes) -> ObjectStorage:
         """The configured storage; `secret` signs local file URLs."""
@@ -201,6 +247,30 @@ class ServerConfig:
                 raise ConfigError(f"[storage] {error}") from error
             return S3Storage(settings, self.url_lifetime)
         raise ConfigError(f"unknown storage type {kind!r}: use 'local' or 's3'")
+
+
+ICEBERG_KINDS: dict[str, type] = {
+    "cache_bucket": str,
+    "cache_prefix": str,
+    "inline_dv_bytes": int,
+    "deletes_in_parquet": str,
+    "equality_delete_budget_seconds": float,
+}
+
+
+def _delete_options(values: dict[str, Any]) -> DeleteOptions:
+    """The `[iceberg]` section, each value checked and a bad one named."""
+    parsed: dict[str, Any] = {}
+    for key, kind in ICEBERG_KINDS.items():
+        if values.get(key) not in (None, ""):
+            try:
+                parsed[key] = kind(values[key])
+            except ValueError as error:
+                raise ConfigError(f"invalid [iceberg] {key}: {error}") from error
+    try:
+        return DeleteOptions(**parsed)
+    except ValueError as error:
+        raise ConfigError(f"invalid [iceberg] setting: {error}") from error
 
 
 def _token_hash(value: Any) -> str | None:
@@ -236,6 +306,8 @@ SECTION_KEYS = {
         "per_token_rps",
         "global_rps",
         "max_body_bytes",
+        "max_hint_nodes",
+        "hint_budget_ms",
         "body_timeout",
         "stream_send_timeout",
         "stream_buffer_bytes",
@@ -243,6 +315,8 @@ SECTION_KEYS = {
         "streams_per_process",
     ),
     "oauth": ("access_token_lifetime",),
+    "iceberg": tuple(ICEBERG_KINDS),
+    "cache": ("snapshot_files", "files_check_seconds"),
 }
 STORAGE_KEYS = (
     "type",
@@ -309,5 +383,7 @@ def load_config(
         raise ConfigError("[catalogs.<name>] blocks must hold catalog properties")
     config.catalogs = catalogs
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
+    config.iceberg = sections["iceberg"]
+    config.cache = sections["cache"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

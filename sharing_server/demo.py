@@ -7,6 +7,8 @@ changes nothing (a profile whose token no longer works is replaced).
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -117,8 +119,22 @@ def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
         token, secret = store.create_token(DEMO_SHARE, timedelta(days=30), "demo token from make run")
         write_profile(profile, config.endpoint, secret, token.expires_at)
     print(f"Demo share profile: {profile.resolve()}")
-    print("Read it with:")
+    print("Read it with (from this directory, as printed):")
     for table in (DEMO_TABLE, DEMO_ICEBERG_TABLE):
         url = f"{profile.resolve()}#{DEMO_SHARE}.{DEMO_SCHEMA}.{table}"
-        print(f"  python -c \"import delta_sharing; print(delta_sharing.load_as_pandas('{url}'))\"")
+        code = f'import delta_sharing; print(delta_sharing.load_as_pandas("{url}"))'
+        print(f"  {shlex.quote(interpreter())} -c {shlex.quote(code)}")
+    print("Elsewhere: pip install delta-sharing, then the same line with that Python.")
     return profile
+
+
+def interpreter() -> str:
+    """This Python (the project's virtualenv, which has delta_sharing), as a path a shell here runs.
+
+    A bare `python` is often not on PATH, or is another Python without the client.
+    """
+    executable = Path(sys.executable)
+    try:
+        return str(executable.relative_to(Path.cwd()))
+    except ValueError:
+        return str(executable)

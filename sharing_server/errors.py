@@ -9,8 +9,9 @@ as opposed to those of the share store (`share_store.errors`):
     │   ├── AdminDisabled           403 PERMISSION_DENIED (no [admin] token_hash configured)
     │   ├── RequestTimedOut         408 REQUEST_TIMEOUT (the body came too slowly)
     │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
-    │   └── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
-    │       └── ServerBusy          503 TEMPORARILY_UNAVAILABLE, with Retry-After
+    │   ├── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
+    │   │   └── ServerBusy          503 TEMPORARILY_UNAVAILABLE, with Retry-After
+    │   └── ClientGone              499 CLIENT_CLOSED_REQUEST: work stopped, nobody to answer
     └── ConfigError                 the configuration is invalid (the CLI exits with status 2)
 """
 
@@ -20,11 +21,11 @@ import logging
 import math
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError, StorageUnavailable
-from share_store.outages import is_outage
+from share_store.errors import ShareStoreError, StorageUnavailable, StoreDiskFull, TableLogDamaged
+from share_store.outages import disk_full, is_outage
 from sharing_server.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
@@ -70,6 +71,16 @@ class ServerBusy(RateLimited):
     status_code = 503
 
 
+class ClientGone(Refusal):
+    """The client disconnected mid-request, so its work was stopped; the status is only logged."""
+
+    error_code = "CLIENT_CLOSED_REQUEST"
+    status_code = 499  # nginx's code for it: no client is left to read a real one
+
+    def __init__(self, message: str = "the client closed the connection before the answer was ready") -> None:
+        super().__init__(message)
+
+
 class ConfigError(ShareStoreError):
     """A setting is missing, unknown or out of range; reported on one line at start-up."""
 
@@ -102,6 +113,11 @@ async def share_store_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ShareStoreError)
     if isinstance(error, StorageUnavailable):
         logger.warning("storage unavailable: %s", error.__cause__ or error)
+    elif isinstance(error, StoreDiskFull):
+        logger.warning("the share store's disk is full on %s %s", request.method, request.url.path)
+    elif isinstance(error, TableLogDamaged):
+        # For the provider: which version and what is wrong (no paths or credentials in it).
+        logger.error("table log damaged on %s %s: %s", request.method, request.url.path, error.detail)
     headers = {"Retry-After": str(math.ceil(error.retry_after))} if isinstance(error, RateLimited) else None
     return error_response(request, error.status_code, error.error_code, error.message, headers)
 
@@ -113,6 +129,12 @@ async def http_error(request: Request, error: Exception) -> Response:
 
 
 async def internal_error(request: Request, error: Exception) -> Response:
+    if disk_full(error):
+        # Not an outage (nothing is unreachable) and not a bug: the server's own disk is full.
+        path, kind = request.url.path, type(error).__name__
+        logger.warning("no space left on disk on %s %s: %s", request.method, path, kind)
+        message = "the server has no space left on its disk; try again later"
+        return error_response(request, 503, "TEMPORARILY_UNAVAILABLE", message)
     if is_outage(error):
         # The share store's database (or a service the readers missed) is down:
         # the same request may work a moment later.
@@ -129,7 +151,16 @@ async def internal_error(request: Request, error: Exception) -> Response:
     return error_response(request, 500, "INTERNAL_ERROR", "The server failed to process the request.")
 
 
+async def body_cut_short(request: Request, error: Exception) -> Response:
+    # The body ended before its end: the client went away, or sent what the ASGI
+    # server could not read (malformed chunks, which Hypercorn answers 400 itself).
+    # Nothing failed here, and the answer will most likely reach no one.
+    logger.info("request body cut short on %s %s", request.method, request.url.path)
+    return error_response(request, 400, "MALFORMED_REQUEST", "the request body ended early")
+
+
 EXCEPTION_HANDLERS = {
+    ClientDisconnect: body_cut_short,
     ShareStoreError: share_store_error,
     HTTPException: http_error,
     Exception: internal_error,

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+RESOLUTION_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
 class Metrics:
@@ -50,6 +51,19 @@ class Metrics:
             "sharing_errors",
             "Error responses by errorCode.",
             ["code"],
+            registry=self.registry,
+        )
+        self.equality_resolution = Histogram(
+            "sharing_iceberg_equality_delete_resolution_seconds",
+            "Time spent resolving an Iceberg snapshot's equality deletes to row positions, by outcome "
+            "(resolved, over_budget, refused, failed).",
+            ["outcome"],
+            buckets=RESOLUTION_BUCKETS,
+            registry=self.registry,
+        )
+        self.equality_scanned = Counter(
+            "sharing_iceberg_equality_delete_scanned_bytes",
+            "Bytes of data files whose equality columns were read to resolve equality deletes.",
             registry=self.registry,
         )
         self.rate_limited = Counter(

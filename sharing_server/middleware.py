@@ -18,9 +18,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from share_store.errors import ShareStoreError
+from share_store.errors import MalformedRequest, ShareStoreError
 from sharing_server import paths
-from sharing_server.audit import AuditLog
+from sharing_server.audit import AuditLog, current_fields
 from sharing_server.errors import RateLimited, RequestTooLarge, share_store_error
 from sharing_server.metrics import Metrics
 from sharing_server.rate_limits import RateLimiter
@@ -107,6 +107,7 @@ class Observe:
         # A state of this request's own: servers pass a copy of the lifespan state,
         # but nothing obliges them to, and audit fields must never mix requests.
         scope["state"] = {**scope.get("state", {}), "audit": fields}
+        context = current_fields.set(fields)
         outcome = {"status": 500, "bytes": 0}
 
         async def observed_send(message: Message) -> None:
@@ -120,6 +121,7 @@ class Observe:
         try:
             await self.app(scope, receive, observed_send)
         finally:
+            current_fields.reset(context)
             seconds = time.perf_counter() - started
             route = _route_name(scope)
             fields["bytes"] = outcome["bytes"]
@@ -142,7 +144,11 @@ class Observe:
 
 
 class RequestLimits:
-    """Refuses oversized bodies (413) and requests over the rate limits (429 with Retry-After)."""
+    """Refusals made before the app: several credentials, too many requests, too large a body.
+
+    Several Authorization headers get 400, requests over a rate limit 429 with
+    Retry-After, and bodies over `max_body_bytes` 413.
+    """
 
     def __init__(self, app: ASGIApp, limiter: RateLimiter, metrics: Metrics, max_body_bytes: int) -> None:
         self.app = app
@@ -155,8 +161,14 @@ class RequestLimits:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        credential = headers.get(b"authorization")
-        refused = self.limiter.check(credential.decode("latin-1") if credential else None)
+        authorizations = [value for name, value in scope["headers"] if name == b"authorization"]
+        if len(authorizations) > 1:
+            # The limits and authentication must read the same credential: with several
+            # headers, which one each would take is a matter of implementation.
+            message = "send one Authorization header, not several"
+            await self._refuse(scope, receive, send, MalformedRequest(message))
+            return
+        refused = self.limiter.check(authorizations[0].decode("latin-1") if authorizations else None)
         if refused is not None:
             limit, wait = refused
             self.metrics.rate_limited.labels(limit).inc()

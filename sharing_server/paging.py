@@ -74,12 +74,13 @@ class Pager:
         page_state: dict[str, Any] | None,
         now_ms: int,
         end_fields: Callable[[], dict[str, Any]],
+        later_state: Callable[[], dict[str, Any]] | None = None,
     ) -> Iterator[Line]:
         """Head lines, one page of body lines, then the endStreamAction unless `page_state` is None.
 
-        `page_state` goes into the next page's token; `end_fields` adds fields
-        to the endStreamAction once the page's lines are made (URL expiries
-        are known only then).
+        `page_state` goes into the next page's token, with what `later_state`
+        adds once the page's lines are made; `end_fields` likewise adds fields
+        to the endStreamAction (URL expiries are known only then).
         """
         yield from head
         emitted = 0
@@ -95,7 +96,8 @@ class Pager:
             return
         end: dict[str, Any] = {}
         if has_more:
-            state = page_state | {"o": paging.offset + emitted, "e": now_ms + PAGE_TOKEN_TTL_MS}
+            state = page_state | (later_state() if later_state else {})
+            state |= {"o": paging.offset + emitted, "e": now_ms + PAGE_TOKEN_TTL_MS}
             end["nextPageToken"] = self.tokens.encode(state)
         end.update(end_fields())
         yield {"endStreamAction": end}

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from share_store.errors import InvalidParameter, MalformedRequest
+from sharing_server.json_text import has_lone_surrogate
 
 MAX_LIST_RESULTS = 500
 MAX_PAGE_FILES = 10_000
@@ -208,6 +209,10 @@ class QueryRequest:
             body = json.loads(raw)
         except ValueError as error:
             raise MalformedRequest(f"Invalid JSON in request body: {error}") from None
+        except RecursionError:
+            raise MalformedRequest("Invalid JSON in request body: nested too deeply") from None
+        if has_lone_surrogate(body):
+            raise MalformedRequest("Invalid JSON in request body: an unpaired UTF-16 surrogate")
         if not isinstance(body, dict):
             raise MalformedRequest("Expected a JSON object as request body")
         hints = body.get("predicateHints") or []

@@ -10,6 +10,7 @@ Delta's change-feed rules in `share_store.delta.changes`, paging in
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,15 +18,24 @@ from functools import partial
 from typing import Any
 
 from share_store.delta import actions
-from share_store.delta.changes import changed_paths, check_cdf_recorded, commit_times, version_changes
+from share_store.delta.changes import (
+    CommitAt,
+    changed_paths,
+    check_cdf_recorded,
+    commit_times,
+    first_with_vectors,
+    version_changes,
+)
+from share_store.delta.compiled_hints import compile_hint
 from share_store.delta.log import first_version_at_or_after, version_at
 from share_store.delta.predicates import parse_hint
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot
-from share_store.errors import InvalidParameter
+from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
 from share_store.readers import TableReader, TableReaders
 from sharing_server.encoding import LineEncoder
+from sharing_server.hint_filter import HintFilter, HintLimits
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.paging import Line, Pager, Paging, decode_token
 from sharing_server.protocol import Capabilities, ChangesRequest, QueryRequest, parse_timestamp
@@ -77,10 +87,47 @@ def _check_readable(snapshot: DeltaSnapshot, response_format: str, capabilities:
         actions.check_delta_readable(snapshot, capabilities.reader_features)
 
 
-def _response_format(snapshot: DeltaSnapshot, capabilities: Capabilities) -> str:
+def _in_format(
+    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities
+) -> tuple[DeltaSnapshot, str]:
+    """The format to answer in, and the snapshot as that format carries it (checked readable)."""
     response_format = capabilities.response_format(snapshot.min_reader_version)
+    if response_format == "parquet":
+        snapshot = reader.for_parquet(snapshot)
     _check_readable(snapshot, response_format, capabilities)
-    return response_format
+    return snapshot, response_format
+
+
+def _commit_lookup(reader: TableReader, listing: LogListing, response_format: str) -> CommitAt:
+    """Each version's actions as the response format carries them."""
+    if response_format == "parquet":
+        return partial(reader.parquet_commit, listing)
+    return partial(reader.commit, listing)
+
+
+def _check_vectors(
+    table: SharedTable,
+    reader: TableReader,
+    listing: LogListing,
+    commit_at: CommitAt,
+    response_format: str,
+    start: int,
+    end: int,
+    *,
+    use_cdc: bool,
+) -> None:
+    """Refuse, before the response starts, a parquet read of changes that delete rows by vector."""
+    if response_format != "parquet":
+        return
+    # A Delta table whose protocol never allowed vectors has none: its commits need no reading here.
+    if not table.is_iceberg and "deletionVectors" not in reader.snapshot(end, listing).reader_features:
+        return
+    version = first_with_vectors(commit_at, start, end, use_cdc=use_cdc)
+    if version is not None:
+        raise UnsupportedOperation(
+            f"Version {version} of the table deletes rows with deletion vectors, which the parquet "
+            "format cannot carry. This table can only be read with responseformat=delta."
+        )
 
 
 def _encoder(
@@ -118,10 +165,11 @@ def _parse_version(version: str) -> int:
 
 
 class TableQueries:
-    def __init__(self, readers: TableReaders, secret: bytes) -> None:
+    def __init__(self, readers: TableReaders, secret: bytes, hint_limits: HintLimits | None = None) -> None:
         self.readers = readers
         self.pager = Pager(secret)
         self.refresh_tokens = TokenCodec(secret, "query-refresh")
+        self.hint_limits = hint_limits or HintLimits()
 
     # -- /version -------------------------------------------------------------------
 
@@ -146,8 +194,9 @@ class TableQueries:
             raise InvalidParameter("Please only provide one of: version,timestamp")
         number = _parse_version(version) if version is not None else None
         reader = self.readers.reader(table)
-        snapshot = _resolve(reader, table, number, timestamp)
-        response_format = _response_format(snapshot, capabilities)
+        snapshot, response_format = _in_format(
+            reader, _resolve(reader, table, number, timestamp), capabilities
+        )
         encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
         return TableResponse(snapshot.version, response_format, iter(lines))
@@ -155,11 +204,22 @@ class TableQueries:
     # -- /query ---------------------------------------------------------------------------
 
     def query(
-        self, table: SharedTable, request: QueryRequest, capabilities: Capabilities, file_id_hash: str | None
+        self,
+        table: SharedTable,
+        request: QueryRequest,
+        capabilities: Capabilities,
+        file_id_hash: str | None,
+        gone: threading.Event | None = None,
     ) -> TableResponse:
+        """A snapshot's files, or a streaming read's changes; `gone` is set if the client disconnects."""
         reader = self.readers.reader(table)
         if request.starting_version is not None:
             return self._streaming_query(table, reader, request, capabilities, file_id_hash)
+        # Before any table work, so that a hint over the node cap costs next to nothing.
+        started = time.thread_time()
+        text = request.json_predicate_hints
+        hint = parse_hint(text, self.hint_limits.max_nodes) if text else None
+        parsing = time.thread_time() - started
         page = self._page(table, request, capabilities, file_id_hash)
         now_ms = page.now_ms
         pinned = page.resumed["v"] if page.resumed else None
@@ -172,18 +232,23 @@ class TableQueries:
             snapshot = reader.snapshot(int(pinned))
         else:
             snapshot = _resolve(reader, table, request.version, request.timestamp)  # checks history sharing
-        response_format = _response_format(snapshot, capabilities)
+        snapshot, response_format = _in_format(reader, snapshot, capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
-        hint = parse_hint(request.json_predicate_hints) if request.json_predicate_hints else None
         # Head lines keep describing the whole snapshot; only the files are planned.
         files_of = snapshot if hint is None else reader.planned(snapshot, hint)
+        if response_format == "parquet" and files_of is not snapshot:
+            files_of = reader.for_parquet(files_of)
+        hint_filter = None
+        if hint is not None:
+            budget = self.hint_limits.budget_seconds(snapshot.num_files)
+            hint_filter = _hint_filter(hint, files_of, budget, parsing, page.resumed, gone)
         reader.check_files_exist(files_of, with_dvs=response_format == "delta")
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
         files = (
             encoder.entry_file("add", entry, version=file_version)
-            for entry in _selected(files_of, hint, request.limit_hint)
+            for entry in _selected(files_of, hint_filter, request.limit_hint)
         )
 
         def refresh_fields() -> dict[str, Any]:
@@ -196,6 +261,7 @@ class TableQueries:
         return self._respond(
             page, snapshot.version, encoder, head, files, {"v": snapshot.version},
             wants_end=request.include_refresh_token, end_fields=refresh_fields,
+            later_state=hint_filter.page_state if hint_filter else None,
         )  # fmt: skip
 
     # -- streaming: /query with startingVersion ------------------------------------------------
@@ -225,12 +291,13 @@ class TableQueries:
                 f"Provided end version({end}) is invalid. End version cannot be greater than the "
                 f"latest version of the table({latest})."
             )
-        snapshot = reader.snapshot(start, listing)
-        response_format = _response_format(snapshot, capabilities)
+        snapshot, response_format = _in_format(reader, reader.snapshot(start, listing), capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
+        commit_at = _commit_lookup(reader, listing, response_format)
+        _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=False)
         changes = self._change_lines(
-            reader, listing, encoder, capabilities, start, end, use_cdc=False, include_metadata=True,
-            include_protocol=request.include_historical_protocol,
+            reader, listing, commit_at, encoder, capabilities, start, end, use_cdc=False,
+            include_metadata=True, include_protocol=request.include_historical_protocol,
         )  # fmt: skip
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot, version=start)]
         return self._respond(page, start, encoder, head, changes, {"l": latest})
@@ -253,16 +320,17 @@ class TableQueries:
         latest = reader.snapshot(latest_version, listing)
         start, end = self._change_range(reader, listing, latest, request)
         start_snapshot = reader.snapshot(start, listing)
-        commit_at = partial(reader.commit, listing)
-        check_cdf_recorded(start_snapshot, commit_at, start, end)
+        check_cdf_recorded(start_snapshot, partial(reader.commit, listing), start, end)
         head_snapshot = start_snapshot if request.include_historical_metadata else latest
-        response_format = _response_format(head_snapshot, capabilities)
+        head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities)
         encoder = _encoder(table, reader, response_format, file_id_hash)
+        commit_at = _commit_lookup(reader, listing, response_format)
+        _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=True)
         # Vacuumed change or data files make the whole range unreadable: say so up front.
         paths = changed_paths(commit_at, start, end)
         reader.check_exist([reader.locate(path) for path in paths])
         changes = self._change_lines(
-            reader, listing, encoder, capabilities, start, end, use_cdc=True,
+            reader, listing, commit_at, encoder, capabilities, start, end, use_cdc=True,
             include_metadata=request.include_historical_metadata,
             include_protocol=request.include_historical_protocol,
         )  # fmt: skip
@@ -306,6 +374,7 @@ class TableQueries:
     def _change_lines(
         reader: TableReader,
         listing: LogListing,
+        commit_at: CommitAt,
         encoder: LineEncoder,
         capabilities: Capabilities,
         start: int,
@@ -319,7 +388,7 @@ class TableQueries:
         commits = reader.commits(listing, reader.snapshot(end, listing))
         times = commit_times(commits, start, end)
         changes = version_changes(
-            partial(reader.commit, listing),
+            commit_at,
             lambda version: reader.snapshot(version, listing),
             start,
             end,
@@ -328,7 +397,11 @@ class TableQueries:
             include_metadata=include_metadata,
             # The parquet format has no way to express protocol changes.
             include_protocol=include_protocol and encoder.format == "delta",
-            check=lambda snapshot: _check_readable(snapshot, encoder.format, capabilities),
+            check=lambda snapshot: _check_readable(
+                reader.for_parquet(snapshot) if encoder.format == "parquet" else snapshot,
+                encoder.format,
+                capabilities,
+            ),
         )
         return map(encoder.change, changes)
 
@@ -355,11 +428,13 @@ class TableQueries:
         pinned: dict[str, Any],
         wants_end: bool = False,
         end_fields: Callable[[], dict[str, Any]] | None = None,
+        later_state: Callable[[], dict[str, Any]] | None = None,
     ) -> TableResponse:
         """One page of `body` after `head`, ending with an endStreamAction when one is due.
 
         `pinned` is what later pages must keep reading at (a version, or the
-        latest version of a range); it goes into the next page's token.
+        latest version of a range); it goes into the next page's token, with
+        what `later_state` adds once the page is made.
         """
 
         def all_end_fields() -> dict[str, Any]:
@@ -371,23 +446,40 @@ class TableQueries:
         capabilities = page.capabilities
         ends = wants_end or capabilities.include_end_stream_action or page.max_files is not None
         page_state = {"t": page.table_id, **pinned, "c": page.checksum} if ends else None
-        lines = self.pager.lines(head, body, page.paging, page_state, page.now_ms, all_end_fields)
+        lines = self.pager.lines(
+            head, body, page.paging, page_state, page.now_ms, all_end_fields, later_state
+        )
         return TableResponse(
             version, encoder.format, lines, capabilities.include_end_stream_action, page.file_id_hash
         )
 
 
+def _hint_filter(
+    hint: dict[str, Any],
+    files_of: DeltaSnapshot,
+    budget: float | None,
+    parsing: float,
+    resumed: dict[str, Any] | None,
+    gone: threading.Event | None,
+) -> HintFilter:
+    """The hint compiled for `files_of`; its budget covers parsing and compiling it too."""
+    started = time.thread_time()
+    check = compile_hint(hint, files_of.partition_columns, actions.physical_names(files_of))
+    spent = parsing + time.thread_time() - started
+    return HintFilter(check, budget, resumed, gone, spent)
+
+
 def _selected(
-    snapshot: DeltaSnapshot, hint: dict[str, Any] | None, limit: int | None
+    snapshot: DeltaSnapshot, hint: HintFilter | None, limit: int | None
 ) -> Iterator[actions.FileEntry]:
     """Files left after predicate hints, cut once `limitHint` rows are covered."""
-    names = actions.physical_names(snapshot)
+    entries = actions.entries(snapshot)
+    if hint is not None:
+        entries = hint.apply(entries)
     records = 0
-    for entry in actions.entries(snapshot):
+    for entry in entries:
         if limit is not None and records >= limit:
             return
-        if not actions.matches_hint(hint, entry, names):
-            continue
         yield entry
         if limit is not None:
             # Files without stats count as zero rows: we keep listing rather

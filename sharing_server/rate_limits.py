@@ -4,7 +4,8 @@ Limits hold per process: with N replicas behind a balancer the global limit
 is N times the setting, which is what a provider sizing one replica expects.
 Buckets are keyed by a digest of the presented token, checked before any
 database work, so a flood with made-up tokens costs one dict lookup each; the
-number of buckets kept is bounded.
+number of buckets kept is bounded. A bearer token's digest is the hash the store
+finds the token by, so each token (each token id) has exactly one bucket.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+
+from share_store.tokens import hash_secret
+from sharing_server.auth import parse_bearer
 
 
 @dataclass
@@ -59,10 +63,13 @@ class RateLimiter:
         self.per_token = TokenBuckets(per_token_rps)
         self.overall = TokenBuckets(global_rps)
 
-    def check(self, credential: str | None) -> tuple[str, float] | None:
-        """None if the request may go on, else (which limit, seconds to wait)."""
-        if credential is not None:
-            key = hashlib.sha256(credential.encode()).hexdigest()[:32]
+    def check(self, authorization: str | None) -> tuple[str, float] | None:
+        """None if the request may go on, else (which limit, seconds to wait).
+
+        `authorization` is the request's one Authorization header, if it has one.
+        """
+        key = credential_key(authorization)
+        if key is not None:
             wait = self.per_token.take(key)
             if wait:
                 return "token", wait
@@ -70,3 +77,21 @@ class RateLimiter:
         if wait:
             return "global", wait
         return None
+
+
+def credential_key(authorization: str | None) -> str | None:
+    """The per-token bucket an Authorization header draws on (None without one).
+
+    A bearer token is read as authentication reads it and named by its SHA-256,
+    the digest the store looks tokens up by: however the header is spelled, one
+    token, one bucket. Other schemes (HTTP Basic at the OAuth token endpoint)
+    are keyed by their value with the scheme's case and the spaces after it
+    evened out.
+    """
+    if authorization is None:
+        return None
+    secret = parse_bearer(authorization)
+    if secret is not None:
+        return hash_secret(secret)
+    scheme, _, value = authorization.partition(" ")
+    return hashlib.sha256(f"{scheme.lower()} {value.strip()}".encode()).hexdigest()

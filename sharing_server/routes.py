@@ -16,6 +16,8 @@ from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
 from sharing_server.audit import audit_fields, counting_files
 from sharing_server.auth import authenticate, authorize_share, authorize_table
+from sharing_server.disconnects import DisconnectWatch
+from sharing_server.errors import ClientGone
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.protocol import (
     JSON,
@@ -167,25 +169,36 @@ async def table_version(request: Request) -> Response:
 class TableStream(StreamingResponse):
     """A table's lines, cut off with one log line when reading fails after the headers went out.
 
-    `on_close` runs once the response is over, however it ended.
+    With a `watch`, the disconnect is heard through it (it took the server's
+    one `http.disconnect` message) and it is stopped when the response ends;
+    `on_close` runs then too, however the response ended.
     """
 
     def __init__(
-        self, content: Iterator[bytes], headers: dict[str, str], on_close: Callable[[], None] | None = None
+        self,
+        content: Iterator[bytes],
+        headers: dict[str, str],
+        watch: DisconnectWatch | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(content, headers=headers, media_type=None)
+        self.watch = watch
         self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, self.watch.receive if self.watch else receive, send)
         finally:
+            if self.watch is not None:
+                self.watch.stop()
             if self.on_close is not None:
                 self.on_close()
 
     async def stream_response(self, send: Send) -> None:
         try:
             await super().stream_response(send)
+        except ClientGone:
+            pass  # nobody is left to see a cut-off response, and nothing went wrong here
         except ShareStoreError as error:
             # Too late for an error status. Closing without the last chunk shows the
             # client a broken response, never a complete-looking short one, and the
@@ -201,7 +214,12 @@ def _after(first: bytes | None, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
-async def _stream(request: Request, result: TableResponse, stream: Stream | None = None) -> Response:
+async def _stream(
+    request: Request,
+    result: TableResponse,
+    watch: DisconnectWatch | None = None,
+    stream: Stream | None = None,
+) -> Response:
     """The response of `result`; `stream`, if given, is closed when the response ends, however it ends."""
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
@@ -223,16 +241,20 @@ async def _stream(request: Request, result: TableResponse, stream: Stream | None
     # turns every error of most responses, which fit in one chunk, into a proper
     # JSON error response.
     first = await run_in_threadpool(next, chunks, None)
-    return TableStream(_after(first, chunks), headers, on_close=stream.close if stream else None)
+    return TableStream(_after(first, chunks), headers, watch, on_close=stream.close if stream else None)
 
 
-async def _listing(request: Request, run: Callable[[Stream], TableResponse]) -> Response:
+async def _listing(
+    request: Request, run: Callable[[Stream], TableResponse], watch: DisconnectWatch | None = None
+) -> Response:
     """A file listing's response, made by `run`, which opens `stream` once it knows the token."""
     stream = request.app.state.streams.stream()
     try:
-        return await _stream(request, await run_in_threadpool(run, stream), stream)
+        return await _stream(request, await run_in_threadpool(run, stream), watch, stream)
     except BaseException:
         stream.close()
+        if watch is not None:
+            watch.stop()
         raise
 
 
@@ -259,12 +281,15 @@ def _listing_context(request: Request, stream: Stream) -> tuple[SharedTable, Cap
 
 async def table_query(request: Request) -> Response:
     body = await request.body()
+    # A hint may keep a worker thread busy: it stops when the client hangs up.
+    watch = DisconnectWatch(request.receive)
 
     def run(stream: Stream) -> TableResponse:
         table, capabilities, file_id_hash = _listing_context(request, stream)
-        return _queries(request).query(table, QueryRequest.parse(body), capabilities, file_id_hash)
+        query = QueryRequest.parse(body)
+        return _queries(request).query(table, query, capabilities, file_id_hash, watch.gone)
 
-    return await _listing(request, run)
+    return await _listing(request, run, watch)
 
 
 async def table_changes(request: Request) -> Response:

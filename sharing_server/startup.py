@@ -57,8 +57,12 @@ def server_secret(config: ServerConfig) -> bytes:
         # together never read a half-written key: the first link wins.
         draft = path.with_name(f".{path.name}.{os.getpid()}")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(32))
+        except OSError as error:  # a full disk: say which file could not be written
+            draft.unlink(missing_ok=True)
+            raise OSError(error.errno, error.strerror, str(path)) from error
         try:
             os.link(draft, path)
         except FileExistsError:

@@ -5,15 +5,18 @@ Every server binds 127.0.0.1 on a free port and stops at session end.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,3 +185,62 @@ def s3(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: P
 
 def read_profile(path: str) -> dict[str, object]:
     return json.loads(Path(path).read_text())
+
+
+# Iceberg tables with row-level deletes, written by Spark 3.5 + Iceberg (tests/iceberg_writer.py).
+ICEBERG_WRITER = Path(__file__).with_name("iceberg_writer.py")
+CACHE = Path(__file__).resolve().parents[1] / ".cache"
+SPARK_ICEBERG_PYTHON = CACHE / "spark-iceberg" / "venv" / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Spark-written tables under BASE/buckets/spark, with BASE/expected.json."""
+    key = hashlib.sha256(ICEBERG_WRITER.read_bytes()).hexdigest()[:12]
+    base = CACHE / "iceberg-deletes" / key
+    if not (base / "expected.json").exists():
+        assert SPARK_ICEBERG_PYTHON.exists(), (
+            "the Spark 3.5 + Iceberg environment is missing: run `make spark-iceberg`"
+        )
+        shutil.rmtree(base, ignore_errors=True)
+        (base / "buckets").mkdir(parents=True)
+        draft = base / "expected.draft"
+        log = tmp_path_factory.mktemp("spark-iceberg") / "writer.log"
+        with log.open("w") as output:
+            done = subprocess.run(
+                [str(SPARK_ICEBERG_PYTHON), str(ICEBERG_WRITER), str(base / "buckets" / "spark"), str(draft)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                timeout=900,
+                check=False,
+            )
+        assert done.returncode == 0, log.read_text()[-3000:]
+        draft.rename(base / "expected.json")  # the cache is complete only now
+    return base
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for every test module that reads through the deltaSharing source."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    # Spark's Python workers must be this interpreter, which has the data source installed.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sharing-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()

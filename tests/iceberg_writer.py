@@ -11,9 +11,14 @@ Tables (namespace `db`, Hadoop layout under WAREHOUSE):
 - `dv_v3`: format v3, merge-on-read; deletion vectors in Puffin files, a second DELETE
   on the same files (its DVs replace the first ones), then an UPDATE.
 - `cow_v2`: format v2, copy-on-write: the control, with no delete files.
+- `eq_v2`: format v2, partitioned by `part`; equality deletes committed by Iceberg's own
+  Java writer and `RowDelta` (Spark SQL never writes them): on `id` in one partition, on
+  (`name`, `d`) with a null in a key, an append re-adding deleted keys (kept: a delete
+  applies only to older data), a global delete (an unpartitioned spec's) on `id`, another
+  append, then a merge-on-read DELETE whose position deletes join the equality deletes.
 
 EXPECTED_JSON maps each table to its metadata file and, per snapshot in commit order,
-the snapshot id and Spark's own rows (`VERSION AS OF`), sorted.
+the snapshot id and Spark's own rows (`VERSION AS OF`), sorted (nulls last).
 """
 
 import json
@@ -21,7 +26,14 @@ import sys
 
 from session import iceberg_session
 
-COLUMNS = "id, part, v"
+COLUMNS = {"pos_v2": "id, part, v", "dv_v3": "id, part, v", "cow_v2": "id, part, v"}
+# Dates as ISO text, so that the rows are JSON and compare with what readers return.
+COLUMNS["eq_v2"] = "id, part, name, CAST(d AS STRING) AS d, v"
+
+
+def row_order(row: list) -> list:
+    """Sorts rows with nulls (last in each column) as the tests sort what they read."""
+    return [(value is None, value) for value in row]
 
 
 def write(spark, name: str, properties: str) -> None:
@@ -40,6 +52,78 @@ def write(spark, name: str, properties: str) -> None:
     spark.sql(f"UPDATE {table} SET v = 'updated' WHERE id % 13 = 1")
 
 
+def equality_delete(spark, name: str, columns: list[str], rows: list[tuple], spec_id: int, part=None):
+    """Commit one equality delete file of `rows` on `columns`, written by Iceberg's own writer."""
+    jvm = spark._jvm
+    iceberg = jvm.org.apache.iceberg
+    table = iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, f"local.db.{name}")
+    schema, spec = table.schema(), table.specs().get(spec_id)
+    ids = [schema.findField(column).fieldId() for column in columns]
+    equality_ids = spark._sc._gateway.new_array(jvm.int, len(ids))
+    for index, field_id in enumerate(ids):
+        equality_ids[index] = field_id
+    delete_schema = iceberg.types.TypeUtil.select(schema, jvm.java.util.HashSet(ids))
+    factory = iceberg.data.GenericAppenderFactory(schema, spec, equality_ids, delete_schema, None)
+    partition = None
+    if part is not None:
+        partition = iceberg.PartitionData(spec.partitionType())
+        partition.set(0, part)
+    file_name = f"eq-{jvm.java.util.UUID.randomUUID()}.parquet"
+    location = table.locationProvider().newDataLocation(spec, partition, file_name)
+    output = iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(table.io().newOutputFile(location))
+    writer = factory.newEqDeleteWriter(output, iceberg.FileFormat.PARQUET, partition)
+    for row in rows:
+        record = iceberg.data.GenericRecord.create(delete_schema)
+        for column, value in zip(columns, row, strict=True):
+            # py4j passes Python ints as Integer: hence `id int` in the table.
+            if column == "d" and value is not None:
+                value = jvm.java.time.LocalDate.parse(value)
+            record.setField(column, value)
+        writer.write(record)
+    writer.close()
+    table.newRowDelta().addDeletes(writer.toDeleteFile()).commit()
+    spark.sql(f"REFRESH TABLE local.db.{name}")
+
+
+def write_equality(spark, name: str) -> None:
+    table = f"local.db.{name}"
+    spark.sql(
+        f"CREATE TABLE {table} (id int, part string, name string, d date, v string) USING iceberg "
+        "PARTITIONED BY (part) TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', "
+        "'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true')"
+    )
+    # Two files per partition (no shuffle by partition before writing); every 17th name is null.
+    spark.range(0, 300).selectExpr(
+        "CAST(id AS INT) AS id",
+        "CAST(id % 3 AS STRING) AS part",
+        "IF(id % 17 = 0, NULL, CONCAT('n', id % 10)) AS name",
+        "DATE_ADD(DATE'2024-01-01', CAST(id % 5 AS INT)) AS d",
+        "CONCAT('v', id) AS v",
+    ).repartition(2).writeTo(table).append()
+    # Keys 1 and 2 live in other partitions: a partition's delete leaves them.
+    equality_delete(spark, name, ["id"], [(0,), (3,), (6,), (9,), (1,), (2,)], 0, "0")
+    # Null matches null: (NULL, 2024-01-05) deletes ids 34 and 289; ('n4', NULL) deletes nothing.
+    keys = [(None, "2024-01-05"), ("n4", "2024-01-05"), ("n1", "2024-01-02"), ("n4", None)]
+    equality_delete(spark, name, ["name", "d"], keys, 0, "1")
+    # Deleted keys again, newer than the deletes: they stay.
+    spark.sql(
+        f"INSERT INTO {table} VALUES (0, '0', 'again', DATE'2024-02-01', 'v0b'), "
+        "(3, '0', 'again', DATE'2024-02-01', 'v3b'), (1000, '1', NULL, DATE'2024-01-05', 'v1000')"
+    )
+    # A global delete needs an unpartitioned spec: drop the partition field, delete, add it back.
+    spark.sql(f"ALTER TABLE {table} DROP PARTITION FIELD part")
+    unpartitioned = (
+        spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+        .spec()
+        .specId()
+    )
+    equality_delete(spark, name, ["id"], [(0,), (5,), (10,), (20,)], unpartitioned)
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD part")
+    spark.sql(f"INSERT INTO {table} VALUES (5, '2', 'again', DATE'2024-02-02', 'v5b')")
+    # Position deletes on the same files as the equality deletes.
+    spark.sql(f"DELETE FROM {table} WHERE id % 7 = 0")
+
+
 def main() -> None:
     warehouse, expected_path = sys.argv[1], sys.argv[2]
     spark = iceberg_session(warehouse)
@@ -49,16 +133,18 @@ def main() -> None:
     write(spark, "dv_v3", f"'format-version'='3', {mor}")
     cow = "'write.delete.mode'='copy-on-write', 'write.update.mode'='copy-on-write'"
     write(spark, "cow_v2", f"'format-version'='2', {cow}")
+    write_equality(spark, "eq_v2")
     expected = {}
-    for name in ("pos_v2", "dv_v3", "cow_v2"):
+    for name, columns in COLUMNS.items():
         table = f"local.db.{name}"
         history = spark.sql(f"SELECT snapshot_id FROM {table}.history ORDER BY made_current_at").collect()
         files = spark.sql(f"SELECT file FROM {table}.metadata_log_entries ORDER BY timestamp").collect()
         snapshots = []
         for row in history:
             snapshot_id = row.snapshot_id
-            rows = spark.sql(f"SELECT {COLUMNS} FROM {table} VERSION AS OF {snapshot_id}").collect()
-            snapshots.append({"snapshot_id": snapshot_id, "rows": sorted([list(r) for r in rows])})
+            rows = spark.sql(f"SELECT {columns} FROM {table} VERSION AS OF {snapshot_id}").collect()
+            rows = sorted([list(r) for r in rows], key=row_order)
+            snapshots.append({"snapshot_id": snapshot_id, "rows": rows})
         expected[name] = {"metadata": files[-1].file, "snapshots": snapshots}
     with open(expected_path, "w") as handle:
         json.dump(expected, handle)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from share_store.delta import actions
+from share_store.delta.compiled_hints import matches_hint
 from share_store.delta.deletion_vectors import dv_relative_path, dv_storage_path, z85_decode
 from share_store.delta.snapshot import DeltaSnapshot, file_key
 from share_store.errors import UnsupportedOperation
@@ -262,21 +263,82 @@ def test_hints_use_physical_names_under_column_mapping() -> None:
             {"op": "literal", "value": "10", "valueType": "long"},
         ],
     }
-    assert not actions.matches_hint(tree, next(actions.entries(snap)), names)
-    assert actions.matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept
+    assert not matches_hint(tree, next(actions.entries(snap)), names)
+    assert matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept
 
 
-def test_snapshot_cache_is_bounded_by_count_and_files() -> None:
+def _sized(version: int, files: int) -> DeltaSnapshot:
+    return DeltaSnapshot(version, {}, {}, [{"path": str(i)} for i in range(files)])
+
+
+def test_snapshot_cache_is_bounded_by_count_per_table_and_files() -> None:
     from share_store.delta.snapshot import SnapshotCache
 
-    def sized(version: int, files: int) -> DeltaSnapshot:
-        return DeltaSnapshot(version, {}, {}, [{"path": str(i)} for i in range(files)])
-
-    cache = SnapshotCache(max_snapshots=3, max_files=10)
+    cache = SnapshotCache(max_files=10, per_table=3).table()
     for version in range(4):
-        cache.put(sized(version, 2))
+        cache.put(_sized(version, 2))
     assert cache.get(0) is None and cache.get(3) is not None  # at most three
-    cache.put(sized(9, 9))
+    cache.put(_sized(9, 9))
     assert cache.get(9) is not None and cache.get(3) is None  # 9 + 2 files > 10: older ones go
-    cache.put(sized(10, 50))
+    cache.put(_sized(10, 50))
     assert cache.get(10) is not None  # one oversized snapshot is still kept
+
+
+def test_empty_feature_lists_are_served_as_empty_lists() -> None:
+    """delta-kernel refuses reader version 3 without `readerFeatures`, even an empty one."""
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [], "writerFeatures": []}
+    body = actions.delta_protocol(snapshot(protocol=protocol))["protocol"]["deltaProtocol"]
+    assert body == protocol
+    plain = actions.delta_protocol(snapshot())["protocol"]["deltaProtocol"]
+    assert "readerFeatures" not in plain and "writerFeatures" not in plain
+
+
+@pytest.mark.parametrize(
+    ("protocol", "named"),
+    [
+        ({"minReaderVersion": 99, "minWriterVersion": 7}, "reader version 99"),
+        ({"minReaderVersion": 4, "minWriterVersion": 7, "readerFeatures": []}, "reader version 4"),
+        (
+            {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors", "teleport"]},
+            "teleport",
+        ),
+    ],
+)
+def test_a_protocol_the_server_does_not_understand_is_refused_in_both_formats(
+    protocol: dict, named: str
+) -> None:
+    table = snapshot(protocol=protocol)
+    with pytest.raises(UnsupportedOperation, match=named):
+        actions.check_parquet_readable(table)
+    everything = frozenset({"deletionvectors", "columnmapping", "teleport"})
+    with pytest.raises(UnsupportedOperation, match=named):
+        actions.check_delta_readable(table, everything)
+
+
+def test_snapshot_cache_bounds_all_tables_together_least_recently_used_first() -> None:
+    from share_store.delta.snapshot import SnapshotCache
+
+    shared = SnapshotCache(max_files=10)
+    tables = [shared.table() for _ in range(5)]
+    for table in tables[:4]:
+        table.put(_sized(0, 3))  # 12 files in all: the first table's snapshot goes
+    assert shared.files == 9 and len(shared) == 3
+    assert tables[0].get(0) is None
+    assert tables[1].get(0) is not None  # used now: the third table's goes next
+    tables[4].put(_sized(0, 3))
+    assert tables[2].get(0) is None and tables[1].get(0) is not None
+    assert shared.files <= 10
+    # A table's view holds its own versions only.
+    assert 0 in tables[1] and 1 not in tables[1]
+
+
+def test_a_files_check_is_trusted_for_its_seconds_only() -> None:
+    from share_store.delta.snapshot import CheckedVersions
+
+    always = CheckedVersions(seconds=0)
+    always.mark(1)
+    assert not always.fresh(1)  # 0 s: every answer checks again
+    hour = CheckedVersions(seconds=3600)
+    assert not hour.fresh(1)
+    hour.mark(1)
+    assert hour.fresh(1) and not hour.fresh(2)

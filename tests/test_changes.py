@@ -228,4 +228,8 @@ def test_vacuumed_change_files(local: Deployment, profile: str, tmp_path) -> Non
         "/shares/vacuumed/schemas/default/tables/t/changes", params={"startingVersion": 0}
     )
     assert response.status_code == 400
-    assert response.json() == {"errorCode": "RESOURCE_DOES_NOT_EXIST", "message": "table files missing"}
+    removed = sum(1 for path in (source / "_change_data").rglob("*.parquet"))
+    assert response.json() == {
+        "errorCode": "RESOURCE_DOES_NOT_EXIST",
+        "message": f"table files missing: {removed} files are no longer in storage (vacuumed or lost)",
+    }

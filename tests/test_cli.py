@@ -43,13 +43,18 @@ def store_of(config: Path) -> ShareStore:
 
 
 def test_share_lifecycle(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(config, "share", "create", "test", "tpch", "orders:delta:testdelta:tpch/orders") == 0
+    # Tables written later (--no-check); test_tables_are_checked_when_shared checks.
+    assert (
+        run(config, "share", "create", "test", "tpch", "orders:delta:testdelta:tpch/orders", "--no-check")
+        == 0
+    )
     assert (
         run(
             config,
             "share",
             "update",
             "test",
+            "--no-check",
             "--add",
             "tpch:lineitem:delta:testdelta:tpch/lineitem",
             "--add",
@@ -101,6 +106,10 @@ def test_token_create_writes_profile(
     output = capsys.readouterr().out
     secret = next(line.split()[-1] for line in output.splitlines() if line.startswith("Token:"))
     token_id = next(line.split()[-1] for line in output.splitlines() if line.startswith("Token id:"))
+    # The profile comes back too, ready to save, as `mc table share token create` users expect.
+    printed = json.loads(output[output.index("{") :])
+    assert printed["bearerToken"] == secret and printed["shareCredentialsVersion"] == 1
+    assert printed["endpoint"] == "https://sharing.example.com/delta-sharing"
     assert run(config, "token", "list", "test") == 0
     listing = capsys.readouterr().out
     assert "for acme" in listing and secret not in listing and listing.count("active") == 2
@@ -140,7 +149,7 @@ def test_token_create_writes_profile(
 def test_bad_input_exits_2_and_changes_nothing(
     config: Path, args: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run(config, "share", "create", "test", "tpch", "keep:delta:bucket:keep")
+    run(config, "share", "create", "test", "tpch", "keep:delta:bucket:keep", "--no-check")
     before = [
         (s.name, [t.name for t in store_of(config).list_tables(s.name)])
         for s in store_of(config).list_shares()
@@ -202,3 +211,49 @@ def test_console_script_runs(config: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_aistor_alias_form_of_a_share_name_is_accepted(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Users of `mc table share` type `minio/test`: the alias is dropped, and they are told."""
+    assert run(config, "share", "create", "minio/aliased") == 0
+    captured = capsys.readouterr()
+    assert "alias 'minio' is ignored" in captured.err
+    assert run(config, "share", "info", "minio/aliased") == 0
+    assert "aliased" in capsys.readouterr().out
+    assert run(config, "token", "create", "minio/aliased", "--expires", "1d") == 0
+    assert "Token:" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        run(config, "share", "create", "a/b/c")
+
+
+def test_tables_are_checked_when_shared(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A table that is not there is refused with the configuration named; --no-check shares it anyway."""
+    assert run(config, "share", "create", "s", "tpch", "orders:delta:lake:tpch/orders") == 2
+    err = capsys.readouterr().err
+    assert "no Delta table at lake/tpch/orders" in err and "--no-check" in err
+    assert f"(configuration: --config {config})" in err and err.count("\n") == 1
+    assert store_of(config).list_shares() == []  # nothing half-made
+    log = config.parent / "buckets" / "lake" / "tpch" / "orders" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / "00000000000000000000.json").write_text("{}\n")
+    assert run(config, "share", "create", "s", "tpch", "orders:delta:lake:tpch/orders") == 0
+    assert run(config, "share", "update", "s", "--add", "tpch:later:delta:lake:tpch/later") == 2
+    assert run(config, "share", "update", "s", "--no-check", "--add", "tpch:later:delta:lake:tpch/later") == 0
+    capsys.readouterr()
+    assert run(config, "share", "update", "s", "--add", "tpch:t:uniform:nowhere:ns:t") == 2
+    assert "no Iceberg catalog" in capsys.readouterr().err
+
+
+def test_the_configuration_is_found_where_users_put_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sharing_server.cli import find_config
+
+    monkeypatch.chdir(tmp_path)
+    assert find_config(None, {})[0] is None
+    (tmp_path / "sharing.toml").write_text("")
+    assert find_config(None, {}) == ("sharing.toml", "./sharing.toml")
+    assert find_config(None, {"SHARING_CONFIG": "/etc/s.toml"})[0] == "/etc/s.toml"
+    assert find_config("given.toml", {"SHARING_CONFIG": "/etc/s.toml"})[0] == "given.toml"

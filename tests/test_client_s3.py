@@ -123,3 +123,33 @@ def test_storage_refusals_are_clear_400s(s3: Deployment, s3_profile: str) -> Non
         list(wrong.list(TESTDATA_BUCKET, "simple_table/_delta_log/"))
     with pytest.raises(TableFilesMissing, match="permission denied"):
         wrong.read(TESTDATA_BUCKET, "simple_table/_delta_log/00000000000000000000.json")
+
+
+def test_an_opened_object_fetches_only_the_bytes_read(s3: Deployment) -> None:
+    """Equality deletes read a few columns of large data files: never the whole object."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    table = pa.table({"id": list(range(50_000)), "payload": [f"{i:0>200}" for i in range(50_000)]})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="none")
+    client = s3.seaweed.client()
+    client.put_object(Bucket=TESTDATA_BUCKET, Key="opened/data.parquet", Body=sink.getvalue())
+    storage = s3.storage
+    assert isinstance(storage, S3Storage)
+    opened = storage.open(TESTDATA_BUCKET, "opened/data.parquet")
+    fetched = []
+    get_object = opened._client.get_object  # type: ignore[attr-defined]
+
+    def counting(**arguments: str) -> dict:
+        response = get_object(**arguments)
+        fetched.append(response["ContentLength"])
+        return response
+
+    opened._client = type("Counting", (), {"get_object": staticmethod(counting)})()  # type: ignore[attr-defined]
+    ids = pq.ParquetFile(opened).read(columns=["id"]).column("id")
+    assert ids.to_pylist() == list(range(50_000))
+    assert 0 < sum(fetched) < len(sink.getvalue()) / 10  # the footer and one small column chunk
+    with pytest.raises(FileNotFoundError):
+        storage.open(TESTDATA_BUCKET, "opened/absent.parquet")

@@ -66,6 +66,14 @@ def test_services_open_the_store_storage_and_catalogs(tmp_path: Path) -> None:
         ({"SHARING_LIMITS_STREAM_BUFFER_BYTES": "100"}, "stream_buffer_bytes must be at least 4096"),
         ({"SHARING_LIMITS_STREAMS_PER_TOKEN": "-1"}, "must be 0 (off) or more"),
         ({"SHARING_LIMITS_STREAMS_PER_PROCESS": "many"}, "invalid [limits]/[oauth] setting"),
+        ({"SHARING_LIMITS_BODY_TIMEOUT": "nan"}, "body_timeout and stream_send_timeout must be above 0"),
+        ({"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "soon"}, "invalid [iceberg] equality_delete"),
+        ({"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "0"}, "budget_seconds must be more than 0"),
+        ({"SHARING_LIMITS_MAX_HINT_NODES": "2"}, "max_hint_nodes must be at least 3"),
+        ({"SHARING_LIMITS_HINT_BUDGET_MS": "-1"}, "hint_budget_ms must be 0 (no budget) or more"),
+        ({"SHARING_LIMITS_HINT_BUDGET_MS": "nan"}, "hint_budget_ms must be 0 (no budget) or more"),
+        ({"SHARING_CACHE_SNAPSHOT_FILES": "many"}, "invalid [cache] setting"),
+        ({"SHARING_CACHE_FILES_CHECK_SECONDS": "-1"}, "cannot be negative"),
     ],
 )
 def test_bad_settings_are_config_errors_at_load_time(
@@ -90,3 +98,33 @@ def test_stream_and_body_limits_from_the_file_and_the_environment(tmp_path: Path
     assert (options.stream_send_timeout, options.body_timeout) == (5.0, 2.5)
     assert (options.streams_per_token, options.streams_per_process) == (4, 0)
     assert options.stream_buffer_bytes == 64 * 1024  # the default
+
+
+def test_the_equality_delete_budget_comes_from_the_iceberg_section(tmp_path: Path) -> None:
+    assert local_config(tmp_path).options.iceberg.equality_delete_budget_seconds == 30.0
+    path = tmp_path / "server.toml"
+    path.write_text("[iceberg]\nequality_delete_budget_seconds = 2.5\n")
+    assert load_config(path, env={}).options.iceberg.equality_delete_budget_seconds == 2.5
+    variable = {"SHARING_ICEBERG_EQUALITY_DELETE_BUDGET_SECONDS": "90"}
+    assert load_config(path, env=variable).options.iceberg.equality_delete_budget_seconds == 90.0
+    path.write_text("[iceberg]\nequality_delete_budget = 2.5\n")
+    with pytest.raises(ConfigError, match="unknown \\[iceberg\\] settings"):
+        load_config(path, env={})
+
+
+def test_hint_limits_have_defaults_and_settings(tmp_path: Path) -> None:
+    defaults = local_config(tmp_path).options
+    assert (defaults.max_hint_nodes, defaults.hint_budget_ms) == (10_000, 50.0)
+    set_ = local_config(
+        tmp_path, SHARING_LIMITS_MAX_HINT_NODES="500", SHARING_LIMITS_HINT_BUDGET_MS="0"
+    ).options
+    assert (set_.max_hint_nodes, set_.hint_budget_ms) == (500, 0.0)
+
+
+def test_cache_settings_reach_the_options(tmp_path: Path) -> None:
+    defaults = local_config(tmp_path).options
+    assert defaults.snapshot_cache_files == 500_000 and defaults.files_check_seconds == 5.0
+    config = local_config(
+        tmp_path, SHARING_CACHE_SNAPSHOT_FILES="20000", SHARING_CACHE_FILES_CHECK_SECONDS="0"
+    )
+    assert config.options.snapshot_cache_files == 20_000 and config.options.files_check_seconds == 0.0

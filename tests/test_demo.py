@@ -45,6 +45,19 @@ def test_demo_is_idempotent_and_readable(tmp_path: Path) -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.1)
+        # The lines `make run` prints work verbatim in a plain shell (no virtualenv on PATH).
+        printed = [line.strip() for line in second.stdout.splitlines() if " -c " in line]
+        assert len(printed) == 2
+        for line in printed:
+            ran = subprocess.run(
+                ["bash", "-c", line],
+                env={"PATH": "/usr/bin:/bin"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert ran.returncode == 0, ran.stderr[-2000:]
+            assert "rows x" in ran.stdout or len(ran.stdout.splitlines()) > 3
         client = delta_sharing.SharingClient(str(profile))
         assert sorted(t.name for t in client.list_all_tables()) == ["customers", "orders"]
         customers = delta_sharing.load_as_pandas(f"{profile}#demo.sales.customers")

@@ -22,12 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 # ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error}, ${VAR?error} (Compose interpolation).
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}")
-# Settings being added alongside this example; the union keeps the test valid before and after.
-PENDING_SECTIONS = {
-    "admin": {"token_hash"},
-    "limits": {"per_token_rps", "global_rps", "max_body_bytes"},
-}
-PENDING_SERVER_KEYS = {"audit_log"}
 SECRET_NAME = re.compile(r"SECRET|PASSWORD|TOKEN|HASH|_KEY$")
 
 
@@ -60,16 +54,18 @@ def env_example() -> dict[str, str]:
 
 
 def known_settings() -> dict[str, set[str]]:
-    """Section -> keys the server reads from sharing.toml and SHARING_<SECTION>_<KEY>."""
+    """Section -> keys the server reads from sharing.toml and SHARING_<SECTION>_<KEY>.
+
+    Only what the server's config module knows: a section or key it dropped makes
+    the deployment files' use of it fail here.
+    """
     sections = {
-        "server": set(server_config.SERVER_KEYS) | PENDING_SERVER_KEYS,
+        "server": set(server_config.SERVER_KEYS),
         "store": {"url"},
         "storage": set(server_config.STORAGE_KEYS),
     }
-    for section, keys in getattr(server_config, "SECTION_KEYS", {}).items():
+    for section, keys in server_config.SECTION_KEYS.items():
         sections[section] = set(keys)
-    for section, keys in PENDING_SECTIONS.items():
-        sections[section] = sections.get(section, set()) | keys
     return sections
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from types import SimpleNamespace
 
 import delta_sharing
@@ -31,6 +32,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
+from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.schema import delta_type, names_changed, schema_string
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import TableSpec
@@ -195,9 +197,9 @@ def test_rollback_and_expiry_give_clear_errors(local: Deployment) -> None:
 
 
 def test_hints_become_row_filters() -> None:
-    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, IsNull, Not, Or
+    from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, In, IsNull, Not, Or
 
-    from share_store.iceberg.filters import row_filter
+    from share_store.iceberg.filters import PLANNED_LEAVES, row_filter
 
     def leaf(op: str, name: str, value: str, kind: str = "long") -> dict:
         return {
@@ -227,9 +229,22 @@ def test_hints_become_row_filters() -> None:
         row_filter({"op": "or", "children": [leaf("equal", "id", "1"), leaf("equal", "nope", "1")]}, columns)
         == AlwaysTrue()
     )
+    # Equalities on one column under an OR are one In; other children stay ORed to it.
     assert row_filter(
         {"op": "or", "children": [leaf("equal", "id", "1"), leaf("equal", "id", "2")]}, columns
-    ) == Or(EqualTo("id", 1), EqualTo("id", 2))
+    ) == In("id", {1, 2})
+    assert row_filter(
+        {
+            "op": "or",
+            "children": [leaf("equal", "id", "1"), leaf("greaterThan", "id", "5"), leaf("equal", "id", "2")],
+        },
+        columns,
+    ) == Or(GreaterThan("id", 5), In("id", {1, 2}))
+    # Wider than pyiceberg plans with (it would walk the filter for every file, recursively): no pruning.
+    wide = {"op": "or", "children": [leaf("lessThan", "id", str(i)) for i in range(PLANNED_LEAVES + 1)]}
+    assert row_filter(wide, columns) == AlwaysTrue()
+    wide_in = {"op": "or", "children": [leaf("equal", "id", str(i)) for i in range(5000)]}
+    assert row_filter(wide_in, columns) == In("id", set(range(5000)))
     assert row_filter(
         {
             "op": "not",
@@ -239,3 +254,30 @@ def test_hints_become_row_filters() -> None:
     ) == Not(IsNull("id"))
     assert row_filter({"op": "not", "children": [leaf("equal", "nope", "1")]}, columns) == AlwaysTrue()
     assert row_filter(None, columns) == AlwaysTrue()
+
+
+def _signed_host(registry: CatalogRegistry, warehouse: str) -> str:
+    storage = registry.storage(warehouse)
+    assert storage is not None
+    url, _ = storage.presign("bucket", "db/t/data/file.parquet", time.time())
+    return url.split("/bucket/")[0]
+
+
+def test_iceberg_files_on_the_storage_store_are_signed_for_its_public_endpoint() -> None:
+    """A catalog whose `s3.endpoint` is `[storage]`'s store signs for `[storage].public_endpoint`."""
+    catalog = {
+        "type": "rest",
+        "uri": "http://10.0.0.5:9000/_iceberg",
+        "s3.endpoint": "http://10.0.0.5:9000/",
+        "s3.access-key-id": "key",
+        "s3.secret-access-key": "secret",
+    }
+    other = catalog | {"s3.endpoint": "http://10.0.0.9:9000"}
+    own = catalog | {"sharing.s3-public-endpoint": "https://lake.example.com"}
+    registry = CatalogRegistry(
+        {"same": catalog, "other": other, "own": own},
+        storage_endpoints=("http://10.0.0.5:9000", "https://s3.example.com"),
+    )
+    assert _signed_host(registry, "same") == "https://s3.example.com"
+    assert _signed_host(registry, "other") == "http://10.0.0.9:9000"  # another store: its own address
+    assert _signed_host(registry, "own") == "https://lake.example.com"  # a catalog's own setting wins

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,9 @@ from urllib.parse import urlsplit
 
 import delta_sharing
 import httpx
+import pandas as pd
 import pytest
+from deltalake import DeltaTable
 
 from share_store.tokens import hash_secret
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_record, audit_records, deploy
@@ -71,12 +74,40 @@ def test_per_token_limit_answers_429_with_retry_after(limited: Deployment) -> No
     assert get(limited, "/shares", second).status_code == 200
 
 
+def rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    return sorted(map(tuple, frame[sorted(frame.columns)].astype(str).values.tolist()))
+
+
+def client_refusals(server: Deployment) -> int:
+    return sum(r["status"] == 429 and "/tables/t/" in r["path"] for r in audit_records(server))
+
+
 def test_the_python_client_rides_out_429(limited: Deployment) -> None:
     profile = limited.profile("limited")
-    # More requests than 5/s allow: the client backs off on 429 and still gets every row.
-    for _ in range(3):
-        frame = delta_sharing.load_as_pandas(f"{profile}#limited.s.t")
-        assert len(frame) > 0
+    expected = rows(DeltaTable(str(limited.tmp / "buckets" / TESTDATA_BUCKET / TABLE)).to_pandas())
+    token = json.loads(Path(profile).read_text())["bearerToken"]
+    refused_before = client_refusals(limited)
+    stop = threading.Event()
+
+    def hammer() -> None:
+        """Keep the token's budget spent until the client has been refused (seen in the audit log)."""
+        until = time.monotonic() + 30
+        while not stop.is_set() and time.monotonic() < until:
+            for _ in range(10):
+                get(limited, "/shares", token)
+            if client_refusals(limited) > refused_before:
+                return
+
+    while get(limited, "/shares", token).status_code != 429:
+        pass  # spent before the client starts
+    thread = threading.Thread(target=hammer, daemon=True)
+    thread.start()
+    try:
+        assert rows(delta_sharing.load_as_pandas(f"{profile}#limited.s.t")) == expected
+    finally:
+        stop.set()
+        thread.join()
+    assert client_refusals(limited) > refused_before  # it was refused, backed off, and read every row
 
 
 def test_global_limit(tmp_path: Path) -> None:

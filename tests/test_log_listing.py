@@ -93,3 +93,32 @@ def test_s3_lists_only_the_tail(s3: Deployment, seaweed) -> None:
         f"t/_delta_log/{4:020d}.json",
     ]
     assert all(isinstance(info, ObjectInfo) for info in s3.storage.list("listing", "t/_delta_log/"))
+
+
+def test_a_local_file_gone_between_listing_and_stat_is_not_there(tmp_path: Path) -> None:
+    log = tmp_path / "bucket" / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    for version in range(5):
+        (log / f"{version:020d}.json").write_text("{}\n")
+    storage = LocalStorage(tmp_path, UrlSigner(b"k" * 32, "http://unused/files"))
+    listing = storage.list("bucket", "t/_delta_log/")
+    first = next(listing)  # the directory is read whole here; each file is looked at as it is yielded
+    # As delta-rs renames its temporary files away while a query lists the log.
+    for path in log.iterdir():
+        if path.name != first.key.rpartition("/")[2]:
+            path.unlink()
+    assert list(listing) == []
+
+
+def test_uploads_in_progress_and_near_miss_names_are_not_in_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "bucket" / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_text("{}\n")
+    (log / f"{1:020d}.json#1").write_text("{}\n")  # object_store's upload, before its rename
+    (log / f"{2:020d}.json\n").write_text("{}\n")  # `$` would have matched before the newline
+    storage = LocalStorage(tmp_path, UrlSigner(b"k" * 32, "http://unused/files"))
+    assert sorted(info.key for info in storage.list("bucket", "t/_delta_log/")) == [
+        f"t/_delta_log/{0:020d}.json",
+        f"t/_delta_log/{2:020d}.json\n",
+    ]
+    assert sorted(list_log(storage, "bucket", "t/_delta_log/").commits) == [0]

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from share_store.errors import AdminError
-from share_store.model import TableSpec, parse_create_args, parse_table_ref
+from share_store.model import (
+    TableSpec,
+    parse_create_args,
+    parse_table_ref,
+    validate_bucket,
+    validate_name,
+    validate_namespace,
+    validate_warehouse,
+)
 
 
 def test_create_grammar_with_several_schemas() -> None:
@@ -89,3 +97,25 @@ def test_spec_before_schema_is_an_error() -> None:
 def test_bad_refs(ref: str) -> None:
     with pytest.raises(AdminError):
         parse_table_ref(ref)
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("share", "ok\n"),
+        ("bucket", "bucket\n"),
+        ("warehouse", "wh\n"),
+        ("namespace", "db.sub\n"),
+    ],
+)
+def test_a_trailing_newline_is_not_part_of_a_valid_name(kind: str, value: str) -> None:
+    # `$` matches before a final newline: names are matched whole, or "ok\n" would pass.
+    validate = {
+        "share": lambda v: validate_name("share", v),
+        "bucket": validate_bucket,
+        "warehouse": validate_warehouse,
+        "namespace": validate_namespace,
+    }[kind]
+    validate(value.rstrip("\n"))
+    with pytest.raises(AdminError, match="invalid"):
+        validate(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import time
 from collections.abc import Callable
@@ -10,10 +11,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import make_url
+from sqlalchemy import event, make_url
 
-from share_store.errors import AdminError, NotFound, Unauthenticated
+from share_store.errors import AdminError, NotFound, StoreDiskFull, Unauthenticated
 from share_store.model import TableSpec, Token, parse_create_args
+from share_store.outages import disk_full, is_outage
 from share_store.persistence import ShareStore, sqlite_url
 
 
@@ -206,3 +208,41 @@ def test_oauth_clients_issue_short_lived_tokens_of_their_share(store: ShareStore
     store.remove_share("s")
     with pytest.raises(Unauthenticated):
         store.issue_access_token(other.id, other_secret, timedelta(hours=1))
+
+
+def test_a_full_sqlite_store_says_its_disk_is_full(tmp_path: Path) -> None:
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    store.create_share("first")
+
+    @event.listens_for(store.engine, "connect")
+    def no_more_pages(dbapi_connection, _record) -> None:
+        # SQLite's own "database or disk is full" (SQLITE_FULL), as on a full disk.
+        pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
+        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    store.engine.dispose()  # connections made from now on have no room left
+    try:
+        with pytest.raises(StoreDiskFull, match="no space left"):
+            for i in range(200):  # until a new page is needed
+                store.create_share(f"share-{i}", parse_create_args([f"s{i}", f"t:delta:bucket:{'p' * 200}"]))
+        assert "first" in [share.name for share in store.list_shares()]  # reads still work
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("error", "full"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), True),
+        (OSError(errno.EDQUOT, "Disk quota exceeded"), True),
+        (OSError(errno.EFBIG, "File too large"), True),
+        (OSError(errno.ECONNREFUSED, "Connection refused"), False),
+        (RuntimeError("unrelated"), False),
+    ],
+)
+def test_disk_full_is_no_outage(error: BaseException, full: bool) -> None:
+    chained = RuntimeError("wrapping")
+    chained.__cause__ = error
+    assert disk_full(error) is full and disk_full(chained) is full
+    if full:
+        assert not is_outage(error)  # nothing is unreachable: someone must free space

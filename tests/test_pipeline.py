@@ -5,12 +5,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from tests.test_spark import spark  # noqa: F401 - the one shared Spark session
-
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tpch_pipeline.py"
 
 
-def test_pipeline_at_tiny_scale(spark, tmp_path: Path, capsys) -> None:  # noqa: F811
+def test_pipeline_at_tiny_scale(spark, tmp_path: Path, capsys) -> None:
     module_spec = importlib.util.spec_from_file_location("tpch_pipeline", EXAMPLE)
     pipeline = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(pipeline)

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from share_store.delta.actions import FileEntry, matches_hint
+from share_store.delta.actions import FileEntry
+from share_store.delta.compiled_hints import matches_hint
 from share_store.delta.predicates import parse_hint
 
 
@@ -107,3 +108,10 @@ def test_depth_and_size_limits() -> None:
     assert parse_hint(json.dumps(tree)) is None
     huge = op("or", *[op("equal", col("x"), lit(str(i))) for i in range(20000)])
     assert parse_hint(json.dumps(huge)) is None
+
+
+def test_a_bare_column_or_literal_where_a_condition_belongs_is_unknown() -> None:
+    # Valid as a tree, meaningless as a condition: it neither keeps nor skips a file by itself.
+    assert keeps(op("and", col("x"), lit("1")), entry())
+    assert not keeps(op("and", col("x"), op("equal", col("x"), lit("99"))), entry())
+    assert keeps(op("or", lit("1"), op("equal", col("x"), lit("99"))), entry())

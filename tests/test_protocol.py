@@ -202,6 +202,33 @@ def test_query_request_refusals(body: bytes, error: type[ShareStoreError], messa
     assert raised.value.message == message
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"predicateHints":["\\ud800"]}',
+        b'{"jsonPredicateHints":"\\udfff"}',
+        b'{"timestamp":"\\ud800"}',
+        b'{"pageToken":"x\\ud800y"}',
+        b'{"version":"\\ud800"}',
+        b'{"\\ud800":1}',
+        b"[" * 200_000,
+        b'{"a":' * 100_000,
+    ],
+    ids=["hint", "json-hint", "timestamp", "page-token", "number", "key", "deep-array", "deep-object"],
+)
+def test_bodies_that_cannot_be_used_are_malformed(body: bytes) -> None:
+    # Lone surrogates cannot be encoded (page-token checksums, hint sizes, messages echoing
+    # them): refused up front; nesting past the parser's recursion is refused too.
+    with pytest.raises(MalformedRequest, match="Invalid JSON in request body"):
+        QueryRequest.parse(body)
+
+
+def test_a_surrogate_pair_is_one_character_and_accepted() -> None:
+    request = QueryRequest.parse(b'{"predicateHints":["v = \'\\ud83d\\ude00\'"]}')
+    assert request.predicate_hints == ("v = '\U0001f600'",)
+    assert len(request.checksum()) == 32
+
+
 # -- QueryRequest.checksum --------------------------------------------------------------------
 
 BASE_QUERY = QueryRequest(predicate_hints=("a = 1",), starting_version=1, ending_version=5)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gc
+import logging
 import shutil
 from pathlib import Path
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,10 +16,10 @@ from deltalake import DeltaTable
 from share_store.delta import replay
 from share_store.delta.active_files import struct_rows
 from share_store.delta.replay import LogReader
-from share_store.errors import TableFilesMissing
+from share_store.errors import InvalidParameter, TableLogDamaged
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, TESTDATA_BUCKET, Deployment
 
 TABLES = [
     "cdc_ict_table",
@@ -62,8 +64,10 @@ def test_replay_matches_deltalake(storage: LocalStorage, table: str) -> None:
     for version in range(listing.latest_version + 1):
         try:
             state = reader.replay(listing, version)
-        except TableFilesMissing:
-            continue  # log cleaned before a checkpoint: not reconstructable by anyone
+        except InvalidParameter as error:  # log cleaned before a checkpoint: not reconstructable by anyone
+            assert f"Versions {listing.earliest_version} to {listing.latest_version}" in error.message
+            assert version < listing.earliest_version
+            continue
         expected = DeltaTable(str(storage.root / "bucket" / table), version=version)
         paths = sorted(pa.table(expected.get_add_actions(flatten=True))["path"].to_pylist())
         assert sorted(path for path, _ in state.active) == paths, f"version {version}"
@@ -92,10 +96,9 @@ def test_streamed_checkpoints_give_the_same_actions(
     listing = reader.listing()
     streamed = 0
     for version in range(listing.latest_version + 1):
-        try:
-            held = reader.replay(listing, version).files()
-        except TableFilesMissing:
-            continue
+        if version < listing.earliest_version:
+            continue  # cleaned out of the log
+        held = reader.replay(listing, version).files()
         monkeypatch.setattr(replay, "STREAM_THRESHOLD_BYTES", -1)
         state = reader.replay(listing, version)
         monkeypatch.undo()
@@ -144,3 +147,82 @@ def test_the_collector_pause_nests_and_restores() -> None:
         assert not gc.isenabled()  # a collector turned off by someone else stays off
     finally:
         gc.enable()
+
+
+def test_a_version_cleaned_out_of_the_log_is_named_with_those_available(storage: LocalStorage) -> None:
+    reader = LogReader(storage, "bucket", "checkpoints_vacuumed")
+    listing = reader.listing()
+    assert listing.earliest_version > 0
+    with pytest.raises(InvalidParameter, match=r"Cannot load table version 0: .* cleaned up") as raised:
+        reader.replay(listing, 0)
+    assert f"Versions {listing.earliest_version} to {listing.latest_version} are available" in (
+        raised.value.message
+    )
+
+
+def test_a_gap_in_the_commits_is_a_damaged_log_not_missing_files(storage: LocalStorage, tmp_path) -> None:
+    table = storage.root / "bucket" / "simple_table_gap"
+    shutil.copytree(storage.root / "bucket" / "simple_table", table)
+    commits = sorted((table / "_delta_log").glob("*.json"))
+    assert len(commits) >= 3
+    commits[1].unlink()
+    reader = LogReader(storage, "bucket", "simple_table_gap")
+    with pytest.raises(TableLogDamaged) as raised:
+        reader.replay(reader.listing(), len(commits) - 1)
+    assert "commit 1 is missing" in raised.value.detail
+    assert "commit" not in raised.value.message  # the recipient hears no detail
+
+
+def test_a_commit_that_is_not_json_is_a_damaged_log_naming_its_version(storage: LocalStorage) -> None:
+    table = storage.root / "bucket" / "simple_table_corrupt"
+    shutil.copytree(storage.root / "bucket" / "simple_table", table)
+    last = sorted((table / "_delta_log").glob("*.json"))[-1]
+    last.write_bytes(last.read_bytes()[:40])
+    reader = LogReader(storage, "bucket", "simple_table_corrupt")
+    listing = reader.listing()
+    with pytest.raises(TableLogDamaged, match="cannot be read") as raised:
+        reader.replay(listing, listing.latest_version)
+    assert f"unreadable at version {listing.latest_version}" in raised.value.detail
+
+
+def test_recipients_hear_each_situation_precisely(
+    local: Deployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cleaned-up versions, a corrupt commit and vacuumed files: three answers, not one."""
+    root = local.storage.root / TESTDATA_BUCKET  # type: ignore[attr-defined]
+    shutil.copytree(root / "simple_table", root / "corrupt_log")
+    last = sorted((root / "corrupt_log" / "_delta_log").glob("*.json"))[-1]
+    last.write_bytes(b'{"add": {"path": "broken')
+    local.share_tables("precise", {"vacuumed": "checkpoints_vacuumed", "corrupt": "corrupt_log"})
+    headers = {"Authorization": f"Bearer {local.token('precise')}"}
+    url = f"{local.endpoint}/shares/precise/schemas/default/tables"
+    cleaned = httpx.post(f"{url}/vacuumed/query", json={"version": 0}, headers=headers)
+    assert cleaned.status_code == 400
+    assert "Cannot load table version 0" in cleaned.json()["message"]
+    assert "are available" in cleaned.json()["message"]
+    with caplog.at_level(logging.ERROR, logger="sharing_server"):
+        corrupt = httpx.post(f"{url}/corrupt/query", json={}, headers=headers)
+    assert corrupt.status_code == 500
+    assert corrupt.json() == {
+        "errorCode": "INTERNAL_ERROR",
+        "message": "The table's log cannot be read; the provider's server log says why.",
+    }
+    assert any("unreadable at version" in record.getMessage() for record in caplog.records)
+
+
+def test_a_checkpoint_missing_a_part_is_a_damaged_log(storage: LocalStorage) -> None:
+    source = TESTDATA.parent / "golden" / "multi-part-checkpoint" / "delta"
+    table = storage.root / "bucket" / "multipart_damaged"
+    shutil.copytree(source, table)
+    log = table / "_delta_log"
+    (log / "00000000000000000000.json").unlink()  # cleaned up: the checkpoint at 1 stands for it
+    reader = LogReader(storage, "bucket", "multipart_damaged")
+    listing = reader.listing()
+    assert listing.earliest_version == 1 and reader.replay(listing, 1).protocol is not None
+    with pytest.raises(InvalidParameter, match="Versions 1 to 1 are available"):
+        reader.replay(listing, 0)
+    next(log.glob("*.checkpoint.0000000002.0000000002.parquet")).unlink()
+    listing = reader.listing()
+    with pytest.raises(TableLogDamaged) as raised:
+        reader.replay(listing, 1)
+    assert "checkpoint is missing parts" in raised.value.detail

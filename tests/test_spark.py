@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import delta_sharing
 import pandas as pd
 import pytest
-from pyspark.sql import SparkSession
 
 from share_store.delta.log import format_ms
 from share_store.model import TableSpec
 from tests.conftest import Deployment
 from tests.test_client_local import canonical, table_name
 from tests.test_iceberg import SCHEMA, rows
-
-
-@pytest.fixture(scope="session")
-def spark():
-    # Spark's Python workers must be this interpreter, which has the data source installed.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sharing-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -108,6 +108,24 @@ def changed_paths(commit_at: CommitAt, start: int, end: int) -> Iterator[str]:
                     yield action[kind]["path"]
 
 
+def first_with_vectors(commit_at: CommitAt, start: int, end: int, *, use_cdc: bool) -> int | None:
+    """The first version in the range handing out a file with a deletion vector, if any.
+
+    The parquet format has no way to say which of a file's rows are deleted:
+    such a range is refused before the response starts rather than read wrong.
+    """
+    for version in range(start, end + 1):
+        commit = commit_at(version)
+        if use_cdc and any("cdc" in a for a in commit):
+            continue  # read from its change files, which have no deletion vectors
+        for action in commit:
+            for kind in FILE_KINDS:
+                body = action.get(kind)
+                if body is not None and body.get("dataChange", True) and body.get("deletionVector"):
+                    return version
+    return None
+
+
 def removed_size(previous: DeltaSnapshot, path: str, version: int) -> int:
     """The size of a file removed in `version`, from its add in the version before.
 

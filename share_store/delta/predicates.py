@@ -1,23 +1,25 @@
-"""`jsonPredicateHints` evaluated against one file's partition values and stats.
+"""`jsonPredicateHints` parsed and validated, and the values they compare converted.
 
-Evaluation is three-valued: True (every row of the file matches), False (no
-row can match) and None (unknown). A file is skipped only on False, so a hint
-can never drop matching rows; NOT is sound because it flips only certainties.
-Any hint that fails to parse or validate filters nothing, as the protocol asks
-of best-effort hints.
+Evaluation (`compiled_hints`) is three-valued: True (every row of the file
+matches), False (no row can match) and None (unknown). A file is skipped only
+on False, so a hint can never drop matching rows; NOT is sound because it
+flips only certainties. Any hint that fails to parse or validate filters
+nothing, as the protocol asks of best-effort hints; one of more nodes than the
+server evaluates is refused instead, so that its sender learns why.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
+from share_store.errors import InvalidParameter
+
 MAX_HINT_BYTES = 1024 * 1024
 MAX_DEPTH = 100
+MAX_NODES = 10_000
 COMPARISONS = {"equal", "lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual"}
 VALUE_TYPES = {"bool", "int", "long", "string", "date", "float", "double", "timestamp"}
 
@@ -26,38 +28,47 @@ class PredicateError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class ColumnRange:
-    """What a file says about a column: its min/max and whether it has nulls.
+class HintTooLarge(InvalidParameter):
+    """A hint of more nodes than the server evaluates: refused (400), unlike a malformed one."""
 
-    `has_nulls`/`all_null` are None when unknown.
+
+def parse_hint(text: str, max_nodes: int = MAX_NODES) -> dict[str, Any] | None:
+    """The validated predicate tree, or None when the hint must be ignored.
+
+    Raises HintTooLarge for a tree of more than `max_nodes` nodes.
     """
-
-    low: Any
-    high: Any
-    has_nulls: bool | None
-    all_null: bool | None
-
-
-#: (column name, value type) -> what the file knows about that column, or None.
-ColumnLookup = Callable[[str, str], ColumnRange | None]
-
-
-def parse_hint(text: str) -> dict[str, Any] | None:
-    """The validated predicate tree, or None when the hint must be ignored."""
     if not text or len(text.encode()) > MAX_HINT_BYTES:
         return None
     try:
         tree = json.loads(text)
-        _validate(tree, 1)
+        _Validator(max_nodes).node(tree, 1)
     except (ValueError, TypeError, RecursionError):
         return None
     return tree
 
 
-def _validate(node: Any, depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise PredicateError("predicate tree is too deep")
+class _Validator:
+    """Checks each node's shape, the tree's depth and its number of nodes."""
+
+    def __init__(self, max_nodes: int) -> None:
+        self.max_nodes = max_nodes
+        self.nodes = 0
+
+    def node(self, node: Any, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise PredicateError("predicate tree is too deep")
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise HintTooLarge(
+                f"jsonPredicateHints has more than {self.max_nodes:,} nodes, the most this server "
+                "evaluates: send a smaller hint, or none (hints only spare reading files)"
+            )
+        _check_shape(node)
+        for child in node.get("children") or []:
+            self.node(child, depth + 1)
+
+
+def _check_shape(node: Any) -> None:
     if not isinstance(node, dict) or not isinstance(node.get("op"), str):
         raise PredicateError("each node needs an 'op'")
     op = node["op"]
@@ -72,12 +83,14 @@ def _validate(node: Any, depth: int) -> None:
             raise PredicateError("literal needs a string value and a valueType")
         convert(node["value"], node["valueType"])
     elif op in COMPARISONS:
-        if len(children) != 2 or any(c.get("op") not in ("column", "literal") for c in children):
+        if len(children) != 2 or any(
+            not isinstance(c, dict) or c.get("op") not in ("column", "literal") for c in children
+        ):
             raise PredicateError(f"{op} needs two leaf children")
         if children[0].get("valueType") != children[1].get("valueType"):
             raise PredicateError(f"{op} compares values of different types")
     elif op == "isNull":
-        if len(children) != 1 or children[0].get("op") != "column":
+        if len(children) != 1 or not isinstance(children[0], dict) or children[0].get("op") != "column":
             raise PredicateError("isNull needs one column child")
     elif op in ("and", "or"):
         if len(children) < 2:
@@ -87,8 +100,6 @@ def _validate(node: Any, depth: int) -> None:
             raise PredicateError("not needs one child")
     else:
         raise PredicateError(f"unknown op {op!r}")
-    for child in children:
-        _validate(child, depth + 1)
 
 
 def convert(value: Any, value_type: str) -> Any:
@@ -124,84 +135,3 @@ def convert(value: Any, value_type: str) -> Any:
             moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     raise PredicateError(f"unknown value type {value_type!r}")
-
-
-def evaluate(node: Mapping[str, Any], lookup: ColumnLookup) -> bool | None:
-    try:
-        return _evaluate(node, lookup)
-    except (PredicateError, ValueError, TypeError):
-        return None
-
-
-def _evaluate(node: Mapping[str, Any], lookup: ColumnLookup) -> bool | None:
-    op = node["op"]
-    children = node.get("children") or []
-    if op == "and":
-        results = [_evaluate(child, lookup) for child in children]
-        if any(result is False for result in results):
-            return False
-        return True if all(result is True for result in results) else None
-    if op == "or":
-        results = [_evaluate(child, lookup) for child in children]
-        if any(result is True for result in results):
-            return True
-        return False if all(result is False for result in results) else None
-    if op == "not":
-        result = _evaluate(children[0], lookup)
-        return None if result is None else not result
-    if op == "isNull":
-        column = lookup(children[0]["name"], children[0]["valueType"])
-        if column is None:
-            return None
-        if column.all_null:
-            return True
-        return False if column.has_nulls is False else None
-    if op in COMPARISONS:
-        return _compare(op, children[0], children[1], lookup)
-    raise PredicateError(f"{op} cannot stand alone")
-
-
-def _compare(op: str, left: Mapping[str, Any], right: Mapping[str, Any], lookup: ColumnLookup) -> bool | None:
-    # Normalise to `column OP literal`; a literal on the left mirrors the op.
-    mirrored = {
-        "lessThan": "greaterThan",
-        "greaterThan": "lessThan",
-        "lessThanOrEqual": "greaterThanOrEqual",
-        "greaterThanOrEqual": "lessThanOrEqual",
-    }
-    if left["op"] == "literal" and right["op"] == "column":
-        left, right = right, left
-        op = mirrored.get(op, op)
-    if left["op"] != "column" or right["op"] != "literal":
-        return None
-    value_type = left["valueType"]
-    literal = convert(right["value"], value_type)
-    column = lookup(left["name"], value_type)
-    if column is None:
-        return None
-    if column.all_null:
-        return False  # NULL compared with anything is never true
-    low, high = column.low, column.high
-    if low is None or high is None:
-        return None
-    # A comparison holds for every row only if no row is null.
-    certain = column.has_nulls is False
-    if op == "equal":
-        if literal < low or literal > high:
-            return False
-        return True if certain and low == high == literal else None
-    if op == "lessThan":
-        if low >= literal:
-            return False
-        return True if certain and high < literal else None
-    if op == "lessThanOrEqual":
-        if low > literal:
-            return False
-        return True if certain and high <= literal else None
-    if op == "greaterThan":
-        if high <= literal:
-            return False
-        return True if certain and low > literal else None
-    if high < literal:  # greaterThanOrEqual
-        return False
-    return True if certain and low >= literal else None

@@ -30,13 +30,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from share_store.delta.active_files import FileSet, StreamedFileSet, struct_rows
-from share_store.errors import TableFilesMissing
+from share_store.errors import InvalidParameter, TableFilesMissing, TableLogDamaged
 from share_store.storage.base import ObjectStorage
 
-COMMIT = re.compile(r"^(\d{20})\.json$")
-CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
-MULTIPART_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
-V2_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
+# Matched whole (`fullmatch`): `$` would also match before a trailing newline.
+COMMIT = re.compile(r"([0-9]{20})\.json")
+CLASSIC_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint\.parquet")
+MULTIPART_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint\.([0-9]{10})\.([0-9]{10})\.parquet")
+V2_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)")
 CHECKPOINT_COLUMNS = ("add", "remove", "metaData", "protocol", "sidecar")
 # Checkpoints larger than this are streamed rather than held (see `active_files`).
 # Bytes track memory better than rows: wide stats make both the file and the
@@ -78,10 +79,8 @@ def collector_paused() -> Iterator[None]:
 def _streamable(keys: list[str]) -> bool:
     # Classic and multi-part checkpoints hold every add themselves; v2 checkpoints
     # point to sidecars, and are read whole.
-    return all(
-        CLASSIC_CHECKPOINT.match(k.rpartition("/")[2]) or MULTIPART_CHECKPOINT.match(k.rpartition("/")[2])
-        for k in keys
-    )
+    names = [key.rpartition("/")[2] for key in keys]
+    return all(CLASSIC_CHECKPOINT.fullmatch(name) or MULTIPART_CHECKPOINT.fullmatch(name) for name in names)
 
 
 @dataclass
@@ -93,6 +92,16 @@ class LogListing:
     checkpoints: dict[int, list[str]] = field(default_factory=dict)
     #: Bytes of each checkpoint's files (their sidecars not included).
     checkpoint_bytes: dict[int, int] = field(default_factory=dict)
+    #: Versions of multi-part checkpoints with parts missing: a damaged log, not a usable one.
+    incomplete_checkpoints: set[int] = field(default_factory=set)
+
+    @property
+    def earliest_version(self) -> int:
+        """The oldest version a snapshot can be rebuilt at: 0 with the first commit, else the
+        oldest complete checkpoint (the commits before it were cleaned up)."""
+        if 0 in self.commits or not self.checkpoints:
+            return min(self.commits, default=0)
+        return min(self.checkpoints)
 
     @property
     def latest_version(self) -> int:
@@ -108,6 +117,7 @@ class LogListing:
             commit_times=self.commit_times | newer.commit_times,
             checkpoints=self.checkpoints | newer.checkpoints,
             checkpoint_bytes=self.checkpoint_bytes | newer.checkpoint_bytes,
+            incomplete_checkpoints=self.incomplete_checkpoints | newer.incomplete_checkpoints,
         )
 
 
@@ -119,16 +129,16 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str, after: int | 
     start_after = f"{log_prefix}{after:020d}" if after is not None else None
     for info in storage.list(bucket, log_prefix, start_after):
         name = info.key.rpartition("/")[2]
-        if match := COMMIT.match(name):
+        if match := COMMIT.fullmatch(name):
             version = int(match.group(1))
             listing.commits[version] = info.key
             listing.commit_times[version] = info.modified_ms
-        elif (match := CLASSIC_CHECKPOINT.match(name)) or (match := V2_CHECKPOINT.match(name)):
+        elif (match := CLASSIC_CHECKPOINT.fullmatch(name)) or (match := V2_CHECKPOINT.fullmatch(name)):
             version = int(match.group(1))
             if version not in listing.checkpoints:
                 listing.checkpoints[version] = [info.key]
                 listing.checkpoint_bytes[version] = info.size
-        elif match := MULTIPART_CHECKPOINT.match(name):
+        elif match := MULTIPART_CHECKPOINT.fullmatch(name):
             version, part, total = (int(g) for g in match.groups())
             parts.setdefault(version, {})[part] = (total, info.key, info.size)
     for version, found in parts.items():
@@ -137,7 +147,28 @@ def list_log(storage: ObjectStorage, bucket: str, log_prefix: str, after: int | 
             if version not in listing.checkpoints:
                 listing.checkpoints[version] = [found[i][1] for i in sorted(found)]
                 listing.checkpoint_bytes[version] = sum(size for _, _, size in found.values())
+        elif version not in listing.checkpoints:
+            listing.incomplete_checkpoints.add(version)
     return listing
+
+
+def check_available(listing: LogListing, version: int) -> None:
+    """Refuse a version older than the log still holds (cleaned up), naming the ones it has."""
+    if listing.commits and 0 not in listing.commits and not listing.checkpoints:
+        parts = " (a checkpoint is missing parts)" if listing.incomplete_checkpoints else ""
+        raise TableLogDamaged(f"the log has neither its first commit nor a whole checkpoint{parts}")
+    earliest = listing.earliest_version
+    damaged = [v for v in listing.incomplete_checkpoints if v <= version]
+    if version < earliest and damaged:
+        # The commits before were cleaned up on the strength of a checkpoint that is not whole.
+        raise TableLogDamaged(
+            f"checkpoint {max(damaged)} is missing parts, and the commits before it are gone"
+        )
+    if version < earliest:
+        raise InvalidParameter(
+            f"Cannot load table version {version}: the table's log was cleaned up before it. "
+            f"Versions {earliest} to {listing.latest_version} are available."
+        )
 
 
 def _loads(line: bytes) -> dict[str, Any]:
@@ -252,12 +283,16 @@ class LogReader:
     def read_commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         key = listing.commits.get(version)
         if key is None:
-            raise TableFilesMissing()
+            check_available(listing, version)
+            raise TableLogDamaged(f"commit {version} is missing from the log (a gap in its commits)")
         try:
             raw = self.storage.read(self.bucket, key)
         except FileNotFoundError as error:
             raise TableFilesMissing() from error
-        return [_loads(line) for line in raw.splitlines() if line.strip()]
+        try:
+            return [_loads(line) for line in raw.splitlines() if line.strip()]
+        except ValueError as error:  # orjson's and json's decode errors both are
+            raise TableLogDamaged(f"the log is unreadable at version {version}: not JSON") from error
 
     def replay(self, listing: LogListing, version: int) -> ReplayState:
         """The state at `version`: newest usable checkpoint, then the commits after it."""
@@ -265,6 +300,7 @@ class LogReader:
             return self._replay(listing, version)
 
     def _replay(self, listing: LogListing, version: int) -> ReplayState:
+        check_available(listing, version)
         state = ReplayState()
         start = 0
         for checkpoint in sorted((v for v in listing.checkpoints if v <= version), reverse=True):

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -105,38 +106,119 @@ class DeltaSnapshot:
         return json.loads(self.metadata["schemaString"])
 
 
-class SnapshotCache:
-    """Recent snapshots by version, bounded by count and by the files they hold in total.
+# The defaults of `SnapshotCache`, which `[cache]` settings override.
+SNAPSHOTS_PER_TABLE = 8
+# Held actions take about 600 bytes a file with simple stats: some 300 MB in all.
+SNAPSHOT_CACHE_FILES = 500_000
+# How long a check that a version's data files exist is taken as true.
+FILES_CHECK_SECONDS = 5.0
 
-    A version never changes, so entries never go stale; the bound on files
-    keeps a few huge tables from holding gigabytes of actions.
+
+class SnapshotCache:
+    """Recent snapshots of every table, bounded by the files they hold all together (LRU).
+
+    Tables share the one bound, so that many tables queried once each cannot
+    hold more than the bound between them; each table also keeps at most
+    `per_table` versions. A version never changes, so entries never go stale.
+    The snapshot just put stays even when it alone exceeds the bound: every
+    query of its table would otherwise replay the log again.
     """
 
-    def __init__(self, max_snapshots: int = 8, max_files: int = 500_000) -> None:
-        self.max_snapshots = max_snapshots
+    def __init__(self, max_files: int = SNAPSHOT_CACHE_FILES, per_table: int = SNAPSHOTS_PER_TABLE) -> None:
         self.max_files = max_files
-        self._entries: OrderedDict[int, DeltaSnapshot] = OrderedDict()
+        self.per_table = per_table
+        self._entries: OrderedDict[tuple[object, int], DeltaSnapshot] = OrderedDict()
+        self._counts: dict[object, int] = {}
+        self._files = 0
         self._lock = threading.Lock()
 
-    def get(self, version: int) -> DeltaSnapshot | None:
+    @property
+    def files(self) -> int:
+        """The files the cached snapshots hold (the figure `max_files` bounds)."""
+        return self._files
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def table(self) -> TableSnapshots:
+        """The cache as one table sees it: a view of its own versions."""
+        return TableSnapshots(self, object())
+
+    def get(self, table: object, version: int) -> DeltaSnapshot | None:
         with self._lock:
-            snapshot = self._entries.get(version)
+            snapshot = self._entries.get((table, version))
             if snapshot is not None:
-                self._entries.move_to_end(version)
+                self._entries.move_to_end((table, version))
             return snapshot
 
-    def put(self, snapshot: DeltaSnapshot) -> None:
+    def put(self, table: object, snapshot: DeltaSnapshot) -> None:
+        key = (table, snapshot.version)
         with self._lock:
-            self._entries[snapshot.version] = snapshot
-            self._entries.move_to_end(snapshot.version)
-            while len(self._entries) > 1 and (
-                len(self._entries) > self.max_snapshots
-                or sum(s.adds.resident_files for s in self._entries.values()) > self.max_files
-            ):
-                self._entries.popitem(last=False)
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return
+            self._entries[key] = snapshot
+            self._files += snapshot.adds.resident_files
+            self._counts[table] = self._counts.get(table, 0) + 1
+            if self._counts[table] > self.per_table:
+                self._evict(next(k for k in self._entries if k[0] is table))
+            while self._files > self.max_files and len(self._entries) > 1:
+                self._evict(next(iter(self._entries)))
+
+    def _evict(self, key: tuple[object, int]) -> None:
+        snapshot = self._entries.pop(key)
+        self._files -= snapshot.adds.resident_files
+        self._counts[key[0]] -= 1
+        if not self._counts[key[0]]:
+            del self._counts[key[0]]
+
+    def contains(self, table: object, version: int) -> bool:
+        return (table, version) in self._entries
+
+
+class TableSnapshots:
+    """One table's part of a `SnapshotCache`: its snapshots by version."""
+
+    def __init__(self, cache: SnapshotCache, table: object) -> None:
+        self._cache = cache
+        self._table = table
+
+    def get(self, version: int) -> DeltaSnapshot | None:
+        return self._cache.get(self._table, version)
+
+    def put(self, snapshot: DeltaSnapshot) -> None:
+        self._cache.put(self._table, snapshot)
 
     def __contains__(self, version: int) -> bool:
-        return version in self._entries
+        return self._cache.contains(self._table, version)
+
+
+class CheckedVersions:
+    """When each version's data files were last found all present; trusted for `seconds`.
+
+    Files can be removed at any time (vacuum, lifecycle rules, by hand): a
+    check made once and kept forever would hand out URLs to files long gone.
+    """
+
+    def __init__(self, seconds: float = FILES_CHECK_SECONDS) -> None:
+        self.seconds = seconds
+        self._checked: dict[Hashable, float] = {}
+        self._lock = threading.Lock()
+
+    def fresh(self, key: Hashable) -> bool:
+        """Whether `key`'s files were found present less than `seconds` ago."""
+        with self._lock:
+            checked = self._checked.get(key)
+        return checked is not None and time.monotonic() - checked < self.seconds
+
+    def mark(self, key: Hashable) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._checked[key] = now
+            # Expired entries say nothing: dropped here, so the dict stays small.
+            if len(self._checked) > 64:
+                for stale in [k for k, t in self._checked.items() if now - t >= self.seconds]:
+                    del self._checked[stale]
 
 
 def cdf_enabled(metadata: dict[str, Any]) -> bool:
@@ -145,15 +227,22 @@ def cdf_enabled(metadata: dict[str, Any]) -> bool:
 
 
 class DeltaTableReader:
-    def __init__(self, storage: ObjectStorage, bucket: str, path: str) -> None:
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        bucket: str,
+        path: str,
+        snapshots: TableSnapshots | None = None,
+        checked: CheckedVersions | None = None,
+    ) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
         self.log = LogReader(storage, bucket, path)
-        self._snapshots = SnapshotCache()
+        self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
         self._ict: dict[int, int] = {}
-        self._checked: set[tuple[int, bool]] = set()
+        self._checked = checked if checked is not None else CheckedVersions()
         self._lock = threading.Lock()
         self._listing: LogListing | None = None
         self._listed_at = 0.0
@@ -217,6 +306,13 @@ class DeltaTableReader:
         # Delta has no planning of its own: predicate hints are applied per file.
         return snapshot
 
+    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+        # Delta tables are served as they are; the format check refuses what parquet cannot carry.
+        return snapshot
+
+    def parquet_commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
+        return self.commit(listing, version)
+
     def commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
         """The actions of one commit; commits never change, so they are cached."""
         with self._lock:
@@ -275,7 +371,7 @@ class DeltaTableReader:
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""
         key = (snapshot.version, with_dvs)
-        if key in self._checked or snapshot.streamed:
+        if snapshot.streamed or self._checked.fresh(key):
             # A streamed snapshot has too many files to look each one up; its
             # recipients learn of a missing file from that file's URL.
             return
@@ -286,8 +382,9 @@ class DeltaTableReader:
             )
             locations += [dv for dv in dvs if dv is not None]
         self.check_exist(locations)
-        self._checked.add(key)
+        self._checked.mark(key)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        if self.storage.any_missing(locations):
-            raise TableFilesMissing()
+        missing = self.storage.count_missing(locations)
+        if missing:
+            raise TableFilesMissing.counted(missing)

@@ -80,10 +80,30 @@ def expand_environment(value: str, env: Mapping[str, str] | None = None) -> str:
     return ENV_REFERENCE.sub(replace, value)
 
 
+def same_endpoint(a: str | None, b: str | None) -> bool:
+    """Whether two endpoint URLs name the same store (scheme, host and port; case and slashes aside)."""
+    if not a or not b:
+        return False
+    return a.rstrip("/").lower() == b.rstrip("/").lower()
+
+
 class CatalogRegistry:
-    def __init__(self, configs: dict[str, dict[str, Any]], url_lifetime: int = 3600) -> None:
+    """The configured catalogs, each loaded once (per warehouse), and the storage of their files.
+
+    `storage_endpoints` are `[storage]`'s endpoint and public endpoint: a catalog
+    whose `s3.endpoint` is that same store signs its files for the same public
+    address, as Delta tables' files are, unless it names its own.
+    """
+
+    def __init__(
+        self,
+        configs: dict[str, dict[str, Any]],
+        url_lifetime: int = 3600,
+        storage_endpoints: tuple[str | None, str | None] = (None, None),
+    ) -> None:
         self.configs = {name: {k: str(v) for k, v in props.items()} for name, props in configs.items()}
         self.url_lifetime = url_lifetime
+        self.storage_endpoints = storage_endpoints
         self._catalogs: dict[str, Any] = {}
         self._storages: dict[str, ObjectStorage | None] = {}
         self._lock = threading.Lock()
@@ -139,7 +159,7 @@ class CatalogRegistry:
             storage = S3Storage(
                 S3Settings(
                     endpoint=props.get("s3.endpoint"),
-                    public_endpoint=own.get("sharing.s3-public-endpoint") or props.get("s3.endpoint"),
+                    public_endpoint=self._public_endpoint(props.get("s3.endpoint"), own),
                     region=props.get("s3.region") or props.get("client.region") or "us-east-1",
                     access_key=props.get("s3.access-key-id") or props.get("client.access-key-id"),
                     secret_key=props.get("s3.secret-access-key") or props.get("client.secret-access-key"),
@@ -150,3 +170,12 @@ class CatalogRegistry:
         with self._lock:
             self._storages[warehouse] = storage
         return storage
+
+    def _public_endpoint(self, endpoint: str | None, own: dict[str, str]) -> str | None:
+        """What recipients reach: the catalog's own setting, else `[storage]`'s for the same store."""
+        if own.get("sharing.s3-public-endpoint"):
+            return own["sharing.s3-public-endpoint"]
+        storage_endpoint, storage_public = self.storage_endpoints
+        if storage_public and same_endpoint(endpoint, storage_endpoint):
+            return storage_public
+        return endpoint

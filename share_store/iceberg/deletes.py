@@ -12,11 +12,14 @@ Two kinds of delete files are served:
 - **v2 position deletes** (Parquet files of `file_path`, `pos`). The positions that
   apply to a data file become a bitmap, served inline in the same way.
 
-Inline vectors are served up to `MAX_INLINE_BYTES`; larger ones are refused until
-a cache of Delta deletion vector files exists.
+Small vectors are served inline; larger ones are written once as Delta deletion
+vector files to the cache of derived files (`iceberg/derived.py`) and served by
+signed URL. Without a writable cache, vectors up to `MAX_INLINE_BYTES` are still
+inlined and larger ones refused.
 
-Equality deletes are refused: resolving them means reading the equality columns
-of every data file they apply to. Every blob is checked (framing, magic, CRC,
+Equality deletes are resolved to positions elsewhere (`share_store.iceberg.equality`,
+which reads the equality columns of the data files) and united here with the
+position deletes of the same data file. Every blob is checked (framing, magic, CRC,
 cardinality against the manifest) before it is pointed at, and a file that fails
 the check makes the snapshot unreadable, never served with rows that should be
 gone. The I/O goes through a `read(path) -> bytes` callable, so the mapping here
@@ -27,25 +30,41 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyroaring import BitMap
 
 from share_store.delta.deletion_vectors import DV_MAGIC, serialize_positions, z85_encode
 from share_store.errors import ShareStoreError, UnsupportedOperation
+from share_store.iceberg.derived import MAX_INLINE_BYTES, DerivedFiles
+
+log = logging.getLogger(__name__)
 
 PUFFIN_MAGIC = b"PFA1"
 DV_BLOB_TYPE = "deletion-vector-v1"
-#: Larger bitmaps would swell every response that lists the file.
-MAX_INLINE_BYTES = 64 * 1024
 
 Read = Callable[[str], bytes]
+#: The positions a data file's equality deletes delete, resolved when called.
+Resolve = Callable[[], Iterable[int]]
 Descriptor = dict[str, Any]
+
+
+class VectorSource(Protocol):
+    """What the snapshot mapping asks for each data file that has delete files."""
+
+    def knows(self, data_file: str) -> bool:
+        """Whether the vector of `data_file` is known without its delete files (an index)."""
+        ...
+
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+    ) -> Descriptor | None: ...
 
 
 class CorruptDeleteFile(ShareStoreError):
@@ -151,7 +170,8 @@ def inline_descriptor(payload: bytes, count: int, data_file: str) -> Descriptor:
     if len(payload) > MAX_INLINE_BYTES:
         raise UnsupportedOperation(
             f"the deletes of {_name(data_file)} need a {len(payload):,}-byte deletion vector, larger "
-            f"than the {MAX_INLINE_BYTES:,} bytes served inline"
+            f"than the {MAX_INLINE_BYTES:,} bytes served inline, and the server has no cache to write "
+            "deletion vector files to"
         )
     return {
         "storageType": "i",
@@ -162,21 +182,34 @@ def inline_descriptor(payload: bytes, count: int, data_file: str) -> Descriptor:
 
 
 class DeleteFiles:
-    """Reads delete files once each (they never change) and answers each data file's deletion vector."""
+    """Reads delete files once each (they never change) and answers each data file's deletion vector.
 
-    def __init__(self, read: Read) -> None:
+    Vectors up to `inline_bytes` are inlined; larger ones go to `derived`'s
+    deletion vector files when there is a cache to write them to.
+    """
+
+    def __init__(self, read: Read, derived: DerivedFiles | None = None, inline_bytes: int = 1024) -> None:
         self.read = read
+        self.derived = derived
+        self.inline_bytes = inline_bytes
         self._puffins: dict[str, dict[str, tuple[PuffinBlob, bytes]]] = {}
         self._positions: dict[str, dict[str, list[int]]] = {}
 
-    def descriptor(self, data_file: str, delete_files: Iterable[Any]) -> Descriptor | None:
-        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched."""
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+    ) -> Descriptor | None:
+        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched.
+
+        `resolve` gives the positions deleted otherwise (its equality deletes, resolved).
+        """
         vector: tuple[PuffinBlob, bytes] | None = None
-        deleted: set[int] = set()
+        deleted: set[int] = set(resolve()) if resolve is not None else set()
         for delete in delete_files:
             if delete.content == DataFileContent.EQUALITY_DELETES:
+                # Our planning takes them out to resolve them; only a catalog's own
+                # (server-side) planning would hand them over here.
                 raise UnsupportedOperation(
-                    "this Iceberg snapshot has equality deletes, which are not served yet"
+                    "equality deletes planned by the catalog (server-side scan planning) are not served"
                 )
             if delete.file_format == FileFormat.PUFFIN:
                 # pyiceberg matches delete files by partition and sequence number only:
@@ -190,13 +223,32 @@ class DeleteFiles:
                 )
         if vector is not None and not deleted:
             blob, payload = vector
-            return inline_descriptor(payload, blob.cardinality, data_file)
+            return self.serve(payload, blob.cardinality, data_file)
         if vector is not None:  # a vector and older position deletes: serve their union
             deleted.update(positions(vector[1]))
         if not deleted:
             return None
         payload, count = serialize_positions(deleted)
-        return inline_descriptor(payload, count, data_file)
+        return self.serve(payload, count, data_file)
+
+    def knows(self, data_file: str) -> bool:
+        return False
+
+    def vector_targets(self, path: str) -> list[str]:
+        """The data files a Puffin file holds deletion vectors for (each blob checked)."""
+        return list(self._puffin(path))
+
+    def serve(self, payload: bytes, count: int, data_file: str) -> Descriptor:
+        """The descriptor of a vector: inline when small, else a deletion vector file in the cache."""
+        if len(payload) <= self.inline_bytes or self.derived is None:
+            return inline_descriptor(payload, count, data_file)
+        try:
+            return self.derived.dv_descriptor(payload, count)
+        except UnsupportedOperation:
+            if len(payload) > MAX_INLINE_BYTES:
+                raise
+            log.warning("the cache of derived files is not writable: serving a deletion vector inline")
+            return inline_descriptor(payload, count, data_file)
 
     def _puffin(self, path: str) -> dict[str, tuple[PuffinBlob, bytes]]:
         vectors = self._puffins.get(path)
@@ -218,6 +270,31 @@ class DeleteFiles:
             except (OSError, ValueError, KeyError) as error:
                 raise CorruptDeleteFile(f"position delete file {_name(path)} cannot be read") from error
             self._positions[path] = found
+        return found
+
+
+class SnapshotVectors:
+    """One snapshot's vectors: those its index recorded, the others computed from its delete files.
+
+    `computed` holds what the index lacked (None for a data file its delete
+    files leave whole), to be recorded for the next server to start.
+    """
+
+    def __init__(self, deletes: DeleteFiles, recorded: dict[str, Descriptor | None]) -> None:
+        self.deletes = deletes
+        self.recorded = recorded
+        self.computed: dict[str, Descriptor | None] = {}
+
+    def knows(self, data_file: str) -> bool:
+        return data_file in self.recorded
+
+    def descriptor(
+        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+    ) -> Descriptor | None:
+        if data_file in self.recorded:
+            return self.recorded[data_file]
+        found = self.deletes.descriptor(data_file, delete_files, resolve)
+        self.computed[data_file] = found
         return found
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
@@ -10,7 +11,8 @@ from pyiceberg.schema import Schema
 from share_store.delta.active_files import FileSet
 from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.deletes import CorruptDeleteFile, DeleteFiles
+from share_store.iceberg.deletes import CorruptDeleteFile, VectorSource
+from share_store.iceberg.equality import EqualityResolver
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,
@@ -42,6 +44,15 @@ def protocol_for(schema: Schema, column_mapping: bool, deletion_vectors: bool = 
         "readerFeatures": features,
         "writerFeatures": writer,
     }
+
+
+def without_deletion_vectors(protocol: dict[str, Any]) -> dict[str, Any]:
+    """A protocol that no longer needs deletion vectors (the files' deletes are materialized)."""
+    features = [f for f in protocol.get("readerFeatures", []) if f != "deletionVectors"]
+    if not features:
+        return {"minReaderVersion": 1, "minWriterVersion": 4}
+    writer = [f for f in protocol.get("writerFeatures", []) if f != "deletionVectors"]
+    return protocol | {"readerFeatures": features, "writerFeatures": writer}
 
 
 def metadata_for(table: Any, schema: Schema, partition_columns: list[str]) -> dict[str, Any]:
@@ -96,11 +107,13 @@ def snapshot_from_tasks(
     snapshot_id: int,
     schema: Schema,
     tasks: list[Any],
-    deletes: DeleteFiles | None = None,
+    deletes: VectorSource | None = None,
+    equality: EqualityResolver | None = None,
 ) -> DeltaSnapshot:
     """The snapshot's data files as `add`s; row-level deletes become their deletion vectors.
 
-    `deletes` reads the delete files; without it, a snapshot with deletes is refused.
+    `deletes` reads the delete files, `equality` resolves the equality deletes planning
+    took out; without `deletes`, a snapshot with deletes is refused.
     """
     snap = table.metadata.snapshot_by_id(snapshot_id)
     timestamp = snap.timestamp_ms if snap else int(table.metadata.last_updated_ms)
@@ -108,7 +121,7 @@ def snapshot_from_tasks(
     adds = [file_action(task.file, table, schema, columns, timestamp) for task in tasks]
     refusals: dict[str, str] = {}
     try:
-        vectors = _deletion_vectors(tasks, adds, deletes)
+        vectors = _deletion_vectors(tasks, adds, deletes, equality)
     except UnsupportedOperation as error:
         reason = (
             f"Iceberg snapshot {snapshot_id} has row-level deletes that cannot be served: {error.message}"
@@ -146,23 +159,70 @@ def snapshot_from_tasks(
     )
 
 
-def _deletion_vectors(tasks: list[Any], adds: list[dict[str, Any]], deletes: DeleteFiles | None) -> int:
+def _deletion_vectors(
+    tasks: list[Any],
+    adds: list[dict[str, Any]],
+    deletes: VectorSource | None,
+    equality: EqualityResolver | None,
+) -> int:
     """Attach each data file's deletion vector to its add; how many files have one."""
-    with_deletes = [(task, add) for task, add in zip(tasks, adds, strict=True) if task.delete_files]
-    if with_deletes and deletes is None:
+    if equality is not None and deletes is None:
         raise UnsupportedOperation("its delete files cannot be read here")
     vectors = 0
-    for task, add in with_deletes:
-        assert deletes is not None
-        descriptor = deletes.descriptor(task.file.file_path, task.delete_files)
+    for task, add in zip(tasks, adds, strict=True):
+        # Resolved only when the vector is not known already (the snapshot's index).
+        resolve = partial(equality.positions, task.file) if equality and equality.applies(task.file) else None
+        if not task.delete_files and resolve is None and not (deletes and deletes.knows(task.file.file_path)):
+            continue
+        if deletes is None:
+            raise UnsupportedOperation("its delete files cannot be read here")
+        descriptor = deletes.descriptor(task.file.file_path, task.delete_files, resolve)
         if descriptor is not None:
             add["deletionVector"] = descriptor
             vectors += 1
     return vectors
 
 
+class ChangesThroughDeletes(Exception):
+    """A snapshot that adds or drops delete files: its changes come from `changes_between`."""
+
+
+def changes_between(
+    before: DeltaSnapshot | None, after: DeltaSnapshot, timestamp: int
+) -> list[dict[str, Any]]:
+    """The `add`s and `remove`s that turn one snapshot's files into the next's.
+
+    A data file whose deletion vector changed is removed with its old vector and
+    added with its new one, as Delta records a DELETE: readers of the change data
+    feed take the deleted rows from the difference of the two vectors.
+    """
+    earlier = {add["path"]: add for add in (before.adds if before else ())}
+    actions: list[dict[str, Any]] = []
+    for add in after.adds:
+        prior = earlier.pop(add["path"], None)
+        if prior is not None and prior.get("deletionVector") == add.get("deletionVector"):
+            continue
+        if prior is not None:
+            actions.append({"remove": _removal(prior, timestamp)})
+        actions.append({"add": add | {"modificationTime": timestamp}})
+    actions += [{"remove": _removal(prior, timestamp)} for prior in earlier.values()]
+    return actions
+
+
+def _removal(add: dict[str, Any], timestamp: int) -> dict[str, Any]:
+    kept = ("path", "partitionValues", "size", "deletionVector")
+    return {key: add[key] for key in kept if key in add} | {
+        "dataChange": True,
+        "deletionTimestamp": timestamp,
+    }
+
+
 def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | None) -> list[dict[str, Any]]:
-    """The Delta actions of one snapshot: the data files it added and removed."""
+    """The Delta actions of one snapshot: the data files it added and removed.
+
+    Raises `ChangesThroughDeletes` for a snapshot whose manifests add or drop
+    delete files: which rows those delete is known only from the snapshots.
+    """
     snap = table.metadata.snapshot_by_id(snapshot_id)
     if snap is None:
         return [{"commitInfo": {"timestamp": int(table.metadata.last_updated_ms), "operation": "CREATE"}}]
@@ -183,10 +243,7 @@ def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | 
             if entry.snapshot_id != snapshot_id or entry.status == ManifestEntryStatus.EXISTING:
                 continue
             if entry.data_file.content != DataFileContent.DATA:
-                raise UnsupportedOperation(
-                    f"Iceberg snapshot {snapshot_id} changes rows through delete files, which the change "
-                    "data feed cannot express yet"
-                )
+                raise ChangesThroughDeletes(snapshot_id)
             action = file_action(entry.data_file, table, schema, columns, snap.timestamp_ms)
             if entry.status == ManifestEntryStatus.ADDED:
                 actions.append({"add": action})

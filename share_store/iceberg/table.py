@@ -8,19 +8,22 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
+from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot, SnapshotCache
+from share_store.delta.snapshot import CheckedVersions, DeltaSnapshot, SnapshotCache, TableSnapshots
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
@@ -29,6 +32,18 @@ from share_store.storage.local import LocalStorage
 
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
+    from share_store.iceberg.derived import DerivedFiles
+    from share_store.iceberg.equality import EqualityResolver, Resolution
+    from share_store.iceberg.materialized import Materialized
+
+
+@dataclass(frozen=True)
+class IcebergOptions:
+    """How Iceberg snapshots are built: the `[iceberg]` settings, and who hears of equality deletes."""
+
+    deletes: DeleteOptions = field(default_factory=DeleteOptions)
+    #: Called (in the building thread) after each snapshot's equality deletes were resolved or given up.
+    on_equality_resolution: Callable[[Resolution], None] | None = None
 
 
 @dataclass
@@ -51,18 +66,29 @@ class VersionStore(Protocol):
 
 class IcebergTableReader:
     def __init__(
-        self, table: SharedTable, catalogs: CatalogRegistry, versions: VersionStore, storage: ObjectStorage
+        self,
+        table: SharedTable,
+        catalogs: CatalogRegistry,
+        versions: VersionStore,
+        storage: ObjectStorage,
+        options: IcebergOptions | None = None,
+        snapshots: TableSnapshots | None = None,
+        checked: CheckedVersions | None = None,
     ) -> None:
         self.table = table
+        self.options = options or IcebergOptions()
         self.warehouse, self.name, self.namespace = table.iceberg_identifier
         self.catalogs = catalogs
         self.versions = versions
         self.storage = catalogs.storage(self.warehouse) or storage
-        self._snapshots = SnapshotCache()
+        self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
-        self._checked: set[int] = set()
+        self._checked = checked if checked is not None else CheckedVersions()
         self._delete_files: DeleteFiles | None = None  # made on first use: it imports pyiceberg
+        self._derived: DerivedFiles | None = None
+        self._copies: Materialized | None = None
+        self._parquet_commits: dict[int, list[dict[str, Any]]] = {}
 
     @contextmanager
     def _reading(self, what: str) -> Iterator[None]:
@@ -148,21 +174,46 @@ class IcebergTableReader:
         if version is None:
             version = listing.latest_version
         snapshot_id = self._snapshot_id(listing, version)
-        if hint is not None:
-            return self._build(listing.table, version, snapshot_id, hint)
         # A version names one snapshot for good, so the cache is keyed by version.
         cached = self._snapshots.get(version)
         if cached is None:
             cached = self._build(listing.table, version, snapshot_id)
             self._snapshots.put(cached)
+        if hint is not None:
+            return self._planned(listing.table, cached, snapshot_id, hint)
         return cached
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
         """The files pyiceberg's planning keeps for `hint`, pruning manifests and files.
 
-        The generic per-file evaluation still runs on what is left.
+        The generic per-file evaluation still runs on what is left. A hint too
+        wide for pyiceberg to plan with is left to that evaluation alone.
         """
+        from share_store.iceberg.filters import plannable
+
+        if not plannable(hint):
+            return snapshot
         return self.snapshot(snapshot.version, hint=hint)
+
+    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+        """`snapshot` as the parquet format can carry it.
+
+        In "materialize" mode each file with deletes is replaced by a copy without
+        its deleted rows, written once to the cache (see iceberg/derived.py); in
+        "refuse" mode the snapshot is left as is, for the format check to refuse.
+        """
+        if self.options.deletes.deletes_in_parquet != "materialize" or not snapshot.has_deletion_vectors:
+            return snapshot
+        with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+            return self._materialized().snapshot(snapshot)
+
+    def _materialized(self) -> Materialized:
+        if self._copies is None:
+            from share_store.iceberg.materialized import Materialized
+
+            assert self._derived is not None  # made with the first snapshot that has vectors
+            self._copies = Materialized(self._derived, self.storage.read, self.locate, self.locate_dv)
+        return self._copies
 
     def _schema_for(self, table: Any, snapshot_id: int) -> Any:
         if snapshot_id == EMPTY_SNAPSHOT:
@@ -171,22 +222,72 @@ class IcebergTableReader:
         schemas = table.schemas()
         return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
 
-    def _build(
-        self, table: Any, version: int, snapshot_id: int, hint: dict[str, Any] | None = None
-    ) -> DeltaSnapshot:
+    def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
         from share_store.iceberg import mapping
-        from share_store.iceberg.filters import row_filter
+        from share_store.iceberg.deletes import SnapshotVectors
+        from share_store.iceberg.planning import Plan, attach_vectors, plan_files
 
         schema = self._schema_for(table, snapshot_id)
-        tasks: list[Any] = []
-        # Planning reads manifests and the mapping reads delete files: a file gone is
-        # "table files missing", an outage a 503, for both alike.
+        plan = Plan()
+        # Planning reads manifests, the mapping delete files and, for equality deletes,
+        # data files: a file gone is "table files missing", an outage a 503, for all alike.
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             if snapshot_id != EMPTY_SNAPSHOT:
-                names = {field.name for field in schema.fields}
-                scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
-                tasks = list(scan.plan_files())
-            return mapping.snapshot_from_tasks(table, version, snapshot_id, schema, tasks, self._deletes())
+                plan = plan_files(table.scan(snapshot_id=snapshot_id))
+            equality = self._equality(plan, schema)
+            with_deletes = bool(equality or plan.vectors or any(task.delete_files for task in plan.tasks))
+            derived = self._derived_files(table) if with_deletes else None
+            uuid = str(table.metadata.table_uuid)
+            vectors = SnapshotVectors(
+                self._deletes(derived), derived.read_index(uuid, snapshot_id) if derived else {}
+            )
+            # The index names the files with vectors: their Puffin files need not be read.
+            attach_vectors(plan, (lambda path: ()) if vectors.recorded else vectors.deletes.vector_targets)
+            try:
+                snapshot = mapping.snapshot_from_tasks(
+                    table, version, snapshot_id, schema, plan.tasks, vectors, equality
+                )
+            finally:
+                if equality is not None and self.options.on_equality_resolution is not None:
+                    self.options.on_equality_resolution(equality.resolution)
+        if derived is not None and vectors.computed and "delta" not in snapshot.refusals:
+            # Only a whole snapshot's vectors: the index is trusted to name every file with one.
+            derived.write_index(uuid, snapshot_id, vectors.recorded | vectors.computed)
+        return snapshot
+
+    def _planned(
+        self, table: Any, snapshot: DeltaSnapshot, snapshot_id: int, hint: dict[str, Any]
+    ) -> DeltaSnapshot:
+        """`snapshot` with only the data files pyiceberg's planning keeps for `hint`.
+
+        The adds, deletion vectors included, are the whole snapshot's: planning with a
+        filter would also drop delete files by their stats, and a data file served
+        without an equality delete that applies to it would bring deleted rows back.
+        """
+        from share_store.iceberg.filters import row_filter
+        from share_store.iceberg.planning import plan_files
+
+        if snapshot_id == EMPTY_SNAPSHOT:
+            return snapshot
+        names = {field.name for field in self._schema_for(table, snapshot_id).fields}
+        with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+            scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
+            kept = {task.file.file_path for task in plan_files(scan, with_deletes=False).tasks}
+        return dataclasses.replace(snapshot, adds=FileSet(a for a in snapshot.adds if a["path"] in kept))
+
+    def _equality(self, plan: Any, schema: Any) -> EqualityResolver | None:
+        """The resolver of the plan's equality deletes, when it has any."""
+        if not plan.equality_deletes:
+            return None
+        from share_store.iceberg.equality import Deadline, EqualityIndex, EqualityResolver
+
+        return EqualityResolver(
+            EqualityIndex(plan.equality_deletes, schema),
+            plan.sequence_numbers,
+            self._read_delete_file,
+            self._open_data_file,
+            Deadline(self.options.deletes.equality_delete_budget_seconds),
+        )
 
     # -- one version's changes ------------------------------------------------------
 
@@ -197,13 +298,52 @@ class IcebergTableReader:
         with self._lock:
             cached = self._commits.get(snapshot_id)
         if cached is None:
-            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
-                cached = mapping.changes_of_snapshot(
-                    listing.table, snapshot_id, self._previous_schema(listing, version)
-                )
+            try:
+                with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+                    cached = mapping.changes_of_snapshot(
+                        listing.table, snapshot_id, self._previous_schema(listing, version)
+                    )
+            except mapping.ChangesThroughDeletes:
+                cached = self._changes_through_deletes(listing, version)
             with self._lock:
                 self._commits[snapshot_id] = cached
         return cached
+
+    def parquet_commit(self, listing: IcebergListing, version: int) -> list[dict[str, Any]]:
+        """One version's actions as the parquet format can carry them.
+
+        In "materialize" mode, files with vectors become their materialized
+        copies, and a version that changes them also gets `cdc` files of the
+        rows it deleted and inserted (as Delta writes them for a DELETE with
+        deletion vectors), so the change data feed reads row by row.
+        """
+        commit = self.commit(listing, version)
+        with_vectors = any((a.get("add") or a.get("remove") or {}).get("deletionVector") for a in commit)
+        if self.options.deletes.deletes_in_parquet != "materialize" or not with_vectors:
+            return commit
+        with self._lock:
+            cached = self._parquet_commits.get(listing.snapshots[version])
+        if cached is None:
+            with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
+                cached = self._materialized().commit(commit)
+            with self._lock:
+                self._parquet_commits[listing.snapshots[version]] = cached
+        return cached
+
+    def _changes_through_deletes(self, listing: IcebergListing, version: int) -> list[dict[str, Any]]:
+        """A snapshot's changes as the difference of its files (and their vectors) from the last."""
+        from share_store.iceberg import mapping
+
+        earlier = [v for v in listing.snapshots if v < version]
+        before = self.snapshot(max(earlier), listing) if earlier else None
+        after = self.snapshot(version, listing)
+        timestamp = listing.commit_times[version]
+        snap = listing.table.metadata.snapshot_by_id(listing.snapshots[version])
+        operation = snap.summary.operation.value if snap is not None and snap.summary else "unknown"
+        actions: list[dict[str, Any]] = [{"commitInfo": {"timestamp": timestamp, "operation": operation}}]
+        if before is None or before.metadata.get("schemaString") != after.metadata.get("schemaString"):
+            actions.append({"metaData": after.metadata})
+        return actions + mapping.changes_between(before, after, timestamp)
 
     def _previous_schema(self, listing: IcebergListing, version: int) -> Any:
         earlier = [v for v in listing.snapshots if v < version]
@@ -235,32 +375,64 @@ class IcebergTableReader:
         )
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
-        return None  # Iceberg deletes are served as inline vectors (see iceberg/deletes.py)
+        """Where a deletion vector file of the cache is; None for an inline vector."""
+        if descriptor.get("storageType") == "i":
+            return None
+        location = self.locate(descriptor["pathOrInlineDv"])
+        # Only files the server derived are signed; any other descriptor is a bug, not a file to hand out.
+        if self._derived is None or not self._derived.holds(*location):
+            raise UnsupportedOperation("a deletion vector outside the server's cache cannot be shared")
+        return location
 
-    def _deletes(self) -> DeleteFiles:
+    def _derived_files(self, table: Any) -> DerivedFiles:
+        """The cache of files derived from this table's deletes (see iceberg/derived.py)."""
+        if self._derived is None:
+            from share_store.iceberg.derived import DerivedFiles
+
+            bucket = self.options.deletes.cache_bucket or self.locate(table.metadata_location)[0]
+            self._derived = DerivedFiles(self.storage, bucket, self.options.deletes.cache_prefix, self._uri)
+        return self._derived
+
+    def _uri(self, bucket: str, key: str) -> str:
+        """The absolute URI `locate` maps back to (bucket, key)."""
+        if isinstance(self.storage, LocalStorage):
+            return (self.storage.root / bucket / key).as_uri()
+        return f"s3://{bucket}/{key}"
+
+    def _deletes(self, derived: DerivedFiles | None) -> DeleteFiles:
         if self._delete_files is None:
             from share_store.iceberg.deletes import DeleteFiles
 
-            self._delete_files = DeleteFiles(self._read_delete_file)
+            inline = self.options.deletes.inline_dv_bytes
+            self._delete_files = DeleteFiles(self._read_delete_file, inline_bytes=inline)
+        self._delete_files.derived = self._delete_files.derived or derived
         return self._delete_files
 
     def _read_delete_file(self, path: str) -> bytes:
         # Called within `_build`'s `_reading`, which turns a missing file into TableFilesMissing.
         return self.storage.read(*self.locate(path))
 
+    def _open_data_file(self, path: str) -> BinaryIO:
+        # Equality deletes read a data file's key columns only: opened, not read whole.
+        return self.storage.open(*self.locate(path))
+
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
 
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
-        # Once per version, as for Delta tables: a warm query of 10,000 files
+        # Trusted for a while, as for Delta tables: a warm query of 10,000 files
         # would otherwise look each of them up again.
-        if snapshot.version in self._checked:
+        if self._checked.fresh(snapshot.version):
             return
-        # Deletion vectors are inline: only the data files live in storage.
-        self.check_exist([self.locate(add["path"]) for add in snapshot.adds])
-        with self._lock:
-            self._checked.add(snapshot.version)
+        locations = [self.locate(add["path"]) for add in snapshot.adds]
+        for add in snapshot.adds:
+            vector = self.locate_dv(add["deletionVector"]) if add.get("deletionVector") else None
+            if vector is not None:
+                locations.append(vector)
+        self.check_exist(locations)
+        self._checked.mark(snapshot.version)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        if self.storage.any_missing(locations):
-            raise TableFilesMissing()
+        missing = self.storage.count_missing(locations)
+        if missing:
+            raise TableFilesMissing.counted(missing)

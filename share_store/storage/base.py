@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins  # `list` is a method of storages, so the type is spelled in full
+import io
 import os
 import posixpath
 import tempfile
@@ -10,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,28 @@ class ObjectStorage(ABC):
             handle.write(self.read(bucket, key))
         return Path(name), True
 
+    def open(self, bucket: str, key: str) -> BinaryIO:
+        """The object as a seekable binary file, fetched as it is read; `FileNotFoundError` if absent.
+
+        For reading a few columns of a large Parquet file (equality deletes): only the
+        footer and the column chunks read are fetched.
+        """
+        return io.BytesIO(self.read(bucket, key))
+
+    @abstractmethod
+    def write(self, bucket: str, key: str, data: bytes) -> None:
+        """Store `data` as the object, whole or not at all (readers never see a part).
+
+        Only files the server derives (deletion vector files, materialized data
+        files, their indexes) are written; a storage that refuses raises `OSError`.
+        """
+
+    def stat(self, bucket: str, key: str) -> ObjectInfo | None:
+        """The object's size and time, or None when it does not exist."""
+        directory = key.rpartition("/")[0]
+        found = self.list(bucket, f"{directory}/" if directory else "", start_after=None)
+        return next((info for info in found if info.key == key), None)
+
     @abstractmethod
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> builtins.list[str]:
         """Which of `keys` (all under `prefix`) do not exist."""
@@ -58,13 +82,13 @@ class ObjectStorage(ABC):
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         """A GET URL for one object and its expiry in epoch milliseconds."""
 
-    def any_missing(self, locations: Iterable[tuple[str, str]]) -> bool:
-        """Whether any of these (bucket, key) objects is absent; one check per bucket."""
+    def count_missing(self, locations: Iterable[tuple[str, str]]) -> int:
+        """How many of these (bucket, key) objects are absent; one check per bucket."""
         by_bucket: dict[str, list[str]] = {}
         for bucket, key in locations:
             by_bucket.setdefault(bucket, []).append(key)
+        count = 0
         for bucket, keys in by_bucket.items():
             prefix = posixpath.commonpath([key.rpartition("/")[0] for key in keys])
-            if self.missing(bucket, f"{prefix}/" if prefix else "", keys):
-                return True
-        return False
+            count += len(self.missing(bucket, f"{prefix}/" if prefix else "", keys))
+        return count

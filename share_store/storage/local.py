@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import builtins  # `list` is a method of storages, so the type is spelled in full
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from share_store.signing import UrlSigner
 from share_store.storage.base import ObjectInfo, ObjectStorage
@@ -41,15 +43,51 @@ class LocalStorage(ObjectStorage):
         except FileNotFoundError:
             return
         for entry in entries:
-            if entry.is_file() and entry.name.startswith(name_prefix):
-                stat = entry.stat()
-                key = f"{directory}/{entry.name}" if directory else entry.name
-                if start_after is not None and key <= start_after:
+            if not entry.name.startswith(name_prefix) or _staged(entry.name):
+                continue
+            key = f"{directory}/{entry.name}" if directory else entry.name
+            if start_after is not None and key <= start_after:
+                continue
+            try:
+                if not entry.is_file():
                     continue
-                yield ObjectInfo(key=key, size=stat.st_size, modified_ms=stat.st_mtime_ns // 1_000_000)
+                stat = entry.stat()
+            except FileNotFoundError:
+                # Gone since the directory was read: a writer's temporary file
+                # renamed into place, or a file cleaned up. Not there, then.
+                continue
+            yield ObjectInfo(key=key, size=stat.st_size, modified_ms=stat.st_mtime_ns // 1_000_000)
 
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
+
+    def write(self, bucket: str, key: str, data: bytes) -> None:
+        path = self.resolve(bucket, key)
+        if path is None:
+            raise PermissionError(f"{bucket}/{key} is outside the storage root")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Renamed into place: a reader (or a replica sharing the directory) sees all or nothing.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def stat(self, bucket: str, key: str) -> ObjectInfo | None:
+        path = self.resolve(bucket, key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            found = path.stat()
+        except FileNotFoundError:  # removed since
+            return None
+        return ObjectInfo(key=key, size=found.st_size, modified_ms=found.st_mtime_ns // 1_000_000)
+
+    def open(self, bucket: str, key: str) -> BinaryIO:
+        return self._path(bucket, key).open("rb")
 
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         path = self._path(bucket, key)
@@ -75,15 +113,25 @@ class LocalStorage(ObjectStorage):
             missing += [key for key, name in entries if name not in present]
         return missing
 
-    def any_missing(self, locations: Iterable[tuple[str, str]]) -> bool:
+    def count_missing(self, locations: Iterable[tuple[str, str]]) -> int:
         by_bucket: dict[str, list[str]] = {}
         for bucket, key in locations:
             by_bucket.setdefault(bucket, []).append(key)
-        return any(self.missing(bucket, "", keys) for bucket, keys in by_bucket.items())
+        return sum(len(self.missing(bucket, "", keys)) for bucket, keys in by_bucket.items())
 
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         expires = int(now) + self.url_lifetime
         return self.signer.sign(bucket, key, expires), expires * 1000
+
+
+def _staged(name: str) -> bool:
+    """Whether `name` is an upload still being written by object_store (delta-rs, `….json#1`).
+
+    object_store writes `name#N` and renames it to `name` once complete, and its
+    own listings leave such files out; so do ours, as S3 shows no upload in progress.
+    """
+    _, hash_sign, suffix = name.rpartition("#")
+    return bool(hash_sign) and suffix.isdigit()
 
 
 def _file_names(directory: str) -> set[str]:

@@ -8,12 +8,13 @@ signed for. The reference server signs for its own endpoint only (its bug #753).
 from __future__ import annotations
 
 import builtins  # `list` is a method of storages, so the type is spelled in full
+import io
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import boto3
 from botocore.config import Config
@@ -125,6 +126,34 @@ class S3Storage(ObjectStorage):
         except BotoCoreError as error:
             raise StorageUnavailable(UNREACHABLE) from error
 
+    def write(self, bucket: str, key: str, data: bytes) -> None:
+        # A PUT replaces the object atomically: readers see the old object or the new.
+        try:
+            self._client.put_object(Bucket=bucket, Key=key, Body=data)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in DENIED | {"NoSuchBucket"}:
+                raise PermissionError(f"cannot write to bucket {bucket}") from error
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+
+    def stat(self, bucket: str, key: str) -> ObjectInfo | None:
+        try:
+            head = self._client.head_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+                return None
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+        modified = int(head["LastModified"].timestamp() * 1000)
+        return ObjectInfo(key=key, size=int(head["ContentLength"]), modified_ms=modified)
+
+    def open(self, bucket: str, key: str) -> BinaryIO:
+        return cast(BinaryIO, S3ObjectReader(self._client, bucket, key))
+
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         # Streamed to disk: a million-file checkpoint never sits in memory whole.
         fd, name = tempfile.mkstemp(prefix="sharing-", suffix=".parquet")
@@ -171,3 +200,61 @@ class S3Storage(ObjectStorage):
         )
         # botocore signs with its own clock; `now` only sets the advertised expiry.
         return url, int(now + self.url_lifetime) * 1000
+
+
+class S3ObjectReader(io.RawIOBase):
+    """An S3 object as a seekable file: each read is one ranged GET.
+
+    A Parquet reader reads the footer, then the column chunks it projects, so a few
+    columns of a large file cost a few requests and only their bytes.
+    """
+
+    def __init__(self, client: Any, bucket: str, key: str) -> None:
+        super().__init__()
+        self._client, self._bucket, self._key = client, bucket, key
+        self._position = 0
+        self.size = int(self._call(client.head_object, Bucket=bucket, Key=key)["ContentLength"])
+
+    def _call(self, method: Any, **arguments: Any) -> Any:
+        try:
+            return method(**arguments)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+                raise FileNotFoundError(f"{self._bucket}/{self._key}") from error
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def read(self, size: int | None = -1) -> bytes:
+        end = self.size if size is None or size < 0 else min(self.size, self._position + size)
+        if end <= self._position:
+            return b""
+        response = self._call(
+            self._client.get_object,
+            Bucket=self._bucket,
+            Key=self._key,
+            Range=f"bytes={self._position}-{end - 1}",
+        )
+        data: bytes = response["Body"].read()
+        self._position += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)

@@ -1,0 +1,42 @@
+"""Which bucket a request draws on: one per token, however its Authorization header is spelled."""
+
+from __future__ import annotations
+
+import pytest
+
+from share_store.tokens import hash_secret
+from sharing_server.auth import parse_bearer
+from sharing_server.rate_limits import RateLimiter, credential_key
+
+SECRET = "dss_abcdefghijklmnopqrstuvwxyz0123456789"
+# Every spelling authentication accepts for SECRET.
+SPELLINGS = [f"Bearer {SECRET}", f"bearer {SECRET}", f"BEARER   {SECRET}", f"Bearer {SECRET}   "]
+
+
+@pytest.mark.parametrize("header", SPELLINGS)
+def test_every_spelling_of_a_token_authenticates_and_keys_as_that_token(header: str) -> None:
+    assert parse_bearer(header) == SECRET
+    # The digest the store finds the token by: one bucket per token id.
+    assert credential_key(header) == hash_secret(SECRET)
+
+
+@pytest.mark.parametrize("header", ["", "Bearer", "Bearer    ", "Basic abc", f"Token {SECRET}"])
+def test_what_is_not_a_bearer_token(header: str) -> None:
+    assert parse_bearer(header) is None
+
+
+def test_other_schemes_key_by_value_with_case_and_spaces_evened_out() -> None:
+    assert credential_key("Basic YWJjOmRlZg==") == credential_key("basic   YWJjOmRlZg==")
+    assert credential_key("Basic YWJjOmRlZg==") != credential_key("Basic eHl6OmRlZg==")
+    assert credential_key(None) is None
+
+
+def test_a_token_spelled_differently_draws_on_the_same_bucket() -> None:
+    # A burst of one and a refill every 1,000 s: the second request is refused, whatever its spelling.
+    limiter = RateLimiter(per_token_rps=0.001, global_rps=0)
+    assert limiter.check(SPELLINGS[0]) is None
+    for header in SPELLINGS[1:]:
+        refused = limiter.check(header)
+        assert refused is not None and refused[0] == "token"
+    # Another token has a bucket of its own.
+    assert limiter.check("Bearer dss_another") is None
