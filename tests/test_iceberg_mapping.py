@@ -267,17 +267,17 @@ def test_iceberg_files_on_the_storage_store_are_signed_for_its_public_endpoint()
     """A catalog whose `s3.endpoint` is `[storage]`'s store signs for `[storage].public_endpoint`."""
     catalog = {
         "type": "rest",
-        "uri": "http://10.0.0.5:9000/_iceberg",
-        "s3.endpoint": "http://10.0.0.5:9000/",
+        "uri": "http://127.0.0.1:19000/_iceberg",
+        "s3.endpoint": "http://127.0.0.1:19000/",
         "s3.access-key-id": "key",
         "s3.secret-access-key": "secret",
     }
-    other = catalog | {"s3.endpoint": "http://10.0.0.9:9000"}
+    other = catalog | {"s3.endpoint": "http://127.0.0.1:19001"}
     own = catalog | {"sharing.s3-public-endpoint": "https://lake.example.com"}
     registry = CatalogRegistry(
         {"same": catalog, "other": other, "own": own},
-        storage_endpoints=("http://10.0.0.5:9000", "https://s3.example.com"),
+        storage_endpoints=("http://127.0.0.1:19000", "https://s3.example.com"),
     )
     assert _signed_host(registry, "same") == "https://s3.example.com"
-    assert _signed_host(registry, "other") == "http://10.0.0.9:9000"  # another store: its own address
+    assert _signed_host(registry, "other") == "http://127.0.0.1:19001"  # another store: its own address
     assert _signed_host(registry, "own") == "https://lake.example.com"  # a catalog's own setting wins
