@@ -88,24 +88,24 @@ def s3_times(
     deployment.store.close()
 
 
-def query_version(deployment: Deployment, timestamp: str) -> int:
-    response = httpx.post(
-        f"{deployment.endpoint}/shares/timed/schemas/default/tables/t/query",
-        json={"timestamp": timestamp},
-        headers={"Authorization": f"Bearer {deployment.token('timed')}"},
-    )
+def answered_version(deployment: Deployment, timestamp: str, starting: bool = False) -> int:
+    """The version `/query` time-travels to at `timestamp`; `starting`: `/version`'s first at or after."""
+    url = f"{deployment.endpoint}/shares/timed/schemas/default/tables/t"
+    headers = {"Authorization": f"Bearer {deployment.token('timed')}"}
+    if starting:
+        response = httpx.get(f"{url}/version", params={"startingTimestamp": timestamp}, headers=headers)
+    else:
+        response = httpx.post(f"{url}/query", json={"timestamp": timestamp}, headers=headers)
     assert response.status_code == 200, response.text
     return int(response.headers["delta-table-version"])
+
+
+def query_version(deployment: Deployment, timestamp: str) -> int:
+    return answered_version(deployment, timestamp)
 
 
 def version_from(deployment: Deployment, timestamp: str) -> int:
-    response = httpx.get(
-        f"{deployment.endpoint}/shares/timed/schemas/default/tables/t/version",
-        params={"startingTimestamp": timestamp},
-        headers={"Authorization": f"Bearer {deployment.token('timed')}"},
-    )
-    assert response.status_code == 200, response.text
-    return int(response.headers["delta-table-version"])
+    return answered_version(deployment, timestamp, starting=True)
 
 
 def test_local_commit_times_are_the_files_to_the_millisecond(local_times) -> None:

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 from share_store.delta.actions import FileEntry
-from share_store.delta.predicates import COMPARISONS, PredicateError, convert
+from share_store.delta.predicates import COMPARISONS, MIRRORED, PredicateError, convert
 
 #: A compiled node: (the file's partition values, the file) -> True, False or None.
 Check = Callable[[Mapping[str, Any], FileEntry], bool | None]
@@ -37,14 +37,6 @@ StatsTest = Callable[[Any, Any, Any, bool | None, bool | None], bool | None]
 
 #: Errors a value of the log may raise when converted or compared: the leaf is then unknown.
 VALUE_ERRORS = (PredicateError, ValueError, TypeError)
-
-MIRRORED = {
-    "lessThan": "greaterThan",
-    "greaterThan": "lessThan",
-    "lessThanOrEqual": "greaterThanOrEqual",
-    "greaterThanOrEqual": "lessThanOrEqual",
-    "equal": "equal",
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,14 @@ MAX_HINT_BYTES = 1024 * 1024
 MAX_DEPTH = 100
 MAX_NODES = 10_000
 COMPARISONS = {"equal", "lessThan", "lessThanOrEqual", "greaterThan", "greaterThanOrEqual"}
+#: Each comparison with its sides swapped (`literal < column` is `column > literal`).
+MIRRORED = {
+    "lessThan": "greaterThan",
+    "greaterThan": "lessThan",
+    "lessThanOrEqual": "greaterThanOrEqual",
+    "greaterThanOrEqual": "lessThanOrEqual",
+    "equal": "equal",
+}
 VALUE_TYPES = {"bool", "int", "long", "string", "date", "float", "double", "timestamp"}
 
 

@@ -30,7 +30,7 @@ from pyiceberg.expressions import (
     Or,
 )
 
-from share_store.delta.predicates import convert
+from share_store.delta.predicates import MIRRORED, convert
 
 COMPARISONS = {
     "equal": EqualTo,
@@ -38,13 +38,6 @@ COMPARISONS = {
     "lessThanOrEqual": LessThanOrEqual,
     "greaterThan": GreaterThan,
     "greaterThanOrEqual": GreaterThanOrEqual,
-}
-MIRRORED = {
-    "lessThan": "greaterThan",
-    "greaterThan": "lessThan",
-    "lessThanOrEqual": "greaterThanOrEqual",
-    "greaterThanOrEqual": "lessThanOrEqual",
-    "equal": "equal",
 }
 
 

@@ -27,6 +27,14 @@ from share_store.storage.sigv4 import Credentials, S3Presigner
 
 DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
 UNREACHABLE = "object storage is unreachable; try again later"
+#: Codes saying an object (or its bucket) is not there.
+ABSENT = {"NoSuchKey", "404", "NoSuchBucket"}
+
+
+def _code(error: ClientError) -> str | None:
+    """The S3 error code of a botocore error."""
+    code = error.response.get("Error", {}).get("Code")
+    return None if code is None else str(code)
 
 
 def _raise_if_denied(error: ClientError) -> None:
@@ -35,7 +43,7 @@ def _raise_if_denied(error: ClientError) -> None:
     Storage failing (5xx even after botocore's retries) is an outage, a 503:
     the same request may well succeed a moment later.
     """
-    if error.response.get("Error", {}).get("Code") in DENIED:
+    if _code(error) in DENIED:
         raise TableFilesMissing("permission denied") from error
     if client_error_is_outage(error):
         raise StorageUnavailable(UNREACHABLE) from error
@@ -108,7 +116,7 @@ class S3Storage(ObjectStorage):
                         modified_ms=int(item["LastModified"].timestamp() * 1000),
                     )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
+            if _code(error) == "NoSuchBucket":
                 return
             _raise_if_denied(error)
             raise
@@ -119,7 +127,7 @@ class S3Storage(ObjectStorage):
         try:
             return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+            if _code(error) in ABSENT:
                 raise FileNotFoundError(f"{bucket}/{key}") from error
             _raise_if_denied(error)
             raise
@@ -131,7 +139,7 @@ class S3Storage(ObjectStorage):
         try:
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in DENIED | {"NoSuchBucket"}:
+            if _code(error) in DENIED | {"NoSuchBucket"}:
                 raise PermissionError(f"cannot write to bucket {bucket}") from error
             _raise_if_denied(error)
             raise
@@ -142,7 +150,7 @@ class S3Storage(ObjectStorage):
         try:
             head = self._client.head_object(Bucket=bucket, Key=key)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+            if _code(error) in ABSENT:
                 return None
             _raise_if_denied(error)
             raise
@@ -163,7 +171,7 @@ class S3Storage(ObjectStorage):
                 self._client.download_fileobj(bucket, key, handle)
         except ClientError as error:
             path.unlink(missing_ok=True)
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+            if _code(error) in ABSENT:
                 raise FileNotFoundError(f"{bucket}/{key}") from error
             _raise_if_denied(error)
             raise
@@ -182,7 +190,7 @@ class S3Storage(ObjectStorage):
             for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
                 present.update(item["Key"] for item in page.get("Contents", []))
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
+            if _code(error) == "NoSuchBucket":
                 return wanted
             _raise_if_denied(error)
             raise
@@ -219,7 +227,7 @@ class S3ObjectReader(io.RawIOBase):
         try:
             return method(**arguments)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NoSuchBucket"):
+            if _code(error) in ABSENT:
                 raise FileNotFoundError(f"{self._bucket}/{self._key}") from error
             _raise_if_denied(error)
             raise
