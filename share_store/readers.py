@@ -30,6 +30,9 @@ from share_store.storage.base import ObjectStorage
 class TableReader(Protocol):
     """One shared table's versions, snapshots, commits and file locations."""
 
+    #: Where the table's files are read from (an Iceberg catalog may name storage of its own).
+    storage: ObjectStorage
+
     def listing(self) -> LogListing:
         """The table's versions as of now (cheap to ask again: readers cache it)."""
         ...

@@ -18,6 +18,7 @@ from share_store.errors import AdminError, AdminNotFound, NotFound
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
 from share_store.persistence import ShareStore
+from share_store.persistence.activity import ActivityRow
 from sharing_server import paths
 from sharing_server.profiles import oauth_profile_document, profile_document
 
@@ -169,12 +170,14 @@ class Admin:
 
     @admin_not_found
     def list_shares(self) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
         return [
             {
                 "name": share.name,
                 "id": share.id,
                 "createdAt": iso(share.created_at),
                 "tables": len(self.store.list_tables(share.name)),
+                "activeTokens": sum(token.is_active(now) for token in self.store.list_tokens(share.name)),
             }
             for share in self.store.list_shares()
         ]
@@ -212,6 +215,11 @@ class Admin:
         refs = [parse_table_ref(ref) for ref in remove]
         self.store.update_share(name, specs, refs, history_shared=history)
         return {"name": name, "added": len(specs), "removed": len(refs)}
+
+    @admin_not_found
+    def get_table(self, share: str, schema: str, name: str) -> SharedTable:
+        """One shared table, as the store holds it (the console's table page reads it)."""
+        return self.store.get_table(share, schema, name)
 
     @admin_not_found
     def remove_share(self, name: str) -> None:
@@ -278,3 +286,20 @@ class Admin:
     @admin_not_found
     def revoke_oauth_client(self, share: str, client_id: str) -> None:
         self.store.revoke_oauth_client(share, client_id)
+
+    # -- recent activity (kept in the store by sharing_server.activity) ------------
+
+    def activity(self, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
+        """Requests, versions, files, bytes and errors per share, table or token."""
+        return self.store.activity_summary(group, since, until)
+
+    def activity_times(self, since: datetime, until: datetime) -> list[datetime]:
+        return self.store.activity_times(since, until)
+
+    def recent_activity(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
+        return self.store.recent_activity(since, until, limit)
+
+    def token_last_use(self, token_ids: list[str]) -> dict[str, str | None]:
+        """When each token was last used, as far as the activity kept goes back."""
+        seen = self.store.token_last_use(token_ids)
+        return {token_id: iso(seen.get(token_id)) for token_id in token_ids}

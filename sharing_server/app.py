@@ -7,6 +7,7 @@
 {prefix}/oauth/token          OAuth2 client credentials → access tokens
 {prefix}/files/...            local storage's signed file URLs
 /admin/v1/...                 the admin API (admin token; off unless configured)
+/console/...                  the providers' web console (admin token; off unless configured)
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import asyncio
 import importlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -32,11 +35,15 @@ from share_store.persistence import ShareStore
 from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths, routes
+from sharing_server.activity import ActivityRecorder
 from sharing_server.admin import Admin
 from sharing_server.admin_routes import admin_routes
 from sharing_server.audit import AuditLog, note
 from sharing_server.config import ServiceOptions
 from sharing_server.connections import ConnectionGuard
+from sharing_server.console.routes import console_routes
+from sharing_server.console.sessions import SessionCodec
+from sharing_server.console.web import Console
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
 from sharing_server.hint_filter import HintLimits
@@ -84,6 +91,7 @@ def app_routes(prefix: str) -> list[BaseRoute]:
         Route(paths.METRICS, metrics_endpoint, methods=["GET"]),
         Mount(prefix, routes=protocol_routes()),
         Mount(paths.ADMIN_PREFIX, routes=admin_routes()),
+        Mount(paths.CONSOLE_PREFIX, routes=console_routes()),
     ]
 
 
@@ -171,6 +179,9 @@ def create_app(
     options = options or ServiceOptions()
     metrics = Metrics()
     audit = AuditLog(options.audit_log)
+    activity = ActivityRecorder(
+        store, prefix, timedelta(hours=options.activity_retention_hours), options.activity_max_events
+    )
     app = SharingApp(
         routes=app_routes(prefix),
         exception_handlers=EXCEPTION_HANDLERS,
@@ -178,7 +189,7 @@ def create_app(
         middleware=[
             *proxy_middleware(options.proxy_hops),
             Middleware(SecurityHeaders),
-            Middleware(Observe, audit=audit, metrics=metrics),
+            Middleware(Observe, audit=audit, metrics=metrics, activity=activity),
             Middleware(
                 ConnectionGuard,
                 body_timeout=options.body_timeout,
@@ -212,4 +223,10 @@ def create_app(
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)
+    app.state.activity = activity
+    app.state.started = time.monotonic()
+    app.state.console = None
+    if options.admin_token_hash is not None:
+        sessions = SessionCodec(secret, options.admin_token_hash, options.console_idle_minutes * 60)
+        app.state.console = Console(app.state.admin, sessions, options.admin_token_hash)
     return app

@@ -3,7 +3,10 @@
 [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
            certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off"),
            proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
-[admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
+[admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API and console off)
+[console]  session_idle_minutes (a console session ends after this long unused; default 30),
+           activity_retention_hours, activity_max_events (recipients' requests kept in
+           the store for the Activity page; default 168 h and 100,000; 0 keeps none)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
            max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none),
            body_timeout, stream_send_timeout, stream_buffer_bytes,
@@ -86,6 +89,10 @@ class ServiceOptions:
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
+    # The console: how long a session lasts unused, and how much activity the store keeps.
+    console_idle_minutes: float = 30.0
+    activity_retention_hours: float = 168.0
+    activity_max_events: int = 100_000
 
 
 @dataclass
@@ -110,6 +117,7 @@ class ServerConfig:
     oauth: dict[str, Any] = field(default_factory=dict)
     iceberg: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+    console: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
@@ -139,6 +147,7 @@ class ServerConfig:
                 audit_log=self.audit_log,
                 proxy_hops=self.proxy_hops,
                 **self._cache_options(defaults),
+                **self._console_options(defaults),
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
@@ -162,6 +171,23 @@ class ServerConfig:
         if options.streams_per_token < 0 or options.streams_per_process < 0:
             raise ConfigError("[limits] streams_per_token and streams_per_process must be 0 (off) or more")
         return options
+
+    def _console_options(self, defaults: ServiceOptions) -> dict[str, Any]:
+        try:
+            idle = float(self.console.get("session_idle_minutes", defaults.console_idle_minutes))
+            hours = float(self.console.get("activity_retention_hours", defaults.activity_retention_hours))
+            events = int(self.console.get("activity_max_events", defaults.activity_max_events))
+        except ValueError as error:
+            raise ConfigError(f"invalid [console] setting: {error}") from error
+        if not idle > 0:  # NaN too
+            raise ConfigError("[console] session_idle_minutes must be above 0")
+        if not hours >= 0 or events < 0:
+            raise ConfigError("[console] activity_retention_hours and activity_max_events cannot be negative")
+        return {
+            "console_idle_minutes": idle,
+            "activity_retention_hours": hours,
+            "activity_max_events": events,
+        }
 
     def _cache_options(self, defaults: ServiceOptions) -> dict[str, Any]:
         try:
@@ -317,6 +343,7 @@ SECTION_KEYS = {
     "oauth": ("access_token_lifetime",),
     "iceberg": tuple(ICEBERG_KINDS),
     "cache": ("snapshot_files", "files_check_seconds"),
+    "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
 }
 STORAGE_KEYS = (
     "type",
@@ -385,5 +412,6 @@ def load_config(
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
     config.iceberg = sections["iceberg"]
     config.cache = sections["cache"]
+    config.console = sections["console"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

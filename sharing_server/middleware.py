@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from share_store.errors import MalformedRequest, ShareStoreError
 from sharing_server import paths
+from sharing_server.activity import ActivityRecorder
 from sharing_server.audit import AuditLog, current_fields
 from sharing_server.errors import RateLimited, RequestTooLarge, share_store_error
 from sharing_server.metrics import Metrics
@@ -27,6 +28,7 @@ from sharing_server.rate_limits import RateLimiter
 
 # Probes and scrapes are never limited or audited: they would drown the log.
 UNOBSERVED_PATHS = frozenset({paths.HEALTHZ, paths.METRICS})
+DEFAULT_CSP = b"default-src 'none'; frame-ancestors 'none'"
 
 
 class ForwardedHeaders:
@@ -72,7 +74,9 @@ class SecurityHeaders:
                 headers.append((b"x-content-type-options", b"nosniff"))
                 headers.append((b"x-frame-options", b"DENY"))
                 headers.append((b"referrer-policy", b"no-referrer"))
-                headers.append((b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"))
+                if not any(name.lower() == b"content-security-policy" for name, _ in headers):
+                    # The console's pages set a policy of their own.
+                    headers.append((b"content-security-policy", DEFAULT_CSP))
                 if scope.get("scheme") == "https":
                     headers.append((b"strict-transport-security", b"max-age=31536000"))
                 if not any(name.lower() == b"cache-control" for name, _ in headers):
@@ -91,10 +95,13 @@ def _route_name(scope: Scope) -> str:
 class Observe:
     """Times each request, counts its bytes, then writes its audit line and metrics."""
 
-    def __init__(self, app: ASGIApp, audit: AuditLog, metrics: Metrics) -> None:
+    def __init__(
+        self, app: ASGIApp, audit: AuditLog, metrics: Metrics, activity: ActivityRecorder | None = None
+    ) -> None:
         self.app = app
         self.audit = audit
         self.metrics = metrics
+        self.activity = activity
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in UNOBSERVED_PATHS:
@@ -141,6 +148,8 @@ class Observe:
                 **fields,
             }
             self.audit.write(record)
+            if self.activity is not None:
+                self.activity.offer(path, record)
 
 
 class RequestLimits:

@@ -42,3 +42,7 @@ ADMIN_TOKEN = ADMIN_TOKENS + "/{token_id}"
 ADMIN_TOKEN_ROTATE = ADMIN_TOKEN + "/rotate"
 ADMIN_OAUTH_CLIENTS = ADMIN_SHARE + "/oauth-clients"
 ADMIN_OAUTH_CLIENT = ADMIN_OAUTH_CLIENTS + "/{client_id}"
+
+# -- the providers' web console (HTML pages, behind the admin token) --------------------
+
+CONSOLE_PREFIX = "/console"

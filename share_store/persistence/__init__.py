@@ -11,6 +11,7 @@ command leaves the store exactly as it was.
     credentials.py        bearer tokens and OAuth clients
     access.py             a token with the share or table it asks for, in one SELECT
     snapshot_versions.py  the Delta versions of Iceberg snapshots
+    activity.py           recent audit events, bounded, for the console
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKey,
+    Integer,
     MetaData,
     String,
     Table,
@@ -85,4 +87,24 @@ iceberg_versions_table = Table(
     Column("snapshot_id", BigInteger, nullable=False),
     Column("timestamp_ms", BigInteger, nullable=False),
     UniqueConstraint("table_id", "snapshot_id"),
+)
+
+# Recent audit events of recipients' requests (see persistence/activity.py);
+# SQLite only numbers rows by itself for an INTEGER primary key.
+activity_table = Table(
+    "activity_events",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("time", DateTime(timezone=True), nullable=False, index=True),
+    Column("token_id", String(32), index=True),
+    Column("share_name", String(128)),
+    Column("schema_name", String(128)),
+    Column("table_name", String(128)),
+    Column("route", String(64), nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("error_code", String(64)),
+    Column("version", BigInteger),
+    Column("files", Integer, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("duration_ms", Float, nullable=False),
 )

@@ -9,17 +9,19 @@ transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import timedelta
-from typing import Concatenate, ParamSpec, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
-from share_store.persistence import access, credentials, shares, snapshot_versions
+from share_store.persistence import access, activity, credentials, shares, snapshot_versions
 from share_store.persistence.access import OnToken
+from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.engine import make_engine
 
 P = ParamSpec("P")
@@ -35,6 +37,12 @@ class ShareStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def ping(self) -> str:
+        """The database's kind ("sqlite", "postgresql"), after one round trip to it."""
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return self.engine.dialect.name
 
     def _read(self, query: Callable[Concatenate[Connection, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
         with self.engine.connect() as conn:
@@ -165,3 +173,25 @@ class ShareStore:
             except IntegrityError:
                 pass
         return self.snapshot_versions(table_id)
+
+    # -- recent activity (the console's) ---------------------------------------
+
+    def record_activity(self, events: list[ActivityEvent]) -> None:
+        self._change(activity.insert_events, events)
+
+    def prune_activity(self, before: datetime, max_events: int) -> int:
+        """Drop events older than `before`, then the oldest beyond `max_events`."""
+        return self._change(activity.prune, before, max_events)
+
+    def activity_summary(self, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
+        """Requests per `group` ("share", "table" or "token") in [since, until)."""
+        return self._read(activity.summary, group, since, until)
+
+    def activity_times(self, since: datetime, until: datetime) -> list[datetime]:
+        return self._read(activity.times, since, until)
+
+    def recent_activity(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
+        return self._read(activity.recent, since, until, limit)
+
+    def token_last_use(self, token_ids: list[str]) -> dict[str, datetime]:
+        return self._read(activity.last_use, token_ids)

@@ -1,0 +1,131 @@
+"""Recent audit events of recipients' requests, kept in the store for the console.
+
+Every replica writes its own requests here, so any replica's console sees
+them all. The table is bounded: `prune` drops events past the retention and
+the oldest past a row cap. Summaries are grouped in SQL, so a page costs one
+query whatever the number of events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, delete, distinct, func, insert, select
+from sqlalchemy.engine import Connection
+
+from share_store.persistence.rows import utc
+from share_store.persistence.schema import activity_table
+
+t = activity_table
+
+
+@dataclass(frozen=True)
+class ActivityEvent:
+    """One recipient request, as the audit log records it (no secret, no query string)."""
+
+    time: datetime
+    route: str
+    status: int
+    token_id: str | None = None
+    share_name: str | None = None
+    schema_name: str | None = None
+    table_name: str | None = None
+    error_code: str | None = None
+    version: int | None = None
+    files: int = 0
+    bytes: int = 0
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class ActivityRow:
+    """Requests of one group (a share, a table or a token) over a time range."""
+
+    key: tuple[str | None, ...]
+    requests: int
+    versions: int
+    files: int
+    bytes: int
+    errors: int
+    last: datetime
+
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "share": ("share_name",),
+    "table": ("share_name", "schema_name", "table_name"),
+    "token": ("token_id", "share_name"),
+}
+
+
+def insert_events(conn: Connection, events: Iterable[ActivityEvent]) -> None:
+    rows = [asdict(event) for event in events]
+    if rows:
+        conn.execute(insert(t), rows)
+
+
+def _between(since: datetime, until: datetime) -> ColumnElement[bool]:
+    return and_(t.c.time >= since, t.c.time < until)
+
+
+def summary(conn: Connection, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
+    """Per share, table or token: requests, distinct versions, files, bytes and errors, busiest first."""
+    keys = [t.c[name] for name in GROUPS[group]]
+    requests = func.count()
+    query = (
+        select(
+            *keys,
+            requests.label("requests"),
+            func.count(distinct(t.c.version)).label("versions"),
+            func.coalesce(func.sum(t.c.files), 0).label("files"),
+            func.coalesce(func.sum(t.c.bytes), 0).label("bytes"),
+            func.coalesce(func.sum(case((t.c.status >= 400, 1), else_=0)), 0).label("errors"),
+            func.max(t.c.time).label("last"),
+        )
+        .where(_between(since, until))
+        .group_by(*keys)
+        .order_by(requests.desc(), *keys)
+    )
+    return [
+        ActivityRow(
+            key=tuple(row[: len(keys)]),
+            requests=int(row.requests),
+            versions=int(row.versions),
+            files=int(row.files),
+            bytes=int(row.bytes),
+            errors=int(row.errors),
+            last=utc(row.last),
+        )
+        for row in conn.execute(query)
+    ]
+
+
+def times(conn: Connection, since: datetime, until: datetime) -> list[datetime]:
+    """When each request in the range came (for the requests-per-hour chart)."""
+    return [utc(row.time) for row in conn.execute(select(t.c.time).where(_between(since, until)))]
+
+
+def recent(conn: Connection, since: datetime, until: datetime, limit: int) -> list[dict[str, Any]]:
+    """The latest `limit` events of the range, newest first."""
+    query = select(t).where(_between(since, until)).order_by(t.c.time.desc(), t.c.id.desc()).limit(limit)
+    return [{**row._asdict(), "time": utc(row.time)} for row in conn.execute(query)]
+
+
+def last_use(conn: Connection, token_ids: list[str]) -> dict[str, datetime]:
+    """When each token was last seen, among the events still kept."""
+    if not token_ids:
+        return {}
+    query = select(t.c.token_id, func.max(t.c.time)).where(t.c.token_id.in_(token_ids)).group_by(t.c.token_id)
+    return {token_id: utc(when) for token_id, when in conn.execute(query)}
+
+
+def prune(conn: Connection, before: datetime, max_events: int) -> int:
+    """Drop events older than `before`, then the oldest beyond `max_events`; how many went."""
+    dropped = conn.execute(delete(t).where(t.c.time < before)).rowcount or 0
+    # The id of the newest event that is to go, if the table holds more than the cap.
+    cutoff = conn.execute(select(t.c.id).order_by(t.c.id.desc()).offset(max_events).limit(1)).scalar()
+    if cutoff is not None:
+        dropped += conn.execute(delete(t).where(t.c.id <= cutoff)).rowcount or 0
+    return dropped

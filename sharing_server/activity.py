@@ -1,0 +1,105 @@
+"""Recipients' requests copied from the audit record into the store, for the console's Activity page.
+
+`Observe` hands each finished request's audit record to `ActivityRecorder.offer`,
+which keeps only requests under the protocol prefix and queues them; a
+background thread writes the queue in batches (one transaction a second at
+most, never on the request's path) and prunes the table now and then, so it
+stays within `[console] activity_retention_hours` and `activity_max_events`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from share_store.persistence import ShareStore
+from share_store.persistence.activity import ActivityEvent
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 1.0
+PRUNE_SECONDS = 600.0
+# Past this many waiting events (a store that is down), new ones are dropped, not held.
+MAX_QUEUED = 10_000
+
+
+def _text(value: Any, limit: int) -> str | None:
+    return None if value is None else str(value)[:limit]
+
+
+def event_of(record: dict[str, Any]) -> ActivityEvent:
+    """The stored form of one audit record."""
+    version = record.get("version")
+    return ActivityEvent(
+        time=datetime.fromisoformat(record["time"]),
+        route=str(record.get("route", "unmatched"))[:64],
+        status=int(record["status"]),
+        token_id=_text(record.get("token_id"), 32),
+        share_name=_text(record.get("share"), 128),
+        schema_name=_text(record.get("schema"), 128),
+        table_name=_text(record.get("table"), 128),
+        error_code=_text(record.get("error_code"), 64),
+        version=version if isinstance(version, int) else None,
+        files=int(record.get("files") or 0),
+        bytes=int(record.get("bytes") or 0),
+        duration_ms=float(record.get("duration_ms") or 0.0),
+    )
+
+
+class ActivityRecorder:
+    """Queues recipients' requests and writes them to the store from a thread of its own."""
+
+    def __init__(self, store: ShareStore, prefix: str, retention: timedelta, max_events: int) -> None:
+        self.store = store
+        self.prefix = prefix.rstrip("/") + "/"
+        self.retention = retention
+        self.max_events = max_events
+        self.enabled = retention > timedelta(0) and max_events > 0
+        self._queue: queue.Queue[ActivityEvent] = queue.Queue(MAX_QUEUED)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._pruned = 0.0
+
+    def offer(self, path: str, record: dict[str, Any]) -> None:
+        """Queue `record` if it is a recipient's request (protocol prefix, file downloads included)."""
+        if not self.enabled or not path.startswith(self.prefix):
+            return
+        try:
+            self._queue.put_nowait(event_of(record))
+        except queue.Full:
+            return
+        except (KeyError, ValueError, TypeError):
+            logger.warning("an audit record could not be kept as activity")
+            return
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="activity", daemon=True)
+                    self._thread.start()
+
+    def flush(self) -> None:
+        """Write what is queued now (the thread calls this; tests may too)."""
+        events: list[ActivityEvent] = []
+        while True:
+            try:
+                events.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        if events:
+            self.store.record_activity(events)
+        if time.monotonic() - self._pruned > PRUNE_SECONDS:
+            self._pruned = time.monotonic()
+            self.store.prune_activity(datetime.now(UTC) - self.retention, self.max_events)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(FLUSH_SECONDS)
+            try:
+                self.flush()
+            except Exception as error:  # noqa: BLE001 - a store outage must not end the thread
+                # The type only: database messages may carry credentials.
+                logger.warning("activity not recorded: %s", type(error).__name__)

@@ -1,0 +1,93 @@
+"""Recipients of a share: bearer tokens and OAuth clients, created, rotated and revoked.
+
+A new secret is shown once, on the page that answers the POST (never stored,
+never in a URL), with its `.share` profile to download and a copy button.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE
+from sharing_server.console.shares import CONFIRM, share_url
+from sharing_server.console.web import Call, Page, Redirect
+
+
+def _issued(share: str, issued: dict[str, Any], kind: str) -> Page:
+    profile = json.dumps(issued["profile"], indent=2) + "\n"
+    context = {
+        "share": share,
+        "kind": kind,
+        "issued": issued,
+        "profile": profile,
+        # A data: link downloads the profile without sending the secret anywhere again.
+        "profile_href": "data:application/json;base64," + base64.b64encode(profile.encode()).decode(),
+        "profile_name": f"{share}.share",
+        "active": "shares",
+    }
+    return Page("issued.html", context)
+
+
+def create_token(call: Call) -> Page:
+    share = call.param("share")
+    expires = call.form.get("expires", "").strip() or DEFAULT_EXPIRES
+    issued = call.admin.create_token(share, expires, call.form.get("description", "").strip())
+    return _issued(share, issued, "token")
+
+
+def rotate_token(call: Call) -> Page:
+    share = call.param("share")
+    grace = call.form.get("grace", "").strip() or DEFAULT_GRACE
+    issued = call.admin.rotate_token(share, call.param("token_id"), grace)
+    return _issued(share, issued, "token")
+
+
+def confirm_revoke_token(call: Call) -> Page:
+    share, token_id = call.param("share"), call.param("token_id")
+    return Page(
+        CONFIRM,
+        {
+            "title": f"Revoke token {token_id}?",
+            "consequence": f"Every request made with this token to {share} is refused from now on (401); "
+            "recipients who hold its profile need a new one.",
+            "action": call.request.url.path,
+            "back": share_url(share),
+            "button": "Revoke token",
+        },
+    )
+
+
+def revoke_token(call: Call) -> Redirect:
+    share, token_id = call.param("share"), call.param("token_id")
+    call.admin.revoke_token(share, token_id)
+    return Redirect(share_url(share), flash=("ok", f"Token {token_id} revoked."))
+
+
+def create_oauth_client(call: Call) -> Page:
+    share = call.param("share")
+    expires = call.form.get("expires", "").strip() or DEFAULT_EXPIRES
+    issued = call.admin.create_oauth_client(share, expires, call.form.get("description", "").strip())
+    return _issued(share, issued, "oauth")
+
+
+def confirm_revoke_client(call: Call) -> Page:
+    share, client_id = call.param("share"), call.param("client_id")
+    return Page(
+        CONFIRM,
+        {
+            "title": f"Revoke OAuth client {client_id}?",
+            "consequence": f"The client can no longer get access tokens for {share}, and the access "
+            "tokens it already has are refused from now on.",
+            "action": call.request.url.path,
+            "back": share_url(share),
+            "button": "Revoke client",
+        },
+    )
+
+
+def revoke_oauth_client(call: Call) -> Redirect:
+    share, client_id = call.param("share"), call.param("client_id")
+    call.admin.revoke_oauth_client(share, client_id)
+    return Redirect(share_url(share), flash=("ok", f"OAuth client {client_id} revoked."))

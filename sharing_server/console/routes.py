@@ -1,0 +1,50 @@
+"""The console's routes under `/console`; each handler is wrapped by `web.console_endpoint`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from sharing_server.console import activity, health, picker, recipients, shares, signin, tables
+from sharing_server.console.web import View, console_endpoint
+
+STATIC = Path(__file__).parent / "static"
+SHARE = "/shares/{share}"
+TABLE = SHARE + "/tables/{schema}/{table}"
+TOKEN = SHARE + "/tokens/{token_id}"
+CLIENT = SHARE + "/oauth-clients/{client_id}"
+
+
+def _page(path: str, view: View, method: str = "GET", public: bool = False) -> Route:
+    return Route(path, console_endpoint(view, public), methods=[method])
+
+
+def console_routes() -> list[BaseRoute]:
+    return [
+        _page("/", signin.home),
+        _page("/sign-in", signin.sign_in_page, public=True),
+        _page("/sign-in", signin.sign_in, "POST", public=True),
+        _page("/sign-out", signin.sign_out, "POST"),
+        _page("/shares", shares.list_shares),
+        _page("/shares", shares.create_share, "POST"),
+        _page(SHARE, shares.share_page),
+        _page(SHARE + "/remove", shares.confirm_remove_share),
+        _page(SHARE + "/remove", shares.remove_share, "POST"),
+        _page(SHARE + "/tables", shares.add_table, "POST"),
+        _page(SHARE + "/pick", picker.pick_page),
+        _page(TABLE, tables.table_page),
+        _page(TABLE + "/remove", shares.confirm_remove_table),
+        _page(TABLE + "/remove", shares.remove_table, "POST"),
+        _page(SHARE + "/tokens", recipients.create_token, "POST"),
+        _page(TOKEN + "/rotate", recipients.rotate_token, "POST"),
+        _page(TOKEN + "/revoke", recipients.confirm_revoke_token),
+        _page(TOKEN + "/revoke", recipients.revoke_token, "POST"),
+        _page(SHARE + "/oauth-clients", recipients.create_oauth_client, "POST"),
+        _page(CLIENT + "/revoke", recipients.confirm_revoke_client),
+        _page(CLIENT + "/revoke", recipients.revoke_oauth_client, "POST"),
+        _page("/activity", activity.activity_page),
+        _page("/health", health.health_page),
+        Mount("/static", StaticFiles(directory=STATIC), name="console_static"),
+    ]

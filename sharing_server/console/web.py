@@ -1,0 +1,210 @@
+"""The console's request plumbing: sessions, CSRF, forms, templates, security headers.
+
+Handlers are plain functions `view(call) -> Page | Redirect`, run off the event
+loop; `console_endpoint` wraps each one. It answers 403 while the console is
+off (no `[admin] token_hash`), sends the signed-out to the sign-in page,
+refuses any POST whose CSRF token or Origin is not the session's own, turns
+admin errors into a message on the page the form came from, and re-issues the
+session cookie so that idle time counts from the last request.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from share_store.errors import ShareStoreError
+from sharing_server.admin import Admin
+from sharing_server.audit import audit_fields
+from sharing_server.console import formatting
+from sharing_server.console.sessions import (
+    COOKIE,
+    CSRF_FIELD,
+    Session,
+    SessionCodec,
+    cookie_header,
+    csrf_matches,
+)
+
+SIGN_IN = "/console/sign-in"
+HOME = "/console/shares"
+# No inline script or style anywhere: everything comes from /console/static.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+def templates() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("sharing_server.console", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters.update(
+        size=formatting.size, when=formatting.when, number=formatting.number, ago=formatting.ago
+    )
+    return environment
+
+
+@dataclass
+class Console:
+    """What the console's handlers share: the admin operations, sessions and templates."""
+
+    admin: Admin
+    sessions: SessionCodec
+    admin_hash: str
+    environment: Environment = field(default_factory=templates)
+
+    def token_matches(self, token: str) -> bool:
+        from share_store.tokens import hash_secret
+
+        return bool(token) and hmac.compare_digest(hash_secret(token.strip()), self.admin_hash)
+
+
+@dataclass
+class Call:
+    """One request as a view sees it: the request, its form fields, the session."""
+
+    request: Request
+    form: dict[str, str]
+    session: Session
+
+    @property
+    def console(self) -> Console:
+        return self.request.app.state.console
+
+    @property
+    def admin(self) -> Admin:
+        return self.console.admin
+
+    def param(self, name: str) -> str:
+        return self.request.path_params[name]
+
+
+@dataclass
+class Page:
+    template: str
+    context: dict[str, Any] = field(default_factory=dict)
+    status: int = 200
+    #: A session to start (sign-in), or None to keep the current one.
+    session: Session | None = None
+
+
+@dataclass
+class Redirect:
+    location: str
+    flash: tuple[str, str] | None = None
+    session: Session | None = None
+    sign_out: bool = False
+
+
+View = Callable[[Call], Page | Redirect]
+
+
+def safe_path(value: str | None, default: str = HOME) -> str:
+    """`value` if it is a path of the console's own, else `default` (no open redirects)."""
+    if value and value.startswith("/console/") and "//" not in value and "\\" not in value:
+        return value
+    return default
+
+
+def _same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True  # old browsers and non-browser clients; the CSRF token still has to match
+    parts = urlsplit(origin)
+    return parts.scheme == request.url.scheme and parts.netloc == request.url.netloc
+
+
+async def _form(request: Request) -> dict[str, str]:
+    body = (await request.body()).decode("utf-8", "replace")
+    return dict(parse_qsl(body, keep_blank_values=True))
+
+
+def render(request: Request, page: Page, session: Session | None, flash: tuple[str, str] | None) -> Response:
+    console: Console | None = request.app.state.console
+    environment = console.environment if console else templates()
+    context = {
+        "request": request,
+        "csrf_field": CSRF_FIELD,
+        "csrf": session.csrf if session else "",
+        "signed_in": bool(session and session.signed_in),
+        "flash": flash,
+        "path": request.url.path,
+        **page.context,
+    }
+    html = environment.get_template(page.template).render(context)
+    return HTMLResponse(html, status_code=page.status, headers={"Content-Security-Policy": CSP})
+
+
+def _with_cookie(
+    response: Response, request: Request, session: Session | None, clear: bool = False
+) -> Response:
+    console: Console | None = request.app.state.console
+    if console is not None and (session is not None or clear):
+        value = "" if clear or session is None else console.sessions.encode(session)
+        response.headers.append("set-cookie", cookie_header(value, request.url.scheme == "https", clear))
+    return response
+
+
+def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    """Wrap `view`: console on, session (unless `public`), CSRF on POST, errors as messages."""
+
+    async def run(request: Request) -> Response:
+        audit_fields(request)["principal"] = "console"
+        console: Console | None = request.app.state.console
+        if console is None:
+            message = "The console is off: set [admin] token_hash (sharing-server admin-token) to enable it."
+            return render(
+                request, Page("error.html", {"title": "Console off", "message": message}, 403), None, None
+            )
+        session, idled = console.sessions.decode(request.cookies.get(COOKIE))
+        if not public and (session is None or not session.signed_in):
+            if request.method != "GET":
+                page = Page("error.html", {"title": "Signed out", "message": "Sign in first."}, 403)
+                return render(request, page, None, None)
+            target = f"{SIGN_IN}?next={quote(request.url.path)}"
+            note = ("info", "Your session ended after a while unused: sign in again.") if idled else None
+            fresh = Session(flash=note)
+            return _with_cookie(RedirectResponse(target, status_code=303), request, fresh)
+        form: dict[str, str] = {}
+        if request.method == "POST":
+            form = await _form(request)
+            if not _same_origin(request) or not csrf_matches(session, form.get(CSRF_FIELD)):
+                message = "This form did not come from this console session: reload the page and try again."
+                page = Page("error.html", {"title": "Refused", "message": message}, 403)
+                return render(request, page, session, None)
+        session = session or Session()
+        flash, session = session.flash, replace(session, flash=None)
+        try:
+            result = await run_in_threadpool(view, Call(request, form, session))
+        except ShareStoreError as error:
+            if request.method == "POST":
+                back = safe_path(form.get("back"), request.url.path)
+                result = Redirect(back, flash=("error", error.message))
+            else:
+                title = "Not found" if error.status_code == 404 else "Error"
+                result = Page("error.html", {"title": title, "message": error.message}, error.status_code)
+        if isinstance(result, Redirect):
+            if result.sign_out:
+                response = RedirectResponse(result.location, status_code=303)
+                return _with_cookie(response, request, Session(flash=result.flash))
+            next_session = (result.session or session).touched()
+            if result.flash:
+                next_session = next_session.with_flash(*result.flash)
+            return _with_cookie(RedirectResponse(result.location, status_code=303), request, next_session)
+        next_session = (result.session or session).touched()
+        return _with_cookie(render(request, result, next_session, flash), request, next_session)
+
+    run.__name__ = f"console_{view.__name__}"  # the route's name in metrics and the audit log
+    return run

@@ -1,0 +1,63 @@
+"""Recent activity in the store, on SQLite and PostgreSQL: summaries, last use, bounded retention."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from share_store.persistence import ShareStore, sqlite_url
+from share_store.persistence.activity import ActivityEvent
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    url = sqlite_url(tmp_path / "store.db") if request.param == "sqlite" else request.getfixturevalue(
+        "postgres_url"
+    )
+    store = ShareStore(url)
+    yield store
+    store.close()
+
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def event(minutes_ago: float, **fields) -> ActivityEvent:
+    base = {"route": "table_query", "status": 200, "token_id": "t1", "share_name": "s"}
+    return ActivityEvent(time=NOW - timedelta(minutes=minutes_ago), **{**base, **fields})
+
+
+def test_summaries_group_requests_by_share_table_and_token(store: ShareStore) -> None:
+    store.record_activity(
+        [
+            event(5, schema_name="a", table_name="x", version=1, files=3, bytes=100),
+            event(4, schema_name="a", table_name="x", version=2, files=4, bytes=50),
+            event(3, schema_name="a", table_name="x", version=2, status=404, error_code="NOT_FOUND"),
+            event(2, token_id="t2", schema_name="a", table_name="y", version=7, files=1, bytes=10),
+            event(120, schema_name="a", table_name="x"),  # outside the range asked for
+        ]
+    )
+    since, until = NOW - timedelta(hours=1), NOW
+    tables = {row.key: row for row in store.activity_summary("table", since, until)}
+    x = tables[("s", "a", "x")]
+    assert (x.requests, x.versions, x.files, x.bytes, x.errors) == (3, 2, 7, 150, 1)
+    assert x.last == NOW - timedelta(minutes=3)
+    tokens = [(row.key, row.requests) for row in store.activity_summary("token", since, until)]
+    assert tokens == [(("t1", "s"), 3), (("t2", "s"), 1)]
+    assert [row.requests for row in store.activity_summary("share", since, until)] == [4]
+    assert len(store.activity_times(since, until)) == 4
+    assert store.token_last_use(["t1", "t2", "t3"]) == {
+        "t1": NOW - timedelta(minutes=3),
+        "t2": NOW - timedelta(minutes=2),
+    }
+
+
+def test_prune_keeps_the_retention_and_the_row_cap(store: ShareStore) -> None:
+    store.record_activity([event(minutes) for minutes in (500, 400, 30, 20, 10)])
+    # Older than 5 hours go, then all but the newest two.
+    assert store.prune_activity(NOW - timedelta(hours=5), max_events=2) == 3
+    left = store.recent_activity(NOW - timedelta(days=1), NOW)
+    assert [row["time"] for row in left] == [NOW - timedelta(minutes=10), NOW - timedelta(minutes=20)]
+    assert store.prune_activity(NOW - timedelta(hours=5), max_events=2) == 0
