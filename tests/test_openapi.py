@@ -77,6 +77,8 @@ def _served(app) -> set[tuple[str, str]]:
 
     def walk(routes, prefix: str) -> None:
         for route in routes:
+            if isinstance(route, Mount) and prefix + route.path == "/console":
+                continue  # the console's HTML pages are no API
             if isinstance(route, Mount):
                 walk(route.routes, prefix + route.path)
             else:

@@ -78,6 +78,8 @@ def _merge(kind: str, parts: Iterable[dict[Any, Value]]) -> dict[Any, Value]:
 def _served(routes: Sequence[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str, set[str]]]:
     """The OpenAPI path, name and methods of every route, into mounts."""
     for route in routes:
+        if isinstance(route, Mount) and prefix + route.path == paths.CONSOLE_PREFIX:
+            continue  # the console's HTML pages are no API
         if isinstance(route, Mount):
             yield from _served(route.routes, prefix + route.path)
         elif isinstance(route, Route):

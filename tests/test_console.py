@@ -1,0 +1,145 @@
+"""The console without a browser: sign-in, sessions, CSRF, and what a recipient's token cannot do."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from share_store.tokens import hash_secret
+from sharing_server.console.sessions import Session, SessionCodec, cookie_header
+from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+
+ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"
+TABLE = "delta-0.8.0-partitioned"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("console")
+    root = tmp / "buckets"
+    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / TABLE)
+    deployment = deploy(
+        tmp, {"type": "local", "root": str(root)}, env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
+    )
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def csrf_of(page: httpx.Response) -> str:
+    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert match, page.text
+    return match.group(1)
+
+
+def signed_in(server: Deployment) -> httpx.Client:
+    client = httpx.Client(base_url=server.server.url)
+    form = client.get("/console/sign-in")
+    answer = client.post(
+        "/console/sign-in", data={"csrf": csrf_of(form), "token": ADMIN_TOKEN, "next": "/console/shares"}
+    )
+    assert answer.status_code == 303 and answer.headers["location"] == "/console/shares"
+    return client
+
+
+def test_signed_out_pages_redirect_to_sign_in(server: Deployment) -> None:
+    for path in ("/console/", "/console/shares", "/console/activity", "/console/health", "/console/shares/x"):
+        answer = httpx.get(server.server.url + path)
+        assert answer.status_code == 303, path
+        assert answer.headers["location"].startswith("/console/sign-in?next=")
+    # A change without a session is refused outright.
+    assert httpx.post(server.server.url + "/console/shares", data={"name": "x"}).status_code == 403
+
+
+def test_session_cookie_flags_and_page_headers(server: Deployment) -> None:
+    client = httpx.Client(base_url=server.server.url)
+    form = client.get("/console/sign-in")
+    answer = client.post("/console/sign-in", data={"csrf": csrf_of(form), "token": ADMIN_TOKEN})
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
+    assert "Secure" not in cookie  # plain HTTP here; over HTTPS, see the next test
+    assert ADMIN_TOKEN not in cookie and hash_secret(ADMIN_TOKEN) not in cookie
+    page = client.get("/console/shares")
+    assert page.status_code == 200
+    policy = page.headers["content-security-policy"]
+    assert (
+        "script-src 'self'" in policy and "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+    )
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
+    assert "<script>" not in page.text  # no inline script anywhere
+
+
+def test_secure_flag_over_https() -> None:
+    assert "Secure" in cookie_header("value", secure=True).split("; ")
+    assert "Secure" not in cookie_header("value", secure=False).split("; ")
+
+
+def test_post_without_csrf_token_is_refused(server: Deployment) -> None:
+    client = signed_in(server)
+    csrf = csrf_of(client.get("/console/shares"))
+    assert client.post("/console/shares", data={"name": "nocsrf"}).status_code == 403
+    assert client.post("/console/shares", data={"name": "nocsrf", "csrf": "forged"}).status_code == 403
+    foreign = client.post(
+        "/console/shares", data={"name": "nocsrf", "csrf": csrf}, headers={"Origin": "http://evil.example"}
+    )
+    assert foreign.status_code == 403
+    assert "nocsrf" not in [share.name for share in server.store.list_shares()]
+    # The same form with its token goes through.
+    assert client.post("/console/shares", data={"name": "withcsrf", "csrf": csrf}).status_code == 303
+    assert "withcsrf" in [share.name for share in server.store.list_shares()]
+
+
+def test_recipient_token_cannot_open_the_console(server: Deployment) -> None:
+    server.share_tables("recipient-share", {"t": TABLE})
+    recipient = server.token("recipient-share")
+    # As a bearer header: the console reads no Authorization header.
+    answer = httpx.get(
+        server.server.url + "/console/shares", headers={"Authorization": f"Bearer {recipient}"}
+    )
+    assert answer.status_code == 303 and answer.headers["location"].startswith("/console/sign-in")
+    # In the sign-in form: it is not the admin token.
+    client = httpx.Client(base_url=server.server.url)
+    refused = client.post(
+        "/console/sign-in", data={"csrf": csrf_of(client.get("/console/sign-in")), "token": recipient}
+    )
+    assert refused.status_code == 401 and "not the admin token" in refused.text
+    assert client.get("/console/shares").status_code == 303
+
+
+def test_sign_out_ends_the_session(server: Deployment) -> None:
+    client = signed_in(server)
+    csrf = csrf_of(client.get("/console/shares"))
+    assert client.post("/console/sign-out", data={"csrf": csrf}).status_code == 303
+    assert client.get("/console/shares").status_code == 303
+
+
+def test_bad_table_spec_shows_the_cli_message(server: Deployment) -> None:
+    client = signed_in(server)
+    csrf = csrf_of(client.get("/console/shares"))
+    client.post("/console/shares", data={"name": "specs", "csrf": csrf})
+    client.post("/console/shares/specs/tables", data={"spec": "s:t:delta:Bad_Bucket:p", "csrf": csrf})
+    page = client.get("/console/shares/specs")
+    assert "invalid bucket name &#39;Bad_Bucket&#39;: 3-63 of a-z, 0-9, &#39;.&#39;, &#39;-&#39;" in page.text
+
+
+def test_console_is_off_without_an_admin_token(local: Deployment) -> None:
+    answer = httpx.get(local.server.url + "/console/shares")
+    assert answer.status_code == 403 and "console is off" in answer.text
+
+
+def test_idle_sessions_end_and_forged_ones_are_refused() -> None:
+    codec = SessionCodec(b"key", hash_secret("admin"), idle_seconds=60)
+    value = codec.encode(codec.signed_in().touched(now=1000.0))
+    session, idled = codec.decode(value, now=1059.0)
+    assert session is not None and session.signed_in and not idled
+    assert codec.decode(value, now=1061.0) == (None, True)
+    # Another admin token (or server key) ends every session made before.
+    assert SessionCodec(b"key", hash_secret("other"), 60).decode(value, now=1001.0)[0].signed_in is False
+    assert SessionCodec(b"other", hash_secret("admin"), 60).decode(value, now=1001.0) == (None, False)
+    assert codec.decode(value[:-2] + "AA", now=1001.0) == (None, False)
+    assert not codec.decode(codec.encode(Session()), now=1001.0)[0].signed_in

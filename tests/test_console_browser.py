@@ -1,0 +1,197 @@
+"""The console in a real headless Chromium (Debian's, driven by Playwright) against a live server.
+
+A provider signs in, creates a share, adds a Delta table and an Iceberg table
+(the latter through the picker), creates a token and downloads its profile; a
+recipient reads with `delta_sharing` and that profile; the read shows in
+Activity; the preview equals what the client read; revoking the token refuses
+the next read. Screenshots of the main pages go to test-artifacts/console/.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import delta_sharing
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from share_store.tokens import hash_secret
+from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "console"
+ADMIN_TOKEN = "dsa_browser-test-admin-token-0123456789abcdef"
+TABLE = "delta-0.8.0-partitioned"
+# Flags for a root user in a container, with nothing fetched from the network.
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Elements reaching past the screen's right edge, outside scrolling boxes (tables scroll sideways).
+WIDER_THAN_SCREEN = """
+[...document.querySelectorAll("body *")]
+  .filter((e) => !(e.parentElement && e.parentElement.closest(".scroll")))
+  .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+  .map((e) => e.tagName + "." + e.className + "#" + e.id)
+"""
+
+sync_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed (make chromium)"
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("console-browser")
+    root = tmp / "buckets"
+    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / "sales" / TABLE)
+    deployment = deploy(
+        tmp, {"type": "local", "root": str(root)}, env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
+    )
+    catalog = deployment.catalogs.catalog("default")
+    catalog.create_namespace("crm")
+    customers = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["ann", "bob", "cy"]})
+    catalog.create_table("crm.customers", customers.schema).append(customers)
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+@pytest.fixture(scope="module")
+def page(server: Deployment) -> Iterator[sync_api.Page]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        context = browser.new_context(accept_downloads=True, viewport={"width": 1200, "height": 900})
+        yield context.new_page()
+        context.close()
+        browser.close()
+
+
+def shot(page: sync_api.Page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    columns = sorted(frame.columns)
+    return sorted(tuple(str(value) for value in record) for record in frame[columns].itertuples(index=False))
+
+
+def preview_frame(page: sync_api.Page) -> pd.DataFrame:
+    heads = page.locator("#preview thead th").all_inner_texts()
+    cells = [row.locator("td").all_inner_texts() for row in page.locator("#preview tbody tr").all()]
+    return pd.DataFrame(cells, columns=heads)
+
+
+def test_a_provider_shares_tables_and_a_recipient_reads_them(
+    server: Deployment, page: sync_api.Page, testdata: Path, tmp_path: Path
+) -> None:
+    expect = sync_api.expect
+    url = server.server.url
+
+    # Signed out: the console sends us to sign in.
+    page.goto(f"{url}/console/")
+    expect(page).to_have_url(f"{url}/console/sign-in?next=/console/")
+    shot(page, "sign-in")
+    page.get_by_label("Admin token").fill(ADMIN_TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Shares")).to_be_visible()
+
+    # A share, then a Delta table by its spec.
+    page.get_by_label("Name").fill("browser")
+    page.get_by_role("button", name="Create share").click()
+    expect(page.locator(".flash")).to_have_text("Share browser created.")
+    page.get_by_label("Table spec").fill(f"sales:parts:delta:{TESTDATA_BUCKET}:sales/{TABLE}")
+    page.get_by_role("button", name="Add table").click()
+    expect(page.locator("#tables")).to_contain_text("sales.parts")
+
+    # A bad spec is refused with the CLI's own message.
+    page.get_by_label("Table spec").fill("sales:nope:parquet:b:p")
+    page.get_by_role("button", name="Add table").click()
+    expect(page.locator(".flash.error")).to_contain_text("invalid table spec")
+
+    # The Iceberg table through the picker: it fills in the spec.
+    page.get_by_role("link", name="Find tables…").click()
+    page.get_by_label("Warehouse").select_option("default")
+    page.get_by_role("button", name="List Iceberg tables").click()
+    page.get_by_role("link", name="crm.customers").click()
+    expect(page.get_by_label("Table spec")).to_have_value("crm:customers:uniform:default:crm:customers")
+    page.get_by_role("button", name="Add table").click()
+    expect(page.locator("#tables")).to_contain_text("crm.customers")
+
+    # A token, shown once, and its profile downloaded.
+    page.get_by_label("Description", exact=True).first.fill("browser test recipient")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.get_by_role("heading", name="New bearer token for browser")).to_be_visible()
+    token_id = page.locator("#token-id").inner_text()
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download browser.share").click()
+    profile = tmp_path / "browser.share"
+    download.value.save_as(profile)
+    shot(page, "token-issued")
+
+    # The recipient reads both tables with the downloaded profile.
+    parts = delta_sharing.load_as_pandas(f"{profile}#browser.sales.parts")
+    assert rows(parts) == rows(_delta_rows(testdata))
+    customers = delta_sharing.load_as_pandas(f"{profile}#browser.crm.customers")
+    assert sorted(customers["name"]) == ["ann", "bob", "cy"]
+
+    # The table page: its facts, and a preview equal to what the client read.
+    page.goto(f"{url}/console/shares/browser/tables/sales/parts")
+    expect(page.locator("#facts")).to_contain_text("year, month, day")
+    assert rows(preview_frame(page)) == rows(parts)
+    shot(page, "table")
+    page.goto(f"{url}/console/shares/browser/tables/crm/customers")
+    assert rows(preview_frame(page)) == rows(customers)
+
+    # The reads show in Activity (recorded in the store within a second or so).
+    deadline = time.monotonic() + 15
+    while True:
+        page.goto(f"{url}/console/activity")
+        if "parts" in page.locator("#by-table").inner_text() or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    expect(page.locator("#by-table")).to_contain_text("parts")
+    expect(page.locator("#by-token")).to_contain_text(token_id)
+    shot(page, "activity")
+    page.goto(f"{url}/console/health")
+    expect(page.locator("#store")).to_contain_text("reachable")
+    shot(page, "health")
+
+    # Revoking the token: the console asks first, then the next read is refused.
+    page.goto(f"{url}/console/shares/browser")
+    expect(page.locator(f'tr[data-token="{token_id}"]')).not_to_contain_text("never")  # last use is shown
+    shot(page, "share")
+    page.locator(f'tr[data-token="{token_id}"]').get_by_role("link", name="Revoke…").click()
+    expect(page.locator("#consequence")).to_contain_text("refused")
+    page.get_by_role("button", name="Revoke token").click()
+    expect(page.locator(f'tr[data-token="{token_id}"]')).to_contain_text("revoked")
+    with pytest.raises(Exception, match="401"):
+        delta_sharing.load_as_pandas(f"{profile}#browser.sales.parts")
+
+    page.goto(f"{url}/console/shares")
+    shot(page, "shares")
+    # Narrow screens: the page still fits its width.
+    page.set_viewport_size({"width": 380, "height": 800})
+    page.goto(f"{url}/console/shares/browser")
+    wide = page.evaluate(WIDER_THAN_SCREEN)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 380 + 1, wide
+    shot(page, "share-narrow")
+
+
+def _delta_rows(testdata: Path) -> pd.DataFrame:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(testdata / TABLE)).to_pandas()
