@@ -26,6 +26,8 @@ from sharing_server.profiles import oauth_profile_document, profile_document
 # clients alike live 30 days unless told otherwise, and a rotated token works
 # one more hour.
 DEFAULT_EXPIRES = "30d"
+#: The mark of admin tokens (`sharing-server admin-token`, the demo's).
+ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker, not a secret
 DEFAULT_GRACE = "1h"
 
 DURATION = re.compile(r"([0-9]{1,9})([smhdw])")

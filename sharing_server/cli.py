@@ -32,7 +32,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.tokens import hash_secret, new_secret
-from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, AdminBackend, parse_duration
+from sharing_server.admin import (
+    ADMIN_TOKEN_PREFIX,
+    DEFAULT_EXPIRES,
+    DEFAULT_GRACE,
+    Admin,
+    AdminBackend,
+    parse_duration,
+)
 from sharing_server.admin_client import RemoteAdmin
 from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
 from sharing_server.failures import describe
@@ -40,7 +47,6 @@ from sharing_server.profiles import write_profile_document
 from sharing_server.table_checks import TableCheck
 
 __all__ = ["main", "parse_duration"]
-ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker for admin tokens, not a secret
 
 
 def _when(value: str | None) -> str:
@@ -300,6 +306,14 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         # Worker processes load the configuration again: hand them the overrides too.
         os.environ[f"SHARING_SERVER_{key.upper()}"] = str(value)
     config = dataclasses.replace(config, **overrides)  # options follow the new endpoint
+    demo_token = None
+    if args.demo and not config.admin.get("token_hash"):
+        from sharing_server.demo import demo_admin_token
+
+        # The demo's console needs an admin token: one made once and printed below.
+        demo_token = demo_admin_token(config.data_dir)
+        os.environ["SHARING_ADMIN_TOKEN_HASH"] = hash_secret(demo_token)  # for worker processes
+        config = dataclasses.replace(config, admin={**config.admin, "token_hash": hash_secret(demo_token)})
     if args.config:
         os.environ[CONFIG_VARIABLE] = str(Path(args.config).resolve())
     options = config.options
@@ -319,6 +333,9 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
         hyper.accesslog = "-"
         hyper.access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(D)sus'
     print(f"Serving Delta Sharing at {config.endpoint} ({config.workers} worker(s))", flush=True)
+    from sharing_server.demo import print_console
+
+    print_console(config, demo_token)
     if config.workers > 1:
         # Each worker is a process of its own with its own caches and limits; their
         # metrics meet in one directory, unless the operator has chosen one.

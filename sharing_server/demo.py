@@ -7,6 +7,7 @@ changes nothing (a profile whose token no longer works is replaced).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from datetime import timedelta
@@ -18,6 +19,9 @@ from deltalake import DeltaTable, write_deltalake
 from share_store.errors import Unauthenticated
 from share_store.model import TableSpec, parse_create_args
 from share_store.persistence import ShareStore
+from share_store.tokens import new_secret
+from sharing_server import paths
+from sharing_server.admin import ADMIN_TOKEN_PREFIX
 from sharing_server.config import ServerConfig
 from sharing_server.profiles import write_profile
 
@@ -93,6 +97,42 @@ def write_demo_iceberg_table(config: ServerConfig) -> None:
             }
         )
         table.append(batch.cast(table.schema().as_arrow()))
+
+
+DEMO_ADMIN_TOKEN_FILE = "demo-admin.token"  # noqa: S105 - a file name
+
+
+def demo_admin_token(data_dir: Path) -> str:
+    """The demo's admin token, made once and kept (owner-readable) in the data directory.
+
+    `serve --demo` without an `[admin] token_hash` configures this one, so that
+    the console can be tried at once; a configured admin token is left alone.
+    """
+    path = data_dir / DEMO_ADMIN_TOKEN_FILE
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = new_secret(ADMIN_TOKEN_PREFIX)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    return token
+
+
+def print_console(config: ServerConfig, demo_token: str | None) -> None:
+    """Where the console is and how to sign in to it (printed by `serve`)."""
+    url = f"{config.base_url}{paths.CONSOLE_PREFIX}/"
+    if demo_token is not None:
+        print(f"Console: {url} (sign in with the demo admin token: {demo_token})", flush=True)
+        print(
+            f"  kept in {(config.data_dir / DEMO_ADMIN_TOKEN_FILE).resolve()}; configure [admin] token_hash "
+            "to use your own",
+            flush=True,
+        )
+    elif config.options.admin_token_hash is not None:
+        print(f"Console: {url} (sign in with the admin token)", flush=True)
+    else:
+        print("Console: off (set [admin] token_hash; `sharing-server admin-token` makes one)", flush=True)
 
 
 def profile_works(store: ShareStore, path: Path) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -83,3 +84,42 @@ def test_demo_is_idempotent_and_readable(tmp_path: Path) -> None:
     assert any(r["method"] == "GET" and r["path"].startswith("/delta-sharing/files/demo/") for r in audit)
     assert any(r.get("route") == "table_version" and r.get("share") == "demo" for r in audit)
     assert secret not in out and "X-Amz-Signature" not in out  # ...and holds no secret
+
+
+def test_serve_demo_prints_the_console_and_a_token_that_signs_in(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        "SHARING_SERVER_DATA_DIR": str(tmp_path / ".sharing"),
+        "SHARING_SERVER_PORT": str(port),
+        "SHARING_SERVER_AUDIT_LOG": "off",
+        "PATH": "/usr/bin:/bin",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sharing_server", "serve", "--demo"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        console = next(line for line in server.stdout if line.startswith("Console:"))
+        url, token = re.fullmatch(
+            r"Console: (\S+) \(sign in with the demo admin token: (\S+)\)\n", console
+        ).groups()
+        assert url == f"http://127.0.0.1:{port}/console/"
+        assert (tmp_path / ".sharing" / "demo-admin.token").read_text().strip() == token
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            for _ in range(200):
+                try:
+                    form = client.get("/console/sign-in")
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+            signed_in = client.post("/console/sign-in", data={"csrf": csrf, "token": token})
+            assert signed_in.status_code == 303
+            assert "demo" in client.get("/console/shares").text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
