@@ -1,7 +1,7 @@
 """Recipients' requests copied from the audit record into the store, for the console's Activity page.
 
 `Observe` hands each finished request's audit record to `ActivityRecorder.offer`,
-which keeps only requests under the protocol prefix and queues them; a
+which keeps only recipients' requests under the protocol prefix and queues them; a
 background thread writes the queue in batches (one transaction a second at
 most, never on the request's path) and prunes the table now and then, so it
 stays within `[console] activity_retention_hours` and `activity_max_events`.
@@ -25,6 +25,7 @@ FLUSH_SECONDS = 1.0
 PRUNE_SECONDS = 600.0
 # Past this many waiting events (a store that is down), new ones are dropped, not held.
 MAX_QUEUED = 10_000
+SKIPPED_ROUTES = frozenset({"serve_file"})
 
 
 def _text(value: Any, limit: int) -> str | None:
@@ -45,7 +46,8 @@ def event_of(record: dict[str, Any]) -> ActivityEvent:
         error_code=_text(record.get("error_code"), 64),
         version=version if isinstance(version, int) else None,
         files=int(record.get("files") or 0),
-        bytes=int(record.get("bytes") or 0),
+        # What the recipient was handed: the data files' bytes, else the response's own.
+        bytes=int(record.get("file_bytes") or record.get("bytes") or 0),
         duration_ms=float(record.get("duration_ms") or 0.0),
     )
 
@@ -65,8 +67,12 @@ class ActivityRecorder:
         self._pruned = 0.0
 
     def offer(self, path: str, record: dict[str, Any]) -> None:
-        """Queue `record` if it is a recipient's request (protocol prefix, file downloads included)."""
-        if not self.enabled or not path.startswith(self.prefix):
+        """Queue `record` if it is a recipient's request under the protocol prefix.
+
+        Local storage's file downloads are left out: they carry no token (a
+        signed URL is enough), and the query that handed them out counted them.
+        """
+        if not self.enabled or not path.startswith(self.prefix) or record.get("route") in SKIPPED_ROUTES:
             return
         try:
             self._queue.put_nowait(event_of(record))

@@ -41,12 +41,25 @@ def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
 
 
 def counting_files(lines: Iterable[dict[str, Any]], fields: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Pass protocol lines through, counting the file actions among them as they stream."""
+    """Pass protocol lines through, counting the file actions among them and their bytes as they stream."""
     fields["files"] = 0
+    fields["file_bytes"] = 0
     for line in lines:
-        if next(iter(line)) in FILE_ACTIONS:
+        kind = next(iter(line))
+        if kind in FILE_ACTIONS:
             fields["files"] += 1
+            fields["file_bytes"] += _size(line[kind])
         yield line
+
+
+def _size(action: dict[str, Any]) -> int:
+    """A file action's size: parquet format's own, or the Delta action's inside `deltaSingleAction`."""
+    size = action.get("size")
+    if size is None:
+        inner = action.get("deltaSingleAction")
+        if isinstance(inner, dict) and inner:
+            size = next(iter(inner.values())).get("size")
+    return size if isinstance(size, int) else 0
 
 
 class AuditLog:

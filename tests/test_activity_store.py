@@ -13,8 +13,10 @@ from share_store.persistence.activity import ActivityEvent
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
-    url = sqlite_url(tmp_path / "store.db") if request.param == "sqlite" else request.getfixturevalue(
-        "postgres_url"
+    url = (
+        sqlite_url(tmp_path / "store.db")
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
     )
     store = ShareStore(url)
     yield store
@@ -61,3 +63,37 @@ def test_prune_keeps_the_retention_and_the_row_cap(store: ShareStore) -> None:
     left = store.recent_activity(NOW - timedelta(days=1), NOW)
     assert [row["time"] for row in left] == [NOW - timedelta(minutes=10), NOW - timedelta(minutes=20)]
     assert store.prune_activity(NOW - timedelta(hours=5), max_events=2) == 0
+
+
+def test_the_recorder_keeps_recipients_requests_only(tmp_path: Path) -> None:
+    from sharing_server.activity import ActivityRecorder
+
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    recorder = ActivityRecorder(store, "/delta-sharing", timedelta(hours=1), 100)
+    now = datetime.now(UTC)
+    base = {"time": now.isoformat(), "status": 200, "bytes": 900}
+    query = {
+        **base,
+        "route": "table_query",
+        "token_id": "t1",
+        "share": "s",
+        "schema": "a",
+        "table": "x",
+        "version": 3,
+        "files": 2,
+        "file_bytes": 5000,
+    }
+    recorder.offer("/delta-sharing/shares/s/schemas/a/tables/x/query", query)
+    recorder.offer("/delta-sharing/files/b/k", {**base, "route": "serve_file"})  # a signed URL: no token
+    recorder.offer("/admin/v1/shares", {**base, "route": "admin_list_shares"})
+    recorder.offer("/console/shares", {**base, "route": "console_list_shares"})
+    recorder.flush()
+    [event] = store.recent_activity(now - timedelta(minutes=1), now + timedelta(minutes=1))
+    assert (event["route"], event["token_id"], event["version"], event["files"]) == (
+        "table_query",
+        "t1",
+        3,
+        2,
+    )
+    assert event["bytes"] == 5000  # the data files handed out, not the response's 900 bytes
+    store.close()

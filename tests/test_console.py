@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from share_store.errors import Unauthenticated
 from share_store.tokens import hash_secret
 from sharing_server.console.sessions import Session, SessionCodec, cookie_header
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
@@ -143,3 +144,41 @@ def test_idle_sessions_end_and_forged_ones_are_refused() -> None:
     assert SessionCodec(b"other", hash_secret("admin"), 60).decode(value, now=1001.0) == (None, False)
     assert codec.decode(value[:-2] + "AA", now=1001.0) == (None, False)
     assert not codec.decode(codec.encode(Session()), now=1001.0)[0].signed_in
+
+
+def test_rotate_revoke_and_oauth_clients_through_the_console(server: Deployment) -> None:
+    client = signed_in(server)
+    csrf = csrf_of(client.get("/console/shares"))
+    client.post("/console/shares", data={"name": "creds", "csrf": csrf})
+    issued = client.post(
+        "/console/shares/creds/tokens", data={"csrf": csrf, "expires": "2d", "description": "r1"}
+    )
+    assert issued.status_code == 200 and "shown once" in issued.text
+    token_id = re.search(r'id="token-id">([0-9a-f]+)<', issued.text).group(1)
+    bad = client.post(f"/console/shares/creds/tokens/{token_id}/rotate", data={"csrf": csrf, "grace": "soon"})
+    assert bad.status_code == 303  # back to the share, with the CLI's message
+    assert "invalid duration &#39;soon&#39;" in client.get("/console/shares/creds").text
+    rotated = client.post(
+        f"/console/shares/creds/tokens/{token_id}/rotate", data={"csrf": csrf, "grace": "1h"}
+    )
+    assert rotated.status_code == 200 and f"replaces token <code>{token_id}</code>" in rotated.text
+    new_secret = re.search(r'id="secret" readonly value="([^"]+)"', rotated.text).group(1)
+    assert server.store.authenticate(new_secret).share == "creds"
+    states = {token.id: token for token in server.store.list_tokens("creds")}
+    assert states[token_id].replaced_by is not None
+    assert "rotating" in client.get("/console/shares/creds").text
+    oauth = client.post("/console/shares/creds/oauth-clients", data={"csrf": csrf, "expires": "1d"})
+    assert oauth.status_code == 200 and "oauth_client_credentials" in oauth.text
+    [oauth_client] = server.store.list_oauth_clients("creds")
+    confirm = client.get(f"/console/shares/creds/oauth-clients/{oauth_client.id}/revoke")
+    assert "can no longer get access tokens" in confirm.text
+    client.post(f"/console/shares/creds/oauth-clients/{oauth_client.id}/revoke", data={"csrf": csrf})
+    assert server.store.list_oauth_clients("creds")[0].revoked_at is not None
+    # Removing the share says what stops working first, then revokes its tokens.
+    assert "revoked: every recipient" in client.get("/console/shares/creds/remove").text
+    assert (
+        client.post("/console/shares/creds/remove", data={"csrf": csrf}).headers["location"]
+        == "/console/shares"
+    )
+    with pytest.raises(Unauthenticated):
+        server.store.authenticate(new_secret)
