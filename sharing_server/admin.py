@@ -305,3 +305,11 @@ class Admin:
         """When each token was last used, as far as the activity kept goes back."""
         seen = self.store.token_last_use(token_ids)
         return {token_id: iso(seen.get(token_id)) for token_id in token_ids}
+
+    # -- console sessions ----------------------------------------------------------
+
+    def end_console_session(self, session_id: str, until: datetime) -> None:
+        self.store.end_console_session(session_id, until)
+
+    def console_session_ended(self, session_id: str) -> bool:
+        return self.store.console_session_ended(session_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -12,7 +13,7 @@ import pytest
 
 from share_store.errors import Unauthenticated
 from share_store.tokens import hash_secret
-from sharing_server.console.sessions import Session, SessionCodec, cookie_header
+from sharing_server.console.sessions import MAX_AGE_SECONDS, Session, SessionCodec, cookie_header
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"
@@ -112,11 +113,15 @@ def test_recipient_token_cannot_open_the_console(server: Deployment) -> None:
     assert client.get("/console/shares").status_code == 303
 
 
-def test_sign_out_ends_the_session(server: Deployment) -> None:
+def test_sign_out_ends_the_session_and_every_copy_of_its_cookie(server: Deployment) -> None:
     client = signed_in(server)
     csrf = csrf_of(client.get("/console/shares"))
+    copy = client.cookies["console_session"]
     assert client.post("/console/sign-out", data={"csrf": csrf}).status_code == 303
     assert client.get("/console/shares").status_code == 303
+    # The cookie as it was before signing out opens nothing either (on any replica: the store says so).
+    stolen = httpx.get(server.server.url + "/console/shares", cookies={"console_session": copy})
+    assert stolen.status_code == 303 and stolen.headers["location"].startswith("/console/sign-in")
 
 
 def test_bad_table_spec_shows_the_cli_message(server: Deployment) -> None:
@@ -144,6 +149,9 @@ def test_idle_sessions_end_and_forged_ones_are_refused() -> None:
     assert SessionCodec(b"other", hash_secret("admin"), 60).decode(value, now=1001.0) == (None, False)
     assert codec.decode(value[:-2] + "AA", now=1001.0) == (None, False)
     assert not codec.decode(codec.encode(Session()), now=1001.0)[0].signed_in
+    # However busy, a session ends 12 hours after signing in.
+    busy = codec.encode(replace(codec.signed_in(), started=1000.0, last_seen=1000.0 + MAX_AGE_SECONDS))
+    assert codec.decode(busy, now=1000.0 + MAX_AGE_SECONDS + 1) == (None, True)
 
 
 def test_rotate_revoke_and_oauth_clients_through_the_console(server: Deployment) -> None:

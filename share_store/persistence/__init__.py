@@ -12,6 +12,7 @@ command leaves the store exactly as it was.
     access.py             a token with the share or table it asks for, in one SELECT
     snapshot_versions.py  the Delta versions of Iceberg snapshots
     activity.py           recent audit events, bounded, for the console
+    console_sessions.py   console sessions signed out before they expired
 """
 
 from __future__ import annotations

@@ -108,3 +108,11 @@ activity_table = Table(
     Column("bytes", BigInteger, nullable=False),
     Column("duration_ms", Float, nullable=False),
 )
+
+# Console sessions signed out before their end (see persistence/console_sessions.py).
+console_sessions_ended_table = Table(
+    "console_sessions_ended",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("until", DateTime(timezone=True), nullable=False, index=True),
+)

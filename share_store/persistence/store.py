@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
-from share_store.persistence import access, activity, credentials, shares, snapshot_versions
+from share_store.persistence import access, activity, console_sessions, credentials, shares, snapshot_versions
 from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.engine import make_engine
@@ -195,3 +195,10 @@ class ShareStore:
 
     def token_last_use(self, token_ids: list[str]) -> dict[str, datetime]:
         return self._read(activity.last_use, token_ids)
+
+    def end_console_session(self, session_id: str, until: datetime) -> None:
+        """Mark a console session signed out (kept until it would have expired anyway)."""
+        self._change(console_sessions.end_session, session_id, until)
+
+    def console_session_ended(self, session_id: str) -> bool:
+        return self._read(console_sessions.session_ended, session_id)

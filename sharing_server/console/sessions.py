@@ -6,7 +6,9 @@ CSRF token, whether its holder signed in, and a tag of the admin token's hash
 (a new admin token ends every session made with the old one). The admin
 token itself is only ever sent once, in the sign-in form, and never stored.
 Each response re-issues the cookie with a fresh time: a session ends after
-`idle` seconds unused.
+`idle` seconds unused, and at the latest `MAX_AGE_SECONDS` after signing in.
+Signing out records the session's id in the store (`Admin.end_console_session`),
+so a copy of its cookie stops working too, on every replica.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from sharing_server.page_tokens import TokenCodec
 COOKIE = "console_session"
 COOKIE_PATH = "/console"
 CSRF_FIELD = "csrf"
+# However busy, a session ends this long after signing in.
+MAX_AGE_SECONDS = 12 * 3600
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,13 @@ class Session:
     signed_in: bool = False
     admin_tag: str = ""
     flash: tuple[str, str] | None = None
+    id: str = field(default_factory=lambda: secrets.token_hex(16))
+    started: float = field(default_factory=time.time)
+
+    @property
+    def ends(self) -> float:
+        """When the session ends whatever its use (epoch seconds)."""
+        return self.started + MAX_AGE_SECONDS
 
     def touched(self, now: float | None = None) -> Session:
         return replace(self, last_seen=time.time() if now is None else now)
@@ -51,7 +62,12 @@ class SessionCodec:
         self.idle_seconds = idle_seconds
 
     def encode(self, session: Session) -> str:
-        payload: dict[str, Any] = {"c": session.csrf, "t": round(session.last_seen, 1)}
+        payload: dict[str, Any] = {
+            "c": session.csrf,
+            "t": round(session.last_seen, 1),
+            "i": session.id,
+            "s": round(session.started, 1),
+        }
         if session.signed_in:
             payload["a"] = session.admin_tag
         if session.flash:
@@ -65,6 +81,7 @@ class SessionCodec:
         try:
             payload = self._codec.decode(value)
             csrf, last_seen = str(payload["c"]), float(payload["t"])
+            session_id, started = str(payload["i"]), float(payload["s"])
             flash = payload.get("f")
             flash_pair = (
                 (str(flash[0]), str(flash[1])) if isinstance(flash, list) and len(flash) == 2 else None
@@ -74,9 +91,10 @@ class SessionCodec:
         now = time.time() if now is None else now
         tag = payload.get("a")
         signed_in = isinstance(tag, str) and hmac.compare_digest(tag, self.admin_tag)
-        if signed_in and now - last_seen > self.idle_seconds:
+        if signed_in and (now - last_seen > self.idle_seconds or now - started > MAX_AGE_SECONDS):
             return None, True
-        return Session(csrf, last_seen, signed_in, self.admin_tag if signed_in else "", flash_pair), False
+        tag = self.admin_tag if signed_in else ""
+        return Session(csrf, last_seen, signed_in, tag, flash_pair, session_id, started), False
 
     def signed_in(self) -> Session:
         """A new session for someone who just gave the admin token (a new CSRF token too)."""

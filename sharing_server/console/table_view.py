@@ -144,6 +144,14 @@ def _physical(item: dict[str, Any], snapshot: DeltaSnapshot) -> str:
     return (item.get("metadata") or {}).get("delta.columnMapping.physicalName", item["name"])
 
 
+def _first_rows(reader: TableReader, path: str, count: int) -> pa.Table:
+    """The first `count` rows of one data file, reading no more row groups than they need."""
+    with reader.storage.open(*reader.locate(path)) as handle:
+        parquet = pq.ParquetFile(handle)
+        batch = next(parquet.iter_batches(batch_size=count), None)
+        return parquet.schema_arrow.empty_table() if batch is None else pa.Table.from_batches([batch])
+
+
 def preview(reader: TableReader, snapshot: DeltaSnapshot, limit: int = PREVIEW_ROWS) -> Preview:
     """The first `limit` rows of the snapshot, from its files as the parquet format serves them."""
     fields = json.loads(snapshot.metadata["schemaString"])["fields"]
@@ -159,8 +167,7 @@ def preview(reader: TableReader, snapshot: DeltaSnapshot, limit: int = PREVIEW_R
             break
         if add.get("deletionVector"):
             return Preview(names, [], "Not previewed: the table's files have deletion vectors.")
-        with reader.storage.open(*reader.locate(add["path"])) as handle:
-            data = pq.read_table(handle)
+        data = _first_rows(reader, add["path"], limit - len(rows))
         values = add.get("partitionValues") or {}
         columns: list[list[Any]] = []
         for item in fields:
@@ -172,7 +179,7 @@ def preview(reader: TableReader, snapshot: DeltaSnapshot, limit: int = PREVIEW_R
                 columns.append(data.column(physical).to_pylist())
             else:  # a column added after this file was written
                 columns.append([None] * data.num_rows)
-        rows.extend([list(row) for row in zip(*columns, strict=True)][: limit - len(rows)])
+        rows.extend(list(row) for row in zip(*columns, strict=True))
     return Preview(names, rows)
 
 

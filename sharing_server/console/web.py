@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
@@ -172,6 +173,9 @@ def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Aw
                 request, Page("error.html", {"title": "Console off", "message": message}, 403), None, None
             )
         session, idled = console.sessions.decode(request.cookies.get(COOKIE))
+        if session is not None and session.signed_in:
+            if await run_in_threadpool(console.admin.console_session_ended, session.id):
+                session = None  # signed out: a copy of the cookie opens nothing
         if not public and (session is None or not session.signed_in):
             if request.method != "GET":
                 page = Page("error.html", {"title": "Signed out", "message": "Sign in first."}, 403)
@@ -200,6 +204,8 @@ def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Aw
                 result = Page("error.html", {"title": title, "message": error.message}, error.status_code)
         if isinstance(result, Redirect):
             if result.sign_out:
+                until = datetime.fromtimestamp(session.ends, UTC)
+                await run_in_threadpool(console.admin.end_console_session, session.id, until)
                 response = RedirectResponse(result.location, status_code=303)
                 return _with_cookie(response, request, Session(flash=result.flash))
             next_session = (result.session or session).touched()

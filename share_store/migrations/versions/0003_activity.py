@@ -1,4 +1,5 @@
-"""Recent audit events kept in the store, so every replica's console sees the same activity.
+"""The console's tables: recent audit events (so every replica's console sees the same
+activity) and the console sessions signed out before they expired.
 
 Revision ID: 0003
 Revises: 0002
@@ -34,4 +35,10 @@ def upgrade() -> None:
         sa.Column("files", sa.Integer, nullable=False),
         sa.Column("bytes", sa.BigInteger, nullable=False),
         sa.Column("duration_ms", sa.Float, nullable=False),
+    )
+    op.create_table(
+        "console_sessions_ended",
+        sa.Column("id", sa.String(32), primary_key=True),
+        # When the session would have expired anyway: past it, the row can go.
+        sa.Column("until", sa.DateTime(timezone=True), nullable=False, index=True),
     )

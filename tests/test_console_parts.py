@@ -1,0 +1,71 @@
+"""The console's pure parts: the hourly chart, the picker's table paths, formatting, schemas."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sharing_server.console.chart import hourly
+from sharing_server.console.formatting import ago, size, when
+from sharing_server.console.picker import delta_paths
+from sharing_server.console.table_view import columns_of
+from sharing_server.console.web import safe_path
+
+T0 = datetime(2026, 5, 1, 10, 30, tzinfo=UTC)
+
+
+def test_hourly_bars_count_requests_per_hour() -> None:
+    times = [T0, T0 + timedelta(minutes=10), T0 + timedelta(hours=2)]
+    chart = hourly(times, T0 - timedelta(minutes=30), T0 + timedelta(hours=3))
+    assert [bar.count for bar in chart.bars] == [2, 0, 1, 0]  # 10:00, 11:00, 12:00, 13:00
+    assert chart.peak == 2
+    tallest = max(chart.bars, key=lambda bar: bar.height)
+    assert tallest.count == 2 and tallest.y + tallest.height == chart.baseline
+    assert hourly([], T0, T0 + timedelta(hours=1)).bars[0].height == 0
+
+
+def test_picker_finds_folders_holding_a_delta_log() -> None:
+    keys = [
+        "sales/orders/_delta_log/00000.json",
+        "sales/orders/_delta_log/00001.json",
+        "sales/orders/part-0.parquet",
+        "raw/file.csv",
+        "x/_delta_log/0.json",
+        "_delta_log/0.json",  # the bucket's root: not a path one can share
+    ]
+    assert delta_paths(keys) == ["sales/orders", "x"]
+
+
+def test_formatting() -> None:
+    assert (size(0), size(1536), size(5 * 1024**3)) == ("0 B", "1.5 KB", "5.0 GB")
+    assert when("2026-05-01T10:30:00Z") == "2026-05-01 10:30:00 UTC" and when(None) == "—"
+    assert ago(T0 - timedelta(minutes=3), now=T0) == "3 min ago"
+    assert ago(T0 + timedelta(days=2), now=T0) == "in 2 d" and ago(None) == "never"
+
+
+def test_nested_schema_columns() -> None:
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": False},
+            {
+                "name": "address",
+                "type": {"type": "struct", "fields": [{"name": "city", "type": "string", "nullable": True}]},
+                "nullable": True,
+            },
+            {
+                "name": "tags",
+                "type": {"type": "array", "elementType": "string", "containsNull": True},
+                "nullable": True,
+            },
+        ],
+    }
+    id_, address, tags = columns_of(schema)
+    assert (id_.type, id_.nullable) == ("long", False)
+    assert [(child.name, child.type) for child in address.children] == [("city", "string")]
+    assert tags.type == "array<string>"
+
+
+def test_redirect_targets_stay_in_the_console() -> None:
+    assert safe_path("/console/shares/x") == "/console/shares/x"
+    for hostile in ("https://evil.example/", "//evil.example/console/", "/console//evil", "/admin/v1", None):
+        assert safe_path(hostile) == "/console/shares"
