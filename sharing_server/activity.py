@@ -64,6 +64,7 @@ class ActivityRecorder:
         self._queue: queue.Queue[ActivityEvent] = queue.Queue(MAX_QUEUED)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
         self._pruned = 0.0
 
     def offer(self, path: str, record: dict[str, Any]) -> None:
@@ -83,7 +84,7 @@ class ActivityRecorder:
             return
         if self._thread is None:
             with self._lock:
-                if self._thread is None:
+                if self._thread is None and not self._stopped.is_set():
                     self._thread = threading.Thread(target=self._run, name="activity", daemon=True)
                     self._thread.start()
 
@@ -101,11 +102,19 @@ class ActivityRecorder:
             self._pruned = time.monotonic()
             self.store.prune_activity(datetime.now(UTC) - self.retention, self.max_events)
 
+    def close(self) -> None:
+        """Stop the thread once it has written what is queued (the app's shutdown calls this)."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
     def _run(self) -> None:
         while True:
-            time.sleep(FLUSH_SECONDS)
+            stopping = self._stopped.wait(FLUSH_SECONDS)
             try:
                 self.flush()
             except Exception as error:  # noqa: BLE001 - a store outage must not end the thread
                 # The type only: database messages may carry credentials.
                 logger.warning("activity not recorded: %s", type(error).__name__)
+            if stopping:
+                return

@@ -125,6 +125,8 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
     quiet_aborted_connections(asyncio.get_running_loop())
     yield
+    # Recipients' last requests reach the store before the server stops.
+    await asyncio.to_thread(app.state.activity.close)
 
 
 def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:

@@ -69,3 +69,11 @@ def test_redirect_targets_stay_in_the_console() -> None:
     assert safe_path("/console/shares/x") == "/console/shares/x"
     for hostile in ("https://evil.example/", "//evil.example/console/", "/console//evil", "/admin/v1", None):
         assert safe_path(hostile) == "/console/shares"
+
+
+def test_a_long_message_is_cut_to_fit_the_cookie() -> None:
+    from sharing_server.console.sessions import FLASH_CHARS, Session, SessionCodec
+
+    session = Session().with_flash("error", "invalid table spec " + "x" * 100_000)
+    assert len(session.flash[1]) == FLASH_CHARS + 1
+    assert len(SessionCodec(b"k", None, 60).encode(session)) < 4000

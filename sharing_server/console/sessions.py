@@ -26,6 +26,7 @@ COOKIE_PATH = "/console"
 CSRF_FIELD = "csrf"
 # However busy, a session ends this long after signing in.
 MAX_AGE_SECONDS = 12 * 3600
+FLASH_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,10 @@ class Session:
         return replace(self, last_seen=time.time() if now is None else now)
 
     def with_flash(self, kind: str, message: str) -> Session:
-        return replace(self, flash=(kind, message))
+        # Cut short: it rides in the cookie, and browsers drop cookies past 4 KB.
+        return replace(
+            self, flash=(kind, message if len(message) <= FLASH_CHARS else message[:FLASH_CHARS] + "…")
+        )
 
 
 class SessionCodec:
