@@ -13,7 +13,7 @@ import pytest
 
 from share_store.errors import Unauthenticated
 from share_store.tokens import hash_secret
-from sharing_server.console.sessions import MAX_AGE_SECONDS, Session, SessionCodec, cookie_header
+from sharing_server.console.sessions import MAX_AGE_SECONDS, Session, SessionCodec
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"
@@ -76,9 +76,19 @@ def test_session_cookie_flags_and_page_headers(server: Deployment) -> None:
     assert "<script>" not in page.text  # no inline script anywhere
 
 
-def test_secure_flag_over_https() -> None:
-    assert "Secure" in cookie_header("value", secure=True).split("; ")
-    assert "Secure" not in cookie_header("value", secure=False).split("; ")
+def test_secure_flag_over_https(tmp_path: Path) -> None:
+    # Behind a TLS-terminating proxy (one trusted hop) the request is HTTPS, and so is the cookie.
+    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_SERVER_PROXY_HOPS": "1"}
+    behind = deploy(tmp_path, {"type": "local", "root": str(tmp_path / "buckets")}, env=env)
+    try:
+        proxied = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"}
+        cookie = httpx.get(behind.server.url + "/console/sign-in", headers=proxied).headers["set-cookie"]
+        assert "Secure" in cookie.split("; ") and "HttpOnly" in cookie.split("; ")
+        plain = httpx.get(behind.server.url + "/console/sign-in", headers={"X-Forwarded-For": "203.0.113.9"})
+        assert "Secure" not in plain.headers["set-cookie"].split("; ")
+    finally:
+        behind.server.stop()
+        behind.store.close()
 
 
 def test_post_without_csrf_token_is_refused(server: Deployment) -> None:

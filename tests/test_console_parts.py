@@ -77,3 +77,24 @@ def test_a_long_message_is_cut_to_fit_the_cookie() -> None:
     session = Session().with_flash("error", "invalid table spec " + "x" * 100_000)
     assert len(session.flash[1]) == FLASH_CHARS + 1
     assert len(SessionCodec(b"k", None, 60).encode(session)) < 4000
+
+
+def test_activity_time_ranges() -> None:
+    from sharing_server.console.activity import time_range
+
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    assert time_range({}, now) == ("24h", now - timedelta(hours=24), now)
+    assert time_range({"range": "1h"}, now) == ("1h", now - timedelta(hours=1), now)
+    assert time_range({"range": "nonsense"}, now)[0] == "24h"
+    custom = time_range({"from": "2026-04-30T08:00", "to": "2026-04-30T10:30"}, now)
+    assert custom == (
+        "custom",
+        datetime(2026, 4, 30, 8, 0, tzinfo=UTC),
+        datetime(2026, 4, 30, 10, 30, tzinfo=UTC),
+    )
+    # Reversed or malformed bounds fall back to the preset.
+    assert time_range({"from": "2026-04-30T10:00", "to": "2026-04-30T08:00"}, now)[0] == "24h"
+    assert time_range({"from": "yesterday", "to": "2026-04-30T08:00"}, now)[0] == "24h"
+    # At most a month: one bar an hour.
+    wide = time_range({"from": "2025-01-01T00:00", "to": "2026-04-30T00:00"}, now)
+    assert wide[2] - wide[1] == timedelta(days=31)

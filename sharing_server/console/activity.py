@@ -9,14 +9,31 @@ from sharing_server.console.web import Call, Page
 
 RANGES = {"1h": 1, "24h": 24, "7d": 168}
 DEFAULT_RANGE = "24h"
+MAX_RANGE = timedelta(days=31)
+
+
+def _moment(text: str | None) -> datetime | None:
+    """A `datetime-local` field's value, taken as UTC; None if empty or malformed."""
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=UTC) if text else None
+    except ValueError:
+        return None
+
+
+def time_range(params: dict[str, str], now: datetime) -> tuple[str, datetime, datetime]:
+    """The range asked for: `from` and `to` (UTC) if both are given and in order, else a preset."""
+    start, end = _moment(params.get("from")), _moment(params.get("to"))
+    if start is not None and end is not None and start < end:
+        # One bar an hour: a month at most.
+        return "custom", max(start, end - MAX_RANGE), end
+    chosen = params.get("range", DEFAULT_RANGE)
+    if chosen not in RANGES:
+        chosen = DEFAULT_RANGE
+    return chosen, now - timedelta(hours=RANGES[chosen]), now
 
 
 def activity_page(call: Call) -> Page:
-    chosen = call.request.query_params.get("range", DEFAULT_RANGE)
-    if chosen not in RANGES:
-        chosen = DEFAULT_RANGE
-    until = datetime.now(UTC)
-    since = until - timedelta(hours=RANGES[chosen])
+    chosen, since, until = time_range(dict(call.request.query_params), datetime.now(UTC))
     admin = call.admin
     context = {
         "ranges": list(RANGES),
