@@ -18,13 +18,15 @@ from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"
+DV_TABLE = "table-with-dv-small"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
     tmp = tmp_path_factory.mktemp("console")
     root = tmp / "buckets"
-    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / TABLE)
+    for table in (TABLE, DV_TABLE):
+        shutil.copytree(testdata / table, root / TESTDATA_BUCKET / table)
     deployment = deploy(
         tmp, {"type": "local", "root": str(root)}, env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
     )
@@ -200,3 +202,13 @@ def test_rotate_revoke_and_oauth_clients_through_the_console(server: Deployment)
     )
     with pytest.raises(Unauthenticated):
         server.store.authenticate(new_secret)
+
+
+def test_table_page_of_a_table_whose_rows_the_preview_cannot_show(server: Deployment) -> None:
+    server.share_tables("dv", {"t": DV_TABLE})
+    client = signed_in(server)
+    page = client.get("/console/shares/dv/tables/default/t")
+    # The facts and history stand; the preview says why it is missing.
+    assert page.status_code == 200 and 'id="version"' in page.text, page.text[-800:]
+    assert "Not previewed: the table&#39;s files have deletion vectors." in page.text
+    assert client.get("/console/shares/dv/tables/default/absent").status_code == 404

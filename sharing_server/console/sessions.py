@@ -109,11 +109,12 @@ def csrf_matches(session: Session | None, given: str | None) -> bool:
     return session is not None and bool(given) and hmac.compare_digest(session.csrf, given or "")
 
 
-def cookie_header(value: str, secure: bool, clear: bool = False) -> str:
-    """The Set-Cookie value: HttpOnly, SameSite=Strict, Secure over HTTPS, for /console only."""
-    parts = [f"{COOKIE}={'' if clear else value}", f"Path={COOKIE_PATH}", "HttpOnly", "SameSite=Strict"]
-    if clear:
-        parts.append("Max-Age=0")
+def cookie_header(value: str, secure: bool) -> str:
+    """The Set-Cookie value: HttpOnly, SameSite=Strict, Secure over HTTPS, for /console only.
+
+    No Max-Age: the browser forgets it when it closes, and the server ends it sooner if idle.
+    """
+    parts = [f"{COOKIE}={value}", f"Path={COOKIE_PATH}", "HttpOnly", "SameSite=Strict"]
     if secure:
         parts.append("Secure")
     return "; ".join(parts)

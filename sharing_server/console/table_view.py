@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.errors import ShareStoreError
 from share_store.model import SharedTable
 from share_store.readers import TableReader
 
@@ -196,8 +197,18 @@ def details(reader: TableReader, table: SharedTable) -> TableDetails:
         partition_columns=snapshot.partition_columns,
         change_data_feed=cdf or table.is_iceberg,
         history=history(reader, listing, snapshot),
-        preview=preview(reader, snapshot),
+        preview=_safe_preview(reader, snapshot),
     )
+
+
+def _safe_preview(reader: TableReader, snapshot: DeltaSnapshot) -> Preview:
+    """The preview, or why there is none: the rest of the page stands without it."""
+    try:
+        return preview(reader, snapshot)
+    except ShareStoreError as error:
+        return Preview([], [], f"Not previewed: {error.message}")
+    except Exception as error:  # noqa: BLE001 - a file the preview cannot read is no reason for a 500
+        return Preview([], [], f"Not previewed: the data files could not be read ({type(error).__name__}).")
 
 
 def cell(value: Any) -> str:

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from share_store.errors import ShareStoreError
+from share_store.tokens import hash_secret
 from sharing_server.admin import Admin
 from sharing_server.audit import audit_fields
 from sharing_server.console import formatting
@@ -70,8 +71,7 @@ class Console:
     environment: Environment = field(default_factory=templates)
 
     def token_matches(self, token: str) -> bool:
-        from share_store.tokens import hash_secret
-
+        """Whether `token` is the admin token (compared by hash, in constant time)."""
         return bool(token) and hmac.compare_digest(hash_secret(token.strip()), self.admin_hash)
 
 
@@ -151,13 +151,10 @@ def render(request: Request, page: Page, session: Session | None, flash: tuple[s
     return HTMLResponse(html, status_code=page.status, headers=PAGE_HEADERS)
 
 
-def _with_cookie(
-    response: Response, request: Request, session: Session | None, clear: bool = False
-) -> Response:
-    console: Console | None = request.app.state.console
-    if console is not None and (session is not None or clear):
-        value = "" if clear or session is None else console.sessions.encode(session)
-        response.headers.append("set-cookie", cookie_header(value, request.url.scheme == "https", clear))
+def _with_cookie(response: Response, request: Request, session: Session) -> Response:
+    console: Console = request.app.state.console
+    value = console.sessions.encode(session)
+    response.headers.append("set-cookie", cookie_header(value, secure=request.url.scheme == "https"))
     return response
 
 
