@@ -6,6 +6,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -212,3 +213,15 @@ def test_table_page_of_a_table_whose_rows_the_preview_cannot_show(server: Deploy
     assert page.status_code == 200 and 'id="version"' in page.text, page.text[-800:]
     assert "Not previewed: the table&#39;s files have deletion vectors." in page.text
     assert client.get("/console/shares/dv/tables/default/absent").status_code == 404
+
+
+def test_shares_list_counts_live_tokens_in_the_admin_api_too(server: Deployment) -> None:
+    server.share_tables("counted", {"t": TABLE})
+    server.token("counted")
+    expired = server.token("counted", expires=timedelta(seconds=-1))
+    assert expired
+    answer = httpx.get(
+        server.server.url + "/admin/v1/shares", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    )
+    [counted] = [item for item in answer.json()["items"] if item["name"] == "counted"]
+    assert (counted["tables"], counted["activeTokens"]) == (1, 1)

@@ -180,7 +180,7 @@ def _schemas() -> dict[str, Schema]:
             }
         ),
         "AdminShare": object_schema(
-            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "tables": INTEGER}
+            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "tables": INTEGER, "activeTokens": INTEGER}
         ),
         "AdminShareList": object_schema({"items": array(model("AdminShare"))}),
         "CreateShareRequest": object_schema(
