@@ -225,3 +225,24 @@ def test_shares_list_counts_live_tokens_in_the_admin_api_too(server: Deployment)
     )
     [counted] = [item for item in answer.json()["items"] if item["name"] == "counted"]
     assert (counted["tables"], counted["activeTokens"]) == (1, 1)
+
+
+def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
+    from tests.seaweed import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    behind = deploy(
+        tmp_path,
+        {"type": "local", "root": str(tmp_path / "buckets")},
+        catalogs={"gone": {"type": "rest", "uri": closed}},
+        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
+    )
+    try:
+        page = signed_in(behind).get("/console/health")
+        assert page.status_code == 200
+        catalogs = page.text[page.text.index('id="catalogs"') :]
+        assert "gone" in catalogs and "reachable</span>" not in catalogs.split("</table>")[0]
+        assert "sqlite" in page.text
+    finally:
+        behind.server.stop()
+        behind.store.close()
