@@ -15,7 +15,7 @@ import json
 import logging
 import logging.handlers
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -40,26 +40,23 @@ def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
     return connection.scope.setdefault("state", {}).setdefault("audit", {})
 
 
-def counting_files(lines: Iterable[dict[str, Any]], fields: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Pass protocol lines through, counting the file actions among them and their bytes as they stream."""
+def counting_files(
+    lines: Iterable[dict[str, Any]], fields: dict[str, Any], file_bytes: Callable[[], int] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Pass protocol lines through, counting the file actions among them as they stream.
+
+    `file_bytes` tells, once the lines end, the size of the data files they
+    handed out (the encoder adds them up as it signs each one).
+    """
     fields["files"] = 0
-    fields["file_bytes"] = 0
-    for line in lines:
-        kind = next(iter(line))
-        if kind in FILE_ACTIONS:
-            fields["files"] += 1
-            fields["file_bytes"] += _size(line[kind])
-        yield line
-
-
-def _size(action: dict[str, Any]) -> int:
-    """A file action's size: parquet format's own, or the Delta action's inside `deltaSingleAction`."""
-    size = action.get("size")
-    if size is None:
-        inner = action.get("deltaSingleAction")
-        if isinstance(inner, dict) and inner:
-            size = next(iter(inner.values())).get("size")
-    return size if isinstance(size, int) else 0
+    try:
+        for line in lines:
+            if next(iter(line)) in FILE_ACTIONS:
+                fields["files"] += 1
+            yield line
+    finally:
+        if file_bytes is not None:
+            fields["file_bytes"] = file_bytes()
 
 
 class AuditLog:

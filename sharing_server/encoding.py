@@ -39,6 +39,11 @@ class LineEncoder:
         self.hash_kind = hash_kind or response_format
         self.history_shared = history_shared
         self.min_expiration: int | None = None
+        #: Bytes of the data files handed out so far (for the audit record).
+        self.file_bytes = 0
+
+    def served_bytes(self) -> int:
+        return self.file_bytes
 
     def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
         url, expiration = self.signer.sign(location, self.now)
@@ -87,6 +92,7 @@ class LineEncoder:
         """`file` for an action already wrapped, as a snapshot's files are."""
         action = entry.action
         url, expiration = self._sign(self.signer.locate(action["path"]))
+        self.file_bytes += action.get("size") or 0
         if self.format == "delta":
             dv_url = None
             descriptor = action.get("deletionVector")

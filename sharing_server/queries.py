@@ -52,6 +52,8 @@ class TableResponse:
     lines: Iterator[Line]
     echo_end_stream_action: bool = False
     file_id_hash: str | None = None  # echoed in the response's `fileidhash` header
+    #: The bytes of the data files the lines handed out, once they are made.
+    file_bytes: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -450,7 +452,12 @@ class TableQueries:
             head, body, page.paging, page_state, page.now_ms, all_end_fields, later_state
         )
         return TableResponse(
-            version, encoder.format, lines, capabilities.include_end_stream_action, page.file_id_hash
+            version,
+            encoder.format,
+            lines,
+            capabilities.include_end_stream_action,
+            page.file_id_hash,
+            encoder.served_bytes,
         )
 
 

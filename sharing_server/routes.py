@@ -233,7 +233,7 @@ async def _stream(
         headers["fileidhash"] = result.file_id_hash
     fields = audit_fields(request)
     fields["version"] = result.version
-    lines = counting_files(result.lines, fields)
+    lines = counting_files(result.lines, fields, result.file_bytes)
     # Chunks are what a slow client makes the server hold: their size bounds it.
     chunks = ndjson_chunks(lines, chunk_bytes=request.app.state.options.stream_buffer_bytes)
     # Lines are made lazily, and an error once the headers are sent (storage gone

@@ -187,6 +187,8 @@ def test_audit_log_and_metrics(limited: Deployment) -> None:
     assert query["route"] == "table_query" and query["method"] == "POST" and query["status"] == 200
     assert query["version"] == int(response.headers["delta-table-version"])
     assert query["files"] == len(files) > 0
+    # The data files' own bytes, as the response states each one's size.
+    assert query["file_bytes"] == sum(json.loads(line)["file"]["size"] for line in files) > 0
     assert query["bytes"] == len(response.content)
     assert query["duration_ms"] > 0 and query["client"] == "127.0.0.1"
     refused = [r for r in records if r["status"] == 401]
