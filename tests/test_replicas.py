@@ -123,6 +123,7 @@ def test_two_replicas_on_one_postgresql_act_as_one(tmp_path: Path, postgres_url:
         profile = tmp_path / "b.share"
         profile.write_text(json.dumps({**issued["profile"], "endpoint": b.url + "/delta-sharing"}))
         assert len(delta_sharing.load_as_pandas(f"{profile}#shared.s.t1")) > 0
+        _console_sees_the_read_on_the_other_replica(a, b, issued["id"])
 
         # A share edit made through B is what A lists next.
         b.admin("PATCH", "/shares/shared", json={"add": [f"s:t2:delta:{TESTDATA_BUCKET}:{TABLE}"]})
@@ -156,6 +157,24 @@ def test_two_replicas_on_one_postgresql_act_as_one(tmp_path: Path, postgres_url:
         assert b.get("/shares", rotated["token"]).status_code == 401
         for replica in (a, b):
             assert "Traceback" not in replica.log_path.read_text()
+
+
+def _console_sees_the_read_on_the_other_replica(a: Replica, b: Replica, token_id: str) -> None:
+    """The read went through B; A's console lists it, and a session signed in on A works on B
+    until it signs out there (the end is kept in the store)."""
+    console = httpx.Client(base_url=a.url)
+    form = console.get("/console/sign-in").text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form).group(1)
+    assert console.post("/console/sign-in", data={"csrf": csrf, "token": ADMIN_TOKEN}).status_code == 303
+    deadline = time.monotonic() + 15
+    while token_id not in (activity := console.get("/console/activity").text) and time.monotonic() < deadline:
+        time.sleep(0.3)  # each replica writes its requests to the store about once a second
+    assert token_id in activity and "t1" in activity
+    cookie = console.cookies["console_session"]
+    assert httpx.get(b.url + "/console/shares", cookies={"console_session": cookie}).status_code == 200
+    csrf = re.search(r'name="csrf" value="([^"]+)"', console.get("/console/shares").text).group(1)
+    console.post("/console/sign-out", data={"csrf": csrf})
+    assert httpx.get(b.url + "/console/shares", cookies={"console_session": cookie}).status_code == 303
 
 
 def test_serve_with_several_workers(tmp_path: Path, root: Path) -> None:
