@@ -184,9 +184,17 @@ def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Aw
         form: dict[str, str] = {}
         if request.method == "POST":
             form = await _form(request)
-            if not _same_origin(request) or not csrf_matches(session, form.get(CSRF_FIELD)):
-                message = "This form did not come from this console session: reload the page and try again."
-                page = Page("error.html", {"title": "Refused", "message": message}, 403)
+            refusal: str | None = None
+            if not _same_origin(request):
+                refusal = (
+                    f"This form came from {request.headers.get('origin')}, not from this server "
+                    f"({request.url.scheme}://{request.url.netloc}). Behind a proxy that terminates "
+                    "TLS, set [server] proxy_hops so the server knows it is reached over HTTPS."
+                )
+            elif not csrf_matches(session, form.get(CSRF_FIELD)):
+                refusal = "This form did not come from this console session: reload the page and try again."
+            if refusal is not None:
+                page = Page("error.html", {"title": "Refused", "message": refusal}, 403)
                 return render(request, page, session, None)
         session = session or Session()
         flash, session = session.flash, replace(session, flash=None)
