@@ -105,8 +105,10 @@ def test_a_provider_shares_tables_and_a_recipient_reads_them(
     page.goto(f"{url}/console/")
     expect(page).to_have_url(f"{url}/console/sign-in?next=/console/")
     shot(page, "sign-in")
-    page.get_by_label("Admin token").fill(ADMIN_TOKEN)
-    page.get_by_role("button", name="Sign in").click()
+    # By keyboard alone: the token field has the focus, Enter submits.
+    expect(page.get_by_label("Admin token")).to_be_focused()
+    page.keyboard.type(ADMIN_TOKEN)
+    page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Shares")).to_be_visible()
 
     # A share, then a Delta table by its spec.
@@ -174,7 +176,7 @@ def test_a_provider_shares_tables_and_a_recipient_reads_them(
     page.goto(f"{url}/console/shares/browser")
     expect(page.locator(f'tr[data-token="{token_id}"]')).not_to_contain_text("never")  # last use is shown
     shot(page, "share")
-    page.locator(f'tr[data-token="{token_id}"]').get_by_role("link", name="Revoke…").click()
+    page.get_by_role("link", name=f"Revoke token {token_id}").click()
     expect(page.locator("#consequence")).to_contain_text("refused")
     page.get_by_role("button", name="Revoke token").click()
     expect(page.locator(f'tr[data-token="{token_id}"]')).to_contain_text("revoked")
