@@ -246,3 +246,30 @@ def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
     finally:
         behind.server.stop()
         behind.store.close()
+
+
+def test_picker_and_health_on_s3(tmp_path: Path, seaweed, testdata: Path) -> None:
+    from tests.seaweed import upload_tree
+
+    client = seaweed.client()
+    client.create_bucket(Bucket="console-pick")
+    upload_tree(client, testdata / TABLE, "console-pick", f"lake/{TABLE}")
+    client.put_object(Bucket="console-pick", Key="lake/readme.txt", Body=b"not a table")
+    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
+    on_s3 = deploy(tmp_path, seaweed.storage_config(path_style="true"), env=env)
+    try:
+        console = signed_in(on_s3)
+        csrf = csrf_of(console.get("/console/shares"))
+        console.post("/console/shares", data={"name": "picked", "csrf": csrf})
+        found = console.get("/console/shares/picked/pick", params={"bucket": "console-pick"}).text
+        spec = f"default:{TABLE.replace('.', '_')}:delta:console-pick:lake/{TABLE}"
+        assert f"<code>{spec}</code>" in found and "readme" not in found
+        # The spec the picker offers is one the share takes.
+        console.post("/console/shares/picked/tables", data={"spec": spec, "csrf": csrf})
+        assert [table.path for table in on_s3.store.list_tables("picked")] == [f"lake/{TABLE}"]
+        health = console.get("/console/health").text
+        storage = health[health.index('id="storage"') :].split("</table>")[0]
+        assert "console-pick" in storage and "s3" in storage and "reachable</span>" in storage
+    finally:
+        on_s3.server.stop()
+        on_s3.store.close()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sharing_server.console.chart import hourly
 from sharing_server.console.formatting import ago, size, when
-from sharing_server.console.picker import delta_paths
+from sharing_server.console.picker import delta_tables
 from sharing_server.console.table_view import columns_of
 from sharing_server.console.web import safe_path
 
@@ -23,16 +23,20 @@ def test_hourly_bars_count_requests_per_hour() -> None:
     assert hourly([], T0, T0 + timedelta(hours=1)).bars[0].height == 0
 
 
-def test_picker_finds_folders_holding_a_delta_log() -> None:
-    keys = [
-        "sales/orders/_delta_log/00000.json",
-        "sales/orders/_delta_log/00001.json",
-        "sales/orders/part-0.parquet",
-        "raw/file.csv",
-        "x/_delta_log/0.json",
-        "_delta_log/0.json",  # the bucket's root: not a path one can share
-    ]
-    assert delta_paths(keys) == ["sales/orders", "x"]
+def test_picker_finds_folders_holding_a_delta_log(tmp_path) -> None:
+    from share_store.signing import UrlSigner
+    from share_store.storage import LocalStorage
+
+    for folder in ("sales/orders/_delta_log", "sales/orders/part=1", "raw", "x/_delta_log", "_delta_log"):
+        (tmp_path / "b" / folder).mkdir(parents=True)
+    (tmp_path / "b" / "raw" / "file.csv").write_text("a,b")
+    storage = LocalStorage(tmp_path, UrlSigner(b"k" * 32, "http://x/files"))
+    # The bucket's root holds a log too, but has no path to share it by.
+    assert delta_tables(storage, "b") == []
+    (tmp_path / "b" / "_delta_log").rmdir()
+    assert sorted(delta_tables(storage, "b")) == ["sales/orders", "x"]
+    assert delta_tables(storage, "b", "sales") == ["sales/orders"]
+    assert delta_tables(storage, "absent") == []
 
 
 def test_formatting() -> None:

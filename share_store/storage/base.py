@@ -37,6 +37,13 @@ class ObjectStorage(ABC):
         """
 
     @abstractmethod
+    def folders(self, bucket: str, prefix: str) -> builtins.list[str]:
+        """The folders directly under `prefix` ('' or ending with '/'), each ending with '/'.
+
+        For the console's table picker; no table read needs it.
+        """
+
+    @abstractmethod
     def read(self, bucket: str, key: str) -> bytes:
         """The whole object; `FileNotFoundError` if absent."""
 

@@ -58,6 +58,14 @@ class LocalStorage(ObjectStorage):
                 continue
             yield ObjectInfo(key=key, size=stat.st_size, modified_ms=stat.st_mtime_ns // 1_000_000)
 
+    def folders(self, bucket: str, prefix: str) -> builtins.list[str]:
+        try:
+            entries = list(os.scandir(self._path(bucket, prefix.rstrip("/"))))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        # Symbolic links are not followed: they could lead out of the bucket.
+        return sorted(f"{prefix}{e.name}/" for e in entries if e.is_dir(follow_symlinks=False))
+
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
 

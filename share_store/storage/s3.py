@@ -123,6 +123,22 @@ class S3Storage(ObjectStorage):
         except BotoCoreError as error:
             raise StorageUnavailable(UNREACHABLE) from error
 
+    def folders(self, bucket: str, prefix: str) -> builtins.list[str]:
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            return [
+                common["Prefix"]
+                for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
+                for common in page.get("CommonPrefixes", [])
+            ]
+        except ClientError as error:
+            if _code(error) == "NoSuchBucket":
+                return []
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+
     def read(self, bucket: str, key: str) -> bytes:
         try:
             return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()

@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
-from itertools import islice
+from collections import deque
 from urllib.parse import quote
 
 from share_store.readers import TableReaders
+from share_store.storage.base import ObjectStorage
 from sharing_server.console.shares import share_url
 from sharing_server.console.web import Call, Page
 
-# Objects listed at most in one bucket: a picker, not a crawler.
-MAX_KEYS = 10_000
+# Folders listed at most in one search, and how deep below the prefix: a picker, not a crawler.
+MAX_FOLDERS = 500
+MAX_DEPTH = 6
 MAX_TABLES = 200
-LOG = "/_delta_log/"
+LOG = "_delta_log/"
 
 
-def delta_paths(keys: list[str]) -> list[str]:
-    """Table paths: the folders that hold a `_delta_log/` (a table at the bucket's root is '')."""
-    found: dict[str, None] = {}
-    for key in keys:
-        marker = ("/" + key).find(LOG)
-        if marker >= 0:
-            found.setdefault(key[: max(marker - 1, 0)] if marker else "", None)
-    return [path for path in found if path]
+def delta_tables(storage: ObjectStorage, bucket: str, prefix: str = "") -> list[str]:
+    """Paths of the Delta tables under `prefix`: folders holding a `_delta_log/`, not searched further."""
+    start = prefix.strip("/")
+    queue = deque([(f"{start}/" if start else "", 0)])
+    found: list[str] = []
+    listed = 0
+    while queue and listed < MAX_FOLDERS and len(found) < MAX_TABLES:
+        folder, depth = queue.popleft()
+        children = storage.folders(bucket, folder)
+        listed += 1
+        if folder + LOG in children:
+            if folder:  # a table at the bucket's root has no path to share it by
+                found.append(folder.rstrip("/"))
+            continue
+        if depth < MAX_DEPTH:
+            queue.extend((child, depth + 1) for child in children)
+    return found
 
 
 def _name(text: str) -> str:
@@ -39,8 +50,7 @@ def pick_page(call: Call) -> Page:
     prefix = call.request.query_params.get("prefix", "").strip()
     candidates: list[tuple[str, str]] = []
     if bucket:
-        keys = [item.key for item in islice(readers.storage.list(bucket, prefix), MAX_KEYS)]
-        for path in delta_paths(keys)[:MAX_TABLES]:
+        for path in delta_tables(readers.storage, bucket, prefix):
             name = _name(path.rsplit("/", 1)[-1])
             candidates.append((path, f"default:{name}:delta:{bucket}:{path}"))
     elif warehouse:
