@@ -1,0 +1,256 @@
+"""The read-only Iceberg REST catalog (`/iceberg`), read by pyiceberg's own REST client.
+
+A real SeaweedFS holds the tables; pyiceberg reads their files straight from it
+with headers signed by the server (`S3V4RestSigner`), never holding storage keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import delta_sharing
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+from share_store.model import TableSpec
+from tests.conftest import Deployment, audit_records, deploy
+from tests.seaweed import SeaweedS3
+from tests.test_iceberg_s3 import CUSTOMER, customers
+
+BUCKET = "restwarehouse"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
+    seaweed.client().create_bucket(Bucket=BUCKET)
+    tmp = tmp_path_factory.mktemp("iceberg-rest")
+    catalogs = {
+        "wh": {
+            "type": "sql",
+            "uri": f"sqlite:///{tmp / 'catalog.db'}",
+            "warehouse": f"s3://{BUCKET}/wh",
+            "s3.endpoint": seaweed.endpoint,
+            "s3.access-key-id": seaweed.access_key,
+            "s3.secret-access-key": seaweed.secret_key,
+            "s3.region": seaweed.region,
+        }
+    }
+    deployment = deploy(tmp, seaweed.storage_config(), catalogs)
+    catalog = deployment.catalogs.catalog("wh")
+    catalog.create_namespace("tpch")
+    for name in ("customer", "private"):
+        table = catalog.create_table(f"tpch.{name}", CUSTOMER)
+        table.append(customers(1, 5).cast(table.schema().as_arrow()))
+        table.append(customers(6, 3).cast(table.schema().as_arrow()))
+    store = deployment.store
+    store.create_share("ice", [TableSpec.parse("tpch:customer:uniform:wh:tpch:customer")])
+    store.create_share(
+        "latest", [TableSpec.parse("tpch:customer:uniform:wh:tpch:customer")], history_shared=False
+    )
+    store.create_share("other", [TableSpec.parse("sales:private:uniform:wh:tpch:private")])
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def catalog_uri(server: Deployment) -> str:
+    return server.endpoint.removesuffix("/delta-sharing") + "/iceberg"
+
+
+def recipient(server: Deployment, share: str, **properties: str) -> RestCatalog:
+    """pyiceberg's REST catalog as a recipient configures it: the URI and the share's token."""
+    props = {"uri": catalog_uri(server), "token": server.token(share)} | properties
+    return RestCatalog(share, **props)
+
+
+def source_rows(server: Deployment, name: str = "customer", snapshot_id: int | None = None) -> list[dict]:
+    table = server.catalogs.catalog("wh").load_table(f"tpch.{name}")
+    return sorted(table.scan(snapshot_id=snapshot_id).to_arrow().to_pylist(), key=lambda r: r["custkey"])
+
+
+def scanned(table: Any, snapshot_id: int | None = None) -> list[dict]:
+    result: pa.Table = table.scan(snapshot_id=snapshot_id).to_arrow()
+    return sorted(result.to_pylist(), key=lambda r: r["custkey"])
+
+
+def test_a_recipient_lists_and_scans_its_share(server: Deployment) -> None:
+    catalog = recipient(server, "ice")
+    assert catalog.list_namespaces() == [("tpch",)]
+    assert catalog.list_tables("tpch") == [("tpch", "customer")]
+    assert catalog.table_exists("tpch.customer")
+    assert not catalog.table_exists("tpch.private")  # another share's
+    table = catalog.load_table("tpch.customer")
+    assert table.io.properties.get("s3.access-key-id") is None  # no storage keys handed out
+    rows = scanned(table)
+    assert rows == source_rows(server)
+    assert len(rows) == 8
+    shared = delta_sharing.load_as_pandas(f"{server.profile('ice')}#ice.tpch.customer")
+    assert sorted(shared.to_dict("records"), key=lambda r: r["custkey"]) == rows
+
+
+def test_time_travel_by_snapshot_id_when_history_is_shared(server: Deployment) -> None:
+    table = recipient(server, "ice").load_table("tpch.customer")
+    snapshots = table.metadata.snapshots
+    assert len(snapshots) == 2
+    first = snapshots[0].snapshot_id
+    assert scanned(table, first) == source_rows(server, snapshot_id=first)
+    assert [r["custkey"] for r in scanned(table, first)] == [1, 2, 3, 4, 5]
+
+
+def test_without_history_only_the_current_snapshot_is_shown_and_readable(server: Deployment) -> None:
+    table = recipient(server, "latest").load_table("tpch.customer")
+    assert [s.snapshot_id for s in table.metadata.snapshots] == [table.metadata.current_snapshot_id]
+    assert table.metadata.metadata_log == []
+    assert scanned(table) == source_rows(server)
+    source = server.catalogs.catalog("wh").load_table("tpch.customer")
+    older = source.metadata.snapshots[0]
+    token = server.token("latest")
+    # The older snapshot's manifest list, and the metadata file listing every snapshot: refused.
+    for uri in (older.manifest_list, source.metadata_location):
+        answer = sign(server, token, "GET", object_url(server, uri))
+        assert answer.status_code == 403, uri
+    current = source.metadata.current_snapshot()
+    assert current is not None
+    assert sign(server, token, "GET", object_url(server, current.manifest_list)).status_code == 200
+
+
+def object_url(server: Deployment, s3_uri: str) -> str:
+    """The path-style URL a client builds for `s3://bucket/key` at the store's endpoint."""
+    endpoint = server.config.storage["endpoint"]
+    return f"{endpoint}/{s3_uri.removeprefix('s3://')}"
+
+
+def sign(server: Deployment, token: str, method: str, uri: str, **extra: Any) -> httpx.Response:
+    body = {"method": method, "region": "us-east-1", "uri": uri, "headers": {}} | extra
+    return httpx.post(
+        catalog_uri(server) + "/v1/aws/s3/sign",
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+def test_signing_refuses_other_objects_methods_and_revoked_tokens(server: Deployment) -> None:
+    source = server.catalogs.catalog("wh").load_table("tpch.customer")
+    data_file = next(iter(source.scan().plan_files())).file.file_path
+    private = server.catalogs.catalog("wh").load_table("tpch.private")
+    private_file = next(iter(private.scan().plan_files())).file.file_path
+    token_id, token = server.store.create_token("ice", timedelta(hours=1), "signing")
+    allowed = sign(server, token, "GET", object_url(server, data_file))
+    assert allowed.status_code == 200
+    signed = allowed.json()
+    assert signed["uri"] == object_url(server, data_file)
+    # The signed request reads the object from the store itself.
+    headers = {name: ", ".join(values) for name, values in signed["headers"].items()}
+    got = httpx.get(signed["uri"], headers=headers)
+    assert got.status_code == 200 and got.content[:4] == b"PAR1"
+    refused = {
+        "another share's table": ("GET", object_url(server, private_file), {}),
+        "a write": ("PUT", object_url(server, data_file), {}),
+        "a delete": ("DELETE", object_url(server, data_file), {}),
+        "a listing": ("GET", f"{server.config.storage['endpoint']}/{BUCKET}?list-type=2", {}),
+        "a parent escape": ("GET", object_url(server, data_file.rsplit("/", 1)[0] + "/../../x"), {}),
+        "another host": ("GET", "http://169.254.169.254/latest/meta-data", {}),
+    }
+    for case, (method, uri, extra) in refused.items():
+        answer = sign(server, token, method, uri, **extra)
+        assert answer.status_code == 403, case
+        assert answer.json()["error"]["type"] == "ForbiddenException", case
+    assert sign(server, "not-a-token", "GET", object_url(server, data_file)).status_code == 403
+    server.store.revoke_token("ice", token_id.id)
+    assert sign(server, token, "GET", object_url(server, data_file)).status_code == 403
+    bad = httpx.post(
+        catalog_uri(server) + "/v1/aws/s3/sign", content=b"{not json", headers={"Authorization": "Bearer x"}
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["type"] == "BadRequestException"
+
+
+def test_signatures_are_audited_and_counted(server: Deployment) -> None:
+    catalog = recipient(server, "ice")
+    scanned(catalog.load_table("tpch.customer"))
+    records = [r for r in audit_records(server) if r.get("signing")]
+    signed = [r for r in records if "object" in r["signing"] and r.get("share") == "ice"]
+    assert signed and all(r["table"] == "customer" and r["status"] == 200 for r in signed)
+    assert any(r["status"] == 403 and "refused" in r["signing"] for r in records)
+    metrics = httpx.get(server.endpoint.removesuffix("/delta-sharing") + "/metrics").text
+    assert 'sharing_iceberg_signatures_total{outcome="signed"}' in metrics
+
+
+def test_a_token_sees_only_its_share(server: Deployment) -> None:
+    catalog = recipient(server, "other")
+    assert catalog.list_namespaces() == [("sales",)]
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.list_tables("tpch")
+    with pytest.raises(NoSuchTableError):
+        catalog.load_table("tpch.customer")
+    assert [r["custkey"] for r in scanned(catalog.load_table("sales.private"))] == list(range(1, 9))
+
+
+def test_the_catalog_is_read_only(server: Deployment) -> None:
+    catalog = recipient(server, "ice")
+    # The config lists read endpoints only, so pyiceberg does not even try a write...
+    with pytest.raises(NotImplementedError):
+        catalog.create_namespace("new")
+    with pytest.raises(NotImplementedError):
+        catalog.drop_table("tpch.customer")
+    # ...and a client that does gets the spec's 403, with no effect.
+    headers = {"Authorization": f"Bearer {server.token('ice')}"}
+    writes = [
+        ("POST", "/v1/namespaces", {"namespace": ["new"]}),
+        ("DELETE", "/v1/namespaces/tpch", None),
+        ("POST", "/v1/namespaces/tpch/tables", {"name": "t", "schema": {"type": "struct", "fields": []}}),
+        ("POST", "/v1/namespaces/tpch/tables/customer", {"requirements": [], "updates": []}),
+        ("DELETE", "/v1/namespaces/tpch/tables/customer", None),
+        ("POST", "/v1/tables/rename", {}),
+        ("POST", "/v1/namespaces/tpch/register", {}),
+        ("POST", "/v1/transactions/commit", {}),
+    ]
+    for method, path, body in writes:
+        answer = httpx.request(method, catalog_uri(server) + path, json=body, headers=headers)
+        assert answer.status_code == 403, (method, path)
+        assert answer.json()["error"]["type"] == "ForbiddenException"
+    assert catalog.list_namespaces() == [("tpch",)]
+    assert catalog.list_tables("tpch") == [("tpch", "customer")]
+    assert len(scanned(catalog.load_table("tpch.customer"))) == 8
+
+
+def test_requests_without_a_valid_token_are_refused(server: Deployment) -> None:
+    for path in ("/v1/config", "/v1/namespaces", "/v1/namespaces/tpch/tables/customer"):
+        answer = httpx.get(catalog_uri(server) + path, headers={"Authorization": "Bearer nope"})
+        assert answer.status_code == 401, path
+        assert answer.json()["error"]["type"] == "NotAuthorizedException"
+
+
+def test_oauth_clients_exchange_credentials_for_catalog_tokens(server: Deployment) -> None:
+    client, secret = server.store.create_oauth_client("ice", timedelta(hours=1), "pyiceberg")
+    catalog = RestCatalog(
+        "ice",
+        uri=catalog_uri(server),
+        credential=f"{client.id}:{secret}",
+        **{"oauth2-server-uri": catalog_uri(server) + "/v1/oauth/tokens"},
+    )
+    assert len(scanned(catalog.load_table("tpch.customer"))) == 8
+
+
+def test_local_storage_is_refused_with_the_reason(tmp_path_factory: pytest.TempPathFactory) -> None:
+    tmp = tmp_path_factory.mktemp("iceberg-rest-local")
+    deployment = deploy(tmp, {"type": "local", "root": str(tmp / "buckets")})
+    try:
+        catalog = deployment.catalogs.catalog("default")
+        catalog.create_namespace("db")
+        table = catalog.create_table("db.t", CUSTOMER)
+        table.append(customers(1, 2).cast(table.schema().as_arrow()))
+        deployment.store.create_share("loc", [TableSpec.parse("db:t:uniform:default:db:t")])
+        answer = httpx.get(
+            catalog_uri(deployment) + "/v1/namespaces/db/tables/t",
+            headers={"Authorization": f"Bearer {deployment.token('loc')}"},
+        )
+        assert answer.status_code == 406
+        assert "local directory" in answer.json()["error"]["message"]
+    finally:
+        deployment.server.stop()
+        deployment.store.close()
