@@ -88,9 +88,7 @@ def parse_object_request(
     if not bucket or not key or any(segment in ("", ".", "..") for segment in segments):
         raise SigningRefused("the request does not name one object")
     kept = {
-        name.lower(): ", ".join(values)
-        for name, values in headers.items()
-        if _signed_header(name) and values
+        name.lower(): ", ".join(values) for name, values in headers.items() if _signed_header(name) and values
     }
     return ObjectRequest(method, bucket, key, uri, kept)
 
