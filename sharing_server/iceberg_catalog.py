@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.errors import NotFound, ShareStoreError, Unauthenticated
+from share_store.iceberg.catalog_view import metadata_json, shared_metadata
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.storage.request_signing import SigningRefused
@@ -205,17 +206,15 @@ def _client_config(request: Request, endpoint: str) -> dict[str, str]:
 
 @iceberg_errors()
 async def load_table(request: Request) -> Response:
-    from share_store.iceberg.catalog_view import shared_metadata
-
     table = await _table(request)
     if request.method == "HEAD":
         return Response(status_code=204)
     grants: IcebergGrants = request.app.state.iceberg_grants
     grant = await run_in_threadpool(grants.load, table)
-    metadata = shared_metadata(grant.table.metadata, table.history_shared)
+    written = await run_in_threadpool(metadata_json, grant.table)
     body = {
         "metadata-location": grant.table.metadata_location,
-        "metadata": json.loads(metadata.model_dump_json()),
+        "metadata": shared_metadata(written, table.history_shared),
         "config": _client_config(request, grant.endpoint),
     }
     return JSONResponse(body)

@@ -6,8 +6,10 @@ with headers signed by the server (`S3V4RestSigner`), never holding storage keys
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import delta_sharing
@@ -19,7 +21,9 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from share_store.model import TableSpec
 from tests.conftest import Deployment, audit_records, deploy
+from tests.iceberg_relocate import relocate_table, same_length_uri
 from tests.seaweed import SeaweedS3
+from tests.test_iceberg_deletes import frame_rows, row_order, rows_of
 from tests.test_iceberg_s3 import CUSTOMER, customers
 
 BUCKET = "restwarehouse"
@@ -254,3 +258,48 @@ def test_local_storage_is_refused_with_the_reason(tmp_path_factory: pytest.TempP
     finally:
         deployment.server.stop()
         deployment.store.close()
+
+
+# -- tables with row-level deletes, written by Spark 3.5 + Iceberg ---------------------
+
+DELETE_TABLES = ("pos_v2", "dv_v3")
+
+
+@pytest.fixture(scope="module")
+def spark_tables(server: Deployment, written: Path, seaweed: SeaweedS3) -> dict[str, Any]:
+    """The Spark-written tables with deletes, moved into S3 and shared as share `deletes`."""
+    bucket = "sparkdeletes"
+    s3 = seaweed.client()
+    s3.create_bucket(Bucket=bucket)
+    local = str(written / "buckets" / "spark")
+    prefix = same_length_uri(local, bucket)
+    catalog = server.catalogs.catalog("wh")
+    catalog.create_namespace("spark")
+    for name in DELETE_TABLES:
+        metadata = relocate_table(written / "buckets" / "spark" / "db" / name, local, prefix, s3, bucket)
+        catalog.register_table(("spark", name), metadata)
+    specs = [TableSpec.parse(f"db:{name}:uniform:wh:spark:{name}") for name in DELETE_TABLES]
+    server.store.create_share("deletes", specs)
+    return json.loads((written / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", DELETE_TABLES)
+def test_tables_with_deletes_read_as_spark_reads_them(
+    server: Deployment, spark_tables: dict[str, Any], name: str
+) -> None:
+    table = recipient(server, "deletes").load_table(f"db.{name}")
+    snapshots = spark_tables[name]["snapshots"]
+    assert [s.snapshot_id for s in table.metadata.snapshots] == [s["snapshot_id"] for s in snapshots]
+    assert any(task.delete_files for task in table.scan().plan_files())  # deletes, not rewrites
+    for snapshot in (snapshots[-1], snapshots[2]):
+        rows = table.scan(snapshot_id=snapshot["snapshot_id"]).to_arrow().to_pylist()
+        assert rows_of(rows, name) == spark_rows_of(snapshot)
+    # And what the Delta Sharing path serves from the same files.
+    shared = delta_sharing.load_as_pandas(
+        f"{server.profile('deletes')}#deletes.db.{name}", use_delta_format=True
+    )
+    assert frame_rows(shared, name) == spark_rows_of(snapshots[-1])
+
+
+def spark_rows_of(snapshot: dict[str, Any]) -> list[list[Any]]:
+    return sorted(snapshot["rows"], key=row_order)

@@ -16,6 +16,8 @@ Branches and tags other than `main` are not shared, whatever the history.
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,34 +25,53 @@ from urllib.parse import unquote, urlparse
 
 from share_store.errors import UnsupportedOperation
 
+MAIN_BRANCH = "main"
+GZIP_MAGIC = b"\x1f\x8b"
 
-def shared_metadata(metadata: Any, history_shared: bool) -> Any:
-    """`metadata` (pyiceberg `TableMetadata`) cut to what the grant shows."""
-    from pyiceberg.table.refs import MAIN_BRANCH
-    from pyiceberg.table.snapshots import ancestors_of
 
-    current = metadata.current_snapshot()
-    if current is None:
-        kept: list[Any] = []
-    elif history_shared:
-        kept = list(reversed(list(ancestors_of(current, metadata))))
-    else:
-        kept = [current]
-    ids = {snapshot.snapshot_id for snapshot in kept}
-    refs = {
-        name: ref for name, ref in metadata.refs.items() if name == MAIN_BRANCH and ref.snapshot_id in ids
-    }
-    update: dict[str, Any] = {
-        "snapshots": kept,
-        "snapshot_log": [entry for entry in metadata.snapshot_log if entry.snapshot_id in ids],
-        "refs": refs,
-        # Older metadata files list every snapshot: never named to a recipient.
-        "metadata_log": [],
-        "statistics": [s for s in metadata.statistics if s.snapshot_id in ids],
-    }
-    if hasattr(metadata, "partition_statistics"):
-        update["partition_statistics"] = [s for s in metadata.partition_statistics if s.snapshot_id in ids]
-    return metadata.model_copy(update=update)
+def _ancestry(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """The current snapshot and its ancestors still in `metadata`, oldest first."""
+    by_id = {snapshot["snapshot-id"]: snapshot for snapshot in metadata.get("snapshots", [])}
+    chain: list[dict[str, Any]] = []
+    snapshot = by_id.get(metadata.get("current-snapshot-id"))
+    while snapshot is not None and len(chain) < len(by_id):
+        chain.append(snapshot)
+        snapshot = by_id.get(snapshot.get("parent-snapshot-id"))
+    return chain[::-1]
+
+
+def shared_metadata(metadata: dict[str, Any], history_shared: bool) -> dict[str, Any]:
+    """A table metadata file's JSON, cut to what the grant shows.
+
+    Worked on the JSON itself, whatever the format version: pyiceberg reads
+    v3 metadata but will not write it, and the recipient should get the
+    provider's metadata as written, less what it may not see.
+    """
+    ancestry = _ancestry(metadata)
+    kept = ancestry if history_shared else ancestry[-1:]
+    ids = {snapshot["snapshot-id"] for snapshot in kept}
+    main = metadata.get("refs", {}).get(MAIN_BRANCH)
+    cut = dict(metadata)
+    cut["snapshots"] = kept
+    cut["snapshot-log"] = [e for e in metadata.get("snapshot-log", []) if e["snapshot-id"] in ids]
+    cut["refs"] = {MAIN_BRANCH: main} if main is not None and main["snapshot-id"] in ids else {}
+    # Older metadata files list every snapshot: never named to a recipient.
+    cut["metadata-log"] = []
+    for listing in ("statistics", "partition-statistics"):
+        if listing in metadata:
+            cut[listing] = [s for s in metadata[listing] if s["snapshot-id"] in ids]
+    if not kept:
+        cut.pop("current-snapshot-id", None)
+    return cut
+
+
+def metadata_json(table: Any) -> dict[str, Any]:
+    """The JSON of a pyiceberg table's current metadata file, as its writer wrote it."""
+    with table.io.new_input(table.metadata_location).open() as stream:
+        data = stream.read()
+    if data[:2] == GZIP_MAGIC:  # `.gz.metadata.json`
+        data = gzip.decompress(data)
+    return json.loads(data)  # type: ignore[no-any-return]
 
 
 def object_location(uri: str) -> tuple[str, str]:
