@@ -15,6 +15,7 @@ from typing import Any
 import delta_sharing
 import httpx
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
@@ -51,8 +52,20 @@ def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iter
         table = catalog.create_table(f"tpch.{name}", CUSTOMER)
         table.append(customers(1, 5).cast(table.schema().as_arrow()))
         table.append(customers(6, 3).cast(table.schema().as_arrow()))
+    # Files added from outside the table's location (pyiceberg's add_files), as migrations do.
+    external = catalog.create_table("tpch.external", CUSTOMER)
+    outside = f"s3://{BUCKET}/landing/customers.parquet"
+    with external.io.new_output(outside).create() as stream:
+        pq.write_table(customers(1, 4).cast(external.schema().as_arrow()), stream)
+    external.add_files([outside])
     store = deployment.store
-    store.create_share("ice", [TableSpec.parse("tpch:customer:uniform:wh:tpch:customer")])
+    store.create_share(
+        "ice",
+        [
+            TableSpec.parse("tpch:customer:uniform:wh:tpch:customer"),
+            TableSpec.parse("tpch:external:uniform:wh:tpch:external"),
+        ],
+    )
     store.create_share(
         "latest", [TableSpec.parse("tpch:customer:uniform:wh:tpch:customer")], history_shared=False
     )
@@ -85,7 +98,7 @@ def scanned(table: Any, snapshot_id: int | None = None) -> list[dict]:
 def test_a_recipient_lists_and_scans_its_share(server: Deployment) -> None:
     catalog = recipient(server, "ice")
     assert catalog.list_namespaces() == [("tpch",)]
-    assert catalog.list_tables("tpch") == [("tpch", "customer")]
+    assert catalog.list_tables("tpch") == [("tpch", "customer"), ("tpch", "external")]
     assert catalog.table_exists("tpch.customer")
     assert not catalog.table_exists("tpch.private")  # another share's
     table = catalog.load_table("tpch.customer")
@@ -95,6 +108,11 @@ def test_a_recipient_lists_and_scans_its_share(server: Deployment) -> None:
     assert len(rows) == 8
     shared = delta_sharing.load_as_pandas(f"{server.profile('ice')}#ice.tpch.customer")
     assert sorted(shared.to_dict("records"), key=lambda r: r["custkey"]) == rows
+
+
+def test_files_outside_the_table_location_are_readable(server: Deployment) -> None:
+    table = recipient(server, "ice").load_table("tpch.external")
+    assert [r["custkey"] for r in scanned(table)] == [1, 2, 3, 4]
 
 
 def test_time_travel_by_snapshot_id_when_history_is_shared(server: Deployment) -> None:
@@ -178,7 +196,9 @@ def test_signatures_are_audited_and_counted(server: Deployment) -> None:
     scanned(catalog.load_table("tpch.customer"))
     records = [r for r in audit_records(server) if r.get("signing")]
     signed = [r for r in records if "object" in r["signing"] and r.get("share") == "ice"]
-    assert signed and all(r["table"] == "customer" and r["status"] == 200 for r in signed)
+    assert signed and all(r["status"] == 200 for r in signed)
+    assert {r["table"] for r in signed} <= {"customer", "external"}
+    assert any(r["signing"]["object"].endswith(".parquet") and r["table"] == "customer" for r in signed)
     assert any(r["status"] == 403 and "refused" in r["signing"] for r in records)
     metrics = httpx.get(server.endpoint.removesuffix("/delta-sharing") + "/metrics").text
     assert 'sharing_iceberg_signatures_total{outcome="signed"}' in metrics
@@ -218,7 +238,7 @@ def test_the_catalog_is_read_only(server: Deployment) -> None:
         assert answer.status_code == 403, (method, path)
         assert answer.json()["error"]["type"] == "ForbiddenException"
     assert catalog.list_namespaces() == [("tpch",)]
-    assert catalog.list_tables("tpch") == [("tpch", "customer")]
+    assert catalog.list_tables("tpch") == [("tpch", "customer"), ("tpch", "external")]
     assert len(scanned(catalog.load_table("tpch.customer"))) == 8
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -85,46 +84,75 @@ def object_location(uri: str) -> tuple[str, str]:
     return parsed.netloc, unquote(parsed.path.lstrip("/"))
 
 
-@dataclass(frozen=True)
 class ReadableFiles:
-    """The objects a recipient may read: everything under some prefixes, or an exact set."""
+    """The objects a recipient may read: everything under some prefixes, and the files snapshots reach.
 
-    bucket_prefixes: tuple[tuple[str, str], ...] = ()
-    exact: frozenset[tuple[str, str]] = frozenset()
+    The snapshots' files (manifest lists, manifests, data and delete files) are
+    listed on the first request the prefixes do not allow: a table whose files
+    all sit under its location never reads a manifest for it, and one with files
+    elsewhere (added from outside, or written with `write.data.path`) still has
+    them readable.
+    """
+
+    def __init__(
+        self,
+        bucket_prefixes: Iterable[tuple[str, str]] = (),
+        snapshots: Iterable[Any] = (),
+        io: Any = None,
+        live_only: bool = False,
+    ) -> None:
+        self.bucket_prefixes = tuple(bucket_prefixes)
+        self._snapshots = list(snapshots)
+        self._io = io
+        self._live_only = live_only
+        self._exact: frozenset[tuple[str, str]] | None = None if self._snapshots else frozenset()
 
     def allows(self, bucket: str, key: str) -> bool:
-        if (bucket, key) in self.exact:
+        if any(bucket == b and key.startswith(prefix) for b, prefix in self.bucket_prefixes):
             return True
-        return any(bucket == b and key.startswith(prefix) for b, prefix in self.bucket_prefixes)
+        if self._exact is None:
+            self._exact = reachable_files(self._snapshots, self._io, self._live_only)
+        return (bucket, key) in self._exact
 
 
-def under_locations(locations: Iterable[str]) -> ReadableFiles:
-    """Everything under each of `locations` (a table's location, its data and metadata paths)."""
+def _prefixes(locations: Iterable[str]) -> list[tuple[str, str]]:
     prefixes = []
     for location in locations:
         bucket, key = object_location(location)
         prefixes.append((bucket, key.rstrip("/") + "/"))
-    return ReadableFiles(bucket_prefixes=tuple(prefixes))
+    return prefixes
 
 
-def snapshot_files(snapshot: Any, io: Any) -> ReadableFiles:
-    """Exactly the objects `snapshot` reaches: its manifest list, manifests, data and delete files."""
-    paths = {snapshot.manifest_list}
-    for manifest in snapshot.manifests(io):
-        paths.add(manifest.manifest_path)
-        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
-            paths.add(entry.data_file.file_path)
-    return ReadableFiles(exact=frozenset(object_location(path) for path in paths))
+def reachable_files(snapshots: Iterable[Any], io: Any, live_only: bool = False) -> frozenset[tuple[str, str]]:
+    """Exactly the objects `snapshots` reach: manifest lists, manifests, data and delete files.
+
+    With `live_only`, not the files a snapshot removed (its manifests still name them).
+    """
+    paths: set[str] = set()
+    manifests: set[str] = set()
+    for snapshot in snapshots:
+        paths.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(io):
+            if manifest.manifest_path in manifests:  # shared by later snapshots: read once
+                continue
+            manifests.add(manifest.manifest_path)
+            for entry in manifest.fetch_manifest_entry(io, discard_deleted=live_only):
+                paths.add(entry.data_file.file_path)
+    return frozenset(object_location(path) for path in paths | manifests)
 
 
 def readable_files(table: Any, history_shared: bool) -> ReadableFiles:
     """What the signer may sign for a pyiceberg `table` under the grant."""
+    from pyiceberg.table.snapshots import ancestors_of
+
     metadata = table.metadata
-    if history_shared:
-        locations = [metadata.location]
-        for setting in ("write.data.path", "write.metadata.path"):
-            if metadata.properties.get(setting):
-                locations.append(metadata.properties[setting])
-        return under_locations(locations)
     current = metadata.current_snapshot()
-    return snapshot_files(current, table.io) if current is not None else ReadableFiles()
+    if current is None:
+        return ReadableFiles()
+    if not history_shared:
+        return ReadableFiles(snapshots=[current], io=table.io, live_only=True)
+    locations = [metadata.location]
+    for setting in ("write.data.path", "write.metadata.path"):
+        if metadata.properties.get(setting):
+            locations.append(metadata.properties[setting])
+    return ReadableFiles(_prefixes(locations), list(ancestors_of(current, metadata)), table.io)
