@@ -314,14 +314,15 @@ async def _token_or_refuse(request: Request) -> None:
 
 
 def iceberg_routes() -> list[Route]:
+    """The catalog's routes, named `iceberg_*` (the OpenAPI document finds their specs by name)."""
     everything = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     return [
-        Route(paths.ICEBERG_CONFIG, get_config, methods=["GET"]),
-        Route(paths.ICEBERG_OAUTH_TOKENS, token_endpoint, methods=["POST"]),
-        Route(paths.ICEBERG_NAMESPACES, list_namespaces, methods=["GET"]),
-        Route(paths.ICEBERG_NAMESPACE, get_namespace, methods=["GET", "HEAD"]),
-        Route(paths.ICEBERG_TABLES, list_tables, methods=["GET"]),
-        Route(paths.ICEBERG_TABLE, load_table, methods=["GET", "HEAD"]),
-        Route(paths.ICEBERG_S3_SIGN, sign_request, methods=["POST"]),
-        Route(paths.ICEBERG_OTHER, iceberg_errors()(read_only), methods=everything),
+        Route(paths.ICEBERG_CONFIG, get_config, methods=["GET"], name="iceberg_config"),
+        Route(paths.ICEBERG_OAUTH_TOKENS, token_endpoint, methods=["POST"], name="iceberg_oauth_tokens"),
+        Route(paths.ICEBERG_NAMESPACES, list_namespaces, methods=["GET"], name="iceberg_namespaces"),
+        Route(paths.ICEBERG_NAMESPACE, get_namespace, methods=["GET", "HEAD"], name="iceberg_namespace"),
+        Route(paths.ICEBERG_TABLES, list_tables, methods=["GET"], name="iceberg_tables"),
+        Route(paths.ICEBERG_TABLE, load_table, methods=["GET", "HEAD"], name="iceberg_table"),
+        Route(paths.ICEBERG_S3_SIGN, sign_request, methods=["POST"], name="iceberg_s3_sign"),
+        Route(paths.ICEBERG_OTHER, iceberg_errors()(read_only), methods=everything, name="iceberg_read_only"),
     ]
