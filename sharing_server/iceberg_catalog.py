@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.errors import NotFound, ShareStoreError, Unauthenticated
-from share_store.iceberg.catalog_view import metadata_json, shared_metadata
+from share_store.iceberg.catalog_view import shared_metadata
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.storage.request_signing import SigningRefused
@@ -145,8 +145,7 @@ async def _table(request: Request) -> SharedTable:
     except NotFound:
         table = None
     audit_fields(request).update(schema=schema, table=name)
-    if table is None or not table.is_iceberg:
-        # Delta tables are not served as Iceberg tables (yet): to this catalog they do not exist.
+    if table is None:
         raise IcebergError(404, f"Table does not exist: {schema}.{name}", "NoSuchTableException")
     return table
 
@@ -186,7 +185,7 @@ async def list_tables(request: Request) -> Response:
     token = await _token(request)
     schema = await _schema(request, token)
     tables = await run_in_threadpool(_store(request).list_tables, token.share, schema)
-    identifiers = [{"namespace": [schema], "name": t.name} for t in tables if t.is_iceberg]
+    identifiers = [{"namespace": [schema], "name": t.name} for t in tables]
     return JSONResponse({"identifiers": identifiers})
 
 
@@ -211,10 +210,9 @@ async def load_table(request: Request) -> Response:
         return Response(status_code=204)
     grants: IcebergGrants = request.app.state.iceberg_grants
     grant = await run_in_threadpool(grants.load, table)
-    written = await run_in_threadpool(metadata_json, grant.table)
     body = {
-        "metadata-location": grant.table.metadata_location,
-        "metadata": shared_metadata(written, table.history_shared),
+        "metadata-location": grant.metadata_location,
+        "metadata": shared_metadata(grant.metadata, table.history_shared),
         "config": _client_config(request, grant.endpoint),
     }
     return JSONResponse(body)
@@ -276,7 +274,7 @@ def _sign_for_share(
 ) -> dict[str, list[str]]:
     """The signed headers, if an Iceberg table of the token's share may be read at `uri`."""
     refusal = "not a file of the share's tables"
-    tables = [table for table in store.list_tables(token.share) if table.is_iceberg]
+    tables = store.list_tables(token.share)
     # What each table's kept grant allows first; a fresh look only when none does.
     for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:
         try:

@@ -14,8 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from share_store.delta.snapshot import DeltaTableReader
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.catalog_view import ReadableFiles, readable_files
+from share_store.iceberg.catalog_view import ReadableFiles, metadata_json, readable_files
+from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
 from share_store.model import SharedTable
 from share_store.readers import TableReaders
 from share_store.storage.request_signing import HeaderSigner, ObjectRequest, parse_object_request
@@ -34,7 +36,8 @@ NEEDS_S3 = (
 
 @dataclass(frozen=True)
 class TableGrant:
-    table: Any  # pyiceberg Table, as loaded for this grant
+    metadata_location: str
+    metadata: dict[str, Any]  # the metadata file's JSON, before the grant cuts it
     readable: ReadableFiles
     signer: HeaderSigner
     endpoint: str  # the store's address as recipients reach it
@@ -55,6 +58,15 @@ def store_signer(storage: Any) -> tuple[HeaderSigner, str]:
     return signer, endpoint
 
 
+def delta_readable(
+    generated: GeneratedTable, reader: DeltaTableReader, history_shared: bool
+) -> ReadableFiles:
+    """A Delta table's files: all of the table and its generated metadata with history, else one version's."""
+    if history_shared:
+        return ReadableFiles([(reader.bucket, reader.path.rstrip("/") + "/"), generated.generated_prefix])
+    return ReadableFiles(exact=generated.files)
+
+
 class IcebergGrants:
     def __init__(self, readers: TableReaders) -> None:
         self.readers = readers
@@ -62,18 +74,29 @@ class IcebergGrants:
         self._lock = threading.Lock()
 
     def load(self, table: SharedTable) -> TableGrant:
-        """The table as its catalog has it now, with a fresh grant."""
+        """The table as it is now, with a fresh grant: an Iceberg table as its catalog has it,
+        a Delta table as Iceberg metadata generated for its versions."""
         reader = self.readers.reader(table)
         signer, endpoint = store_signer(reader.storage)  # type: ignore[attr-defined]
-        loaded = reader.catalog_table()  # type: ignore[attr-defined]
-        grant = TableGrant(
-            loaded, readable_files(loaded, table.history_shared), signer, endpoint, time.monotonic()
-        )
+        if table.is_iceberg:
+            loaded = reader.catalog_table()  # type: ignore[attr-defined]
+            location, metadata = loaded.metadata_location, metadata_json(loaded)
+            readable = readable_files(loaded, table.history_shared)
+        else:
+            assert isinstance(reader, DeltaTableReader)
+            generated = self._delta(table, reader).generate(table.history_shared)
+            location, metadata = generated.metadata_location, generated.metadata
+            readable = delta_readable(generated, reader, table.history_shared)
+        grant = TableGrant(location, metadata, readable, signer, endpoint, time.monotonic())
         with self._lock:
             if len(self._grants) >= MAX_TABLES:
                 self._grants.pop(next(iter(self._grants)))
             self._grants[(table.id, table.history_shared)] = grant
         return grant
+
+    def _delta(self, table: SharedTable, reader: Any) -> DeltaAsIceberg:
+        deletes = self.readers.iceberg.deletes
+        return DeltaAsIceberg(reader, table.id, deletes.cache_bucket or table.bucket, deletes.cache_prefix)
 
     def _kept(self, table: SharedTable) -> TableGrant:
         with self._lock:

@@ -14,6 +14,7 @@ from typing import Any
 
 import delta_sharing
 import httpx
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -23,7 +24,8 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from share_store.model import TableSpec
 from tests.conftest import Deployment, audit_records, deploy
 from tests.iceberg_relocate import relocate_table, same_length_uri
-from tests.seaweed import SeaweedS3
+from tests.seaweed import SeaweedS3, upload_tree
+from tests.test_client_local import canonical
 from tests.test_iceberg_deletes import frame_rows, row_order, rows_of
 from tests.test_iceberg_s3 import CUSTOMER, customers
 
@@ -323,3 +325,73 @@ def test_tables_with_deletes_read_as_spark_reads_them(
 
 def spark_rows_of(snapshot: dict[str, Any]) -> list[list[Any]]:
     return sorted(snapshot["rows"], key=row_order)
+
+
+# -- Delta tables, served as Iceberg tables ---------------------------------------------
+
+DELTA_TABLES = {
+    "dv": "table-with-dv-small",  # a deletion vector
+    "dvlog": "table_with_deletion_logs",  # deletion vectors over several versions
+    "mapped": "table_with_column_mapping",  # column mapping by name, a partition column with a space
+    "parted": "delta-0.8.0-partitioned",  # three partition columns
+    "typed": "delta-2.2.0-partitioned-types",
+}
+
+
+@pytest.fixture(scope="module")
+def delta_shares(server: Deployment, seaweed: SeaweedS3, testdata: Path) -> str:
+    bucket = "restdelta"
+    client = seaweed.client()
+    client.create_bucket(Bucket=bucket)
+    for directory in DELTA_TABLES.values():
+        upload_tree(client, testdata / directory, bucket, directory)
+    specs = [TableSpec.parse(f"db:{name}:delta:{bucket}:{path}") for name, path in DELTA_TABLES.items()]
+    server.store.create_share("deltas", specs)
+    server.store.create_share("deltalatest", specs, history_shared=False)
+    return server.profile("deltas")
+
+
+def as_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return canonical(frame[sorted(frame.columns)])
+
+
+@pytest.mark.parametrize("name", DELTA_TABLES)
+def test_delta_tables_read_as_iceberg_tables(server: Deployment, delta_shares: str, name: str) -> None:
+    catalog = recipient(server, "deltas")
+    assert ("db", name) in catalog.list_tables("db")
+    table = catalog.load_table(f"db.{name}")
+    through_iceberg = table.scan().to_arrow().to_pandas()
+    shared = delta_sharing.load_as_pandas(f"{delta_shares}#deltas.db.{name}", use_delta_format=True)
+    assert len(through_iceberg) == len(shared)
+    assert as_rows(through_iceberg).equals(as_rows(shared))
+
+
+def test_delta_versions_are_snapshots_by_version(server: Deployment, delta_shares: str) -> None:
+    table = recipient(server, "deltas").load_table("db.dvlog")
+    versions = [int(s.summary["delta-version"]) for s in table.metadata.snapshots]
+    assert len(versions) > 1 and versions == sorted(versions)
+    for snapshot, version in zip(table.metadata.snapshots, versions, strict=True):
+        assert snapshot.snapshot_id == version + 1
+        rows = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().to_pandas()
+        shared = delta_sharing.load_as_pandas(
+            f"{delta_shares}#deltas.db.dvlog", version=version, use_delta_format=True
+        )
+        assert as_rows(rows).equals(as_rows(shared)), version
+
+
+def test_a_delta_table_without_history_shows_and_signs_its_latest_version_only(
+    server: Deployment, delta_shares: str
+) -> None:
+    latest = recipient(server, "deltalatest").load_table("db.dvlog")
+    assert len(latest.metadata.snapshots) == 1
+    full = recipient(server, "deltas").load_table("db.dvlog")
+    older = full.metadata.snapshots[0]
+    token = server.token("deltalatest")
+    for uri in (
+        older.manifest_list,
+        "s3://restdelta/table_with_deletion_logs/_delta_log/00000000000000000000.json",
+    ):
+        assert sign(server, token, "GET", object_url(server, uri)).status_code == 403, uri
+    current = latest.metadata.current_snapshot()
+    assert current is not None
+    assert sign(server, token, "GET", object_url(server, current.manifest_list)).status_code == 200

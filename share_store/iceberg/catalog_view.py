@@ -100,12 +100,13 @@ class ReadableFiles:
         snapshots: Iterable[Any] = (),
         io: Any = None,
         live_only: bool = False,
+        exact: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         self.bucket_prefixes = tuple(bucket_prefixes)
         self._snapshots = list(snapshots)
         self._io = io
         self._live_only = live_only
-        self._exact: frozenset[tuple[str, str]] | None = None if self._snapshots else frozenset()
+        self._exact: frozenset[tuple[str, str]] | None = None if self._snapshots else exact
 
     def allows(self, bucket: str, key: str) -> bool:
         if any(bucket == b and key.startswith(prefix) for b, prefix in self.bucket_prefixes):
