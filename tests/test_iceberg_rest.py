@@ -395,3 +395,25 @@ def test_a_delta_table_without_history_shows_and_signs_its_latest_version_only(
     current = latest.metadata.current_snapshot()
     assert current is not None
     assert sign(server, token, "GET", object_url(server, current.manifest_list)).status_code == 200
+
+
+def test_clients_are_told_and_signed_for_the_public_endpoint(
+    tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, delta_shares: str
+) -> None:
+    public = seaweed.endpoint.replace("127.0.0.1", "localhost")  # another name of the same store
+    tmp = tmp_path_factory.mktemp("iceberg-rest-public")
+    deployment = deploy(tmp, seaweed.storage_config(public_endpoint=public))
+    try:
+        deployment.store.create_share(
+            "pub", [TableSpec.parse("db:parted:delta:restdelta:delta-0.8.0-partitioned")]
+        )
+        table = recipient(deployment, "pub").load_table("db.parted")
+        assert table.io.properties["s3.endpoint"] == public
+        assert len(table.scan().to_arrow()) == 7
+        manifest_list = table.metadata.current_snapshot().manifest_list
+        private = f"{seaweed.endpoint}/{manifest_list.removeprefix('s3://')}"
+        token = deployment.token("pub")
+        assert sign(deployment, token, "GET", private).status_code == 403  # not the address clients use
+    finally:
+        deployment.server.stop()
+        deployment.store.close()
