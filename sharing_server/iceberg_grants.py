@@ -96,7 +96,8 @@ class IcebergGrants:
 
     def _delta(self, table: SharedTable, reader: Any) -> DeltaAsIceberg:
         deletes = self.readers.iceberg.deletes
-        return DeltaAsIceberg(reader, table.id, deletes.cache_bucket or table.bucket, deletes.cache_prefix)
+        bucket = deletes.cache_bucket or table.bucket
+        return DeltaAsIceberg(reader, table.id, bucket, deletes.cache_prefix, deletes.delta_snapshots)
 
     def _kept(self, table: SharedTable) -> TableGrant:
         with self._lock:
