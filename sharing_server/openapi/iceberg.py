@@ -74,89 +74,72 @@ def _schemas() -> dict[str, Schema]:
     }
 
 
+def _operation(
+    operation_id: str,
+    summary: str,
+    answer: tuple[str, str],
+    statuses: tuple[int, ...],
+    parameters: list[Schema] | None = None,
+    body: Schema | None = None,
+) -> Schema:
+    """A catalog operation: its 200 (`answer`: description and schema name) and its errors."""
+    description, schema = answer
+    responses = {
+        "200": response(description, json_content(model(schema))),
+        **_iceberg_errors(*statuses),
+        **errors(429),
+    }
+    return operation(operation_id, summary, TAG, PROTOCOL_AUTH, responses, parameters, body)
+
+
 def area() -> Area:
     return Area(
         tags={TAG: "A read-only Iceberg REST catalog over the same shares and tokens."},
         operations={
-            ("iceberg_config", "GET"): operation(
+            ("iceberg_config", "GET"): _operation(
                 "icebergConfig",
                 "Catalog configuration",
-                TAG,
-                PROTOCOL_AUTH,
-                {
-                    "200": response("Defaults, overrides, endpoints.", json_content(model("CatalogConfig"))),
-                    **_iceberg_errors(401),
-                    **errors(429),
-                },
+                ("Defaults, overrides, endpoints.", "CatalogConfig"),
+                (401,),
             ),
             ("iceberg_oauth_tokens", "POST"): {
                 **token_operation(),
                 "operationId": "icebergOAuthTokens",
                 "tags": [TAG],
             },
-            ("iceberg_namespaces", "GET"): operation(
+            ("iceberg_namespaces", "GET"): _operation(
                 "icebergListNamespaces",
                 "The share's schemas as namespaces",
-                TAG,
-                PROTOCOL_AUTH,
-                {
-                    "200": response("Namespaces.", json_content(model("NamespaceList"))),
-                    **_iceberg_errors(401, 404),
-                    **errors(429),
-                },
+                ("Namespaces.", "NamespaceList"),
+                (401, 404),
                 [parameter("parent", "query", STRING, "A parent namespace (schemas have none below).")],
             ),
-            ("iceberg_namespace", "GET"): operation(
+            ("iceberg_namespace", "GET"): _operation(
                 "icebergLoadNamespace",
                 "A namespace (HEAD: whether it exists)",
-                TAG,
-                PROTOCOL_AUTH,
-                {
-                    "200": response("The namespace.", json_content(model("Namespace"))),
-                    **_iceberg_errors(401, 404),
-                    **errors(429),
-                },
+                ("The namespace.", "Namespace"),
+                (401, 404),
                 [NAMESPACE],
             ),
-            ("iceberg_tables", "GET"): operation(
+            ("iceberg_tables", "GET"): _operation(
                 "icebergListTables",
-                "The Iceberg tables of a schema",
-                TAG,
-                PROTOCOL_AUTH,
-                {
-                    "200": response("Table identifiers.", json_content(model("TableIdentifiers"))),
-                    **_iceberg_errors(401, 404),
-                    **errors(429),
-                },
+                "The tables of a schema",
+                ("Table identifiers.", "TableIdentifiers"),
+                (401, 404),
                 [NAMESPACE],
             ),
-            ("iceberg_table", "GET"): operation(
+            ("iceberg_table", "GET"): _operation(
                 "icebergLoadTable",
                 "Load a table (HEAD: whether it exists)",
-                TAG,
-                PROTOCOL_AUTH,
-                {
-                    "200": response(
-                        "Metadata cut to the grant, and how to read it.",
-                        json_content(model("LoadTableResult")),
-                    ),
-                    **_iceberg_errors(401, 404, 406, 503),
-                    **errors(429),
-                },
+                ("Metadata cut to the grant, and how to read it.", "LoadTableResult"),
+                (401, 404, 406, 503),
                 [NAMESPACE, TABLE, parameter("snapshots", "query", STRING, "`all` or `refs`.")],
             ),
-            ("iceberg_s3_sign", "POST"): operation(
+            ("iceberg_s3_sign", "POST"): _operation(
                 "icebergSignS3Request",
                 "Sign one S3 read of a shared table's file (remote signing)",
-                TAG,
-                PROTOCOL_AUTH,
-                {
-                    "200": response(
-                        "Headers that authorize the request.", json_content(model("S3SignResult"))
-                    ),
-                    **_iceberg_errors(400, 403, 503),
-                    **errors(429),
-                },
+                ("Headers that authorize the request.", "S3SignResult"),
+                (400, 403, 503),
                 body=json_body(model("S3SignRequest")),
             ),
             **{
