@@ -64,7 +64,7 @@ def delta_readable(
     """A Delta table's files: all of the table and its generated metadata with history, else one version's."""
     if history_shared:
         return ReadableFiles([(reader.bucket, reader.path.rstrip("/") + "/"), generated.generated_prefix])
-    return ReadableFiles(exact=generated.files)
+    return ReadableFiles(generated.version_prefixes, exact=generated.files)
 
 
 class IcebergGrants:

@@ -4,10 +4,12 @@ Iceberg engines read a Delta share through the REST facade as an Iceberg v2
 table whose data files are the Delta table's own. Per Delta version this
 writes, under `<cache prefix>iceberg/<table id>/<schema fingerprint>/`:
 
-- `<version>/data.avro`: a manifest of every live data file (partition values,
-  row count, size), `<version>/deletes.avro` when files carry deletion vectors,
-  and `<version>/snap.avro`, the manifest list, written last (its presence
-  means the version is complete, so a crash leaves nothing half-read);
+- `<version>/data-<random>.avro`: a manifest of every live data file
+  (partition values, row count, size), `<version>/deletes-<random>.avro` when
+  files carry deletion vectors, and `<version>/snap.avro`, the manifest list,
+  written last: its presence means the version is complete, so a crash leaves
+  nothing half-read, and two writers racing (replicas) each write manifests of
+  their own, so whichever list lands names manifests that match it;
 - `deletes/<hash>.parquet`: a v2 position-delete file per deletion vector,
   named by the data file and vector, so versions that keep a vector share it.
   (v3 deletion vectors would point into the Delta files directly, but
@@ -62,8 +64,10 @@ POSITION_DELETE_SCHEMA = pa.schema(
 class GeneratedTable:
     metadata_location: str
     metadata: dict[str, Any]
-    #: (bucket, key) of every object the shown snapshots reach: data, deletes, manifests.
+    #: (bucket, key) of the data and delete files the shown snapshots reach, and the metadata file.
     files: frozenset[tuple[str, str]]
+    #: (bucket, key prefix) of each shown version's manifests and manifest list.
+    version_prefixes: tuple[tuple[str, str], ...]
     #: (bucket, key prefix) under which everything generated for this table lies.
     generated_prefix: tuple[str, str]
 
@@ -163,7 +167,11 @@ class DeltaAsIceberg:
             self.storage.write(self.cache_bucket, key, json.dumps(metadata).encode())
         files.add((self.cache_bucket, key))
         return GeneratedTable(
-            self._uri((self.cache_bucket, key)), metadata, frozenset(files), (self.cache_bucket, table_root)
+            self._uri((self.cache_bucket, key)),
+            metadata,
+            frozenset(files),
+            tuple((self.cache_bucket, f"{base}/{version}/") for version in wanted),
+            (self.cache_bucket, table_root),
         )
 
     def _metadata(
@@ -276,20 +284,17 @@ class DeltaAsIceberg:
                 )
                 deletes.spec_id = 0
                 delete_entries.append(deletes)
-        files.add((self.cache_bucket, list_key))
         if self.storage.stat(self.cache_bucket, list_key) is not None:
-            for name in ("data.avro", "deletes.avro"):
-                files.add((self.cache_bucket, f"{base}/{version}/{name}"))
             return self.cache_bucket, list_key
         manifests = []
+        writer_id = uuid.uuid4().hex[:12]
         for name, entries, writer_class in (
-            ("data.avro", data_entries, ManifestWriterV2),
-            ("deletes.avro", delete_entries, DeleteManifestWriter),
+            ("data", data_entries, ManifestWriterV2),
+            ("deletes", delete_entries, DeleteManifestWriter),
         ):
-            if not entries and name == "deletes.avro":
+            if not entries and name == "deletes":
                 continue
-            key = f"{base}/{version}/{name}"
-            files.add((self.cache_bucket, key))
+            key = f"{base}/{version}/{name}-{writer_id}.avro"
             output = _output_file(self.storage, self.cache_bucket, key)
             with writer_class(partitioning, iceberg, output, snapshot_id, "deflate") as writer:
                 for entry in entries:
