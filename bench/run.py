@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import cache
 
 from bench.hostile import bench_rate_limit_tricks, bench_writer_commits
+from bench.iceberg_rest import bench_iceberg_rest
 from bench.results import RESULTS, machine, write_results
 from bench.scenarios import (
     bench_concurrency,
@@ -53,6 +54,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "s3": lambda: bench_s3(rows(), sizes),
         "iceberg": lambda: bench_iceberg(rows(), iceberg_files),
         "iceberg-deletes": lambda: bench_iceberg_deletes(iceberg_files),
+        "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
         "writer": bench_writer_commits,

@@ -7,6 +7,7 @@
 {prefix}/oauth/token          OAuth2 client credentials → access tokens
 {prefix}/files/...            local storage's signed file URLs
 /admin/v1/...                 the admin API (admin token; off unless configured)
+/iceberg/v1/...               a read-only Iceberg REST catalog over the same shares (bearer tokens)
 /console/...                  the providers' web console (admin token; off unless configured)
 """
 
@@ -47,6 +48,8 @@ from sharing_server.console.web import Console
 from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
 from sharing_server.hint_filter import HintLimits
+from sharing_server.iceberg_catalog import iceberg_routes
+from sharing_server.iceberg_grants import IcebergGrants
 from sharing_server.metrics import Metrics, metrics_endpoint
 from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.oauth import token_endpoint
@@ -91,6 +94,7 @@ def app_routes(prefix: str) -> list[BaseRoute]:
         Route(paths.METRICS, metrics_endpoint, methods=["GET"]),
         Mount(prefix, routes=protocol_routes()),
         Mount(paths.ADMIN_PREFIX, routes=admin_routes()),
+        Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes()),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes()),
     ]
 
@@ -220,6 +224,7 @@ def create_app(
         snapshots=SnapshotCache(options.snapshot_cache_files),
         files_check_seconds=options.files_check_seconds,
     )
+    app.state.iceberg_grants = IcebergGrants(app.state.readers)
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     app.state.queries = TableQueries(app.state.readers, secret, hint_limits)
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)

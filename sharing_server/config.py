@@ -15,7 +15,9 @@
 [iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files
            go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize"),
            equality_delete_budget_seconds (how long resolving one snapshot's
-           equality deletes may take before it is refused; default 30)
+           equality deletes may take before it is refused; default 30),
+           delta_snapshots (a Delta table's newest versions shown as snapshots
+           to Iceberg REST clients; default 10)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
@@ -281,6 +283,7 @@ ICEBERG_KINDS: dict[str, type] = {
     "inline_dv_bytes": int,
     "deletes_in_parquet": str,
     "equality_delete_budget_seconds": float,
+    "delta_snapshots": int,
 }
 
 

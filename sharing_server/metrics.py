@@ -53,6 +53,12 @@ class Metrics:
             ["code"],
             registry=self.registry,
         )
+        self.iceberg_signatures = Counter(
+            "sharing_iceberg_signatures",
+            "Iceberg REST remote-signing requests, by outcome (signed, refused).",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.equality_resolution = Histogram(
             "sharing_iceberg_equality_delete_resolution_seconds",
             "Time spent resolving an Iceberg snapshot's equality deletes to row positions, by outcome "

@@ -43,6 +43,19 @@ ADMIN_TOKEN_ROTATE = ADMIN_TOKEN + "/rotate"
 ADMIN_OAUTH_CLIENTS = ADMIN_SHARE + "/oauth-clients"
 ADMIN_OAUTH_CLIENT = ADMIN_OAUTH_CLIENTS + "/{client_id}"
 
+# -- the Iceberg REST catalog over the same shares, under a fixed prefix of its own -----
+
+ICEBERG_PREFIX = "/iceberg"
+ICEBERG_CONFIG = "/v1/config"
+ICEBERG_OAUTH_TOKENS = "/v1/oauth/tokens"
+ICEBERG_NAMESPACES = "/v1/namespaces"
+ICEBERG_NAMESPACE = ICEBERG_NAMESPACES + "/{namespace}"
+ICEBERG_TABLES = ICEBERG_NAMESPACE + "/tables"
+ICEBERG_TABLE = ICEBERG_TABLES + "/{table}"
+ICEBERG_S3_SIGN = "/v1/aws/s3/sign"
+# Anything else under the prefix: every write endpoint of the spec lands here.
+ICEBERG_OTHER = "/{rest:path}"
+
 # -- the providers' web console (HTML pages, behind the admin token) --------------------
 
 CONSOLE_PREFIX = "/console"

@@ -128,3 +128,10 @@ def test_cache_settings_reach_the_options(tmp_path: Path) -> None:
         tmp_path, SHARING_CACHE_SNAPSHOT_FILES="20000", SHARING_CACHE_FILES_CHECK_SECONDS="0"
     )
     assert config.options.snapshot_cache_files == 20_000 and config.options.files_check_seconds == 0.0
+
+
+def test_delta_snapshots_for_iceberg_clients_come_from_the_iceberg_section(tmp_path: Path) -> None:
+    assert local_config(tmp_path).options.iceberg.delta_snapshots == 10
+    assert local_config(tmp_path, SHARING_ICEBERG_DELTA_SNAPSHOTS="3").options.iceberg.delta_snapshots == 3
+    with pytest.raises(ConfigError, match="delta_snapshots must be at least 1"):
+        assert local_config(tmp_path, SHARING_ICEBERG_DELTA_SNAPSHOTS="0").options

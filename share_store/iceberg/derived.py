@@ -55,12 +55,16 @@ class DeleteOptions:
     deletes_in_parquet: str = "refuse"
     #: How long resolving one snapshot's equality deletes may take before it is refused.
     equality_delete_budget_seconds: float = 30.0
+    #: A history-sharing Delta table's newest versions that Iceberg REST clients see as snapshots.
+    delta_snapshots: int = 10
 
     def __post_init__(self) -> None:
         if self.deletes_in_parquet not in PARQUET_MODES:
             raise ValueError(f"deletes_in_parquet must be one of {', '.join(PARQUET_MODES)}")
         if not 0 <= self.inline_dv_bytes <= MAX_INLINE_BYTES:
             raise ValueError(f"inline_dv_bytes must be between 0 and {MAX_INLINE_BYTES}")
+        if self.delta_snapshots < 1:
+            raise ValueError("delta_snapshots must be at least 1")
         if not self.equality_delete_budget_seconds > 0:
             raise ValueError("equality_delete_budget_seconds must be more than 0")
         prefix = self.cache_prefix.strip("/")

@@ -115,6 +115,10 @@ class IcebergTableReader:
                 f"Iceberg table {name} not found in warehouse '{self.warehouse}'"
             ) from error
 
+    def catalog_table(self) -> Any:
+        """The pyiceberg table as its catalog has it now (what the Iceberg REST facade hands out)."""
+        return self._load()
+
     def listing(self) -> IcebergListing:
         from pyiceberg.table.snapshots import ancestors_of
 

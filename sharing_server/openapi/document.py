@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from sharing_server import __version__, paths
-from sharing_server.openapi import admin, protocol, service
+from sharing_server.openapi import admin, iceberg, protocol, service
 from sharing_server.openapi.components import SECURITY_SCHEMES, error_responses, shared_schemas
 from sharing_server.openapi.shapes import Area, OperationKey, Schema
 
@@ -35,14 +35,15 @@ class SpecMismatch(LookupError):
 
 def openapi_document(prefix: str, routes: Sequence[BaseRoute]) -> dict[str, Any]:
     """The description of `routes`, an app serving the protocol under `prefix` (e.g. `/delta-sharing`)."""
-    areas = (protocol.area(), admin.area(), service.area())
+    areas = (protocol.area(), admin.area(), iceberg.area(), service.area())
     document = {
         "openapi": OPENAPI_VERSION,
         "info": {
             "title": "Delta Sharing server",
             "version": __version__,
             "description": "The Delta Sharing protocol under `" + prefix + "`, its OAuth token endpoint "
-            "and local file URLs, the admin API under `" + paths.ADMIN_PREFIX + "`, and the service probes.",
+            "and local file URLs, the admin API under `" + paths.ADMIN_PREFIX + "`, a read-only Iceberg REST "
+            "catalog under `" + paths.ICEBERG_PREFIX + "`, and the service probes.",
         },
         "tags": [
             {"name": name, "description": description}

@@ -84,7 +84,7 @@ def area() -> Area:
             ("table_changes", "GET"): _table_stream(
                 "getTableChanges", "Change data feed", _changes_parameters()
             ),
-            ("token_endpoint", "POST"): _token_operation(),
+            ("token_endpoint", "POST"): token_operation(),
             **_file_operations(),
         },
         schemas=_schemas(),
@@ -240,7 +240,7 @@ def _changes_parameters() -> list[Schema]:
     ]
 
 
-def _token_operation() -> Schema:
+def token_operation() -> Schema:
     oauth_error = json_content(model("OAuthError"))
     return operation(
         "issueAccessToken",

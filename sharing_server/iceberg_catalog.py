@@ -1,0 +1,326 @@
+"""A read-only Iceberg REST catalog over the same shares and tokens, under `/iceberg`.
+
+/iceberg/v1/config                                 catalog configuration
+/iceberg/v1/oauth/tokens                           OAuth client credentials → access tokens
+/iceberg/v1/namespaces[/{schema}]                  the token's share's schemas
+/iceberg/v1/namespaces/{schema}/tables[/{table}]   its Iceberg tables; load table
+/iceberg/v1/aws/s3/sign                            remote signing of the tables' file reads
+
+A share token is the catalog's bearer token and sees exactly its share, as on
+`/delta-sharing`. Loading a table returns its metadata cut to the grant (see
+`share_store/iceberg/catalog_view.py`) and a `config` that points the client's
+S3 reads at this server's signer, so recipients never hold storage keys.
+Every write endpoint answers 403 in the spec's error model, with no effect.
+Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from share_store.errors import NotFound, ShareStoreError, Unauthenticated
+from share_store.iceberg.catalog_view import shared_metadata
+from share_store.model import SharedTable, Token
+from share_store.persistence import ShareStore
+from share_store.storage.request_signing import SigningRefused
+from sharing_server import paths
+from sharing_server.audit import audit_fields
+from sharing_server.auth import bearer_secret, record_token
+from sharing_server.iceberg_grants import IcebergGrants
+from sharing_server.oauth import token_endpoint
+
+logger = logging.getLogger(__name__)
+
+#: The Iceberg REST error types by HTTP status.
+ERROR_TYPES = {
+    400: "BadRequestException",
+    401: "NotAuthorizedException",
+    403: "ForbiddenException",
+    404: "NoSuchTableException",
+    405: "MethodNotAllowedException",
+    406: "UnsupportedOperationException",
+    429: "TooManyRequestsException",
+    503: "ServiceUnavailableException",
+}
+READ_ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+]
+FSSPEC_IO = "pyiceberg.io.fsspec.FsspecFileIO"
+
+
+class IcebergError(Exception):
+    def __init__(self, status: int, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind or ERROR_TYPES.get(status, "RESTException")
+
+
+def error_response(status: int, message: str, kind: str | None = None) -> JSONResponse:
+    kind = kind or ERROR_TYPES.get(status, "RESTException")
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return JSONResponse(body, status_code=status)
+
+
+def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
+    status = error.status_code
+    if status == 404 or error.error_code == "RESOURCE_DOES_NOT_EXIST":
+        return IcebergError(404, error.message, missing)
+    if error.error_code == "UNSUPPORTED_OPERATION":
+        return IcebergError(406, error.message)
+    return IcebergError(status if status in ERROR_TYPES else 500, error.message, None)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler], Handler]:
+    """Answer the store's errors in the Iceberg REST error model, naming `missing` for a 404."""
+
+    def wrap(handler: Handler) -> Handler:
+        async def handle(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except IcebergError as error:
+                return error_response(error.status, error.message, error.kind)
+            except ShareStoreError as error:
+                mapped = _from_store_error(error, missing)
+                return error_response(mapped.status, mapped.message, mapped.kind)
+
+        return handle
+
+    return wrap
+
+
+# -- who is asking ------------------------------------------------------------------
+
+
+def _store(request: Request) -> ShareStore:
+    return request.app.state.store  # type: ignore[no-any-return]
+
+
+async def _token(request: Request) -> Token:
+    secret = bearer_secret(request)
+    token = await run_in_threadpool(_store(request).authenticate, secret)
+    record_token(request, token)
+    return token
+
+
+def _schema_name(request: Request) -> str:
+    # Multi-level namespaces arrive joined by 0x1F; a share's schemas have one level.
+    return str(request.path_params["namespace"])
+
+
+async def _schema(request: Request, token: Token) -> str:
+    name = _schema_name(request)
+    schemas = await run_in_threadpool(_store(request).list_schemas, token.share)
+    if name not in schemas:
+        raise IcebergError(404, f"Namespace does not exist: {name}", "NoSuchNamespaceException")
+    return name
+
+
+async def _table(request: Request) -> SharedTable:
+    """The Iceberg table the URL names, if the token's share holds it."""
+    secret = bearer_secret(request)
+    token = await run_in_threadpool(_store(request).authenticate, secret)
+    record_token(request, token)
+    schema, name = _schema_name(request), str(request.path_params["table"])
+    try:
+        _, table = await run_in_threadpool(
+            _store(request).authorized_table, secret, token.share, schema, name
+        )
+    except NotFound:
+        table = None
+    audit_fields(request).update(schema=schema, table=name)
+    if table is None:
+        raise IcebergError(404, f"Table does not exist: {schema}.{name}", "NoSuchTableException")
+    return table
+
+
+# -- catalog endpoints ----------------------------------------------------------------
+
+
+@iceberg_errors()
+async def get_config(request: Request) -> Response:
+    await _token(request)
+    return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": READ_ENDPOINTS})
+
+
+@iceberg_errors("NoSuchNamespaceException")
+async def list_namespaces(request: Request) -> Response:
+    token = await _token(request)
+    parent = request.query_params.get("parent")
+    schemas = await run_in_threadpool(_store(request).list_schemas, token.share)
+    if parent is not None:
+        if parent not in schemas:
+            raise IcebergError(404, f"Namespace does not exist: {parent}", "NoSuchNamespaceException")
+        return JSONResponse({"namespaces": []})  # a schema has no namespaces below it
+    return JSONResponse({"namespaces": [[schema] for schema in schemas]})
+
+
+@iceberg_errors("NoSuchNamespaceException")
+async def get_namespace(request: Request) -> Response:
+    token = await _token(request)
+    schema = await _schema(request, token)
+    if request.method == "HEAD":
+        return Response(status_code=204)
+    return JSONResponse({"namespace": [schema], "properties": {}})
+
+
+@iceberg_errors("NoSuchNamespaceException")
+async def list_tables(request: Request) -> Response:
+    token = await _token(request)
+    schema = await _schema(request, token)
+    tables = await run_in_threadpool(_store(request).list_tables, token.share, schema)
+    identifiers = [{"namespace": [schema], "name": t.name} for t in tables]
+    return JSONResponse({"identifiers": identifiers})
+
+
+def _client_config(request: Request, endpoint: str) -> dict[str, str]:
+    """How a client reads the table's files: through the store, signed by this server."""
+    catalog_uri = str(request.base_url).rstrip("/") + paths.ICEBERG_PREFIX
+    return {
+        "py-io-impl": FSSPEC_IO,  # pyiceberg's remote signing lives in its fsspec FileIO
+        "s3.signer": "S3V4RestSigner",
+        "s3.signer.uri": catalog_uri,
+        "s3.signer.endpoint": paths.ICEBERG_S3_SIGN.lstrip("/"),
+        "s3.remote-signing-enabled": "true",  # the Java client's switch
+        "s3.endpoint": endpoint,
+        "s3.path-style-access": "true",
+    }
+
+
+@iceberg_errors()
+async def load_table(request: Request) -> Response:
+    table = await _table(request)
+    if request.method == "HEAD":
+        return Response(status_code=204)
+    grants: IcebergGrants = request.app.state.iceberg_grants
+    grant = await run_in_threadpool(grants.load, table)
+    body = {
+        "metadata-location": grant.metadata_location,
+        "metadata": shared_metadata(grant.metadata, table.history_shared),
+        "config": _client_config(request, grant.endpoint),
+    }
+    return JSONResponse(body)
+
+
+# -- remote signing -------------------------------------------------------------------
+
+
+def _sign_body(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise IcebergError(400, "the signing request must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise IcebergError(400, "the signing request must be a JSON object")
+    method, uri, headers = body.get("method"), body.get("uri"), body.get("headers", {})
+    valid_headers = isinstance(headers, dict) and all(
+        isinstance(name, str) and isinstance(values, list) and all(isinstance(v, str) for v in values)
+        for name, values in headers.items()
+    )
+    if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
+        raise IcebergError(400, "the signing request needs 'method', 'uri' and 'headers' (name → [values])")
+    return method, uri, headers
+
+
+@iceberg_errors()
+async def sign_request(request: Request) -> Response:
+    """Signs a read of one object of a table the token's share holds; refuses anything else with 403."""
+    metrics = request.app.state.metrics
+    method, uri, headers = _sign_body(await request.body())
+    fields = audit_fields(request)
+    try:
+        secret = bearer_secret(request)
+        token = await run_in_threadpool(_store(request).authenticate, secret)
+    except Unauthenticated as error:
+        metrics.iceberg_signatures.labels("refused").inc()
+        raise IcebergError(403, error.message) from None
+    record_token(request, token)
+    grants: IcebergGrants = request.app.state.iceberg_grants
+    try:
+        signed = await run_in_threadpool(
+            _sign_for_share, grants, _store(request), token, method, uri, headers, fields
+        )
+    except IcebergError:
+        metrics.iceberg_signatures.labels("refused").inc()
+        raise
+    metrics.iceberg_signatures.labels("signed").inc()
+    return JSONResponse({"uri": uri, "headers": signed}, headers={"Cache-Control": "no-store"})
+
+
+def _sign_for_share(
+    grants: IcebergGrants,
+    store: ShareStore,
+    token: Token,
+    method: str,
+    uri: str,
+    headers: dict[str, list[str]],
+    fields: dict[str, Any],
+) -> dict[str, list[str]]:
+    """The signed headers, if an Iceberg table of the token's share may be read at `uri`."""
+    refusal = "not a file of the share's tables"
+    tables = store.list_tables(token.share)
+    # What each table's kept grant allows first; a fresh look only when none does.
+    for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:
+        try:
+            signed = grants.signature(table, method, uri, headers, recheck)
+        except SigningRefused as error:  # not a read at this table's store; maybe another's
+            refusal = str(error)
+            continue
+        if signed is not None:
+            request, signature = signed
+            fields.update(
+                schema=table.schema,
+                table=table.name,
+                signing={"method": request.method, "object": f"{request.bucket}/{request.key}"},
+            )
+            return signature
+    fields["signing"] = {"method": method, "refused": refusal}
+    raise IcebergError(403, f"this token may not have that request signed: {refusal}")
+
+
+# -- everything else: the spec's write endpoints and views -----------------------------
+
+
+async def read_only(request: Request) -> Response:
+    await _token_or_refuse(request)
+    if request.method in ("GET", "HEAD"):
+        return error_response(404, f"No such endpoint: {request.url.path}", "NoSuchEndpointException")
+    return error_response(403, "This catalog is read-only: shares are changed by their provider")
+
+
+async def _token_or_refuse(request: Request) -> None:
+    try:
+        await _token(request)
+    except ShareStoreError as error:
+        raise IcebergError(401, error.message) from None
+
+
+def iceberg_routes() -> list[Route]:
+    """The catalog's routes, named `iceberg_*` (the OpenAPI document finds their specs by name)."""
+    everything = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    return [
+        Route(paths.ICEBERG_CONFIG, get_config, methods=["GET"], name="iceberg_config"),
+        Route(paths.ICEBERG_OAUTH_TOKENS, token_endpoint, methods=["POST"], name="iceberg_oauth_tokens"),
+        Route(paths.ICEBERG_NAMESPACES, list_namespaces, methods=["GET"], name="iceberg_namespaces"),
+        Route(paths.ICEBERG_NAMESPACE, get_namespace, methods=["GET", "HEAD"], name="iceberg_namespace"),
+        Route(paths.ICEBERG_TABLES, list_tables, methods=["GET"], name="iceberg_tables"),
+        Route(paths.ICEBERG_TABLE, load_table, methods=["GET", "HEAD"], name="iceberg_table"),
+        Route(paths.ICEBERG_S3_SIGN, sign_request, methods=["POST"], name="iceberg_s3_sign"),
+        Route(paths.ICEBERG_OTHER, iceberg_errors()(read_only), methods=everything, name="iceberg_read_only"),
+    ]
