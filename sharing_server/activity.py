@@ -1,7 +1,8 @@
 """Recipients' requests copied from the audit record into the store, for the console's Activity page.
 
 `Observe` hands each finished request's audit record to `ActivityRecorder.offer`,
-which keeps only recipients' requests under the protocol prefix and queues them; a
+which keeps only recipients' requests (under the protocol prefix and the
+Iceberg REST catalog's) and queues them; a
 background thread writes the queue in batches (one transaction a second at
 most, never on the request's path) and prunes the table now and then, so it
 stays within `[console] activity_retention_hours` and `activity_max_events`.
@@ -55,9 +56,11 @@ def event_of(record: dict[str, Any]) -> ActivityEvent:
 class ActivityRecorder:
     """Queues recipients' requests and writes them to the store from a thread of its own."""
 
-    def __init__(self, store: ShareStore, prefix: str, retention: timedelta, max_events: int) -> None:
+    def __init__(
+        self, store: ShareStore, prefixes: tuple[str, ...], retention: timedelta, max_events: int
+    ) -> None:
         self.store = store
-        self.prefix = prefix.rstrip("/") + "/"
+        self.prefixes = tuple(prefix.rstrip("/") + "/" for prefix in prefixes)
         self.retention = retention
         self.max_events = max_events
         self.enabled = retention > timedelta(0) and max_events > 0
@@ -68,12 +71,12 @@ class ActivityRecorder:
         self._pruned = 0.0
 
     def offer(self, path: str, record: dict[str, Any]) -> None:
-        """Queue `record` if it is a recipient's request under the protocol prefix.
+        """Queue `record` if it is a recipient's request under one of the recipients' prefixes.
 
         Local storage's file downloads are left out: they carry no token (a
         signed URL is enough), and the query that handed them out counted them.
         """
-        if not self.enabled or not path.startswith(self.prefix) or record.get("route") in SKIPPED_ROUTES:
+        if not self.enabled or not path.startswith(self.prefixes) or record.get("route") in SKIPPED_ROUTES:
             return
         try:
             self._queue.put_nowait(event_of(record))

@@ -186,7 +186,10 @@ def create_app(
     metrics = Metrics()
     audit = AuditLog(options.audit_log)
     activity = ActivityRecorder(
-        store, prefix, timedelta(hours=options.activity_retention_hours), options.activity_max_events
+        store,
+        (prefix, paths.ICEBERG_PREFIX),
+        timedelta(hours=options.activity_retention_hours),
+        options.activity_max_events,
     )
     app = SharingApp(
         routes=app_routes(prefix),

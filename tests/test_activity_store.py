@@ -69,7 +69,7 @@ def test_the_recorder_keeps_recipients_requests_only(tmp_path: Path) -> None:
     from sharing_server.activity import ActivityRecorder
 
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
-    recorder = ActivityRecorder(store, "/delta-sharing", timedelta(hours=1), 100)
+    recorder = ActivityRecorder(store, ("/delta-sharing", "/iceberg"), timedelta(hours=1), 100)
     now = datetime.now(UTC)
     base = {"time": now.isoformat(), "status": 200, "bytes": 900}
     query = {
@@ -87,8 +87,14 @@ def test_the_recorder_keeps_recipients_requests_only(tmp_path: Path) -> None:
     recorder.offer("/delta-sharing/files/b/k", {**base, "route": "serve_file"})  # a signed URL: no token
     recorder.offer("/admin/v1/shares", {**base, "route": "admin_list_shares"})
     recorder.offer("/console/shares", {**base, "route": "console_list_shares"})
+    signing = {**base, "route": "iceberg_s3_sign", "token_id": "t1", "share": "s", "table": "x"}
+    recorder.offer("/iceberg/v1/aws/s3/sign", signing)  # an Iceberg client reading the same share
     recorder.flush()
-    [event] = store.recent_activity(now - timedelta(minutes=1), now + timedelta(minutes=1))
+    event, signed = sorted(
+        store.recent_activity(now - timedelta(minutes=1), now + timedelta(minutes=1)),
+        key=lambda e: e["route"],
+    )[::-1]
+    assert (signed["route"], signed["token_id"], signed["share_name"]) == ("iceberg_s3_sign", "t1", "s")
     assert (event["route"], event["token_id"], event["version"], event["files"]) == (
         "table_query",
         "t1",
