@@ -6,6 +6,7 @@ table (its snapshot, or its change feed).
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from pathlib import Path
 from typing import Any
@@ -109,10 +110,15 @@ def test_max_files_per_trigger_splits_batches_of_a_running_stream(spark, table) 
     assert sorted_ids(got) == sorted(delta_sharing.load_as_pandas(url)["id"]) == list(range(23))
 
 
-def test_starting_version_reads_commits_from_there(spark, table, tmp_path: Path) -> None:
-    _, url = table
+def test_starting_version_or_timestamp_reads_commits_from_there(spark, table, tmp_path: Path) -> None:
+    root, url = table
     got = run_available_now(spark, url, tmp_path / "c", tmp_path / "o", startingVersion="1")
     assert sorted_ids(got) == list(range(10, 20))
+    # The server dates a commit by its log file.
+    committed = (root / "_delta_log" / f"{1:020}.json").stat().st_mtime
+    stamp = dt.datetime.fromtimestamp(committed, dt.UTC).isoformat(timespec="milliseconds")
+    by_time = run_available_now(spark, url, tmp_path / "c2", tmp_path / "o2", startingTimestamp=stamp)
+    assert sorted_ids(by_time) == list(range(10, 20))
 
 
 def test_a_commit_that_removes_files_fails_the_stream_unless_an_option_says_otherwise(
