@@ -59,6 +59,9 @@ class StreamOptions:
     ignore_deletes: bool = False
     ignore_changes: bool = False
     skip_change_commits: bool = False
+    #: Seconds between two asks for the table's latest version (the JVM connector waits 10 too):
+    #: Spark asks for the latest offset every few milliseconds while a stream is idle.
+    version_interval: float = 10.0
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> StreamOptions:
@@ -84,6 +87,7 @@ class StreamOptions:
             ignore_deletes=_flag(lowered, "ignoreDeletes"),
             ignore_changes=_flag(lowered, "ignoreChanges"),
             skip_change_commits=_flag(lowered, "skipChangeCommits"),
+            version_interval=float(lowered.get("querytableversionintervalseconds", "10")),
         )
 
 
@@ -115,6 +119,8 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
         #: The last listing: (first offset, newest version listed) → its entries and layout.
         self._cache: tuple[Offset, int, list[Entry], TableLayout] | None = None
         self._fresh: dict[str, dict[str, Any]] | None = None
+        #: When the latest version was last asked for, and the answer.
+        self._latest: tuple[float, int] | None = None
 
     # -- driver -------------------------------------------------------------------------------
 
@@ -139,15 +145,26 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
         return self._initial
 
     def latestOffset(self) -> dict[str, Any]:
-        from pyspark_delta_sharing.listing import latest_version
         from pyspark_delta_sharing.offsets import end_offset
 
         start = self._position or self._initial_offset()
-        latest = latest_version(self.read_options.profile, self.read_options.table)
+        latest = self._latest_version()
         if not start.snapshot and start.index < 0 and start.version > latest:
             return start.to_json()  # nothing new: no listing
         entries, _ = self._entries(start, latest)
         return end_offset(start, entries, latest, self.stream.limits).to_json()
+
+    def _latest_version(self) -> int:
+        """The table's latest version, asked of the server at most once per `version_interval`."""
+        now = time.monotonic()
+        if self._latest is None or now - self._latest[0] >= self.stream.version_interval:
+            self._latest = (now, self._query_latest())
+        return self._latest[1]
+
+    def _query_latest(self) -> int:
+        from pyspark_delta_sharing.listing import latest_version
+
+        return latest_version(self.read_options.profile, self.read_options.table)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[StreamPartition]:
         from pyspark_delta_sharing.offsets import between

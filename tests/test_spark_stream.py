@@ -92,6 +92,7 @@ def test_max_files_per_trigger_splits_batches_of_a_running_stream(spark, table) 
     query = (
         spark.readStream.format("deltaSharing")
         .option("maxFilesPerTrigger", "1")
+        .option("queryTableVersionIntervalSeconds", "0")  # see the provider's commit at once
         .load(url)
         .writeStream.format("memory")
         .queryName("split_batches")

@@ -17,7 +17,8 @@ from pyspark_delta_sharing.offsets import (
     indexed,
     parse_bytes,
 )
-from pyspark_delta_sharing.streaming import StreamOptions
+from pyspark_delta_sharing.source import ReadOptions
+from pyspark_delta_sharing.streaming import DeltaSharingStreamReader, StreamOptions
 
 
 def file(
@@ -131,3 +132,21 @@ def test_stream_options() -> None:
     ]
     with pytest.raises(ValueError, match="byte count"):
         parse_bytes("lots")
+
+
+class CountingReader(DeltaSharingStreamReader):
+    """A stream reader whose server is a counter: how often it would ask for the latest version."""
+
+    asked = 0
+
+    def _query_latest(self) -> int:
+        self.asked += 1
+        return 3
+
+
+def test_an_idle_stream_asks_for_the_latest_version_once_per_interval() -> None:
+    read = ReadOptions(profile=None, table=None)  # type: ignore[arg-type]  # never used: no server
+    patient = CountingReader(read, StreamOptions(), None)  # type: ignore[arg-type]
+    assert [patient._latest_version() for _ in range(5)] == [3] * 5 and patient.asked == 1
+    eager = CountingReader(read, StreamOptions.parse({"queryTableVersionIntervalSeconds": "0"}), None)  # type: ignore[arg-type]
+    assert [eager._latest_version() for _ in range(5)] == [3] * 5 and eager.asked == 5
