@@ -63,6 +63,8 @@ class Listing:
     partition_columns: list[str]
     configuration: dict[str, str]
     files: list[dict[str, Any]] = field(default_factory=list)
+    #: The schemas of later `metaData` lines (commits that changed the table's metadata).
+    later_schemas: list[str] = field(default_factory=list)
 
 
 def url_expiration_ms(url: str, listed_ms: float) -> float:
@@ -313,6 +315,9 @@ def list_commits(
         client.close()
     if "responseformat=delta" in headers.get(CAPABILITIES_HEADER, "").lower():
         metadata, file_lines = parse_delta_lines(lines)
+        later = [
+            json.loads(line)["metaData"]["deltaMetadata"] for line in lines if line.startswith('{"metaData"')
+        ]
         return Listing(
             "delta",
             None,
@@ -320,11 +325,13 @@ def list_commits(
             list(metadata.get("partitionColumns") or []),
             dict(metadata.get("configuration") or {}),
             [delta_file(line, change=True) for line in file_lines],
+            [m["schemaString"] for m in later[1:]],
         )
     from delta_sharing.protocol import FileAction, Metadata
 
     parsed = [json.loads(line) for line in lines if line]
-    meta = Metadata.from_json(next(line["metaData"] for line in parsed if "metaData" in line))
+    metadatas = [line["metaData"] for line in parsed if "metaData" in line]
+    meta = Metadata.from_json(metadatas[0])
     files = []
     for line in parsed:
         if "add" in line or "remove" in line:
@@ -334,7 +341,13 @@ def list_commits(
             message = line["endStreamAction"]["errorMessage"]
             raise RuntimeError(f"the sharing server failed mid-answer: {message}")
     return Listing(
-        "parquet", None, meta.schema_string, list(meta.partition_columns), dict(meta.configuration), files
+        "parquet",
+        None,
+        meta.schema_string,
+        list(meta.partition_columns),
+        dict(meta.configuration),
+        files,
+        [m["schemaString"] for m in metadatas[1:]],
     )
 
 

@@ -16,6 +16,7 @@ included, takes all that is there.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -190,7 +191,7 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
         if cached and cached[0].position <= start.position and cached[0].snapshot == start.snapshot:
             if cached[1] >= newest:
                 return cached[2], cached[3]
-        entries, layout = list_entries(self.read_options, self.stream, start, newest)
+        entries, layout = list_entries(self.read_options, self.stream, start, newest, self.schema.jsonValue())
         self._cache = (start, newest, entries, layout)
         return entries, layout
 
@@ -218,14 +219,61 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
         fresh = (self._fresh or {}).get(file["key"])
         if fresh is None or fresh["expiration"] - REFRESH_MARGIN_MS < time.time() * 1000:
             first, last = Offset.from_json(partition.start), Offset.from_json(partition.end)
-            entries, _ = list_entries(self.read_options, self.stream, first, last.last_version)
+            entries, _ = list_entries(
+                self.read_options, self.stream, first, last.last_version, self.schema.jsonValue()
+            )
             self._fresh = {entry.file["key"]: entry.file for entry in entries}
             fresh = self._fresh.get(file["key"])
         return fresh or file
 
 
+class SchemaChanged(RuntimeError):
+    """The table's schema no longer has the stream's columns with their types."""
+
+
+def _bare(data_type: Any) -> Any:
+    """A type's JSON without nullability and metadata: what reading a column by it depends on."""
+    if not isinstance(data_type, dict):
+        return data_type
+    kind = data_type.get("type")
+    if kind == "struct":
+        return {"type": "struct", "fields": [(f["name"], _bare(f["type"])) for f in data_type["fields"]]}
+    if kind == "array":
+        return {"type": "array", "elementType": _bare(data_type["elementType"])}
+    if kind == "map":
+        return {
+            "type": "map",
+            "keyType": _bare(data_type["keyType"]),
+            "valueType": _bare(data_type["valueType"]),
+        }
+    return data_type
+
+
+def schema_change(stream_schema: dict[str, Any], schema_string: str) -> str | None:
+    """What makes the table's schema `schema_string` unreadable as `stream_schema` (None: nothing).
+
+    Columns added are fine (the stream does not read them); a column dropped,
+    renamed or of another type is not.
+    """
+    from pyspark_delta_sharing.column_mapping import logical_schema
+
+    table = {f["name"]: f["type"] for f in logical_schema(schema_string)["fields"]}
+    for column in stream_schema["fields"]:
+        name = column["name"]
+        if name in CHANGE_COLUMNS:
+            continue
+        if name not in table:
+            return f"column {name!r} is gone"
+        if _bare(table[name]) != _bare(column["type"]):
+            return f"column {name!r} is now {json.dumps(table[name])}, not {json.dumps(column['type'])}"
+    return None
+
+
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
 def list_entries(
-    read: ReadOptions, stream: StreamOptions, start: Offset, newest: int
+    read: ReadOptions, stream: StreamOptions, start: Offset, newest: int, stream_schema: dict[str, Any]
 ) -> tuple[list[Entry], TableLayout]:
     """The files a stream standing at `start` reads up to version `newest`, and how to read them.
 
@@ -253,11 +301,20 @@ def list_entries(
         if read.change_feed:
             range_ = {"starting_version": first_commit, "ending_version": newest}
             commits = list_changes(read.profile, read.table, read.response_format, range_)
-            files = commits.files
         else:
             commits = list_commits(read.profile, read.table, read.response_format, first_commit, newest)
+        for schema_string in [commits.schema_string, *commits.later_schemas]:
+            problem = schema_change(stream_schema, schema_string)
+            if problem:
+                raise SchemaChanged(
+                    f"deltaSharing stream: the table's schema changed between versions {first_commit} "
+                    f"and {newest}: {problem}. A stream keeps the schema it started with; start it "
+                    "again with a new checkpoint to read the table as it is now."
+                )
+        files = commits.files
+        if not read.change_feed:
             files = appended_files(
-                commits.files, stream.ignore_deletes, stream.ignore_changes, stream.skip_change_commits
+                files, stream.ignore_deletes, stream.ignore_changes, stream.skip_change_commits
             )
         entries += by_version(files)
         layout = TableLayout.of(commits)

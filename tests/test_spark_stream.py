@@ -181,3 +181,20 @@ def test_a_deletion_vector_table_streams_its_snapshot(spark, local: Deployment, 
     got = run_available_now(spark, url, tmp_path / "c", tmp_path / "o")
     expected = spark.read.format("deltaSharing").load(url).collect()
     assert sorted(map(str, got)) == sorted(str(row.asDict()) for row in expected) and got
+
+
+def test_an_added_column_streams_on_and_a_retyped_one_stops_a_stream_of_older_commits(
+    spark, table, tmp_path: Path
+) -> None:
+    root, url = table
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    run_available_now(spark, url, checkpoint, out)
+    wider = batch(range(20, 22)).append_column("extra", pa.array(["a", "b"]))
+    write_deltalake(str(root), wider, mode="append", schema_mode="merge")
+    got = run_available_now(spark, url, checkpoint, out)
+    assert sorted_ids(got) == list(range(22)) and set(got[0]) == {"id", "v"}
+    retyped = pa.table({"id": pa.array(["x"]), "v": pa.array(["y"])})
+    write_deltalake(str(root), retyped, mode="overwrite", schema_mode="overwrite")
+    # A stream takes the table's schema when it starts: older commits must still read by it.
+    with pytest.raises(Exception, match="schema changed between versions 0 and 3: column 'id' is now"):
+        run_available_now(spark, url, tmp_path / "c2", tmp_path / "o2", startingVersion="0")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from pyspark_delta_sharing.offsets import (
     parse_bytes,
 )
 from pyspark_delta_sharing.source import ReadOptions
-from pyspark_delta_sharing.streaming import DeltaSharingStreamReader, StreamOptions
+from pyspark_delta_sharing.streaming import DeltaSharingStreamReader, StreamOptions, schema_change
 
 
 def file(
@@ -150,3 +151,21 @@ def test_an_idle_stream_asks_for_the_latest_version_once_per_interval() -> None:
     assert [patient._latest_version() for _ in range(5)] == [3] * 5 and patient.asked == 1
     eager = CountingReader(read, StreamOptions.parse({"queryTableVersionIntervalSeconds": "0"}), None)  # type: ignore[arg-type]
     assert [eager._latest_version() for _ in range(5)] == [3] * 5 and eager.asked == 5
+
+
+def test_a_schema_change_that_drops_or_retypes_a_streamed_column_is_named() -> None:
+    stream = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "_commit_version", "type": "long", "nullable": True, "metadata": {}},
+        ],
+    }
+
+    def table(*fields: tuple[str, str]) -> str:
+        columns = [{"name": n, "type": t, "nullable": False, "metadata": {"delta.x": 1}} for n, t in fields]
+        return json.dumps({"type": "struct", "fields": columns})
+
+    assert schema_change(stream, table(("id", "long"), ("added", "string"))) is None
+    assert schema_change(stream, table(("other", "long"))) == "column 'id' is gone"
+    assert schema_change(stream, table(("id", "string"))) == 'column \'id\' is now "string", not "long"'
