@@ -111,6 +111,21 @@ def test_max_files_per_trigger_splits_batches_of_a_running_stream(spark, table) 
     assert sorted_ids(got) == sorted(delta_sharing.load_as_pandas(url)["id"]) == list(range(23))
 
 
+def test_available_now_with_a_limit_reads_one_batch_a_run_and_the_next_run_goes_on(
+    spark, table, tmp_path: Path
+) -> None:
+    root, url = table
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    # PySpark 4.1 runs a Python source's AvailableNow query as one batch: one file a run here.
+    first = run_available_now(spark, url, checkpoint, out, maxFilesPerTrigger="1")
+    assert len(first) == 10  # half the snapshot: the checkpoint stands inside it
+    write_deltalake(str(root), batch(range(20, 25)), mode="append")
+    second = run_available_now(spark, url, checkpoint, out, maxFilesPerTrigger="1")
+    assert sorted_ids(second) == list(range(20))  # the snapshot's other file, not the new commit yet
+    third = run_available_now(spark, url, checkpoint, out, maxFilesPerTrigger="1")
+    assert sorted_ids(third) == list(range(25))
+
+
 def test_starting_version_or_timestamp_reads_commits_from_there(spark, table, tmp_path: Path) -> None:
     root, url = table
     got = run_available_now(spark, url, tmp_path / "c", tmp_path / "o", startingVersion="1")
