@@ -70,10 +70,12 @@ format: install
 test: install lint postgres chromium spark-iceberg
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas.
+## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas,
+## then the recipient's incremental job streaming the shared orders into its own Delta table.
 SCALE ?= 0.01
 pipeline: install
 	$(PY) examples/tpch_pipeline.py --scale $(SCALE) --workdir .pipeline
+	$(PY) examples/incremental_orders.py --workdir .pipeline
 
 ## Benchmarks: prints a table and writes bench/RESULTS.md (a few minutes).
 bench: install

@@ -46,7 +46,12 @@ def generate(spark, scale: float):  # noqa: ANN001, ANN201 - Spark objects
         "round(-999.99 + pmod(hash(id, 5), 1099999) / 100.0, 2) AS c_acctbal",
         f"element_at({SEGMENTS}, cast(pmod(hash(id, 6), 5) + 1 AS int)) AS c_mktsegment",
     )
-    order = spark.range(1, orders + 1).selectExpr(
+    return customer, orders_between(spark, 1, orders, customers)
+
+
+def orders_between(spark, first: int, last: int, customers: int):  # noqa: ANN001, ANN201 - Spark objects
+    """orders `first`..`last` (keys), each of one of `customers`, deterministic per key."""
+    return spark.range(first, last + 1).selectExpr(
         "id AS o_orderkey",
         f"cast(pmod(hash(id, 7), {customers}) + 1 AS bigint) AS o_custkey",
         "element_at(array('O','F','P'), cast(pmod(hash(id, 8), 3) + 1 AS int)) AS o_orderstatus",
@@ -57,7 +62,6 @@ def generate(spark, scale: float):  # noqa: ANN001, ANN201 - Spark objects
         "0 AS o_shippriority",
         "substr(sha2(cast(id AS string), 224), 1, 30) AS o_comment",
     )
-    return customer, order
 
 
 def write_delta(spark_frame, location: Path) -> None:  # noqa: ANN001

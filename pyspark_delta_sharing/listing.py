@@ -63,6 +63,8 @@ class Listing:
     partition_columns: list[str]
     configuration: dict[str, str]
     files: list[dict[str, Any]] = field(default_factory=list)
+    #: The schemas of later `metaData` lines (commits that changed the table's metadata).
+    later_schemas: list[str] = field(default_factory=list)
 
 
 def url_expiration_ms(url: str, listed_ms: float) -> float:
@@ -295,3 +297,79 @@ def _rewritten(add: dict[str, Any], old_vector: dict[str, Any] | None) -> list[d
         }
         out.append(file)
     return out
+
+
+def list_commits(
+    profile: DeltaSharingProfile, table: Table, response_format: str, starting: int, ending: int
+) -> Listing:
+    """The data files commits `starting`..`ending` added and removed (`/query` with `startingVersion`).
+
+    What a stream of appends reads, as the JVM connector asks for it: every
+    file carries its commit in `change` (`insert` for an add, `delete` for a
+    remove). The layout is the table's as of `starting`.
+    """
+    client = open_client(profile, response_format)
+    try:
+        headers, lines = _query_commits(client, table, {"startingVersion": starting, "endingVersion": ending})
+    finally:
+        client.close()
+    if "responseformat=delta" in headers.get(CAPABILITIES_HEADER, "").lower():
+        metadata, file_lines = parse_delta_lines(lines)
+        later = [
+            json.loads(line)["metaData"]["deltaMetadata"] for line in lines if line.startswith('{"metaData"')
+        ]
+        return Listing(
+            "delta",
+            None,
+            metadata["schemaString"],
+            list(metadata.get("partitionColumns") or []),
+            dict(metadata.get("configuration") or {}),
+            [delta_file(line, change=True) for line in file_lines],
+            [m["schemaString"] for m in later[1:]],
+        )
+    from delta_sharing.protocol import FileAction, Metadata
+
+    parsed = [json.loads(line) for line in lines if line]
+    metadatas = [line["metaData"] for line in parsed if "metaData" in line]
+    meta = Metadata.from_json(metadatas[0])
+    files = []
+    for line in parsed:
+        if "add" in line or "remove" in line:
+            action = FileAction.from_json(line)
+            files.append(parquet_file(action, "add" if "add" in line else "remove"))
+        elif "endStreamAction" in line and line["endStreamAction"].get("errorMessage"):
+            message = line["endStreamAction"]["errorMessage"]
+            raise RuntimeError(f"the sharing server failed mid-answer: {message}")
+    return Listing(
+        "parquet",
+        None,
+        meta.schema_string,
+        list(meta.partition_columns),
+        dict(meta.configuration),
+        files,
+        [m["schemaString"] for m in metadatas[1:]],
+    )
+
+
+def _query_commits(
+    client: DataSharingRestClient, table: Table, body: dict[str, Any]
+) -> tuple[dict[str, str], list[str]]:
+    """POST `/query` with `body`, with the connector's retries: the response headers and lines."""
+    from delta_sharing.rest_client import retry_with_exponential_backoff
+
+    @retry_with_exponential_backoff
+    def post(self: DataSharingRestClient) -> tuple[dict[str, str], list[str]]:
+        target = f"/shares/{table.share}/schemas/{table.schema}/tables/{table.name}/query"
+        with self._post_internal(target, data=body, return_headers=True) as (headers, lines):
+            return {k.lower(): v for k, v in headers.items()}, list(lines)
+
+    return post(client)
+
+
+def latest_version(profile: DeltaSharingProfile, table: Table, starting_timestamp: str | None = None) -> int:
+    """The table's latest version, or the first at or after `starting_timestamp`."""
+    client = open_client(profile, "parquet")
+    try:
+        return int(client.query_table_version(table, starting_timestamp).delta_table_version)
+    finally:
+        client.close()

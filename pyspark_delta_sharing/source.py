@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from pyspark_delta_sharing import environment
@@ -111,7 +111,7 @@ CHANGE_FIELDS = [
 
 
 class DeltaSharingDataSource(DataSource):
-    """`spark.read.format("deltaSharing").load("<profile>#<share>.<schema>.<table>")`."""
+    """`spark.read.format("deltaSharing").load("<profile>#<share>.<schema>.<table>")`, and `readStream`."""
 
     @classmethod
     def name(cls) -> str:
@@ -139,6 +139,13 @@ class DeltaSharingDataSource(DataSource):
         if options.push_filters and pushdown_allowed(sys._getframe(1)):
             return FilteringReader(options, schema)
         return DeltaSharingReader(options, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        environment.check()
+        from pyspark_delta_sharing.streaming import DeltaSharingStreamReader, StreamOptions
+
+        options = dict(self.options)
+        return DeltaSharingStreamReader(ReadOptions.parse(options), StreamOptions.parse(options), schema)
 
 
 _pushdown_warned = False
