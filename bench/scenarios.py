@@ -34,6 +34,8 @@ from bench.harness import (
     best_of,
     close_all,
     connections_held,
+    limit_producer,
+    limit_rows,
     query_rows,
     read_ratio,
     running_seaweed,
@@ -67,6 +69,8 @@ from tests.seaweed import upload_tree
 
 # Where the Delta tables are generated: bucket `bench` of the local storage.
 BUCKET = DATA / "buckets" / "bench"
+QUERY = "/shares/bench/schemas/default/tables"
+FIRST_COMMIT = f"{0:020d}.json"
 
 
 def bench_presign() -> None:
@@ -117,6 +121,9 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> None:
         for files in sizes:
             query_rows(client, f"{files:>7,} files", f"t{files // 1000}k", files, targets=files == 100_000)
         query_rows(client, f"{largest:>7,} files, checkpointed", checkpointed, largest)
+        largest_name = f"t{largest // 1000}k"
+        with limit_producer(BUCKET / largest_name / "_delta_log" / FIRST_COMMIT, "local") as limit:
+            limit_rows(f"/query {largest:>7,} files", client, f"{QUERY}/{largest_name}/query", limit)
         record("server peak RSS after all /query runs", f"{server.peak_rss_mb():.0f} MB")
         url = f"{profile}#bench.default.readable"
         read_ratio(
@@ -313,7 +320,11 @@ def bench_s3(rows_table: pa.Table, sizes: list[int]) -> None:
         server = Server("run-s3", seaweed.storage_config(path_style="true"))
         profile, token = server.share({name: f"delta:bench:{name}", "readable": "delta:bench:readable"})
         with server:
-            query_rows(server.client(token), f"{largest:>7,} files on S3", name, largest)
+            client = server.client(token)
+            query_rows(client, f"{largest:>7,} files on S3", name, largest)
+            commit = BUCKET / name / "_delta_log" / FIRST_COMMIT
+            with limit_producer(commit, "s3", seaweed.endpoint) as limit:
+                limit_rows(f"/query {largest:>7,} files on S3", client, f"{QUERY}/{name}/query", limit)
             options = deltalake_options(storage)
             url = f"{profile}#bench.default.readable"
             read_ratio(

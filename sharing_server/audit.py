@@ -40,11 +40,16 @@ def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
     return connection.scope.setdefault("state", {}).setdefault("audit", {})
 
 
-def counting_files(lines: Iterable[dict[str, Any]], fields: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Pass protocol lines through, counting the file actions among them as they stream."""
+def counting_files(
+    lines: Iterable[dict[str, Any] | bytes], fields: dict[str, Any]
+) -> Iterator[dict[str, Any] | bytes]:
+    """Pass protocol lines through, counting the file actions among them as they stream.
+
+    Lines already encoded (bytes) are file lines: only those are pre-encoded.
+    """
     fields["files"] = 0
     for line in lines:
-        if next(iter(line)) in FILE_ACTIONS:
+        if isinstance(line, bytes) or next(iter(line)) in FILE_ACTIONS:
             fields["files"] += 1
         yield line
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -246,9 +246,8 @@ class TableQueries:
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
-        files = (
-            encoder.entry_file("add", entry, version=file_version)
-            for entry in _selected(files_of, hint_filter, request.limit_hint)
+        files = encoder.snapshot_files(
+            files_of, _selected(files_of, hint_filter, request.limit_hint), version=file_version
         )
 
         def refresh_fields() -> dict[str, Any]:
@@ -423,7 +422,7 @@ class TableQueries:
         page: _Page,
         version: int,
         encoder: LineEncoder,
-        head: list[Line],
+        head: Sequence[Line],
         body: Iterator[Line],
         pinned: dict[str, Any],
         wants_end: bool = False,

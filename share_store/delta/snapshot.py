@@ -17,7 +17,7 @@ from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
 from share_store.delta.replay import LogListing, LogReader
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
-from share_store.storage.base import ObjectStorage
+from share_store.storage.base import ObjectStorage, UrlSigning
 
 # How stale a listing may be about anything but new versions (see `DeltaTableReader.listing`).
 FULL_LISTING_SECONDS = 60.0
@@ -50,6 +50,9 @@ class DeltaSnapshot:
     #: Files name their columns as the schema does, whatever the column mapping says
     #: (Iceberg tables whose columns were never renamed).
     native_column_names: bool = False
+    #: What the server derives from this snapshot once and keeps with it (pre-encoded
+    #: lines). Not an `__init__` argument, so `dataclasses.replace` starts a new one.
+    memo: dict[Hashable, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.adds, FileSet):
@@ -367,6 +370,9 @@ class DeltaTableReader:
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
+
+    def url_signer(self, now: float) -> UrlSigning:
+        return self.storage.url_signer(now)
 
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""

@@ -27,7 +27,7 @@ from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
-from share_store.storage.base import ObjectStorage
+from share_store.storage.base import ObjectStorage, UrlSigning
 from share_store.storage.local import LocalStorage
 
 if TYPE_CHECKING:
@@ -418,6 +418,9 @@ class IcebergTableReader:
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
+
+    def url_signer(self, now: float) -> UrlSigning:
+        return self.storage.url_signer(now)
 
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
         # Trusted for a while, as for Delta tables: a warm query of 10,000 files

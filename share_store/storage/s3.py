@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.errors import StorageUnavailable, TableFilesMissing
 from share_store.outages import client_error_is_outage
-from share_store.storage.base import ObjectInfo, ObjectStorage
+from share_store.storage.base import ObjectInfo, ObjectStorage, UrlSigning
 from share_store.storage.sigv4 import Credentials, S3Presigner
 
 DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
@@ -208,6 +208,16 @@ class S3Storage(ObjectStorage):
         )
         # botocore signs with its own clock; `now` only sets the advertised expiry.
         return url, int(now + self.url_lifetime) * 1000
+
+    def url_signer(self, now: float) -> UrlSigning:
+        if self._presigner is None:
+            return super().url_signer(now)
+        sign, expiration = self._presigner.signing(self.url_lifetime), int(now + self.url_lifetime) * 1000
+
+        def signed(bucket: str, key: str) -> tuple[str, int]:
+            return sign(bucket, key), expiration
+
+        return signed
 
 
 class S3ObjectReader(io.RawIOBase):
