@@ -156,7 +156,7 @@ def main(argv: list[str]) -> None:
     log, port, kind = Path(argv[0]), int(argv[1]), argv[2]
     table = log.parent.parent
     if kind == "local":
-        sign = local_signer(f"http://127.0.0.1:{port}/files", table.parent.name, table.name)
+        sign = local_signer(f"http://127.0.0.1:{port}/delta-sharing/files", table.parent.name, table.name)
     else:
         sign = sigv4_signer(argv[3], table.parent.name, table.name)
     head, adds = load(log)

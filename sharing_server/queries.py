@@ -10,6 +10,7 @@ Delta's change-feed rules in `share_store.delta.changes`, paging in
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -52,6 +53,9 @@ class TableResponse:
     lines: Iterator[Line]
     echo_end_stream_action: bool = False
     file_id_hash: str | None = None  # echoed in the response's `fileidhash` header
+    #: Whether the lines after the first chunk are made from memory alone: no storage
+    #: read, no predicate hint to evaluate (which may take its whole time budget).
+    from_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -257,11 +261,14 @@ class TableQueries:
             return {}
 
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
-        return self._respond(
+        response = self._respond(
             page, snapshot.version, encoder, head, files, {"v": snapshot.version},
             wants_end=request.include_refresh_token, end_fields=refresh_fields,
             later_state=hint_filter.page_state if hint_filter else None,
         )  # fmt: skip
+        # A held snapshot's files are in memory: listing them reads nothing (a streamed
+        # one reads its checkpoint batch by batch).
+        return dataclasses.replace(response, from_memory=hint is None and not files_of.streamed)
 
     # -- streaming: /query with startingVersion ------------------------------------------------
 
