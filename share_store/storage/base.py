@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins  # `list` is a method of storages, so the type is spelled in full
 import io
 import os
-import posixpath
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -103,6 +102,14 @@ class ObjectStorage(ABC):
             by_bucket.setdefault(bucket, []).append(key)
         count = 0
         for bucket, keys in by_bucket.items():
-            prefix = posixpath.commonpath([key.rpartition("/")[0] for key in keys])
-            count += len(self.missing(bucket, f"{prefix}/" if prefix else "", keys))
+            count += len(self.missing(bucket, common_directory(keys), keys))
         return count
+
+
+def common_directory(keys: builtins.list[str]) -> str:
+    """The deepest directory (ending in '/') holding all of `keys`; '' for the bucket's root.
+
+    From the first and last key as strings sort: what they share, all keys share.
+    """
+    shared = os.path.commonprefix([min(keys), max(keys)])  # noqa: RUF071 (by characters, then cut)
+    return shared[: shared.rfind("/") + 1]
