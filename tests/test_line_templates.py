@@ -12,22 +12,29 @@ URL signers give the very URLs single signing does.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
+from share_store.delta import replay
 from share_store.delta.actions import FileEntry, entries
 from share_store.delta.active_files import StreamedFileSet
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.model import SharedTable
+from share_store.readers import TableReaders
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
 from sharing_server import line_templates
-from sharing_server.protocol import line_bytes
+from sharing_server.protocol import Capabilities, QueryRequest, line_bytes
+from sharing_server.queries import TableQueries
 from tests.test_encoding import ADD, DV_INLINE, DV_ON_DISK, METADATA, NOW, PROTOCOL, Signer, encoder
 
 DV_ADD = ADD | {"path": "p=a/part-0002.parquet", "deletionVector": DV_ON_DISK}
@@ -146,3 +153,40 @@ def test_s3_storage_batch_signer_gives_its_expiry() -> None:
     url, expiry = S3Storage(settings, 600).url_signer(NOW)("b", "t/part-0.parquet")
     assert url.startswith("http://127.0.0.1:1/b/t/part-0.parquet?X-Amz-Algorithm=")
     assert expiry == int(NOW + 600) * 1000
+
+
+# -- which responses are chunked on the event loop ------------------------------------------------------
+
+
+def _queries(root: Path) -> TableQueries:
+    storage = LocalStorage(root, UrlSigner(b"k" * 32, "http://h/delta-sharing/files"))
+    return TableQueries(TableReaders(storage), b"s" * 32)
+
+
+def _table(name: str) -> SharedTable:
+    return SharedTable("id-" + name, "s", "default", name, "delta", "b", name, True, datetime.now(UTC))
+
+
+def test_only_held_snapshots_without_hints_are_made_from_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_deltalake(str(tmp_path / "b" / "held"), pa.table({"id": [1, 2]}))
+    write_deltalake(str(tmp_path / "b" / "streamed"), pa.table({"id": [1, 2]}))
+    DeltaTable(str(tmp_path / "b" / "streamed")).create_checkpoint()
+    monkeypatch.setattr(replay, "STREAM_THRESHOLD_BYTES", 0)  # any checkpoint is streamed
+    queries, plain = _queries(tmp_path), Capabilities()
+    assert queries.query(_table("held"), QueryRequest.parse(b"{}"), plain, None).from_memory
+    hint = json.dumps(
+        {
+            "op": "equal",
+            "children": [
+                {"op": "column", "name": "id", "valueType": "int"},
+                {"op": "literal", "value": "1", "valueType": "int"},
+            ],
+        }
+    )
+    hinted = QueryRequest.parse(json.dumps({"jsonPredicateHints": hint}).encode())
+    assert not queries.query(_table("held"), hinted, plain, None).from_memory
+    streamed = queries.query(_table("streamed"), QueryRequest.parse(b"{}"), plain, None)
+    assert not streamed.from_memory
+    assert sum(b'"file"' in line for line in map(line_bytes, streamed.lines)) == 1
