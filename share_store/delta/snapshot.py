@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,12 +16,14 @@ from urllib.parse import unquote
 from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
-from share_store.delta.replay import LogListing, LogReader
+from share_store.delta.replay import LogListing, LogReader, ReplayState, collector_paused, file_identity
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import ObjectStorage, UrlSigning
 
 # How stale a listing may be about anything but new versions (see `DeltaTableReader.listing`).
 FULL_LISTING_SECONDS = 60.0
+# Beyond this many commits after the newest snapshot held, a version is replayed from its checkpoint.
+MAX_ADVANCED_COMMITS = 100
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -249,6 +252,9 @@ class DeltaTableReader:
         self._lock = threading.Lock()
         self._listing: LogListing | None = None
         self._listed_at = 0.0
+        #: The newest snapshot built, which later versions are built from (see `_advanced`);
+        #: weakly, so that the snapshot cache alone decides what stays in memory.
+        self._newest: Callable[[], DeltaSnapshot | None] = lambda: None
 
     def listing(self) -> LogListing:
         """The log's files as of now: only what follows the newest known version is listed.
@@ -296,13 +302,54 @@ class DeltaTableReader:
                 f"The latest version of the table is {listing.latest_version}."
             )
         try:
-            state = self.log.replay(listing, version)
+            snapshot = self._advanced(listing, version)
+            if snapshot is None:
+                state = self.log.replay(listing, version)
+                assert state.protocol is not None and state.metadata is not None  # or replay raises
+                snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
         except TableFilesMissing:
             self._forget_listing()  # a listed file is gone: list in full next time
             raise
-        assert state.protocol is not None and state.metadata is not None  # or replay raises
-        snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
         self._snapshots.put(snapshot)
+        with self._lock:
+            newest = self._newest()
+            if newest is None or snapshot.version > newest.version:
+                self._newest = weakref.ref(snapshot)
+        return snapshot
+
+    def _advanced(self, listing: LogListing, version: int) -> DeltaSnapshot | None:
+        """`version` as the newest snapshot built so far plus the commits after it; None if it cannot be.
+
+        A table that is written to while it is read gets a new version every few
+        commits: replaying the log from its checkpoint for each would cost as much as
+        a cold query (most of a second for 100,000 files), where applying the new
+        commits to the files already held costs a dictionary copy. The new snapshot
+        shares the unchanged files' actions, and keeps their pre-encoded lines.
+        """
+        with self._lock:
+            base = self._newest()
+        if (
+            base is None
+            or base.streamed
+            or not base.version < version <= base.version + MAX_ADVANCED_COMMITS
+            or any(v not in listing.commits for v in range(base.version + 1, version + 1))
+        ):
+            return None
+        with collector_paused():
+            held = {file_identity(add): add for add in base.adds}
+            state = ReplayState(dict(base.protocol), base.metadata, dict(held))
+            for commit in range(base.version + 1, version + 1):
+                for action in self.commit(listing, commit):
+                    state.apply(action)
+            assert state.protocol is not None and state.metadata is not None
+            snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
+            gone = [id(add) for identity, add in held.items() if state.active.get(identity) is not add]
+            for key, derived in list(base.memo.items()):
+                if isinstance(derived, dict):  # pre-encoded lines, keyed by their actions' ids
+                    kept = derived.copy()
+                    for action_id in gone:
+                        kept.pop(action_id, None)
+                    snapshot.memo[key] = kept
         return snapshot
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
