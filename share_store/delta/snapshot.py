@@ -24,6 +24,8 @@ from share_store.storage.base import ObjectStorage, UrlSigning
 FULL_LISTING_SECONDS = 60.0
 # Beyond this many commits after the newest snapshot held, a version is replayed from its checkpoint.
 MAX_ADVANCED_COMMITS = 100
+#: A held snapshot's memo entry: its active files by identity, which later versions start from.
+ACTIVE = "active files"
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -307,6 +309,8 @@ class DeltaTableReader:
                 state = self.log.replay(listing, version)
                 assert state.protocol is not None and state.metadata is not None  # or replay raises
                 snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
+                if not snapshot.streamed:
+                    snapshot.memo[ACTIVE] = state.active
         except TableFilesMissing:
             self._forget_listing()  # a listed file is gone: list in full next time
             raise
@@ -336,16 +340,26 @@ class DeltaTableReader:
         ):
             return None
         with collector_paused():
-            held = {file_identity(add): add for add in base.adds}
-            state = ReplayState(dict(base.protocol), base.metadata, dict(held))
+            held = base.memo.get(ACTIVE) or {file_identity(add): add for add in base.adds}
+            state = ReplayState(base.protocol, base.metadata, dict(held))
+            touched = set()
             for commit in range(base.version + 1, version + 1):
                 for action in self.commit(listing, commit):
                     state.apply(action)
+                    file = action.get("add") or action.get("remove")
+                    if file is not None:
+                        touched.add(file_identity(file))
             assert state.protocol is not None and state.metadata is not None
             snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
-            gone = [id(add) for identity, add in held.items() if state.active.get(identity) is not add]
+            snapshot.memo[ACTIVE] = state.active
+            # Commits touch few files: only theirs can have gone.
+            gone = [
+                id(held[identity])
+                for identity in touched
+                if identity in held and state.active.get(identity) is not held[identity]
+            ]
             for key, derived in list(base.memo.items()):
-                if isinstance(derived, dict):  # pre-encoded lines, keyed by their actions' ids
+                if isinstance(key, tuple) and key[0] == "lines":  # keyed by their actions' ids
                     kept = derived.copy()
                     for action_id in gone:
                         kept.pop(action_id, None)
