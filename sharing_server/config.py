@@ -2,7 +2,8 @@
 
 [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
            certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off"),
-           proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
+           proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0),
+           prefer_delta_format (answer delta to clients offering `delta,parquet`; default true)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API off)
 [limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
            max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none),
@@ -27,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -86,6 +87,8 @@ class ServiceOptions:
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
+    # Answer delta to clients that offer `delta,parquet`, for every table (README: formats).
+    prefer_delta_format: bool = True
 
 
 @dataclass
@@ -105,6 +108,7 @@ class ServerConfig:
     catalogs: dict[str, dict[str, Any]] = field(default_factory=dict)
     audit_log: str = "-"
     proxy_hops: int = 0
+    prefer_delta_format: bool = True
     admin: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
@@ -138,6 +142,7 @@ class ServerConfig:
                 ),
                 audit_log=self.audit_log,
                 proxy_hops=self.proxy_hops,
+                prefer_delta_format=self.prefer_delta_format,
                 **self._cache_options(defaults),
             )
         except ValueError as error:
@@ -286,7 +291,7 @@ def _bool(value: Any) -> bool:
     return value if isinstance(value, bool) else str(value).lower() in BOOL_TRUE
 
 
-SERVER_KEYS = {
+SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
     "host": str,
     "port": int,
     "prefix": str,
@@ -299,6 +304,7 @@ SERVER_KEYS = {
     "workers": int,
     "audit_log": str,
     "proxy_hops": int,
+    "prefer_delta_format": _bool,
 }
 SECTION_KEYS = {
     "admin": ("token_hash",),

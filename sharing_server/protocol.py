@@ -98,11 +98,15 @@ class Capabilities:
             include_end_stream_action=values.get("includeendstreamaction") == ["true"],
         )
 
-    def response_format(self, min_reader_version: int) -> str:
+    def response_format(self, min_reader_version: int, prefer_delta: bool = False) -> str:
         """The format to answer in (protocol notes §2.3).
 
         Only `delta` → delta; only `parquet` → parquet; both → parquet when the
-        table needs nothing beyond reader version 1, else delta.
+        table needs nothing beyond reader version 1, else delta. With
+        `prefer_delta`, a client that lists `delta` first gets delta for those
+        tables too: the Python client's default call (`load_as_pandas` resolving
+        the format, `delta,parquet`) reads them faster that way. Delta Lake's
+        Spark connector lists `parquet,delta` and keeps the reference's answer.
         """
         formats = set(self.response_formats)
         unknown = formats - {"parquet", "delta"}
@@ -114,6 +118,8 @@ class Capabilities:
             return "delta"
         if formats == {"parquet"}:
             return "parquet"
+        if prefer_delta and self.response_formats[0] == "delta":
+            return "delta"
         return "parquet" if min_reader_version == 1 else "delta"
 
 

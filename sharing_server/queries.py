@@ -92,10 +92,15 @@ def _check_readable(snapshot: DeltaSnapshot, response_format: str, capabilities:
 
 
 def _in_format(
-    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities
+    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities, prefer_delta: bool = False
 ) -> tuple[DeltaSnapshot, str]:
-    """The format to answer in, and the snapshot as that format carries it (checked readable)."""
-    response_format = capabilities.response_format(snapshot.min_reader_version)
+    """The format to answer in, and the snapshot as that format carries it (checked readable).
+
+    With `prefer_delta` (see `Capabilities.response_format`), only for snapshots the
+    delta format may carry: some Iceberg snapshots cannot be, and get parquet as before.
+    """
+    prefer = prefer_delta and "delta" not in snapshot.refusals
+    response_format = capabilities.response_format(snapshot.min_reader_version, prefer)
     if response_format == "parquet":
         snapshot = reader.for_parquet(snapshot)
     _check_readable(snapshot, response_format, capabilities)
@@ -169,8 +174,16 @@ def _parse_version(version: str) -> int:
 
 
 class TableQueries:
-    def __init__(self, readers: TableReaders, secret: bytes, hint_limits: HintLimits | None = None) -> None:
+    def __init__(
+        self,
+        readers: TableReaders,
+        secret: bytes,
+        hint_limits: HintLimits | None = None,
+        prefer_delta: bool = False,
+    ) -> None:
         self.readers = readers
+        #: Answer delta to clients that list it first, even for reader-version-1 tables.
+        self.prefer_delta = prefer_delta
         self.pager = Pager(secret)
         self.refresh_tokens = TokenCodec(secret, "query-refresh")
         self.hint_limits = hint_limits or HintLimits()
@@ -199,7 +212,7 @@ class TableQueries:
         number = _parse_version(version) if version is not None else None
         reader = self.readers.reader(table)
         snapshot, response_format = _in_format(
-            reader, _resolve(reader, table, number, timestamp), capabilities
+            reader, _resolve(reader, table, number, timestamp), capabilities, self.prefer_delta
         )
         encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
@@ -236,7 +249,7 @@ class TableQueries:
             snapshot = reader.snapshot(int(pinned))
         else:
             snapshot = _resolve(reader, table, request.version, request.timestamp)  # checks history sharing
-        snapshot, response_format = _in_format(reader, snapshot, capabilities)
+        snapshot, response_format = _in_format(reader, snapshot, capabilities, self.prefer_delta)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         # Head lines keep describing the whole snapshot; only the files are planned.
         files_of = snapshot if hint is None else reader.planned(snapshot, hint)
@@ -297,7 +310,9 @@ class TableQueries:
                 f"Provided end version({end}) is invalid. End version cannot be greater than the "
                 f"latest version of the table({latest})."
             )
-        snapshot, response_format = _in_format(reader, reader.snapshot(start, listing), capabilities)
+        snapshot, response_format = _in_format(
+            reader, reader.snapshot(start, listing), capabilities, self.prefer_delta
+        )
         encoder = _encoder(table, reader, response_format, file_id_hash)
         commit_at = _commit_lookup(reader, listing, response_format)
         _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=False)
@@ -328,7 +343,7 @@ class TableQueries:
         start_snapshot = reader.snapshot(start, listing)
         check_cdf_recorded(start_snapshot, partial(reader.commit, listing), start, end)
         head_snapshot = start_snapshot if request.include_historical_metadata else latest
-        head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities)
+        head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities, self.prefer_delta)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         commit_at = _commit_lookup(reader, listing, response_format)
         _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=True)
