@@ -119,8 +119,10 @@ SNAPSHOTS_PER_TABLE = 8
 # Held actions take about 900 bytes a file with simple stats, 1.5 KB once one response
 # format's lines are pre-encoded (measured on 100,000 files): up to some 750 MB in all.
 SNAPSHOT_CACHE_FILES = 500_000
-# How long a check that a version's data files exist is taken as true.
+# How long a check that a version's data files exist is taken as true, at least.
 FILES_CHECK_SECONDS = 5.0
+# A check is trusted for at least this many times what it took (see `CheckedVersions`).
+CHECK_COST_FACTOR = 20.0
 
 
 class SnapshotCache:
@@ -207,27 +209,33 @@ class CheckedVersions:
 
     Files can be removed at any time (vacuum, lifecycle rules, by hand): a
     check made once and kept forever would hand out URLs to files long gone.
+    A check that took long is trusted longer, `CHECK_COST_FACTOR` times what it
+    took: listing 100,000 files on S3 takes seconds, and redone every 5 s it
+    would be most of a busy table's queries' time. With `seconds` 0 every
+    answer checks, however long that takes.
     """
 
     def __init__(self, seconds: float = FILES_CHECK_SECONDS) -> None:
         self.seconds = seconds
-        self._checked: dict[Hashable, float] = {}
+        self._expiries: dict[Hashable, float] = {}
         self._lock = threading.Lock()
 
     def fresh(self, key: Hashable) -> bool:
-        """Whether `key`'s files were found present less than `seconds` ago."""
+        """Whether `key`'s files were found present recently enough to be trusted still."""
         with self._lock:
-            checked = self._checked.get(key)
-        return checked is not None and time.monotonic() - checked < self.seconds
+            expiry = self._expiries.get(key)
+        return expiry is not None and time.monotonic() < expiry
 
-    def mark(self, key: Hashable) -> None:
+    def mark(self, key: Hashable, took: float = 0.0) -> None:
+        """`key`'s files were found present just now, by a check that took `took` seconds."""
         now = time.monotonic()
+        trusted = max(self.seconds, took * CHECK_COST_FACTOR) if self.seconds > 0 else 0.0
         with self._lock:
-            self._checked[key] = now
+            self._expiries[key] = now + trusted
             # Expired entries say nothing: dropped here, so the dict stays small.
-            if len(self._checked) > 64:
-                for stale in [k for k, t in self._checked.items() if now - t >= self.seconds]:
-                    del self._checked[stale]
+            if len(self._expiries) > 64:
+                for stale in [k for k, expiry in self._expiries.items() if expiry <= now]:
+                    del self._expiries[stale]
 
 
 def cdf_enabled(metadata: dict[str, Any]) -> bool:
@@ -449,8 +457,9 @@ class DeltaTableReader:
                 self.locate_dv(add["deletionVector"]) for add in snapshot.adds if add.get("deletionVector")
             )
             locations += [dv for dv in dvs if dv is not None]
+        started = time.monotonic()
         self.check_exist(locations)
-        self._checked.mark(key)
+        self._checked.mark(key, time.monotonic() - started)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -432,8 +433,9 @@ class IcebergTableReader:
             vector = self.locate_dv(add["deletionVector"]) if add.get("deletionVector") else None
             if vector is not None:
                 locations.append(vector)
+        started = time.monotonic()
         self.check_exist(locations)
-        self._checked.mark(snapshot.version)
+        self._checked.mark(snapshot.version, time.monotonic() - started)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)
