@@ -8,6 +8,7 @@ quarter of the work. A large /query signs 100,000 URLs with one key.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 BLOCK = 64  # SHA-256's block size
 
@@ -23,6 +24,11 @@ class PaddedHmac:
         key = key.ljust(BLOCK, b"\0")
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+
+    @property
+    def pads(self) -> tuple[Any, Any]:
+        """The inner and outer hashes with the key's pads taken in: copy before updating."""
+        return self._inner, self._outer
 
     def hexdigest(self, message: bytes) -> str:
         inner = self._inner.copy()

@@ -14,6 +14,7 @@ from sharing_server import line_templates
 from sharing_server.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
+_UNMADE: Any = object()  # a file whose template is not made yet (None: cannot be made)
 
 
 class FileSigner(Protocol):
@@ -106,9 +107,9 @@ class LineEncoder:
         return actions.parquet_file(entry, url, expiration, self.hash_kind, version, timestamp, line_kind)
 
     def snapshot_files(
-        self, snapshot: DeltaSnapshot, entries: Iterable[FileEntry], version: int | None = None
+        self, snapshot: DeltaSnapshot, entries: Iterable[FileEntry] | None = None, version: int | None = None
     ) -> Iterator[dict[str, Any] | bytes]:
-        """The `add` lines of `entries`, files of `snapshot`: encoded, ready to send.
+        """The `add` lines of `entries`, files of `snapshot` (all of them when None): encoded, ready to send.
 
         A snapshot that holds its files keeps each line's template (see
         `line_templates`), made by the first response that sends it; later
@@ -116,23 +117,24 @@ class LineEncoder:
         makes its actions anew on every pass, and its lines are encoded whole.
         """
         if snapshot.streamed:
-            for entry in entries:
+            for entry in entries if entries is not None else actions.entries(snapshot):
                 yield self.entry_file("add", entry, version=version)
             return
+        # Entries are the snapshot's actions with its partition columns: the actions suffice.
+        columns = tuple(snapshot.partition_columns)
+        files = snapshot.adds if entries is None else (entry.action for entry in entries)
         key = ("lines", self.format, self.hash_kind, version)
         # Keyed by the action's id: the snapshot holds every action, so ids stay theirs.
         templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(key, {})
         sign = self.signer.url_signer(self.now)
         fill = line_templates.fill
         last_expiration, expiry = -1, b""
-        for entry in entries:
-            action_id = id(entry.action)
-            try:
-                template = templates[action_id]
-            except KeyError:
-                template = templates[action_id] = self._template(entry, version)
+        for action in files:
+            template = templates.get(id(action), _UNMADE)
+            if template is _UNMADE:
+                template = templates[id(action)] = self._template(FileEntry(action, columns), version)
             if template is None:
-                yield self.entry_file("add", entry, version=version)
+                yield self.entry_file("add", FileEntry(action, columns), version=version)
                 continue
             url, expiration = sign(template[BUCKET], template[KEY])
             if expiration != last_expiration:  # once per response, as a rule

@@ -86,13 +86,15 @@ class Pager:
         yield from head
         emitted = 0
         has_more = False
-        stop = None if paging.size is None else paging.offset + paging.size + 1
-        for line in islice(body, paging.offset, stop):
-            if paging.size is not None and emitted == paging.size:
-                has_more = True
-                break
-            yield line
-            emitted += 1
+        if paging.size is None:  # one page of everything: no line to count
+            yield from islice(body, paging.offset, None)
+        else:
+            for line in islice(body, paging.offset, paging.offset + paging.size + 1):
+                if emitted == paging.size:
+                    has_more = True
+                    break
+                yield line
+                emitted += 1
         if page_state is None:
             return
         end: dict[str, Any] = {}

@@ -63,7 +63,8 @@ def ndjson_chunks(
     buffer = bytearray()
     limit = min(first_bytes, chunk_bytes)
     for action in actions:
-        buffer += line_bytes(action)
+        # Pre-encoded lines (bytes) are most of a large listing: no call for them.
+        buffer += action if type(action) is bytes else line_bytes(action)
         if len(buffer) >= limit:
             # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
             chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes

@@ -263,9 +263,13 @@ class TableQueries:
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
-        files = encoder.snapshot_files(
-            files_of, _selected(files_of, hint_filter, request.limit_hint), version=file_version
+        # Without a hint or a limit every file goes: no entry need be made for it.
+        selected = (
+            None
+            if hint_filter is None and request.limit_hint is None
+            else _selected(files_of, hint_filter, request.limit_hint)
         )
+        files = encoder.snapshot_files(files_of, selected, version=file_version)
 
         def refresh_fields() -> dict[str, Any]:
             if request.include_refresh_token or request.refresh_token:

@@ -70,6 +70,8 @@ def test_filled_lines_are_the_lines_encoded_whole(response_format: str, version:
     first = pre_encoded(snapshot, response_format, version=version)
     assert first == whole(response_format, ADDS, version=version)
     assert len(snapshot.memo) == 1  # the templates stay with the snapshot
+    every = encoder(response_format)  # no entries: all the snapshot's files, none wrapped
+    assert [line_bytes(line) for line in every.snapshot_files(snapshot, version=version)] == first
     # An hour later: other URLs and expiry, spliced into the same templates.
     later = pre_encoded(snapshot, response_format, NOW + 3600, version=version)
     assert later == whole(response_format, ADDS, NOW + 3600, version)

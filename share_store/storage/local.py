@@ -124,13 +124,7 @@ class LocalStorage(ObjectStorage):
         return self.signer.sign(bucket, key, expires), expires * 1000
 
     def url_signer(self, now: float) -> UrlSigning:
-        expires = int(now) + self.url_lifetime
-        sign, expiration = self.signer.signing_until(expires), expires * 1000
-
-        def signed(bucket: str, key: str) -> tuple[str, int]:
-            return sign(bucket, key), expiration
-
-        return signed
+        return self.signer.signing_until(int(now) + self.url_lifetime)
 
 
 def _staged(name: str) -> bool:
