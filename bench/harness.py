@@ -11,10 +11,12 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sized
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -415,3 +417,62 @@ def spark_ratio(
     record(f"{label}: ratio", f"{ratio:.2f}x", f"<= {target}x", "met" if ratio <= target else "missed")
     record(f"{label}: CPU through share / direct", f"{min(cpu):.2f} / {min(direct_cpu):.2f} s")
     record(f"{label}: CPU ratio", f"{cpu_ratio:.2f}x")
+
+
+@contextmanager
+def limit_producer(log: Path, kind: str, endpoint: str = "") -> Iterator[httpx.Client]:
+    """bench.limit serving the table whose one commit is `log`; a client of it.
+
+    `kind` is `local` (HMAC-signed URLs) or `s3` (SigV4 for `endpoint`).
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.limit", str(log), str(port), kind, endpoint],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+            for _ in range(200):
+                try:
+                    client.post("/", json={}).raise_for_status()
+                    break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            else:
+                raise RuntimeError("the minimal producer did not start")
+            yield client
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def limit_rows(label: str, ours: httpx.Client, path: str, limit: httpx.Client, runs: int = 5) -> None:
+    """Warm /query of `path` against the minimal producer's same answer, interleaved: medians, ratio."""
+    timed_query(ours, path)  # warm: the snapshot is cached
+    ours_times, limit_times = [], []
+    for _ in range(runs):
+        ours_times.append(timed_query(ours, path)[1])
+        limit_times.append(timed_query(limit, "/")[1])
+    mine, best = statistics.median(ours_times), statistics.median(limit_times)
+    ratio = mine / best
+    record(f"{label}: warm last byte, ours / minimal producer", f"{mine:.2f} / {best:.2f} s")
+    record(
+        f"{label}: warm /query over the limit (medians of {runs}, interleaved)",
+        f"{ratio:.2f}x",
+        "<= 1.2x",
+        "met" if ratio <= 1.2 else "missed",
+    )
+
+
+def upload_all(client: Any, source: Path, bucket: str, prefix: str) -> None:
+    """Every file under `source` to `bucket` under `prefix`, 16 at a time: 100,000 take a minute or two."""
+    paths = [path for path in source.rglob("*") if path.is_file()]
+
+    def put(path: Path) -> None:
+        client.put_object(
+            Bucket=bucket, Key=f"{prefix}/{path.relative_to(source).as_posix()}", Body=path.read_bytes()
+        )
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, paths))

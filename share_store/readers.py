@@ -24,7 +24,7 @@ from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
 from share_store.model import SharedTable
-from share_store.storage.base import ObjectStorage
+from share_store.storage.base import ObjectStorage, UrlSigning
 
 
 class TableReader(Protocol):
@@ -71,6 +71,10 @@ class TableReader(Protocol):
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         """A presigned URL for `location` and its expiry (epoch ms)."""
+        ...
+
+    def url_signer(self, now: float) -> UrlSigning:
+        """`sign` as of `now`, for the many URLs of one response."""
         ...
 
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:

@@ -229,7 +229,7 @@ def create_app(
     )
     app.state.iceberg_grants = IcebergGrants(app.state.readers)
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
-    app.state.queries = TableQueries(app.state.readers, secret, hint_limits)
+    app.state.queries = TableQueries(app.state.readers, secret, hint_limits, options.prefer_delta_format)
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(store, options.endpoint, lambda: catalogs)

@@ -41,17 +41,20 @@ def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
 
 
 def counting_files(
-    lines: Iterable[dict[str, Any]], fields: dict[str, Any], file_bytes: Callable[[], int] | None = None
-) -> Iterator[dict[str, Any]]:
+    lines: Iterable[dict[str, Any] | bytes],
+    fields: dict[str, Any],
+    file_bytes: Callable[[], int] | None = None,
+) -> Iterator[dict[str, Any] | bytes]:
     """Pass protocol lines through, counting the file actions among them as they stream.
 
+    Lines already encoded (bytes) are file lines: only those are pre-encoded.
     `file_bytes` tells, once the lines end, the size of the data files they
     handed out (the encoder adds them up as it signs each one).
     """
     fields["files"] = 0
     try:
         for line in lines:
-            if next(iter(line)) in FILE_ACTIONS:
+            if isinstance(line, bytes) or next(iter(line)) in FILE_ACTIONS:
                 fields["files"] += 1
             yield line
     finally:

@@ -2,7 +2,8 @@
 
 [server]   host, port, prefix, public_url, data_dir, url_lifetime, secret_key,
            certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off"),
-           proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0)
+           proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0),
+           prefer_delta_format (answer delta to clients offering `delta,parquet`; default true)
 [admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API and console off)
 [console]  session_idle_minutes (a console session ends after this long unused; default 30),
            activity_retention_hours, activity_max_events (recipients' requests kept in
@@ -32,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -95,6 +96,8 @@ class ServiceOptions:
     console_idle_minutes: float = 30.0
     activity_retention_hours: float = 168.0
     activity_max_events: int = 100_000
+    # Answer delta to clients that offer `delta,parquet`, for every table (README: formats).
+    prefer_delta_format: bool = True
 
 
 @dataclass
@@ -114,6 +117,7 @@ class ServerConfig:
     catalogs: dict[str, dict[str, Any]] = field(default_factory=dict)
     audit_log: str = "-"
     proxy_hops: int = 0
+    prefer_delta_format: bool = True
     admin: dict[str, Any] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     oauth: dict[str, Any] = field(default_factory=dict)
@@ -148,6 +152,7 @@ class ServerConfig:
                 ),
                 audit_log=self.audit_log,
                 proxy_hops=self.proxy_hops,
+                prefer_delta_format=self.prefer_delta_format,
                 **self._cache_options(defaults),
                 **self._console_options(defaults),
             )
@@ -315,7 +320,7 @@ def _bool(value: Any) -> bool:
     return value if isinstance(value, bool) else str(value).lower() in BOOL_TRUE
 
 
-SERVER_KEYS = {
+SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
     "host": str,
     "port": int,
     "prefix": str,
@@ -328,6 +333,7 @@ SERVER_KEYS = {
     "workers": int,
     "audit_log": str,
     "proxy_hops": int,
+    "prefer_delta_format": _bool,
 }
 SECTION_KEYS = {
     "admin": ("token_hash",),

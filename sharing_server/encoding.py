@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, cast
 
 from share_store.delta import actions
 from share_store.delta.actions import FileEntry
 from share_store.delta.changes import Change, FileChange, MetadataChange
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.storage.base import UrlSigning
+from sharing_server import line_templates
+from sharing_server.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
+_UNMADE: Any = object()  # a file whose template is not made yet (None: cannot be made)
 
 
 class FileSigner(Protocol):
@@ -20,6 +25,8 @@ class FileSigner(Protocol):
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None: ...
 
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]: ...
+
+    def url_signer(self, now: float) -> UrlSigning: ...
 
 
 class LineEncoder:
@@ -104,3 +111,60 @@ class LineEncoder:
             )
         line_kind = "file" if kind == "add" and timestamp is None else PARQUET_KINDS[kind]
         return actions.parquet_file(entry, url, expiration, self.hash_kind, version, timestamp, line_kind)
+
+    def snapshot_files(
+        self, snapshot: DeltaSnapshot, entries: Iterable[FileEntry] | None = None, version: int | None = None
+    ) -> Iterator[dict[str, Any] | bytes]:
+        """The `add` lines of `entries`, files of `snapshot` (all of them when None): encoded, ready to send.
+
+        A snapshot that holds its files keeps each line's template (see
+        `line_templates`), made by the first response that sends it; later
+        responses in the same format only sign and splice. A streamed snapshot
+        makes its actions anew on every pass, and its lines are encoded whole.
+        """
+        if snapshot.streamed:
+            for entry in entries if entries is not None else actions.entries(snapshot):
+                yield self.entry_file("add", entry, version=version)
+            return
+        # Entries are the snapshot's actions with its partition columns: the actions suffice.
+        columns = tuple(snapshot.partition_columns)
+        files = snapshot.adds if entries is None else (entry.action for entry in entries)
+        key = ("lines", self.format, self.hash_kind, version)
+        # Keyed by the action's id: the snapshot holds every action, so ids stay theirs.
+        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(key, {})
+        sign = self.signer.url_signer(self.now)
+        fill = line_templates.fill
+        last_expiration, expiry = -1, b""
+        for action in files:
+            template = templates.get(id(action), _UNMADE)
+            if template is _UNMADE:
+                template = templates[id(action)] = self._template(FileEntry(action, columns), version)
+            if template is None:
+                yield self.entry_file("add", FileEntry(action, columns), version=version)
+                continue
+            url, expiration = sign(template[BUCKET], template[KEY])
+            self.file_bytes += action.get("size") or 0
+            if expiration != last_expiration:  # once per response, as a rule
+                last_expiration, expiry = expiration, str(expiration).encode()
+                if self.min_expiration is None or expiration < self.min_expiration:
+                    self.min_expiration = expiration
+            dv_url = None
+            if template[DV_KEY] is not None:
+                dv_url, dv_expiration = sign(template[DV_BUCKET], template[DV_KEY])
+                if self.min_expiration is None or dv_expiration < self.min_expiration:
+                    self.min_expiration = dv_expiration
+            yield fill(template, url, expiry, dv_url)
+
+    def _template(self, entry: FileEntry, version: int | None) -> LineTemplate | None:
+        """The line of one snapshot file with holes for its URLs and expiry."""
+        action = entry.action
+        location = self.signer.locate(action["path"])
+        url, expiry = line_templates.URL, cast(int, line_templates.EXPIRY)
+        if self.format == "delta":
+            descriptor = action.get("deletionVector")
+            dv_location = self.signer.locate_dv(descriptor) if descriptor else None
+            dv_url = line_templates.DV_URL if dv_location is not None else None
+            line = actions.delta_file("add", action, url, expiry, self.hash_kind, dv_url, version)
+            return line_templates.make_template(line, location, dv_location)
+        line = actions.parquet_file(entry, url, expiry, self.hash_kind, version)
+        return line_templates.make_template(line, location)

@@ -9,7 +9,7 @@ and metadata did not change between pages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -20,7 +20,8 @@ from sharing_server.protocol import MAX_PAGE_FILES
 
 PAGE_TOKEN_TTL_MS = 3 * 24 * 3600 * 1000
 
-Line = dict[str, Any]
+#: A protocol line, or a file line already encoded (see `line_templates`).
+Line = dict[str, Any] | bytes
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Pager:
 
     def lines(
         self,
-        head: list[Line],
+        head: Sequence[Line],
         body: Iterator[Line],
         paging: Paging,
         page_state: dict[str, Any] | None,
@@ -85,13 +86,15 @@ class Pager:
         yield from head
         emitted = 0
         has_more = False
-        stop = None if paging.size is None else paging.offset + paging.size + 1
-        for line in islice(body, paging.offset, stop):
-            if paging.size is not None and emitted == paging.size:
-                has_more = True
-                break
-            yield line
-            emitted += 1
+        if paging.size is None:  # one page of everything: no line to count
+            yield from islice(body, paging.offset, None)
+        else:
+            for line in islice(body, paging.offset, paging.offset + paging.size + 1):
+                if emitted == paging.size:
+                    has_more = True
+                    break
+                yield line
+                emitted += 1
         if page_state is None:
             return
         end: dict[str, Any] = {}

@@ -36,7 +36,12 @@ def dumps(payload: Any) -> str:
 
 
 def line_bytes(payload: Any) -> bytes:
-    """One compact JSON line; orjson, since encoding is a third of a large /query's time."""
+    """One compact JSON line; orjson, since encoding is a third of a large /query's time.
+
+    Bytes are a line encoded already, newline included, and pass as they are.
+    """
+    if isinstance(payload, bytes):
+        return payload
     try:
         return orjson.dumps(payload, option=orjson.OPT_APPEND_NEWLINE)
     except orjson.JSONEncodeError:  # integers beyond 64 bits, which json handles
@@ -44,7 +49,7 @@ def line_bytes(payload: Any) -> bytes:
 
 
 def ndjson_chunks(
-    actions: Iterable[dict[str, Any]], first_bytes: int = 64 * 1024, chunk_bytes: int = 64 * 1024
+    actions: Iterable[dict[str, Any] | bytes], first_bytes: int = 64 * 1024, chunk_bytes: int = 64 * 1024
 ) -> Iterator[bytes]:
     """Encode actions one per line, grouped into chunks of about `chunk_bytes`.
 
@@ -58,7 +63,8 @@ def ndjson_chunks(
     buffer = bytearray()
     limit = min(first_bytes, chunk_bytes)
     for action in actions:
-        buffer += line_bytes(action)
+        # Pre-encoded lines (bytes) are most of a large listing: no call for them.
+        buffer += action if type(action) is bytes else line_bytes(action)
         if len(buffer) >= limit:
             # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
             chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes
@@ -93,11 +99,15 @@ class Capabilities:
             include_end_stream_action=values.get("includeendstreamaction") == ["true"],
         )
 
-    def response_format(self, min_reader_version: int) -> str:
+    def response_format(self, min_reader_version: int, prefer_delta: bool = False) -> str:
         """The format to answer in (protocol notes §2.3).
 
         Only `delta` → delta; only `parquet` → parquet; both → parquet when the
-        table needs nothing beyond reader version 1, else delta.
+        table needs nothing beyond reader version 1, else delta. With
+        `prefer_delta`, a client that lists `delta` first gets delta for those
+        tables too: the Python client's default call (`load_as_pandas` resolving
+        the format, `delta,parquet`) reads them faster that way. Delta Lake's
+        Spark connector lists `parquet,delta` and keeps the reference's answer.
         """
         formats = set(self.response_formats)
         unknown = formats - {"parquet", "delta"}
@@ -109,6 +119,8 @@ class Capabilities:
             return "delta"
         if formats == {"parquet"}:
             return "parquet"
+        if prefer_delta and self.response_formats[0] == "delta":
+            return "delta"
         return "parquet" if min_reader_version == 1 else "delta"
 
 

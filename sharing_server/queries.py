@@ -10,9 +10,10 @@ Delta's change-feed rules in `share_store.delta.changes`, paging in
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -54,6 +55,9 @@ class TableResponse:
     file_id_hash: str | None = None  # echoed in the response's `fileidhash` header
     #: The bytes of the data files the lines handed out, once they are made.
     file_bytes: Callable[[], int] | None = None
+    #: Whether the lines after the first chunk are made from memory alone: no storage
+    #: read, no predicate hint to evaluate (which may take its whole time budget).
+    from_memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,10 +94,15 @@ def _check_readable(snapshot: DeltaSnapshot, response_format: str, capabilities:
 
 
 def _in_format(
-    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities
+    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities, prefer_delta: bool = False
 ) -> tuple[DeltaSnapshot, str]:
-    """The format to answer in, and the snapshot as that format carries it (checked readable)."""
-    response_format = capabilities.response_format(snapshot.min_reader_version)
+    """The format to answer in, and the snapshot as that format carries it (checked readable).
+
+    With `prefer_delta` (see `Capabilities.response_format`), only for snapshots the
+    delta format may carry: some Iceberg snapshots cannot be, and get parquet as before.
+    """
+    prefer = prefer_delta and "delta" not in snapshot.refusals
+    response_format = capabilities.response_format(snapshot.min_reader_version, prefer)
     if response_format == "parquet":
         snapshot = reader.for_parquet(snapshot)
     _check_readable(snapshot, response_format, capabilities)
@@ -167,8 +176,16 @@ def _parse_version(version: str) -> int:
 
 
 class TableQueries:
-    def __init__(self, readers: TableReaders, secret: bytes, hint_limits: HintLimits | None = None) -> None:
+    def __init__(
+        self,
+        readers: TableReaders,
+        secret: bytes,
+        hint_limits: HintLimits | None = None,
+        prefer_delta: bool = False,
+    ) -> None:
         self.readers = readers
+        #: Answer delta to clients that list it first, even for reader-version-1 tables.
+        self.prefer_delta = prefer_delta
         self.pager = Pager(secret)
         self.refresh_tokens = TokenCodec(secret, "query-refresh")
         self.hint_limits = hint_limits or HintLimits()
@@ -197,7 +214,7 @@ class TableQueries:
         number = _parse_version(version) if version is not None else None
         reader = self.readers.reader(table)
         snapshot, response_format = _in_format(
-            reader, _resolve(reader, table, number, timestamp), capabilities
+            reader, _resolve(reader, table, number, timestamp), capabilities, self.prefer_delta
         )
         encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
@@ -234,7 +251,7 @@ class TableQueries:
             snapshot = reader.snapshot(int(pinned))
         else:
             snapshot = _resolve(reader, table, request.version, request.timestamp)  # checks history sharing
-        snapshot, response_format = _in_format(reader, snapshot, capabilities)
+        snapshot, response_format = _in_format(reader, snapshot, capabilities, self.prefer_delta)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         # Head lines keep describing the whole snapshot; only the files are planned.
         files_of = snapshot if hint is None else reader.planned(snapshot, hint)
@@ -248,10 +265,13 @@ class TableQueries:
 
         time_travel = request.version is not None or request.timestamp is not None
         file_version = snapshot.version if time_travel else None
-        files = (
-            encoder.entry_file("add", entry, version=file_version)
-            for entry in _selected(files_of, hint_filter, request.limit_hint)
+        # Without a hint or a limit every file goes: no entry need be made for it.
+        selected = (
+            None
+            if hint_filter is None and request.limit_hint is None
+            else _selected(files_of, hint_filter, request.limit_hint)
         )
+        files = encoder.snapshot_files(files_of, selected, version=file_version)
 
         def refresh_fields() -> dict[str, Any]:
             if request.include_refresh_token or request.refresh_token:
@@ -260,11 +280,14 @@ class TableQueries:
             return {}
 
         head = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
-        return self._respond(
+        response = self._respond(
             page, snapshot.version, encoder, head, files, {"v": snapshot.version},
             wants_end=request.include_refresh_token, end_fields=refresh_fields,
             later_state=hint_filter.page_state if hint_filter else None,
         )  # fmt: skip
+        # A held snapshot's files are in memory: listing them reads nothing (a streamed
+        # one reads its checkpoint batch by batch).
+        return dataclasses.replace(response, from_memory=hint is None and not files_of.streamed)
 
     # -- streaming: /query with startingVersion ------------------------------------------------
 
@@ -293,7 +316,9 @@ class TableQueries:
                 f"Provided end version({end}) is invalid. End version cannot be greater than the "
                 f"latest version of the table({latest})."
             )
-        snapshot, response_format = _in_format(reader, reader.snapshot(start, listing), capabilities)
+        snapshot, response_format = _in_format(
+            reader, reader.snapshot(start, listing), capabilities, self.prefer_delta
+        )
         encoder = _encoder(table, reader, response_format, file_id_hash)
         commit_at = _commit_lookup(reader, listing, response_format)
         _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=False)
@@ -324,7 +349,7 @@ class TableQueries:
         start_snapshot = reader.snapshot(start, listing)
         check_cdf_recorded(start_snapshot, partial(reader.commit, listing), start, end)
         head_snapshot = start_snapshot if request.include_historical_metadata else latest
-        head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities)
+        head_snapshot, response_format = _in_format(reader, head_snapshot, capabilities, self.prefer_delta)
         encoder = _encoder(table, reader, response_format, file_id_hash)
         commit_at = _commit_lookup(reader, listing, response_format)
         _check_vectors(table, reader, listing, commit_at, response_format, start, end, use_cdc=True)
@@ -425,7 +450,7 @@ class TableQueries:
         page: _Page,
         version: int,
         encoder: LineEncoder,
-        head: list[Line],
+        head: Sequence[Line],
         body: Iterator[Line],
         pinned: dict[str, Any],
         wants_end: bool = False,

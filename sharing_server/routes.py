@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -176,7 +176,7 @@ class TableStream(StreamingResponse):
 
     def __init__(
         self,
-        content: Iterator[bytes],
+        content: Iterator[bytes] | AsyncIterator[bytes],
         headers: dict[str, str],
         watch: DisconnectWatch | None = None,
         on_close: Callable[[], None] | None = None,
@@ -214,6 +214,18 @@ def _after(first: bytes | None, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
+async def _on_loop(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """`chunks` made on the event loop's thread, for lines made from memory alone.
+
+    Handing each chunk's making to a worker thread and back costs about 100 µs,
+    a quarter of making a 64 KiB chunk of pre-encoded lines: a third of a warm
+    /query's time went to it. Made here, a chunk holds the loop no longer than
+    it would hold the GIL in a worker thread, and no chunk waits on storage.
+    """
+    for chunk in chunks:
+        yield chunk
+
+
 async def _stream(
     request: Request,
     result: TableResponse,
@@ -241,7 +253,9 @@ async def _stream(
     # turns every error of most responses, which fit in one chunk, into a proper
     # JSON error response.
     first = await run_in_threadpool(next, chunks, None)
-    return TableStream(_after(first, chunks), headers, watch, on_close=stream.close if stream else None)
+    rest = _after(first, chunks)
+    content = _on_loop(rest) if result.from_memory else rest
+    return TableStream(content, headers, watch, on_close=stream.close if stream else None)
 
 
 async def _listing(

@@ -342,3 +342,24 @@ def test_a_files_check_is_trusted_for_its_seconds_only() -> None:
     assert not hour.fresh(1)
     hour.mark(1)
     assert hour.fresh(1) and not hour.fresh(2)
+
+
+def test_a_long_files_check_is_trusted_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trusted for 20 times what it took, when that is longer than the setting (never with 0 s)."""
+    from share_store.delta import snapshot
+    from share_store.delta.snapshot import CheckedVersions
+
+    clock = [1000.0]
+    monkeypatch.setattr(snapshot.time, "monotonic", lambda: clock[0])
+    checked = CheckedVersions(seconds=5)
+    checked.mark("quick", took=0.1)
+    checked.mark("slow", took=2.0)
+    clock[0] += 6
+    assert not checked.fresh("quick") and checked.fresh("slow")
+    clock[0] += 33  # 39 s after: still within the 40 s a 2 s check earns
+    assert checked.fresh("slow")
+    clock[0] += 2
+    assert not checked.fresh("slow")
+    always = CheckedVersions(seconds=0)
+    always.mark("slow", took=2.0)
+    assert not always.fresh("slow")

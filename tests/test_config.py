@@ -90,6 +90,16 @@ def test_options_are_made_once_per_configuration(tmp_path: Path) -> None:
     assert config.options.global_rps == 7.0
 
 
+def test_delta_format_preference_is_on_unless_turned_off(tmp_path: Path) -> None:
+    path = tmp_path / "sharing.toml"
+    path.write_text("[server]\nprefer_delta_format = false\n")
+    env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "d")}
+    assert load_config(path, env=env).options.prefer_delta_format is False
+    assert load_config(env=env).options.prefer_delta_format is True
+    on = env | {"SHARING_SERVER_PREFER_DELTA_FORMAT": "true"}
+    assert load_config(path, env=on).options.prefer_delta_format is True
+
+
 def test_stream_and_body_limits_from_the_file_and_the_environment(tmp_path: Path) -> None:
     path = tmp_path / "sharing.toml"
     path.write_text("[limits]\nstream_send_timeout = 5\nstreams_per_token = 4\nbody_timeout = 2.5\n")

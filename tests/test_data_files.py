@@ -7,11 +7,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from starlette.types import Message
 
+from sharing_server.files import DataFileResponse
 from tests.conftest import Deployment, audit_record, deploy
 
 MIB = 1024 * 1024
@@ -61,3 +64,26 @@ def test_a_client_that_hangs_up_after_the_headers_is_not_sent_the_rest(
         request_id = response.headers["x-request-id"]
     # What the socket buffers held when the client left is sent; the rest of the file is not read.
     assert audit_record(deployment, request_id)["bytes"] < len(content) // 2
+
+
+def test_a_whole_file_goes_in_chunks_growing_from_64_kib(tmp_path: Path) -> None:
+    """A GET dropped after the headers (fsspec's existence check) then costs 64 KiB, not 1 MiB."""
+    content = os.urandom(3 * MIB + 5)
+    path = tmp_path / "part.parquet"
+    path.write_bytes(content)
+    bodies: list[bytes] = []
+
+    async def receive() -> Message:
+        await anyio.Event().wait()  # the client stays
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            bodies.append(message["body"])
+
+    scope = {"type": "http", "method": "GET", "headers": [], "extensions": {}}
+    anyio.run(DataFileResponse(path), scope, receive, send)
+    assert b"".join(bodies) == content
+    kib = 1024
+    sizes = [64 * kib, 128 * kib, 256 * kib, 512 * kib, MIB, MIB, 64 * kib + 5]
+    assert [len(body) for body in bodies] == sizes

@@ -21,6 +21,7 @@ from share_store.delta import actions
 from share_store.delta.actions import FileEntry
 from share_store.delta.changes import FileChange, MetadataChange, ProtocolChange
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.storage.base import UrlSigning
 from sharing_server.encoding import FileSigner, LineEncoder
 
 NOW = 1_700_000_000.75
@@ -120,6 +121,9 @@ class Signer:
         expiration = (int(now) + self.lifetimes.get(location[1], 3600)) * 1000
         bucket, key = location
         return f"https://storage.test/{bucket}/{key}?expires={expiration}", expiration
+
+    def url_signer(self, now: float) -> UrlSigning:
+        return lambda bucket, key: self.sign((bucket, key), now)
 
 
 def url(key: str, expiration: int = HOUR_LATER) -> str:

@@ -313,7 +313,9 @@ def test_response_format_negotiation(api: httpx.Client) -> None:
 
     assert chosen(fmt("t_simple", None)) == "responseformat=parquet"
     assert chosen(fmt("t_simple", "responseformat=delta")) == "responseformat=delta"
-    assert chosen(fmt("t_simple", "responseformat=delta,parquet")) == "responseformat=parquet"
+    # The Python client's auto-resolution lists delta first: it reads delta faster ([server]
+    # prefer_delta_format, on by default). Delta Lake's connector lists parquet first.
+    assert chosen(fmt("t_simple", "responseformat=delta,parquet")) == "responseformat=delta"
     assert chosen(fmt("t_simple", "responseFormat=Parquet,Delta")) == "responseformat=parquet"
     dv = "responseformat=delta,parquet;readerfeatures=deletionvectors"
     assert chosen(fmt("t_dv", dv)) == "responseformat=delta"

@@ -189,6 +189,9 @@ def test_audit_log_and_metrics(limited: Deployment) -> None:
     assert query["files"] == len(files) > 0
     # The data files' own bytes, as the response states each one's size.
     assert query["file_bytes"] == sum(json.loads(line)["file"]["size"] for line in files) > 0
+    # A warm query sends pre-encoded lines (signed and spliced): its bytes count all the same.
+    again = httpx.post(limited.endpoint + QUERY, json={}, headers=headers)
+    assert audit_record(limited, again.headers["x-request-id"])["file_bytes"] == query["file_bytes"]
     assert query["bytes"] == len(response.content)
     assert query["duration_ms"] > 0 and query["client"] == "127.0.0.1"
     refused = [r for r in records if r["status"] == 401]

@@ -340,6 +340,23 @@ def test_response_format(formats: tuple[str, ...], min_reader_version: int, expe
 
 
 @pytest.mark.parametrize(
+    ("formats", "min_reader_version", "expected"),
+    [
+        (("delta", "parquet"), 1, "delta"),  # the Python client's auto-resolution
+        (("parquet", "delta"), 1, "parquet"),  # Delta Lake's Spark connector: as the reference
+        (("parquet",), 1, "parquet"),
+        (("delta", "parquet"), 3, "delta"),
+        (("parquet", "delta"), 3, "delta"),
+    ],
+)
+def test_response_format_preferring_delta(
+    formats: tuple[str, ...], min_reader_version: int, expected: str
+) -> None:
+    capabilities = Capabilities(response_formats=formats)
+    assert capabilities.response_format(min_reader_version, prefer_delta=True) == expected
+
+
+@pytest.mark.parametrize(
     ("formats", "message"),
     [
         (("json",), "Unsupported responseformat: json. Supported: parquet, delta"),

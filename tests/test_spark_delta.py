@@ -121,7 +121,11 @@ def test_the_default_asks_for_both_formats_and_the_server_picks(local: Deploymen
     options = ReadOptions.parse({"path": f"{profile}#sparkdelta.default.simple_table"})
     assert options.response_format == "delta,parquet"
     plain = list_snapshot(options.profile, options.table, options.response_format)
-    assert plain.response_format == "parquet" and len(plain.files) > 0
+    # Listing delta first, it gets delta for a reader-version-1 table too ([server]
+    # prefer_delta_format); asking parquet first, parquet.
+    assert plain.response_format == "delta" and len(plain.files) > 0
+    as_parquet = list_snapshot(options.profile, options.table, "parquet")
+    assert as_parquet.response_format == "parquet" and len(as_parquet.files) == len(plain.files)
     with_dvs = ReadOptions.parse({"path": f"{profile}#sparkdelta.default.table_with_dv_small"})
     listing = list_snapshot(with_dvs.profile, with_dvs.table, with_dvs.response_format)
     assert listing.response_format == "delta"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,12 +16,16 @@ from urllib.parse import unquote
 from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
-from share_store.delta.replay import LogListing, LogReader
+from share_store.delta.replay import LogListing, LogReader, ReplayState, collector_paused, file_identity
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
-from share_store.storage.base import ObjectStorage
+from share_store.storage.base import ObjectStorage, UrlSigning
 
 # How stale a listing may be about anything but new versions (see `DeltaTableReader.listing`).
 FULL_LISTING_SECONDS = 60.0
+# Beyond this many commits after the newest snapshot held, a version is replayed from its checkpoint.
+MAX_ADVANCED_COMMITS = 100
+#: A held snapshot's memo entry: its active files by identity, which later versions start from.
+ACTIVE = "active files"
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -50,6 +55,9 @@ class DeltaSnapshot:
     #: Files name their columns as the schema does, whatever the column mapping says
     #: (Iceberg tables whose columns were never renamed).
     native_column_names: bool = False
+    #: What the server derives from this snapshot once and keeps with it (pre-encoded
+    #: lines). Not an `__init__` argument, so `dataclasses.replace` starts a new one.
+    memo: dict[Hashable, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.adds, FileSet):
@@ -108,10 +116,13 @@ class DeltaSnapshot:
 
 # The defaults of `SnapshotCache`, which `[cache]` settings override.
 SNAPSHOTS_PER_TABLE = 8
-# Held actions take about 600 bytes a file with simple stats: some 300 MB in all.
+# Held actions take about 900 bytes a file with simple stats, 1.5 KB once one response
+# format's lines are pre-encoded (measured on 100,000 files): up to some 750 MB in all.
 SNAPSHOT_CACHE_FILES = 500_000
-# How long a check that a version's data files exist is taken as true.
+# How long a check that a version's data files exist is taken as true, at least.
 FILES_CHECK_SECONDS = 5.0
+# A check is trusted for at least this many times what it took (see `CheckedVersions`).
+CHECK_COST_FACTOR = 20.0
 
 
 class SnapshotCache:
@@ -198,27 +209,33 @@ class CheckedVersions:
 
     Files can be removed at any time (vacuum, lifecycle rules, by hand): a
     check made once and kept forever would hand out URLs to files long gone.
+    A check that took long is trusted longer, `CHECK_COST_FACTOR` times what it
+    took: listing 100,000 files on S3 takes seconds, and redone every 5 s it
+    would be most of a busy table's queries' time. With `seconds` 0 every
+    answer checks, however long that takes.
     """
 
     def __init__(self, seconds: float = FILES_CHECK_SECONDS) -> None:
         self.seconds = seconds
-        self._checked: dict[Hashable, float] = {}
+        self._expiries: dict[Hashable, float] = {}
         self._lock = threading.Lock()
 
     def fresh(self, key: Hashable) -> bool:
-        """Whether `key`'s files were found present less than `seconds` ago."""
+        """Whether `key`'s files were found present recently enough to be trusted still."""
         with self._lock:
-            checked = self._checked.get(key)
-        return checked is not None and time.monotonic() - checked < self.seconds
+            expiry = self._expiries.get(key)
+        return expiry is not None and time.monotonic() < expiry
 
-    def mark(self, key: Hashable) -> None:
+    def mark(self, key: Hashable, took: float = 0.0) -> None:
+        """`key`'s files were found present just now, by a check that took `took` seconds."""
         now = time.monotonic()
+        trusted = max(self.seconds, took * CHECK_COST_FACTOR) if self.seconds > 0 else 0.0
         with self._lock:
-            self._checked[key] = now
+            self._expiries[key] = now + trusted
             # Expired entries say nothing: dropped here, so the dict stays small.
-            if len(self._checked) > 64:
-                for stale in [k for k, t in self._checked.items() if now - t >= self.seconds]:
-                    del self._checked[stale]
+            if len(self._expiries) > 64:
+                for stale in [k for k, expiry in self._expiries.items() if expiry <= now]:
+                    del self._expiries[stale]
 
 
 def cdf_enabled(metadata: dict[str, Any]) -> bool:
@@ -246,6 +263,9 @@ class DeltaTableReader:
         self._lock = threading.Lock()
         self._listing: LogListing | None = None
         self._listed_at = 0.0
+        #: The newest snapshot built, which later versions are built from (see `_advanced`);
+        #: weakly, so that the snapshot cache alone decides what stays in memory.
+        self._newest: Callable[[], DeltaSnapshot | None] = lambda: None
 
     def listing(self) -> LogListing:
         """The log's files as of now: only what follows the newest known version is listed.
@@ -293,13 +313,66 @@ class DeltaTableReader:
                 f"The latest version of the table is {listing.latest_version}."
             )
         try:
-            state = self.log.replay(listing, version)
+            snapshot = self._advanced(listing, version)
+            if snapshot is None:
+                state = self.log.replay(listing, version)
+                assert state.protocol is not None and state.metadata is not None  # or replay raises
+                snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
+                if not snapshot.streamed:
+                    snapshot.memo[ACTIVE] = state.active
         except TableFilesMissing:
             self._forget_listing()  # a listed file is gone: list in full next time
             raise
-        assert state.protocol is not None and state.metadata is not None  # or replay raises
-        snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
         self._snapshots.put(snapshot)
+        with self._lock:
+            newest = self._newest()
+            if newest is None or snapshot.version > newest.version:
+                self._newest = weakref.ref(snapshot)
+        return snapshot
+
+    def _advanced(self, listing: LogListing, version: int) -> DeltaSnapshot | None:
+        """`version` as the newest snapshot built so far plus the commits after it; None if it cannot be.
+
+        A table that is written to while it is read gets a new version every few
+        commits: replaying the log from its checkpoint for each would cost as much as
+        a cold query (most of a second for 100,000 files), where applying the new
+        commits to the files already held costs a dictionary copy. The new snapshot
+        shares the unchanged files' actions, and keeps their pre-encoded lines.
+        """
+        with self._lock:
+            base = self._newest()
+        if (
+            base is None
+            or base.streamed
+            or not base.version < version <= base.version + MAX_ADVANCED_COMMITS
+            or any(v not in listing.commits for v in range(base.version + 1, version + 1))
+        ):
+            return None
+        with collector_paused():
+            held = base.memo.get(ACTIVE) or {file_identity(add): add for add in base.adds}
+            state = ReplayState(base.protocol, base.metadata, dict(held))
+            touched = set()
+            for commit in range(base.version + 1, version + 1):
+                for action in self.commit(listing, commit):
+                    state.apply(action)
+                    file = action.get("add") or action.get("remove")
+                    if file is not None:
+                        touched.add(file_identity(file))
+            assert state.protocol is not None and state.metadata is not None
+            snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
+            snapshot.memo[ACTIVE] = state.active
+            # Commits touch few files: only theirs can have gone.
+            gone = [
+                id(held[identity])
+                for identity in touched
+                if identity in held and state.active.get(identity) is not held[identity]
+            ]
+            for key, derived in list(base.memo.items()):
+                if isinstance(key, tuple) and key[0] == "lines":  # keyed by their actions' ids
+                    kept = derived.copy()
+                    for action_id in gone:
+                        kept.pop(action_id, None)
+                    snapshot.memo[key] = kept
         return snapshot
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
@@ -368,6 +441,9 @@ class DeltaTableReader:
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
 
+    def url_signer(self, now: float) -> UrlSigning:
+        return self.storage.url_signer(now)
+
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""
         key = (snapshot.version, with_dvs)
@@ -381,8 +457,9 @@ class DeltaTableReader:
                 self.locate_dv(add["deletionVector"]) for add in snapshot.adds if add.get("deletionVector")
             )
             locations += [dv for dv in dvs if dv is not None]
+        started = time.monotonic()
         self.check_exist(locations)
-        self._checked.mark(key)
+        self._checked.mark(key, time.monotonic() - started)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
-from share_store.storage.base import ObjectStorage
+from share_store.storage.base import ObjectStorage, UrlSigning
 from share_store.storage.local import LocalStorage
 
 if TYPE_CHECKING:
@@ -423,6 +424,9 @@ class IcebergTableReader:
     def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         return self.storage.presign(location[0], location[1], now)
 
+    def url_signer(self, now: float) -> UrlSigning:
+        return self.storage.url_signer(now)
+
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
         # Trusted for a while, as for Delta tables: a warm query of 10,000 files
         # would otherwise look each of them up again.
@@ -433,8 +437,9 @@ class IcebergTableReader:
             vector = self.locate_dv(add["deletionVector"]) if add.get("deletionVector") else None
             if vector is not None:
                 locations.append(vector)
+        started = time.monotonic()
         self.check_exist(locations)
-        self._checked.mark(snapshot.version)
+        self._checked.mark(snapshot.version, time.monotonic() - started)
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from share_store.signing import UrlSigner
-from share_store.storage.base import ObjectInfo, ObjectStorage
+from share_store.storage.base import ObjectInfo, ObjectStorage, UrlSigning
 
 
 class LocalStorage(ObjectStorage):
@@ -130,6 +130,9 @@ class LocalStorage(ObjectStorage):
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
         expires = int(now) + self.url_lifetime
         return self.signer.sign(bucket, key, expires), expires * 1000
+
+    def url_signer(self, now: float) -> UrlSigning:
+        return self.signer.signing_until(int(now) + self.url_lifetime)
 
 
 def _staged(name: str) -> bool:

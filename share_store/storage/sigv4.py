@@ -14,9 +14,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
+
+from share_store.hmac_pads import PaddedHmac
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 # Keys made only of characters S3 leaves unencoded need no quoting at all.
@@ -43,19 +46,21 @@ class S3Presigner:
         self.region = region
         self.credentials = credentials
         self.path_style = path_style
-        self._keys: dict[str, bytes] = {}
-        self._second: tuple[int, tuple[str, str, str, bytes]] | None = None
+        self._keys: dict[str, PaddedHmac] = {}
+        self._second: tuple[int, tuple[str, str, str, PaddedHmac]] | None = None
 
-    def _signing_key(self, day: str) -> bytes:
-        key = self._keys.get(day)
-        if key is None:
+    def _signing_key(self, day: str) -> PaddedHmac:
+        """The day's signing key, its HMAC pads hashed once: every URL of the day signs with it."""
+        signer = self._keys.get(day)
+        if signer is None:
             key = _hmac(("AWS4" + self.credentials.secret_key).encode(), day)
             for part in (self.region, "s3", "aws4_request"):
                 key = _hmac(key, part)
-            self._keys = {day: key}  # only today's key is worth keeping
-        return key
+            signer = PaddedHmac(key)
+            self._keys = {day: signer}  # only today's key is worth keeping
+        return signer
 
-    def _per_second(self, moment: datetime) -> tuple[str, str, str, bytes]:
+    def _per_second(self, moment: datetime) -> tuple[str, str, str, PaddedHmac]:
         """Stamp, scope, the credential query and the signing key: the same for a whole second."""
         second = int(moment.timestamp())
         cached = self._second
@@ -70,15 +75,12 @@ class S3Presigner:
         return values
 
     def presign(self, bucket: str, key: str, expires_in: int, now: datetime | None = None) -> str:
+        return self.signing(expires_in, now)(bucket, key)
+
+    def signing(self, expires_in: int, now: datetime | None = None) -> Callable[[str, str], str]:
+        """`presign` as of one moment: what every URL shares (stamp, scope, query) is made once."""
         moment = (now or datetime.now(UTC)).astimezone(UTC)
         stamp, scope, credential, signing_key = self._per_second(moment)
-        quoted_key = key if _PLAIN_KEY.fullmatch(key) else quote(key, safe="/~")
-        if self.path_style:
-            host = self.netloc
-            path = f"{self.base_path}/{bucket}/{quoted_key}"
-        else:
-            host = f"{bucket}.{self.netloc}"
-            path = f"{self.base_path}/{quoted_key}"
         query = (
             f"X-Amz-Algorithm={ALGORITHM}&X-Amz-Credential={credential}&X-Amz-Date={stamp}"
             f"&X-Amz-Expires={expires_in}&X-Amz-SignedHeaders=host"
@@ -93,8 +95,23 @@ class S3Presigner:
             query += f"&X-Amz-Security-Token={token}"
         else:
             signed_query = query
-        # The path is already URI-encoded once, which is S3's canonical form.
-        canonical = f"GET\n{path}\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
-        to_sign = f"{ALGORITHM}\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        signature = hmac.new(signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
-        return f"{self.scheme}://{host}{path}?{query}&X-Amz-Signature={signature}"
+        to_sign_head = f"{ALGORITHM}\n{stamp}\n{scope}\n"
+        hexdigest = signing_key.hexdigest
+        sha256 = hashlib.sha256
+        plain = _PLAIN_KEY.fullmatch
+        scheme, netloc, base_path, path_style = self.scheme, self.netloc, self.base_path, self.path_style
+
+        def sign(bucket: str, key: str) -> str:
+            quoted_key = key if plain(key) else quote(key, safe="/~")
+            if path_style:
+                host = netloc
+                path = f"{base_path}/{bucket}/{quoted_key}"
+            else:
+                host = f"{bucket}.{netloc}"
+                path = f"{base_path}/{quoted_key}"
+            # The path is already URI-encoded once, which is S3's canonical form.
+            canonical = f"GET\n{path}\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
+            signature = hexdigest((to_sign_head + sha256(canonical.encode()).hexdigest()).encode())
+            return f"{scheme}://{host}{path}?{query}&X-Amz-Signature={signature}"
+
+        return sign
