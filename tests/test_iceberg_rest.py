@@ -382,8 +382,11 @@ def test_delta_versions_are_snapshots_by_version(server: Deployment, delta_share
 def test_a_delta_table_without_history_shows_and_signs_its_latest_version_only(
     server: Deployment, delta_shares: str
 ) -> None:
-    latest = recipient(server, "deltalatest").load_table("db.dvlog")
+    recipient(server, "deltalatest").load_table("db.dvlog")  # generates the latest version
+    latest = recipient(server, "deltalatest").load_table("db.dvlog")  # finds it written
     assert len(latest.metadata.snapshots) == 1
+    shared = delta_sharing.load_as_pandas(f"{delta_shares}#deltas.db.dvlog", use_delta_format=True)
+    assert as_rows(latest.scan().to_arrow().to_pandas()).equals(as_rows(shared))  # its deletes signed too
     full = recipient(server, "deltas").load_table("db.dvlog")
     older = full.metadata.snapshots[0]
     token = server.token("deltalatest")

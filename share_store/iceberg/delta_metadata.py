@@ -251,9 +251,15 @@ class DeltaAsIceberg:
         iceberg = Schema.model_validate({**schema.schema, "schema-id": 0})
         partitioning = PartitionSpec.model_validate(spec)
         data_entries, delete_entries = [], []
+        # A version written before needs only its files named (for a grant without history).
+        written = self.storage.stat(self.cache_bucket, list_key) is not None
         for add in snapshot.adds:
             location = self.reader.locate(add["path"])
             files.add(location)
+            if written:
+                if add.get("deletionVector"):
+                    files.add((self.cache_bucket, self._delete_key(add["deletionVector"], location, base)))
+                continue
             values = add.get("partitionValues") or {}
             partition = Record(
                 *(
@@ -284,7 +290,7 @@ class DeltaAsIceberg:
                 )
                 deletes.spec_id = 0
                 delete_entries.append(deletes)
-        if self.storage.stat(self.cache_bucket, list_key) is not None:
+        if written:
             return self.cache_bucket, list_key
         manifests = []
         writer_id = uuid.uuid4().hex[:12]
@@ -322,8 +328,7 @@ class DeltaAsIceberg:
         self, descriptor: dict[str, Any], data: tuple[str, str], base: str
     ) -> tuple[tuple[str, str], int, int]:
         """The position-delete file of one deletion vector: its location, rows and size."""
-        identity = json.dumps([data, descriptor], sort_keys=True).encode()
-        key = f"{base.rsplit('/', 1)[0]}/deletes/{hashlib.sha256(identity).hexdigest()[:32]}.parquet"
+        key = self._delete_key(descriptor, data, base)
         found = self.storage.stat(self.cache_bucket, key)
         count = int(descriptor.get("cardinality") or 0)
         if found is not None:
@@ -339,6 +344,11 @@ class DeltaAsIceberg:
         pq.write_table(table, sink)
         self.storage.write(self.cache_bucket, key, sink.getvalue())
         return (self.cache_bucket, key), len(rows), len(sink.getvalue())
+
+    def _delete_key(self, descriptor: dict[str, Any], data: tuple[str, str], base: str) -> str:
+        """Where one deletion vector's position-delete file is: named by the data file and vector."""
+        identity = json.dumps([data, descriptor], sort_keys=True).encode()
+        return f"{base.rsplit('/', 1)[0]}/deletes/{hashlib.sha256(identity).hexdigest()[:32]}.parquet"
 
     def _vector_payload(self, descriptor: dict[str, Any]) -> bytes:
         if descriptor.get("storageType") == "i":
