@@ -48,12 +48,16 @@ class LineEncoder:
         self.min_expiration: int | None = None
         #: Bytes of the data files handed out so far (for the audit record).
         self.file_bytes = 0
+        self._url_signer: UrlSigning | None = None
 
     def served_bytes(self) -> int:
         return self.file_bytes
 
     def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
-        url, expiration = self.signer.sign(location, self.now)
+        # One signer for the whole response: its per-response work (keys, stamps) is done once.
+        if self._url_signer is None:
+            self._url_signer = self.signer.url_signer(self.now)
+        url, expiration = self._url_signer(*location)
         if self.min_expiration is None or expiration < self.min_expiration:
             self.min_expiration = expiration
         return url, expiration
