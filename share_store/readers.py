@@ -9,6 +9,7 @@ methods, which is all the protocol side needs to know of either.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Protocol
 
 from share_store.delta.log import Commit
@@ -110,16 +111,29 @@ class TableReaders:
         self.snapshots = snapshots if snapshots is not None else SnapshotCache()
         self.files_check_seconds = files_check_seconds
         self._readers: dict[tuple[str, str, str], TableReader] = {}
+        #: When each table was last read for a recipient (what the snapshot warmer keeps fresh).
+        self._used: dict[tuple[str, str, str], tuple[SharedTable, float]] = {}
         self._lock = threading.Lock()
 
-    def reader(self, table: SharedTable) -> TableReader:
+    def reader(self, table: SharedTable, used: bool = True) -> TableReader:
+        """The table's reader; `used`: on a recipient's behalf (not the warmer's)."""
         key = (table.id, table.bucket, table.path)
         with self._lock:
+            if used:
+                self._used[key] = (table, time.monotonic())
             reader = self._readers.get(key)
             if reader is None:
                 reader = self._make(table)
                 self._readers[key] = reader
             return reader
+
+    def recently_used(self, seconds: float) -> list[SharedTable]:
+        """The tables read for recipients within the last `seconds`, most recent first."""
+        since = time.monotonic() - seconds
+        with self._lock:
+            for key in [key for key, (_, at) in self._used.items() if at < since]:
+                del self._used[key]
+            return [table for table, _ in sorted(self._used.values(), key=lambda used: -used[1])]
 
     def _make(self, table: SharedTable) -> TableReader:
         snapshots, checked = self.snapshots.table(), CheckedVersions(self.files_check_seconds)

@@ -59,6 +59,7 @@ from sharing_server.queries import TableQueries
 from sharing_server.rate_limits import RateLimiter
 from sharing_server.serving import quiet_aborted_connections
 from sharing_server.stream_slots import StreamSlots
+from sharing_server.warming import SnapshotWarmer
 
 if TYPE_CHECKING:
     from share_store.iceberg.equality import Resolution
@@ -124,11 +125,14 @@ def _import_all(modules: tuple[str, ...]) -> None:
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    """As the server starts: heavy modules load in the background, without delaying it, and
-    connections the kernel aborts for their stalled clients are logged in one line."""
+    """As the server starts: heavy modules load and shared tables' snapshots are built in the
+    background, without delaying it, and connections the kernel aborts for their stalled
+    clients are logged in one line."""
     threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
     quiet_aborted_connections(asyncio.get_running_loop())
+    app.state.warmer.start()
     yield
+    await asyncio.to_thread(app.state.warmer.stop)
     # Recipients' last requests reach the store before the server stops.
     await asyncio.to_thread(app.state.activity.close)
 
@@ -228,6 +232,9 @@ def create_app(
         files_check_seconds=options.files_check_seconds,
     )
     app.state.iceberg_grants = IcebergGrants(app.state.readers)
+    app.state.warmer = SnapshotWarmer(
+        store, app.state.readers, metrics, options.warm_on_start, options.refresh_seconds
+    )
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     app.state.queries = TableQueries(app.state.readers, secret, hint_limits, options.prefer_delta_format)
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)

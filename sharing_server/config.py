@@ -20,7 +20,10 @@
            delta_snapshots (a Delta table's newest versions shown as snapshots
            to Iceberg REST clients; default 10)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
-           files_check_seconds (how long a check that a version's files exist holds)
+           files_check_seconds (how long a check that a version's files exist holds),
+           warm_on_start (build every shared table's snapshot in the background at
+           start; default true), refresh_seconds (how often tables read in the last
+           minute are brought up to their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
@@ -92,6 +95,9 @@ class ServiceOptions:
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
+    # Snapshots built before recipients ask (sharing_server/warming.py).
+    warm_on_start: bool = True
+    refresh_seconds: float = 1.0
     # The console: how long a session lasts unused, and how much activity the store keeps.
     console_idle_minutes: float = 30.0
     activity_retention_hours: float = 168.0
@@ -200,11 +206,20 @@ class ServerConfig:
         try:
             files = int(self.cache.get("snapshot_files", defaults.snapshot_cache_files))
             seconds = float(self.cache.get("files_check_seconds", defaults.files_check_seconds))
+            refresh = float(self.cache.get("refresh_seconds", defaults.refresh_seconds))
+            warm = _bool(self.cache.get("warm_on_start", defaults.warm_on_start))
         except ValueError as error:
             raise ConfigError(f"invalid [cache] setting: {error}") from error
-        if files < 0 or not seconds >= 0:  # `not >=`: NaN too
-            raise ConfigError("[cache] snapshot_files and files_check_seconds cannot be negative")
-        return {"snapshot_cache_files": files, "files_check_seconds": seconds}
+        if files < 0 or not seconds >= 0 or not refresh >= 0:  # `not >=`: NaN too
+            raise ConfigError(
+                "[cache] snapshot_files, files_check_seconds and refresh_seconds cannot be negative"
+            )
+        return {
+            "snapshot_cache_files": files,
+            "files_check_seconds": seconds,
+            "refresh_seconds": refresh,
+            "warm_on_start": warm,
+        }
 
     @property
     def base_url(self) -> str:
@@ -351,7 +366,7 @@ SECTION_KEYS = {
     ),
     "oauth": ("access_token_lifetime",),
     "iceberg": tuple(ICEBERG_KINDS),
-    "cache": ("snapshot_files", "files_check_seconds"),
+    "cache": ("snapshot_files", "files_check_seconds", "warm_on_start", "refresh_seconds"),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
 }
 STORAGE_KEYS = (

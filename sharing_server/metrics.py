@@ -53,6 +53,18 @@ class Metrics:
             ["code"],
             registry=self.registry,
         )
+        self.snapshot_warms = Counter(
+            "sharing_snapshot_warms",
+            "Snapshots built in the background, by why (start, refresh) and outcome (built, failed).",
+            ["why", "outcome"],
+            registry=self.registry,
+        )
+        self.snapshot_warm_seconds = Histogram(
+            "sharing_snapshot_warm_seconds",
+            "Time to bring one table's snapshot up to date in the background.",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.iceberg_signatures = Counter(
             "sharing_iceberg_signatures",
             "Iceberg REST remote-signing requests, by outcome (signed, refused).",

@@ -145,3 +145,14 @@ def test_delta_snapshots_for_iceberg_clients_come_from_the_iceberg_section(tmp_p
     assert local_config(tmp_path, SHARING_ICEBERG_DELTA_SNAPSHOTS="3").options.iceberg.delta_snapshots == 3
     with pytest.raises(ConfigError, match="delta_snapshots must be at least 1"):
         assert local_config(tmp_path, SHARING_ICEBERG_DELTA_SNAPSHOTS="0").options
+
+
+def test_snapshot_warming_settings_come_from_the_cache_section(tmp_path: Path) -> None:
+    defaults = local_config(tmp_path).options
+    assert (defaults.warm_on_start, defaults.refresh_seconds) == (True, 1.0)
+    set_ = local_config(
+        tmp_path, SHARING_CACHE_WARM_ON_START="false", SHARING_CACHE_REFRESH_SECONDS="0"
+    ).options
+    assert (set_.warm_on_start, set_.refresh_seconds) == (False, 0.0)
+    with pytest.raises(ConfigError, match="cannot be negative"):
+        assert local_config(tmp_path, SHARING_CACHE_REFRESH_SECONDS="-1").options
