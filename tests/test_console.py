@@ -84,10 +84,10 @@ def test_secure_flag_over_https(tmp_path: Path) -> None:
     env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_SERVER_PROXY_HOPS": "1"}
     behind = deploy(tmp_path, {"type": "local", "root": str(tmp_path / "buckets")}, env=env)
     try:
-        proxied = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"}
+        proxied = {"X-Forwarded-For": "127.0.0.9", "X-Forwarded-Proto": "https"}
         cookie = httpx.get(behind.server.url + "/console/sign-in", headers=proxied).headers["set-cookie"]
         assert "Secure" in cookie.split("; ") and "HttpOnly" in cookie.split("; ")
-        plain = httpx.get(behind.server.url + "/console/sign-in", headers={"X-Forwarded-For": "203.0.113.9"})
+        plain = httpx.get(behind.server.url + "/console/sign-in", headers={"X-Forwarded-For": "127.0.0.9"})
         assert "Secure" not in plain.headers["set-cookie"].split("; ")
     finally:
         behind.server.stop()

@@ -262,12 +262,12 @@ def test_behind_a_proxy_the_audit_log_names_the_client(tmp_path: Path) -> None:
         tmp_path, {"type": "local", "root": str(tmp_path / "buckets")}, env={"SHARING_SERVER_PROXY_HOPS": "1"}
     )
     try:
-        headers = {"X-Forwarded-For": "198.51.100.1, 203.0.113.9", "X-Forwarded-Proto": "https"}
+        headers = {"X-Forwarded-For": "127.0.0.8, 127.0.0.9", "X-Forwarded-Proto": "https"}
         response = httpx.get(deployment.endpoint + "/shares", headers=headers)
         assert response.status_code == 401
         assert response.headers["strict-transport-security"] == "max-age=31536000"
         record = audit_record(deployment, response.headers["x-request-id"])
-        assert record["client"] == "203.0.113.9"  # one trusted hop: the address the proxy saw
+        assert record["client"] == "127.0.0.9"  # one trusted hop: the address the proxy saw
     finally:
         deployment.server.stop()
         deployment.store.close()
