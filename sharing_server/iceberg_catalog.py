@@ -17,7 +17,6 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,8 +35,6 @@ from sharing_server.audit import audit_fields
 from sharing_server.auth import bearer_secret, record_token
 from sharing_server.iceberg_grants import IcebergGrants
 from sharing_server.oauth import token_endpoint
-
-logger = logging.getLogger(__name__)
 
 #: The Iceberg REST error types by HTTP status.
 ERROR_TYPES = {
@@ -133,21 +130,14 @@ async def _schema(request: Request, token: Token) -> str:
 
 
 async def _table(request: Request) -> SharedTable:
-    """The Iceberg table the URL names, if the token's share holds it."""
-    secret = bearer_secret(request)
-    token = await run_in_threadpool(_store(request).authenticate, secret)
-    record_token(request, token)
+    """The table the URL names, if the token's share holds it."""
+    token = await _token(request)
     schema, name = _schema_name(request), str(request.path_params["table"])
-    try:
-        _, table = await run_in_threadpool(
-            _store(request).authorized_table, secret, token.share, schema, name
-        )
-    except NotFound:
-        table = None
     audit_fields(request).update(schema=schema, table=name)
-    if table is None:
-        raise IcebergError(404, f"Table does not exist: {schema}.{name}", "NoSuchTableException")
-    return table
+    try:
+        return await run_in_threadpool(_store(request).get_table, token.share, schema, name)
+    except NotFound:
+        raise IcebergError(404, f"Table does not exist: {schema}.{name}", "NoSuchTableException") from None
 
 
 # -- catalog endpoints ----------------------------------------------------------------
@@ -298,17 +288,10 @@ def _sign_for_share(
 
 
 async def read_only(request: Request) -> Response:
-    await _token_or_refuse(request)
+    await _token(request)
     if request.method in ("GET", "HEAD"):
         return error_response(404, f"No such endpoint: {request.url.path}", "NoSuchEndpointException")
     return error_response(403, "This catalog is read-only: shares are changed by their provider")
-
-
-async def _token_or_refuse(request: Request) -> None:
-    try:
-        await _token(request)
-    except ShareStoreError as error:
-        raise IcebergError(401, error.message) from None
 
 
 def iceberg_routes() -> list[Route]:
