@@ -17,7 +17,7 @@ writes, under `<cache prefix>iceberg/<table id>/<schema fingerprint>/`:
   is not Puffin; position deletes read everywhere.)
 - `metadata/<latest>-<snapshots>.metadata.json`: the table metadata, one
   snapshot per shared Delta version (snapshot id and sequence number are the
-  version + 1), the newest `versions_kept` when history is shared, else the
+  version + 1), the newest `versions_kept` (`[iceberg] delta_snapshots`) when history is shared, else the
   latest alone.
 
 Everything is content-addressed by version and schema, so replicas share it
@@ -50,8 +50,6 @@ from share_store.iceberg.from_delta import (
 )
 from share_store.storage.base import ObjectStorage
 
-#: Snapshots a history-sharing Delta table shows to Iceberg clients: its newest versions.
-VERSIONS_KEPT = 10
 POSITION_DELETE_SCHEMA = pa.schema(
     [
         pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": b"2147483546"}),
@@ -114,7 +112,7 @@ class DeltaAsIceberg:
         table_id: str,
         cache_bucket: str,
         cache_prefix: str,
-        versions_kept: int = VERSIONS_KEPT,
+        versions_kept: int,
     ) -> None:
         self.reader = reader
         self.storage = reader.storage
