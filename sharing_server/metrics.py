@@ -55,7 +55,8 @@ class Metrics:
         )
         self.snapshot_warms = Counter(
             "sharing_snapshot_warms",
-            "Snapshots built in the background, by why (start, refresh) and outcome (built, failed).",
+            "Background snapshot builds by why (start, refresh) and outcome (built, current: no new "
+            "commit since the last round, failed).",
             ["why", "outcome"],
             registry=self.registry,
         )

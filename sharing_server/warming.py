@@ -53,6 +53,8 @@ class SnapshotWarmer:
         self.warm_on_start = warm_on_start
         self.refresh_seconds = refresh_seconds
         self._stopped = threading.Event()
+        #: The version each table was last brought to (only the warmer's thread touches it).
+        self._versions: dict[str, int] = {}
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -87,7 +89,7 @@ class SnapshotWarmer:
                 return
             before = cache.files
             built = self._warm(table, "start")
-            if built is not None and not built.streamed and cache.files < before + built.num_files:
+            if built is not None and not built.streamed and before + built.num_files > cache.max_files:
                 return  # it did not fit beside the others: warming more would only evict
 
     def _warm(self, table: SharedTable, why: str) -> DeltaSnapshot | None:
@@ -98,6 +100,10 @@ class SnapshotWarmer:
             self.metrics.snapshot_warms.labels(why, "failed").inc()
             logger.debug("warming %s failed: %s", table.full_name, type(error).__name__)
             return None
+        if self._versions.get(table.id) == snapshot.version:
+            self.metrics.snapshot_warms.labels(why, "current").inc()  # no new commit: nothing built
+            return snapshot
+        self._versions[table.id] = snapshot.version
         self.metrics.snapshot_warms.labels(why, "built").inc()
         self.metrics.snapshot_warm_seconds.observe(time.perf_counter() - started)
         return snapshot

@@ -65,6 +65,14 @@ def test_warming_at_start_stops_before_the_cache_is_full(tmp_path: Path) -> None
     store.close()
 
 
+def test_a_table_a_recipient_read_first_does_not_stop_the_warming(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=3)
+    readers.reader(store.get_table("warm", "s", "t0")).snapshot()  # a query came before the warmer
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    assert len(readers.snapshots) == 3
+    store.close()
+
+
 def test_a_table_that_cannot_be_read_is_counted_and_left_for_its_query(tmp_path: Path) -> None:
     store, readers, metrics = setting(tmp_path, tables=1)
     store.update_share("warm", add=[TableSpec.parse("s:gone:delta:bucket:nothing-here")], remove=[])
@@ -80,13 +88,18 @@ def test_a_hot_table_is_brought_up_to_its_new_commits_before_the_next_query(tmp_
     warmer = SnapshotWarmer(store, readers, metrics, warm_on_start=False, refresh_seconds=0.05)
     warmer.start()
     try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and warms(metrics, "refresh", "current") < 1:
+            time.sleep(0.05)
+        assert warms(metrics, "refresh", "current") >= 1  # rounds with no new commit build nothing
+        built_before = warms(metrics, "refresh", "built")
         write_deltalake(str(tmp_path / "buckets" / "bucket" / "t0"), rows(100, 10), mode="append")
         deadline = time.monotonic() + 10
         cache = readers.snapshots
         while time.monotonic() < deadline and not any(key[1] == 3 for key in cache._entries):
             time.sleep(0.05)
         assert any(key[1] == 3 for key in cache._entries)  # version 3 built with no query asking
-        assert warms(metrics, "refresh", "built") >= 1
+        assert warms(metrics, "refresh", "built") == built_before + 1
         # t1 was never read for a recipient: not kept fresh.
         assert len(cache) == 2
     finally:
