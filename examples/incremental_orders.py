@@ -33,9 +33,10 @@ def append_batch(target: Path):  # noqa: ANN201 - a foreachBatch function
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
     def write(frame, batch_id: int) -> None:  # noqa: ANN001 - a Spark DataFrame
-        if (target / "_delta_log").exists() and (
-            DeltaTable(str(target)).transaction_version(APP_ID) or -1
-        ) >= batch_id:
+        done = (
+            DeltaTable(str(target)).transaction_version(APP_ID) if (target / "_delta_log").exists() else None
+        )
+        if done is not None and done >= batch_id:
             return  # written before a crash: Spark runs the batch again, the table has it
         data = frame.toArrow()
         if data.num_rows == 0:

@@ -81,8 +81,10 @@ class ReadOptions:
             response_format = "delta,parquet"
         if response_format not in RESPONSE_FORMATS:
             raise ValueError(f"responseFormat {response_format!r}: expected parquet, delta or delta,parquet")
+        # A stream may start at "latest" (StreamOptions reads it); no change-feed read does.
+        starting = lowered.get("startingversion")
         cdf = {
-            "starting_version": _int(lowered.get("startingversion")),
+            "starting_version": None if (starting or "").strip().lower() == "latest" else _int(starting),
             "ending_version": _int(lowered.get("endingversion")),
             "starting_timestamp": lowered.get("startingtimestamp"),
             "ending_timestamp": lowered.get("endingtimestamp"),

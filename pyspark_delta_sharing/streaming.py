@@ -139,10 +139,10 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
             elif stream.starting_timestamp:
                 version = latest_version(options.profile, options.table, stream.starting_timestamp)
                 self._initial = Offset(version)
-            elif stream.from_latest:
-                self._initial = Offset(latest_version(options.profile, options.table) + 1)
+            elif stream.from_latest:  # `latestOffset` asks next: one request serves both
+                self._initial = Offset(self._latest_version() + 1)
             else:
-                self._initial = Offset(latest_version(options.profile, options.table), snapshot=True)
+                self._initial = Offset(self._latest_version(), snapshot=True)
         return self._initial
 
     def latestOffset(self) -> dict[str, Any]:

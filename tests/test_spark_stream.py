@@ -137,6 +137,15 @@ def test_starting_version_or_timestamp_reads_commits_from_there(spark, table, tm
     assert sorted_ids(by_time) == list(range(10, 20))
 
 
+def test_starting_version_latest_reads_only_later_commits(spark, table, tmp_path: Path) -> None:
+    root, url = table
+    checkpoint, out = tmp_path / "c", tmp_path / "o"
+    run_available_now(spark, url, checkpoint, out, startingVersion="latest")  # nothing yet
+    write_deltalake(str(root), batch(range(20, 25)), mode="append")
+    got = run_available_now(spark, url, checkpoint, out, startingVersion="latest")
+    assert sorted_ids(got) == list(range(20, 25))
+
+
 def test_a_commit_that_removes_files_fails_the_stream_unless_an_option_says_otherwise(
     spark, table, tmp_path: Path
 ) -> None:
