@@ -102,3 +102,12 @@ def test_activity_time_ranges() -> None:
     # At most a month: one bar an hour.
     wide = time_range({"from": "2025-01-01T00:00", "to": "2026-04-30T00:00"}, now)
     assert wide[2] - wide[1] == timedelta(days=31)
+
+
+def test_suggested_names_are_names_the_store_accepts() -> None:
+    from share_store.model import NAME_PATTERN
+    from sharing_server.console.picker import suggested_name
+
+    for folder in ("orders", "café", "数据", "-data", "a b.c", ""):
+        assert NAME_PATTERN.fullmatch(suggested_name(folder)), folder
+    assert suggested_name("orders") == "orders"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
+from itertools import islice
 from urllib.parse import quote
 
 from share_store.readers import TableReaders
@@ -36,8 +38,11 @@ def delta_tables(storage: ObjectStorage, bucket: str, prefix: str = "") -> list[
     return found
 
 
-def _name(text: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in text)
+def suggested_name(text: str) -> str:
+    """A share name (`NAME_PATTERN`) made from a folder or namespace name, to offer in a spec."""
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", text)
+    if cleaned.startswith("-"):
+        cleaned = "_" + cleaned
     return cleaned[:128] or "table"
 
 
@@ -51,19 +56,15 @@ def pick_page(call: Call) -> Page:
     candidates: list[tuple[str, str]] = []
     if bucket:
         for path in delta_tables(readers.storage, bucket, prefix):
-            name = _name(path.rsplit("/", 1)[-1])
+            name = suggested_name(path.rsplit("/", 1)[-1])
             candidates.append((path, f"default:{name}:delta:{bucket}:{path}"))
     elif warehouse:
         catalog = readers.catalogs.catalog(warehouse)
-        for namespace in catalog.list_namespaces():
-            for identifier in catalog.list_tables(namespace):
-                *space, name = identifier
-                label = ".".join([*space, name])
-                candidates.append(
-                    (label, f"{_name(space[-1])}:{name}:uniform:{warehouse}:{'.'.join(space)}:{name}")
-                )
-                if len(candidates) >= MAX_TABLES:
-                    break
+        identifiers = (found for space in catalog.list_namespaces() for found in catalog.list_tables(space))
+        for *space, name in islice(identifiers, MAX_TABLES):
+            label = ".".join([*space, name])
+            spec = f"{suggested_name(space[-1])}:{name}:uniform:{warehouse}:{'.'.join(space)}:{name}"
+            candidates.append((label, spec))
     links = [(label, spec, f"{share_url(share)}?spec={quote(spec)}#add-table") for label, spec in candidates]
     context = {
         "share": share,
