@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 
 TOKEN_PREFIX = "dss_"  # noqa: S105 - a marker that makes leaked tokens greppable, not a secret
@@ -19,6 +20,11 @@ def hash_secret(secret: str) -> str:
     # Secrets carry 256 random bits, so a fast hash is enough: there is nothing
     # to brute-force that a slow KDF would protect.
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def matches_hash(secret: str, expected_hash: str) -> bool:
+    """Whether `secret` hashes to `expected_hash`, compared in constant time."""
+    return bool(secret) and hmac.compare_digest(hash_secret(secret), expected_hash)
 
 
 def new_token_id() -> str:

@@ -18,7 +18,6 @@ The API is off unless `[admin] token_hash` is set; the token itself is never sto
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.errors import MalformedRequest, Unauthenticated
-from share_store.tokens import hash_secret
+from share_store.tokens import matches_hash
 from sharing_server import paths
 from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin
 from sharing_server.audit import audit_fields
@@ -45,7 +44,7 @@ def _authorize(request: Request) -> None:
     if expected is None:
         raise AdminDisabled("the admin API is disabled: set [admin] token_hash to enable it")
     secret = bearer_secret(request)
-    if not hmac.compare_digest(hash_secret(secret), expected):
+    if not matches_hash(secret, expected):
         raise Unauthenticated("invalid admin token")
     audit_fields(request)["principal"] = "admin"
 

@@ -10,7 +10,6 @@ session cookie so that idle time counts from the last request.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from share_store.errors import ShareStoreError
-from share_store.tokens import hash_secret
+from share_store.tokens import matches_hash
 from sharing_server.admin import Admin
 from sharing_server.audit import audit_fields
 from sharing_server.console import formatting
@@ -72,7 +71,7 @@ class Console:
 
     def token_matches(self, token: str) -> bool:
         """Whether `token` is the admin token (compared by hash, in constant time)."""
-        return bool(token) and hmac.compare_digest(hash_secret(token.strip()), self.admin_hash)
+        return matches_hash(token.strip(), self.admin_hash)
 
 
 @dataclass
