@@ -34,6 +34,11 @@ class TableReader(Protocol):
     #: Where the table's files are read from (an Iceberg catalog may name storage of its own).
     storage: ObjectStorage
 
+    @property
+    def holds_snapshot(self) -> bool:
+        """Whether the snapshot cache still holds one of the table's versions."""
+        ...
+
     def listing(self) -> LogListing:
         """The table's versions as of now (cheap to ask again: readers cache it)."""
         ...

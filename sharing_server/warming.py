@@ -8,7 +8,8 @@ waits for the commit to be applied. A thread of its own:
   snapshot cache has room for them (it stops at 80% of the cache's bound, so
   it does not evict the tables recipients read to warm ones nobody asked for);
 - then, every `[cache] refresh_seconds`, brings the tables recipients read in
-  the last minute (the 16 most recent) up to their latest version, so a new
+  the last minute (the 16 most recent, while the cache still holds one of their
+  snapshots) up to their latest version, so a new
   commit is applied (incrementally, from the held snapshot) before the next
   query comes. Each round costs a tail listing of each such table's log.
 
@@ -72,9 +73,20 @@ class SnapshotWarmer:
         if self.warm_on_start:
             self.warm_shared_tables()
         while self.refresh_seconds > 0 and not self._stopped.wait(self.refresh_seconds):
-            for table in self.readers.recently_used(HOT_SECONDS)[:HOT_TABLES]:
-                if self._stopped.is_set():
-                    return
+            self.refresh_hot_tables()
+
+    def refresh_hot_tables(self) -> None:
+        """One round: the hot tables whose snapshots are still cached, brought to their latest version.
+
+        A hot table whose snapshots were all evicted is left for its next query:
+        rebuilding it here would evict, in turn, the tables read after it, and the
+        cache's bound would hold only between rounds. The least recent go first, so
+        that the lookups leave the cache's order of use as the recipients made it.
+        """
+        for table in reversed(self.readers.recently_used(HOT_SECONDS)[:HOT_TABLES]):
+            if self._stopped.is_set():
+                return
+            if self.readers.reader(table, used=False).holds_snapshot:
                 self._warm(table, "refresh")
 
     def warm_shared_tables(self) -> None:

@@ -107,6 +107,22 @@ def test_a_hot_table_is_brought_up_to_its_new_commits_before_the_next_query(tmp_
     store.close()
 
 
+def test_a_refresh_round_does_not_rebuild_hot_tables_the_cache_evicted(tmp_path: Path) -> None:
+    # Room for two tables' snapshots (3 files each) of the three read.
+    store, readers, metrics = setting(tmp_path, tables=3, max_files=7)
+    for index in range(3):
+        readers.reader(store.get_table("warm", "s", f"t{index}")).snapshot()
+    cache = readers.snapshots
+    kept = list(cache._entries)
+    assert len(kept) == 2
+    SnapshotWarmer(store, readers, metrics, warm_on_start=False).refresh_hot_tables()
+    # t0 was evicted by the later reads: the round leaves it so, and t1 is still the one evicted next.
+    assert list(cache._entries) == kept
+    assert warms(metrics, "refresh", "failed") == 0
+    assert not readers.reader(store.get_table("warm", "s", "t0"), used=False).holds_snapshot
+    store.close()
+
+
 def test_a_started_server_has_warmed_its_tables_and_says_so_in_its_metrics(tmp_path: Path) -> None:
     first = deploy(tmp_path / "a", {"type": "local", "root": str(tmp_path / "buckets")})
     write_deltalake(str(tmp_path / "buckets" / "bucket" / "t"), rows(0, 10))

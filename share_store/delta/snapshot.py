@@ -186,6 +186,10 @@ class SnapshotCache:
     def contains(self, table: object, version: int) -> bool:
         return (table, version) in self._entries
 
+    def holds(self, table: object) -> bool:
+        """Whether any version of `table` is still cached."""
+        return table in self._counts
+
 
 class TableSnapshots:
     """One table's part of a `SnapshotCache`: its snapshots by version."""
@@ -202,6 +206,11 @@ class TableSnapshots:
 
     def __contains__(self, version: int) -> bool:
         return self._cache.contains(self._table, version)
+
+    @property
+    def held(self) -> bool:
+        """Whether the cache still holds any of this table's versions (none once all were evicted)."""
+        return self._cache.holds(self._table)
 
 
 class CheckedVersions:
@@ -292,6 +301,10 @@ class DeltaTableReader:
     def _forget_listing(self) -> None:
         with self._lock:
             self._listing = None
+
+    @property
+    def holds_snapshot(self) -> bool:
+        return self._snapshots.held
 
     def latest_version(self, listing: LogListing | None = None) -> int:
         return (listing or self.listing()).latest_version

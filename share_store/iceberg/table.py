@@ -91,6 +91,10 @@ class IcebergTableReader:
         self._copies: Materialized | None = None
         self._parquet_commits: dict[int, list[dict[str, Any]]] = {}
 
+    @property
+    def holds_snapshot(self) -> bool:
+        return self._snapshots.held
+
     @contextmanager
     def _reading(self, what: str) -> Iterator[None]:
         """Reads of catalog or metadata files: an outage is a 503, a file gone is "table files missing"."""
