@@ -15,13 +15,14 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from share_store.arrow_text import string_data
 from share_store.hmac_pads import PaddedHmac
 
 EXPIRES_PARAM = "X-Sharing-Expires"
 SIGNATURE_PARAM = "X-Amz-Signature"
 # What quote(..., safe="/") leaves as is.
 UNRESERVED_PATH = re.compile(r"[A-Za-z0-9_.~/-]*")
-_RESERVED_CHARACTER = r"[^A-Za-z0-9_.~/-]"
+_UNRESERVED_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
 
 class UrlSigner:
@@ -91,7 +92,8 @@ class UrlSigner:
                 signature.update(digest.digest())
                 append(signature.hexdigest())
             paths = pc.binary_join_element_wise(f"{bucket}/", keys, "")
-            if len(paths) and pc.any(pc.match_substring_regex(paths, _RESERVED_CHARACTER)).as_py():
+            # Whether any key needs quoting, from all their bytes at once (`translate` is fast).
+            if string_data(keys).translate(None, _UNRESERVED_BYTES) or not UNRESERVED_PATH.fullmatch(bucket):
                 plain = UNRESERVED_PATH.fullmatch
                 quoted = [path if plain(path) else quote(path, safe="/") for path in paths.to_pylist()]
                 paths = pa.array(quoted, pa.string())

@@ -35,6 +35,31 @@ def dumps(payload: Any) -> str:
     return _ENCODER.encode(payload)
 
 
+class LineBlock(bytes):
+    """Many file lines encoded in one bytes object (a streamed snapshot's record batch).
+
+    A million files pass down a response's layers (paging, audit, chunking)
+    in a few hundred blocks rather than a million lines. `count` is how many
+    lines it holds; `single_lines` parts them where each line must be counted.
+    """
+
+    lines: int
+
+    def __new__(cls, data: bytes, lines: int) -> LineBlock:
+        block = super().__new__(cls, data)
+        block.lines = lines
+        return block
+
+
+def single_lines(lines: Iterable[Any]) -> Iterator[Any]:
+    """`lines` with every `LineBlock` parted into its lines."""
+    for line in lines:
+        if type(line) is LineBlock:
+            yield from line.splitlines(keepends=True)  # JSON lines hold no raw line breaks
+        else:
+            yield line
+
+
 def line_bytes(payload: Any) -> bytes:
     """One compact JSON line; orjson, since encoding is a third of a large /query's time.
 
@@ -64,8 +89,17 @@ def ndjson_chunks(
     limit = min(first_bytes, chunk_bytes)
     for action in actions:
         # Pre-encoded lines (bytes) are most of a large listing: no call for them.
-        buffer += action if type(action) is bytes else line_bytes(action)
-        if len(buffer) >= limit:
+        buffer += action if type(action) is bytes or type(action) is LineBlock else line_bytes(action)
+        if len(buffer) >= limit + chunk_bytes:
+            # A block of lines: cut into chunks of the usual size; what is left waits for more.
+            with memoryview(buffer) as view:
+                start = 0
+                while len(buffer) - start >= limit:
+                    yield bytes(view[start : start + limit])
+                    start, limit = start + limit, chunk_bytes
+                rest = bytes(view[start:])
+            buffer = bytearray(rest)
+        elif len(buffer) >= limit:
             # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
             chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes
             yield chunk

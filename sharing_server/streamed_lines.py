@@ -25,8 +25,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from share_store.arrow_text import string_data
 from share_store.delta.active_files import map_values, values_of
 from share_store.storage.base import BatchSigning, UrlSigning
+from sharing_server.protocol import LineBlock
 
 #: What a batch's paths become: the bucket and each file's key (None: not by Arrow).
 LocateMany = Callable[[pa.Array], "tuple[str, pa.Array] | None"]
@@ -50,8 +52,11 @@ def json_strings(values: pa.Array) -> pa.Array:
         and pc.any(pc.match_substring_regex(values, _CONTROL)).as_py()
     ):
         raise Unencodable("control characters")  # rare: orjson's \u00XX spellings are not worth copying
-    values = pc.replace_substring(values, "\\", "\\\\")
-    if pc.any(pc.match_substring(values, '"')).as_py():
+    # Found in all the values' bytes at once: several times faster than any Arrow kernel.
+    text = string_data(values)
+    if b"\\" in text:
+        values = pc.replace_substring(values, "\\", "\\\\")
+    if b'"' in text:
         values = pc.replace_substring(values, '"', '\\"')
     return _join('"', values, '"')
 
@@ -117,7 +122,7 @@ def _all_empty(maps: pa.Array) -> bool:
 class BatchLines:
     """One batch's lines, with what the response keeps count of."""
 
-    lines: list[bytes]
+    lines: LineBlock
     file_bytes: int
     min_expiration: int | None
 
@@ -171,7 +176,7 @@ class BatchEncoder:
             lines = self._delta(fields, present, urls, ids, expiry)
         else:
             lines = self._parquet(fields, urls, ids, expiry)
-        return BatchLines(python_bytes(lines), file_bytes, earliest)
+        return BatchLines(LineBlock(string_data(lines), len(lines)), file_bytes, earliest)
 
     def _signed(self, bucket: str, keys: pa.Array) -> tuple[pa.Array, Any, int | None]:
         """The files' URLs as JSON, their expiry (one for all, as a rule) and the earliest."""

@@ -16,6 +16,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from share_store.arrow_text import string_data
 from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
@@ -458,7 +459,12 @@ class DeltaTableReader:
 
         None when a path is unusual (see `UNUSUAL_PATH`): `locate` decodes or refuses each.
         """
-        if len(paths) and pc.any(pc.match_substring_regex(paths, UNUSUAL_PATH)).as_py():
+        # Checked first on all the paths' bytes at once, which is far faster and finds
+        # every unusual path (and a few usual ones, which the exact check then clears).
+        text = string_data(paths)
+        maybe = b"%" in text or b":" in text or b"/." in text
+        maybe = maybe or pc.any(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "."))).as_py()
+        if maybe and pc.any(pc.match_substring_regex(paths, UNUSUAL_PATH)).as_py():
             return None
         return self.bucket, pc.binary_join_element_wise(f"{self.path}/", paths, "")
 
