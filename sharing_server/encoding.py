@@ -193,7 +193,8 @@ class LineEncoder:
                 self.min_expiration is None or made.min_expiration < self.min_expiration
             ):
                 self.min_expiration = made.min_expiration
-            yield made.lines
+            if made.lines:
+                yield made.lines
         for add in files.tail:
             yield self.entry_file("add", FileEntry(add, columns), version=version)
 
