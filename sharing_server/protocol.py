@@ -45,7 +45,7 @@ class LineBlock(bytes):
 
     lines: int
 
-    def __new__(cls, data: bytes, lines: int) -> LineBlock:
+    def __new__(cls, data: Any, lines: int) -> LineBlock:  # `data`: bytes, or any buffer (Arrow's)
         block = super().__new__(cls, data)
         block.lines = lines
         return block
@@ -88,18 +88,21 @@ def ndjson_chunks(
     buffer = bytearray()
     limit = min(first_bytes, chunk_bytes)
     for action in actions:
+        if type(action) is LineBlock and len(buffer) + len(action) >= limit + chunk_bytes:
+            # A block of lines: cut into chunks of the usual size, straight from the block.
+            with memoryview(action) as block:
+                start = limit - len(buffer)
+                buffer += block[:start]
+                yield bytes(buffer)
+                limit = chunk_bytes
+                while len(block) - start >= limit:
+                    yield bytes(block[start : start + limit])
+                    start += limit
+                buffer = bytearray(block[start:])
+            continue
         # Pre-encoded lines (bytes) are most of a large listing: no call for them.
         buffer += action if type(action) is bytes or type(action) is LineBlock else line_bytes(action)
-        if len(buffer) >= limit + chunk_bytes:
-            # A block of lines: cut into chunks of the usual size; what is left waits for more.
-            with memoryview(buffer) as view:
-                start = 0
-                while len(buffer) - start >= limit:
-                    yield bytes(view[start : start + limit])
-                    start, limit = start + limit, chunk_bytes
-                rest = bytes(view[start:])
-            buffer = bytearray(rest)
-        elif len(buffer) >= limit:
+        if len(buffer) >= limit:
             # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
             chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes
             yield chunk

@@ -25,7 +25,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from share_store.arrow_text import string_data
+from share_store.arrow_text import string_buffer, string_data
 from share_store.delta.active_files import map_values, values_of
 from share_store.storage.base import BatchSigning, UrlSigning
 from sharing_server.protocol import LineBlock
@@ -176,7 +176,7 @@ class BatchEncoder:
             lines = self._delta(fields, present, urls, ids, expiry)
         else:
             lines = self._parquet(fields, urls, ids, expiry)
-        return BatchLines(LineBlock(string_data(lines), len(lines)), file_bytes, earliest)
+        return BatchLines(LineBlock(string_buffer(lines), len(lines)), file_bytes, earliest)
 
     def _signed(self, bucket: str, keys: pa.Array) -> tuple[pa.Array, Any, int | None]:
         """The files' URLs as JSON, their expiry (one for all, as a rule) and the earliest."""
