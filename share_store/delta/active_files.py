@@ -153,6 +153,8 @@ class StreamedFileSet(FileSet):
         Without them a file's identity is its path alone, which the rows give
         without making an action of each.
         """
+        if suspects is None and adds.null_count == 0:
+            return adds  # the rule: every row an active file, nothing to copy
         keep = adds.is_valid()
         if suspects is not None:
             paths = adds.field("path").to_pylist()
