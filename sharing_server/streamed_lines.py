@@ -238,20 +238,26 @@ class BatchEncoder:
         The action is the checkpoint row's fields in order, nulls left out,
         tags dropped and the path a signed URL.
         """
+        # Pieces joined once: keys as scalars, values as arrays; a key that is absent
+        # from some rows goes with its value, as one array empty where it is null.
         pieces: list[Any] = []
+        first = True
         for name, values in fields.items():
             if name in ("tags", "stats_parsed") or not present.get(name):
                 continue
-            key = "," + orjson.dumps(name).decode() + ":"
-            if name == "path":
-                pieces.append(_join(key, urls))
-                continue
+            text = urls if name == "path" else _json_values(values)
             if name == "partitionValues" and values.null_count:
                 # The per-file encoding puts `{}` for these, last of the action's keys.
                 raise Unencodable("files without partition values")
-            pieces.append(_optional(key, _json_values(values)))
-        action = pc.utf8_slice_codeunits(_join(*pieces), 1)  # the first key's comma
+            if first and text.null_count:
+                raise Unencodable("a first key that some files lack")  # never so: the path comes first
+            key = ("" if first else ",") + orjson.dumps(name).decode() + ":"
+            first = False
+            if text.null_count:
+                pieces.append(_optional(key, text))
+            else:
+                pieces += (key, text)
         return _join(
             '{"file":{"id":"', ids, '"', self.version, ',"expirationTimestamp":', expiry,
-            ',"deltaSingleAction":{"add":{', action, "}}}}\n",
+            ',"deltaSingleAction":{"add":{', *pieces, "}}}}\n",
         )  # fmt: skip
