@@ -187,8 +187,9 @@ class ShareStore:
         """Requests per `group` ("share", "table" or "token") in [since, until)."""
         return self._read(activity.summary, group, since, until)
 
-    def activity_times(self, since: datetime, until: datetime) -> list[datetime]:
-        return self._read(activity.times, since, until)
+    def activity_per_hour(self, since: datetime, until: datetime) -> dict[datetime, int]:
+        """Requests in [since, until) per hour (UTC), keyed by the hour's start."""
+        return self._read(activity.hourly, since, until)
 
     def recent_activity(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
         return self._read(activity.recent, since, until, limit)
