@@ -75,10 +75,6 @@ class TableReader(Protocol):
         """Bucket and key of a deletion vector's file; None for inline vectors."""
         ...
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
-        """A presigned URL for `location` and its expiry (epoch ms)."""
-        ...
-
     def url_signer(self, now: float) -> UrlSigning:
         """`sign` as of `now`, for the many URLs of one response."""
         ...

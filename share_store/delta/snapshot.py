@@ -451,9 +451,6 @@ class DeltaTableReader:
         relative = dv_storage_path(descriptor)
         return None if relative is None else (self.bucket, f"{self.path}/{relative}")
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
-        return self.storage.presign(location[0], location[1], now)
-
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 

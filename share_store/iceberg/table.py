@@ -425,9 +425,6 @@ class IcebergTableReader:
         # Equality deletes read a data file's key columns only: opened, not read whole.
         return self.storage.open(*self.locate(path))
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
-        return self.storage.presign(location[0], location[1], now)
-
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 
