@@ -341,6 +341,13 @@ class DeltaTableReader:
             newest = self._newest()
             if newest is None or snapshot.version > newest.version:
                 self._newest = weakref.ref(snapshot)
+                older = newest
+            else:
+                older = snapshot
+        # Only the newest snapshot is advanced from: an older one's index of its active
+        # files (a dictionary the size of the table) would be held for nothing.
+        if older is not None:
+            older.memo.pop(ACTIVE, None)
         return snapshot
 
     def _advanced(self, listing: LogListing, version: int) -> DeltaSnapshot | None:
