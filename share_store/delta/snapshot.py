@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -95,6 +96,18 @@ class DeltaSnapshot:
     @property
     def column_mapping_mode(self) -> str:
         return self.configuration.get("delta.columnMapping.mode", "none")
+
+    def narrowed(self, adds: Iterable[dict[str, Any]]) -> DeltaSnapshot:
+        """The same version with only `adds`, some of its own files: a query's planned subset.
+
+        It shares this snapshot's memo, so the pre-encoded lines of its files are
+        the held snapshot's, made once for every query that plans its way to them.
+        (They are keyed by the actions' ids: the subset's actions are this
+        snapshot's own, so the ids mean the same files.)
+        """
+        subset = dataclasses.replace(self, adds=FileSet(adds))
+        object.__setattr__(subset, "memo", self.memo)
+        return subset
 
     @cached_property
     def has_deletion_vectors(self) -> bool:

@@ -8,7 +8,6 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -18,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
-from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import CheckedVersions, DeltaSnapshot, SnapshotCache, TableSnapshots
@@ -282,7 +280,7 @@ class IcebergTableReader:
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
             kept = {task.file.file_path for task in plan_files(scan, with_deletes=False).tasks}
-        return dataclasses.replace(snapshot, adds=FileSet(a for a in snapshot.adds if a["path"] in kept))
+        return snapshot.narrowed(a for a in snapshot.adds if a["path"] in kept)
 
     def _equality(self, plan: Any, schema: Any) -> EqualityResolver | None:
         """The resolver of the plan's equality deletes, when it has any."""
