@@ -92,7 +92,7 @@ class SnapshotWarmer:
     def warm_shared_tables(self) -> None:
         cache = self.readers.snapshots
         try:
-            tables = [table for share in self.store.list_shares() for table in self.store.list_tables(share)]
+            tables = self.store.all_tables()
         except Exception as error:  # noqa: BLE001 - the store down at start: queries will say so
             logger.warning("snapshot warming skipped: the store could not be read (%s)", type(error).__name__)
             return

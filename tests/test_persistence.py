@@ -92,6 +92,18 @@ def test_update_add_and_remove(store: ShareStore) -> None:
     assert snapshot(store) == [("s", [("sc", "b", "b"), ("sc2", "c", "c")])]
 
 
+def test_every_table_of_every_share_in_one_read(store: ShareStore) -> None:
+    store.create_share("Zed", parse_create_args(["sc", "a:delta:bucket:za"]))
+    store.create_share("ant", parse_create_args(["SC", "b:delta:bucket:ab", "a:delta:bucket:aa"]))
+    everything = store.all_tables()
+    assert [(t.share, t.schema, t.name, t.path) for t in everything] == [
+        ("ant", "SC", "a", "aa"),
+        ("ant", "SC", "b", "ab"),
+        ("Zed", "sc", "a", "za"),
+    ]
+    assert everything == [table for share in store.list_shares() for table in store.list_tables(share)]
+
+
 def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, backend: Backend) -> None:
     store.create_share("s")
     token, secret = store.create_token("s", timedelta(days=1), "for bob")

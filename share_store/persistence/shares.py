@@ -87,6 +87,16 @@ def list_tables(conn: Connection, share: str | Share, schema: str | None = None)
     return tables
 
 
+def all_tables(conn: Connection) -> list[SharedTable]:
+    """Every shared table of every share, in one query (by share, schema and name)."""
+    query = (
+        select(tables_table, shares_table.c.name.label("share_name"))
+        .join(shares_table, shares_table.c.id == tables_table.c.share_id)
+        .order_by(shares_table.c.name_key, tables_table.c.schema_key, tables_table.c.name_key)
+    )
+    return [table_from(row, row["share_name"]) for row in conn.execute(query).mappings()]
+
+
 def get_table(conn: Connection, share: str, schema: str, name: str) -> SharedTable:
     found = share_row(conn, share)
     row = (

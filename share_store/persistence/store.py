@@ -73,6 +73,10 @@ class ShareStore:
         """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
         return self._read(shares.list_tables, share, schema)
 
+    def all_tables(self) -> list[SharedTable]:
+        """Every shared table of every share."""
+        return self._read(shares.all_tables)
+
     def get_table(self, share: str, schema: str, name: str) -> SharedTable:
         return self._read(shares.get_table, share, schema, name)
 
