@@ -83,8 +83,9 @@ class TableReader(Protocol):
         """`sign` as of `now`, for the many URLs of one response."""
         ...
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
-        """Refuse a snapshot whose files were removed from storage."""
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+        """Refuse a snapshot whose files were removed from storage; `ahead`: check unless
+        an earlier check is trusted that many seconds from now still. Whether it looked."""
         ...
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
