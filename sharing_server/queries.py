@@ -213,8 +213,11 @@ class TableQueries:
             raise InvalidParameter("Please only provide one of: version,timestamp")
         number = _parse_version(version) if version is not None else None
         reader = self.readers.reader(table)
+        # The latest version's head lines need no files: a restarted server answers them from
+        # the version's persisted summary, without replaying the log.
+        named = reader.head() if number is None and timestamp is None else None
         snapshot, response_format = _in_format(
-            reader, _resolve(reader, table, number, timestamp), capabilities, self.prefer_delta
+            reader, named or _resolve(reader, table, number, timestamp), capabilities, self.prefer_delta
         )
         encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]

@@ -24,6 +24,11 @@ are still cached, so a later first query finds the check still trusted. Those
 checks take at most `CHECK_SHARE` of the warmer's time; beyond it they wait
 and a query checks for itself, as it would without the warmer.
 
+Each Delta version it builds is also summarized in the share store (version,
+size, file count, protocol, metadata: `share_store.delta.summaries`), so a
+restarted server answers `/metadata` of a table whose log has not moved
+without replaying it, even before the warming reaches that table.
+
 It only ever calls what a query would (`reader.snapshot()`,
 `check_files_exist`), so what it builds is exactly what a query would have
 built; a failure is counted and left for the next query to report to its
@@ -41,6 +46,7 @@ from collections.abc import Callable
 
 from share_store.delta import actions
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.delta.summaries import SnapshotSummary
 from share_store.errors import ShareStoreError
 from share_store.model import SharedTable
 from share_store.persistence import ShareStore
@@ -155,20 +161,35 @@ class SnapshotWarmer:
             logger.debug("warming %s failed: %s", table.full_name, type(error).__name__)
             return None
         current = self._versions.get(table.id) == snapshot.version
-        if not table.is_iceberg:
-            # Iceberg snapshots are served through derived ones (deletes materialized for
-            # parquet), checked when a query derives them: only Delta's are made ready here.
-            self._kept[table.id] = (table, weakref.ref(snapshot))
-            self._check_ahead(table, reader, snapshot, budgeted=why != "start")
-            if not current:
-                _prepare_lines(reader, snapshot)
+        # A hot table the warmer had not seen: a query built this snapshot, checked its files
+        # and made its lines as it went (maybe still is); doing so again here would only
+        # slow that query down.
+        first_sight = why == "refresh" and table.id not in self._versions
         if current:
             self.metrics.snapshot_warms.labels(why, "current").inc()  # no new commit: nothing built
+        else:
+            self._versions[table.id] = snapshot.version
+            self.metrics.snapshot_warms.labels(why, "built").inc()
+            self.metrics.snapshot_warm_seconds.observe(time.perf_counter() - started)
+        if table.is_iceberg:
+            # Iceberg snapshots are served through derived ones (deletes materialized for
+            # parquet), checked when a query derives them: only Delta's are made ready here.
             return snapshot
-        self._versions[table.id] = snapshot.version
-        self.metrics.snapshot_warms.labels(why, "built").inc()
-        self.metrics.snapshot_warm_seconds.observe(time.perf_counter() - started)
+        self._kept[table.id] = (table, weakref.ref(snapshot))
+        if not first_sight:
+            self._check_ahead(table, reader, snapshot, budgeted=why != "start")
+        if not current:
+            if not first_sight:
+                _prepare_lines(reader, snapshot)
+            self._save_summary(table, snapshot)
         return snapshot
+
+    def _save_summary(self, table: SharedTable, snapshot: DeltaSnapshot) -> None:
+        """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
+        try:
+            self.store.save_snapshot_summary(table.id, SnapshotSummary.of(snapshot, table.bucket, table.path))
+        except Exception as error:  # noqa: BLE001 - the store down: a restart replays the log, as before
+            logger.debug("saving %s's summary failed: %s", table.full_name, type(error).__name__)
 
     def _check_ahead(
         self, table: SharedTable, reader: TableReader, snapshot: DeltaSnapshot, budgeted: bool

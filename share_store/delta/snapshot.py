@@ -261,10 +261,13 @@ class DeltaTableReader:
         path: str,
         snapshots: TableSnapshots | None = None,
         checked: CheckedVersions | None = None,
+        persisted: Callable[[], DeltaSnapshot | None] | None = None,
     ) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
+        #: The persisted summary of the table's latest version built, as a snapshot (see `head`).
+        self._persisted = persisted
         self.log = LogReader(storage, bucket, path)
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
@@ -309,6 +312,22 @@ class DeltaTableReader:
 
     def latest_version(self, listing: LogListing | None = None) -> int:
         return (listing or self.listing()).latest_version
+
+    def head(self, listing: LogListing | None = None) -> DeltaSnapshot:
+        """The latest version, for its head lines alone (`/metadata`): held, summarized or built.
+
+        A summary persisted by an earlier server counts only if it is of the version the
+        listing names as latest; its files cannot be listed (`summaries.SummarizedFiles`).
+        """
+        listing = listing or self.listing()
+        version = listing.latest_version
+        held = self._snapshots.get(version)
+        if held is not None:
+            return held
+        summarized = self._persisted() if self._persisted is not None else None
+        if summarized is not None and summarized.version == version:
+            return summarized
+        return self.snapshot(version, listing)
 
     def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
         # A cached version needs no listing; the latest version always does.
@@ -465,6 +484,8 @@ class DeltaTableReader:
         check unless an earlier check is still trusted that many seconds from now.
         Whether it looked the files up (not when an earlier check covered them).
         """
+        # Without vectors, checking them adds nothing: both checks are one.
+        with_dvs = with_dvs and snapshot.adds.has_deletion_vectors
         key = (snapshot.version, with_dvs)
         covered = self._checked.fresh(key, ahead) or (
             not with_dvs and self._checked.fresh((snapshot.version, True), ahead)

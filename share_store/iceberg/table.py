@@ -172,6 +172,10 @@ class IcebergTableReader:
 
     # -- snapshots ----------------------------------------------------------------
 
+    def head(self, listing: IcebergListing | None = None) -> DeltaSnapshot:
+        # No summaries persist for Iceberg tables: loading the table's metadata is cheap next to a log replay.
+        return self.snapshot(listing=listing)
+
     def snapshot(
         self,
         version: int | None = None,
