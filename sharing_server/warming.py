@@ -143,15 +143,25 @@ class SnapshotWarmer:
         except Exception as error:  # noqa: BLE001 - the store down at start: queries will say so
             logger.warning("snapshot warming skipped: the store could not be read (%s)", type(error).__name__)
             return
+        # Every snapshot first, then their checks and lines: a query that comes meanwhile
+        # more likely finds its table built, which saves it the most.
+        built_here: list[tuple[SharedTable, DeltaSnapshot]] = []
         for table in tables:
             if self._stopped.is_set() or cache.files >= cache.max_files * START_BUDGET:
-                return
+                break
             before = cache.files
-            built = self._warm(table, "start")
+            built = self._warm(table, "start", built_here)
             if built is not None and not built.streamed and before + built.num_files > cache.max_files:
-                return  # it did not fit beside the others: warming more would only evict
+                break  # it did not fit beside the others: warming more would only evict
+        for table, snapshot in built_here:
+            if self._stopped.is_set():
+                return
+            self._make_ready(table, snapshot, prepare=True, budgeted=False)
 
-    def _warm(self, table: SharedTable, why: str) -> DeltaSnapshot | None:
+    def _warm(
+        self, table: SharedTable, why: str, later: list[tuple[SharedTable, DeltaSnapshot]] | None = None
+    ) -> DeltaSnapshot | None:
+        """Build `table`'s latest snapshot and make it ready, or leave that to `later` when given."""
         started = time.perf_counter()
         try:
             reader = self.readers.reader(table, used=False)
@@ -176,13 +186,22 @@ class SnapshotWarmer:
             # parquet), checked when a query derives them: only Delta's are made ready here.
             return snapshot
         self._kept[table.id] = (table, weakref.ref(snapshot))
-        if not first_sight:
-            self._check_ahead(table, reader, snapshot, budgeted=why != "start")
         if not current:
-            if not first_sight:
-                _prepare_lines(reader, snapshot)
             self._save_summary(table, snapshot)
+        if first_sight:
+            return snapshot
+        if later is not None:
+            later.append((table, snapshot))
+        else:
+            self._make_ready(table, snapshot, prepare=not current, budgeted=True)
         return snapshot
+
+    def _make_ready(self, table: SharedTable, snapshot: DeltaSnapshot, prepare: bool, budgeted: bool) -> None:
+        """The check a first query of `snapshot` would make, and (`prepare`) its lines' templates."""
+        reader = self.readers.reader(table, used=False)
+        self._check_ahead(table, reader, snapshot, budgeted)
+        if prepare:
+            _prepare_lines(reader, snapshot)
 
     def _save_summary(self, table: SharedTable, snapshot: DeltaSnapshot) -> None:
         """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
