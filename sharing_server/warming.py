@@ -19,10 +19,11 @@ makes each file line's template. So for each Delta snapshot it builds, the
 warmer also runs that check and makes the templates of the format a request
 without capabilities gets (parquet, or delta when parquet cannot carry the
 table). A check is trusted as long as any (`CheckedVersions`): the warmer only
-checks again, before the trust runs out, the tables it built whose snapshots
-are still cached, so a later first query finds the check still trusted. Those
-checks take at most `CHECK_SHARE` of the warmer's time; beyond it they wait
-and a query checks for itself, as it would without the warmer.
+checks again, before the trust runs out, the tables whose snapshots it built or
+refreshed in the last `KEEP_READY_SECONDS` and still cached, so a first query
+in that time finds the check still trusted. Those checks take at most
+`CHECK_SHARE` of the warmer's time; beyond it they wait and a query checks for
+itself, as it would without the warmer.
 
 Each Delta version it builds is also summarized in the share store (version,
 size, file count, protocol, metadata: `share_store.delta.summaries`), so a
@@ -64,6 +65,9 @@ START_BUDGET = 0.8
 #: Checks made ahead of queries take at most this share of the last `CHECK_WINDOW` seconds.
 CHECK_SHARE = 0.1
 CHECK_WINDOW = 60.0
+#: A table's check is kept ahead of queries this long after the warmer built its snapshot or a
+#: recipient last read it: beyond, it costs the server more than it saves the rare late query.
+KEEP_READY_SECONDS = 600.0
 
 
 class SnapshotWarmer:
@@ -85,7 +89,8 @@ class SnapshotWarmer:
         self._versions: dict[str, int] = {}
         #: The tables whose files are checked ahead of queries, with the snapshot built
         #: (weakly: once the cache evicts it, a query would build and check it anew).
-        self._kept: dict[str, tuple[SharedTable, Callable[[], DeltaSnapshot | None]]] = {}
+        #: Kept so for `KEEP_READY_SECONDS` after it was built or last refreshed (monotonic time).
+        self._kept: dict[str, tuple[SharedTable, Callable[[], DeltaSnapshot | None], float]] = {}
         #: What each table's last check took, and when and how long recent checks took.
         self._took: dict[str, float] = {}
         self._checks: deque[tuple[float, float]] = deque()
@@ -127,12 +132,14 @@ class SnapshotWarmer:
 
     def renew_checks(self, skip: set[str] | frozenset[str] = frozenset()) -> None:
         """Check again the files of the snapshots built here whose check is about to expire."""
-        for table_id, (table, built) in list(self._kept.items()):
+        since = time.monotonic() - KEEP_READY_SECONDS
+        for table_id, (table, built, touched) in list(self._kept.items()):
             if self._stopped.is_set():
                 return
             snapshot = built()
-            if snapshot is None:
-                del self._kept[table_id]  # evicted: the next query builds and checks it
+            if snapshot is None or touched < since:
+                # Evicted, or neither built nor read for long: the next query checks for itself.
+                del self._kept[table_id]
             elif table_id not in skip:
                 self._check_ahead(table, self.readers.reader(table, used=False), snapshot, budgeted=True)
 
@@ -185,7 +192,7 @@ class SnapshotWarmer:
             # Iceberg snapshots are served through derived ones (deletes materialized for
             # parquet), checked when a query derives them: only Delta's are made ready here.
             return snapshot
-        self._kept[table.id] = (table, weakref.ref(snapshot))
+        self._kept[table.id] = (table, weakref.ref(snapshot), time.monotonic())
         if not current:
             self._save_summary(table, snapshot)
         if first_sight:

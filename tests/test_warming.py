@@ -238,6 +238,23 @@ def test_checks_ahead_of_queries_wait_once_they_took_their_share(
     store.close()
 
 
+def test_a_table_neither_built_nor_read_for_long_is_left_to_its_next_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
+    warmer = SnapshotWarmer(store, readers, metrics)
+    warmer.warm_shared_tables()
+    time.sleep(0.02)  # the start's check has expired
+    warmer.renew_checks()
+    assert warms(metrics, "check", "passed") == 2  # checked again: built a moment ago
+    monkeypatch.setattr(warming, "KEEP_READY_SECONDS", 0.0)
+    time.sleep(0.02)
+    warmer.renew_checks()
+    warmer.renew_checks()
+    assert warms(metrics, "check", "passed") == 2
+    store.close()
+
+
 def test_no_check_is_made_ahead_when_every_query_checks(tmp_path: Path) -> None:
     store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0)
     SnapshotWarmer(store, readers, metrics).warm_shared_tables()
