@@ -161,12 +161,12 @@ class TableReaders:
         return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked, persisted)
 
 
-def _persisted(summaries: SummaryStore, table: SharedTable) -> DeltaSnapshot | None:
-    """The persisted summary of `table` at its present location, as a snapshot (None if none)."""
+def _persisted(summaries: SummaryStore, table: SharedTable, listing: LogListing) -> DeltaSnapshot | None:
+    """The persisted summary of `table`'s latest version in `listing`, as a snapshot (None if none)."""
     try:
         found = summaries.snapshot_summary(table.id)
     except Exception:  # noqa: BLE001 - the store unreachable: the log is replayed as before
         return None
-    if found is None or (found.bucket, found.path) != (table.bucket, table.path):
+    if found is None or not found.describes(table.bucket, table.path, listing):
         return None
     return found.snapshot()

@@ -194,7 +194,7 @@ class SnapshotWarmer:
             return snapshot
         self._kept[table.id] = (table, weakref.ref(snapshot), time.monotonic())
         if not current:
-            self._save_summary(table, snapshot)
+            self._save_summary(table, reader, snapshot)
         if first_sight:
             return snapshot
         if later is not None:
@@ -210,10 +210,11 @@ class SnapshotWarmer:
         if prepare:
             _prepare_lines(reader, snapshot)
 
-    def _save_summary(self, table: SharedTable, snapshot: DeltaSnapshot) -> None:
+    def _save_summary(self, table: SharedTable, reader: TableReader, snapshot: DeltaSnapshot) -> None:
         """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
         try:
-            self.store.save_snapshot_summary(table.id, SnapshotSummary.of(snapshot, table.bucket, table.path))
+            summary = SnapshotSummary.of(snapshot, table.bucket, table.path, reader.listing())
+            self.store.save_snapshot_summary(table.id, summary)
         except Exception as error:  # noqa: BLE001 - the store down: a restart replays the log, as before
             logger.debug("saving %s's summary failed: %s", table.full_name, type(error).__name__)
 

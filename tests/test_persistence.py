@@ -254,10 +254,10 @@ def test_a_snapshot_summary_is_kept_replaced_and_forgotten_with_its_table(store:
     table, other = store.get_table("s", "default", "t"), store.get_table("s", "default", "u")
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"]}
     metadata = {"id": "m", "schemaString": '{"type":"struct","fields":[]}', "configuration": {"k": "ü"}}
-    first = SnapshotSummary("bkt", "p/t", 4, 1234, 5, True, protocol, metadata)
+    first = SnapshotSummary("bkt", "p/t", 4, 1_700_000_000_123, 1234, 5, True, protocol, metadata)
     store.save_snapshot_summary(table.id, first)
     assert store.snapshot_summary(table.id) == first
-    newer = SnapshotSummary("bkt", "p/t", 2**40, 2**50, 100_000, False, protocol, metadata)
+    newer = SnapshotSummary("bkt", "p/t", 2**40, None, 2**50, 100_000, False, protocol, metadata)
     store.save_snapshot_summary(table.id, newer)  # one row a table: the newest replaces the older
     assert store.snapshot_summary(table.id) == newer
     store.save_snapshot_summary(other.id, first)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from deltalake import write_deltalake
 
 from share_store.delta.snapshot import DeltaTableReader, SnapshotCache
+from share_store.delta.summaries import SummarizedFiles
 from share_store.errors import TableFilesMissing
 from share_store.model import TableSpec
 from share_store.persistence import ShareStore
@@ -327,3 +329,23 @@ def test_a_restarted_server_answers_metadata_from_the_summary_while_the_log_has_
     finally:
         restarted.server.stop()
         restarted.store.close()
+
+
+def test_a_summary_stands_for_its_very_commit_only(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    table = store.get_table("warm", "s", "t0")
+    # Another server's readers, on the same store: the latest version's head is the summary.
+    restarted = TableReaders(readers.storage, summaries=store)
+    head = restarted.reader(table).head()
+    assert isinstance(head.adds, SummarizedFiles) and (head.version, head.num_files) == (2, 3)
+    assert len(restarted.snapshots) == 0
+    # The table deleted and written anew, as many versions: same numbers, other files.
+    location = tmp_path / "buckets" / "bucket" / "t0"
+    shutil.rmtree(location)
+    for part in range(3):
+        write_deltalake(str(location), rows(part * 1000, 1000), mode="append")
+    again = TableReaders(readers.storage, summaries=store).reader(table).head()
+    assert not isinstance(again.adds, SummarizedFiles) and again.version == 2
+    assert again.size != head.size
+    store.close()

@@ -261,12 +261,12 @@ class DeltaTableReader:
         path: str,
         snapshots: TableSnapshots | None = None,
         checked: CheckedVersions | None = None,
-        persisted: Callable[[], DeltaSnapshot | None] | None = None,
+        persisted: Callable[[LogListing], DeltaSnapshot | None] | None = None,
     ) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
-        #: The persisted summary of the table's latest version built, as a snapshot (see `head`).
+        #: The persisted summary of a listing's latest version, as a snapshot, if any (see `head`).
         self._persisted = persisted
         self.log = LogReader(storage, bucket, path)
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
@@ -317,15 +317,16 @@ class DeltaTableReader:
         """The latest version, for its head lines alone (`/metadata`): held, summarized or built.
 
         A summary persisted by an earlier server counts only if it is of the version the
-        listing names as latest; its files cannot be listed (`summaries.SummarizedFiles`).
+        listing names as latest (and of its very commit file); its files cannot be listed
+        (`summaries.SummarizedFiles`).
         """
         listing = listing or self.listing()
         version = listing.latest_version
         held = self._snapshots.get(version)
         if held is not None:
             return held
-        summarized = self._persisted() if self._persisted is not None else None
-        if summarized is not None and summarized.version == version:
+        summarized = self._persisted(listing) if self._persisted is not None else None
+        if summarized is not None:
             return summarized
         return self.snapshot(version, listing)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from share_store.delta.active_files import Action, FileSet
+from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import DeltaSnapshot
 
 
@@ -28,6 +29,9 @@ class SnapshotSummary:
     bucket: str
     path: str
     version: int
+    #: The version's commit file's time as listed (ms), which tells a table written anew at
+    #: the same place from the one summarized; None when only a checkpoint was listed.
+    commit_time: int | None
     size: int
     num_files: int
     deletion_vectors: bool
@@ -35,11 +39,20 @@ class SnapshotSummary:
     metadata: dict[str, Any]
 
     @classmethod
-    def of(cls, snapshot: DeltaSnapshot, bucket: str, path: str) -> SnapshotSummary:
+    def of(cls, snapshot: DeltaSnapshot, bucket: str, path: str, listing: LogListing) -> SnapshotSummary:
         return cls(
-            bucket, path, snapshot.version, snapshot.size, snapshot.num_files,
-            snapshot.adds.has_deletion_vectors, snapshot.protocol, snapshot.metadata,
+            bucket, path, snapshot.version, listing.commit_times.get(snapshot.version),
+            snapshot.size, snapshot.num_files, snapshot.adds.has_deletion_vectors,
+            snapshot.protocol, snapshot.metadata,
         )  # fmt: skip
+
+    def describes(self, bucket: str, path: str, listing: LogListing) -> bool:
+        """Whether this is the summary of the latest version `listing` shows at that location."""
+        return (
+            (self.bucket, self.path) == (bucket, path)
+            and self.version == listing.latest_version
+            and self.commit_time == listing.commit_times.get(self.version)
+        )
 
     def snapshot(self) -> DeltaSnapshot:
         """A snapshot for the head lines alone: listing its files is an error."""

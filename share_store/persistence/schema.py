@@ -99,6 +99,7 @@ snapshot_summaries_table = Table(
     Column("bucket", String(63), nullable=False),
     Column("path", String(1024), nullable=False),
     Column("version", BigInteger, nullable=False),
+    Column("commit_time", BigInteger),
     Column("size", BigInteger, nullable=False),
     Column("num_files", BigInteger, nullable=False),
     Column("deletion_vectors", Boolean, nullable=False),

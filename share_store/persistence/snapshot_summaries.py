@@ -19,7 +19,7 @@ def snapshot_summary(conn: Connection, table_id: str) -> SnapshotSummary | None:
     if row is None:
         return None
     return SnapshotSummary(
-        row.bucket, row.path, row.version, row.size, row.num_files, row.deletion_vectors,
+        row.bucket, row.path, row.version, row.commit_time, row.size, row.num_files, row.deletion_vectors,
         json.loads(row.protocol), json.loads(row.metadata),
     )  # fmt: skip
 
@@ -33,6 +33,7 @@ def save_snapshot_summary(conn: Connection, table_id: str, summary: SnapshotSumm
             bucket=summary.bucket,
             path=summary.path,
             version=summary.version,
+            commit_time=summary.commit_time,
             size=summary.size,
             num_files=summary.num_files,
             deletion_vectors=summary.deletion_vectors,

@@ -24,6 +24,9 @@ def upgrade() -> None:
         sa.Column("bucket", sa.String(63), nullable=False),
         sa.Column("path", sa.String(1024), nullable=False),
         sa.Column("version", sa.BigInteger, nullable=False),
+        # When the version's commit file was written (ms; NULL when only its checkpoint is
+        # listed): a table deleted and written again anew reaches the same version numbers.
+        sa.Column("commit_time", sa.BigInteger),
         sa.Column("size", sa.BigInteger, nullable=False),
         sa.Column("num_files", sa.BigInteger, nullable=False),
         sa.Column("deletion_vectors", sa.Boolean, nullable=False),
