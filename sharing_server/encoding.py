@@ -157,6 +157,24 @@ class LineEncoder:
                     self.min_expiration = dv_expiration
             yield fill(template, url, expiry, dv_url)
 
+    def prepare(self, snapshot: DeltaSnapshot) -> int:
+        """Make the templates `snapshot_files` would make for every file of `snapshot`; how many were new.
+
+        The snapshot warmer calls it, so that a recipient's first query finds the
+        lines ready. A streamed snapshot keeps no templates: nothing is made.
+        """
+        if snapshot.streamed:
+            return 0
+        columns = tuple(snapshot.partition_columns)
+        key = ("lines", self.format, self.hash_kind, None)
+        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(key, {})
+        made = 0
+        for action in snapshot.adds:
+            if id(action) not in templates:
+                templates[id(action)] = self._template(FileEntry(action, columns), None)
+                made += 1
+        return made
+
     def _template(self, entry: FileEntry, version: int | None) -> LineTemplate | None:
         """The line of one snapshot file with holes for its URLs and expiry."""
         action = entry.action

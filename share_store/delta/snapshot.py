@@ -242,11 +242,12 @@ class CheckedVersions:
         self._expiries: dict[Hashable, float] = {}
         self._lock = threading.Lock()
 
-    def fresh(self, key: Hashable) -> bool:
-        """Whether `key`'s files were found present recently enough to be trusted still."""
+    def fresh(self, key: Hashable, ahead: float = 0.0) -> bool:
+        """Whether `key`'s files were found present recently enough to be trusted still
+        (and `ahead` seconds from now: the snapshot warmer checks again before a query must)."""
         with self._lock:
             expiry = self._expiries.get(key)
-        return expiry is not None and time.monotonic() < expiry
+        return expiry is not None and time.monotonic() + ahead < expiry
 
     def mark(self, key: Hashable, took: float = 0.0) -> None:
         """`key`'s files were found present just now, by a check that took `took` seconds."""
@@ -273,10 +274,13 @@ class DeltaTableReader:
         path: str,
         snapshots: TableSnapshots | None = None,
         checked: CheckedVersions | None = None,
+        persisted: Callable[[LogListing], DeltaSnapshot | None] | None = None,
     ) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
+        #: The persisted summary of a listing's latest version, as a snapshot, if any (see `head`).
+        self._persisted = persisted
         self.log = LogReader(storage, bucket, path)
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
@@ -321,6 +325,23 @@ class DeltaTableReader:
 
     def latest_version(self, listing: LogListing | None = None) -> int:
         return (listing or self.listing()).latest_version
+
+    def head(self, listing: LogListing | None = None) -> DeltaSnapshot:
+        """The latest version, for its head lines alone (`/metadata`): held, summarized or built.
+
+        A summary persisted by an earlier server counts only if it is of the version the
+        listing names as latest (and of its very commit file); its files cannot be listed
+        (`summaries.SummarizedFiles`).
+        """
+        listing = listing or self.listing()
+        version = listing.latest_version
+        held = self._snapshots.get(version)
+        if held is not None:
+            return held
+        summarized = self._persisted(listing) if self._persisted is not None else None
+        if summarized is not None:
+            return summarized
+        return self.snapshot(version, listing)
 
     def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
         # A cached version needs no listing; the latest version always does.
@@ -474,13 +495,23 @@ class DeltaTableReader:
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
-        """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+        """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost).
+
+        A check of the files and their vectors covers one of the files alone. `ahead`:
+        check unless an earlier check is still trusted that many seconds from now.
+        Whether it looked the files up (not when an earlier check covered them).
+        """
+        # Without vectors, checking them adds nothing: both checks are one.
+        with_dvs = with_dvs and snapshot.adds.has_deletion_vectors
         key = (snapshot.version, with_dvs)
-        if snapshot.streamed or self._checked.fresh(key):
+        covered = self._checked.fresh(key, ahead) or (
+            not with_dvs and self._checked.fresh((snapshot.version, True), ahead)
+        )
+        if snapshot.streamed or covered:
             # A streamed snapshot has too many files to look each one up; its
             # recipients learn of a missing file from that file's URL.
-            return
+            return False
         locations = [self.locate(add["path"]) for add in snapshot.adds]
         if with_dvs:
             dvs = (
@@ -490,6 +521,7 @@ class DeltaTableReader:
         started = time.monotonic()
         self.check_exist(locations)
         self._checked.mark(key, time.monotonic() - started)
+        return True
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

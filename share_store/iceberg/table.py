@@ -170,6 +170,10 @@ class IcebergTableReader:
 
     # -- snapshots ----------------------------------------------------------------
 
+    def head(self, listing: IcebergListing | None = None) -> DeltaSnapshot:
+        # No summaries persist for Iceberg tables: loading the table's metadata is cheap next to a log replay.
+        return self.snapshot(listing=listing)
+
     def snapshot(
         self,
         version: int | None = None,
@@ -426,11 +430,11 @@ class IcebergTableReader:
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         # Trusted for a while, as for Delta tables: a warm query of 10,000 files
         # would otherwise look each of them up again.
-        if self._checked.fresh(snapshot.version):
-            return
+        if self._checked.fresh(snapshot.version, ahead):
+            return False
         locations = [self.locate(add["path"]) for add in snapshot.adds]
         for add in snapshot.adds:
             vector = self.locate_dv(add["deletionVector"]) if add.get("deletionVector") else None
@@ -439,6 +443,7 @@ class IcebergTableReader:
         started = time.monotonic()
         self.check_exist(locations)
         self._checked.mark(snapshot.version, time.monotonic() - started)
+        return True
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

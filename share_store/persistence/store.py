@@ -16,10 +16,19 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from share_store.delta.summaries import SnapshotSummary
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
-from share_store.persistence import access, activity, console_sessions, credentials, shares, snapshot_versions
+from share_store.persistence import (
+    access,
+    activity,
+    console_sessions,
+    credentials,
+    shares,
+    snapshot_summaries,
+    snapshot_versions,
+)
 from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.engine import make_engine
@@ -177,6 +186,18 @@ class ShareStore:
             except IntegrityError:
                 pass
         return self.snapshot_versions(table_id)
+
+    # -- Delta snapshot summaries ----------------------------------------------
+
+    def snapshot_summary(self, table_id: str) -> SnapshotSummary | None:
+        return self._read(snapshot_summaries.snapshot_summary, table_id)
+
+    def save_snapshot_summary(self, table_id: str, summary: SnapshotSummary) -> None:
+        """Keep `summary` as the table's; if another replica saved one at the same time, keep that."""
+        try:
+            self._change(snapshot_summaries.save_snapshot_summary, table_id, summary)
+        except IntegrityError:
+            pass
 
     # -- recent activity (the console's) ---------------------------------------
 
