@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tpch_pipeline import _wait_for, free_port, orders_between, step
+from tpch_pipeline import _wait_for, free_port, local_spark, orders_between, step
 
 APP_ID = "recipient-orders-from-share"
 
@@ -148,18 +147,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=2, help="the provider's new commits between runs")
     parser.add_argument("--size", type=int, default=100, help="new orders per commit")
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("incremental-orders")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    spark = local_spark("incremental-orders")
     try:
         print(run(spark, args.workdir, args.commits, args.size))
     finally:

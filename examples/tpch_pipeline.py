@@ -247,6 +247,22 @@ def _wait_for(port: int, timeout: float = 30) -> None:
     raise RuntimeError("the sharing server did not start")
 
 
+def local_spark(app_name: str):  # noqa: ANN201 - pyspark is imported late, only by the scripts
+    """A local Spark session on loopback; its Python workers run this interpreter, which has our source."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[*]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -257,18 +273,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(".pipeline"))
     parser.add_argument("--threshold", type=float, default=THRESHOLD)
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[*]")
-        .appName("tpch-sharing-pipeline")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    spark = local_spark("tpch-sharing-pipeline")
     try:
         print(run(spark, args.workdir, args.scale, args.threshold))
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from typing import Any, Protocol
 
 from share_store.delta.log import Commit
@@ -21,6 +22,7 @@ from share_store.delta.snapshot import (
     DeltaTableReader,
     SnapshotCache,
 )
+from share_store.delta.summaries import SummaryStore
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
@@ -45,6 +47,10 @@ class TableReader(Protocol):
 
     def snapshot(self, version: int | None = None, listing: Any = None) -> DeltaSnapshot:
         """The snapshot of `version` (the latest when None)."""
+        ...
+
+    def head(self, listing: Any = None) -> DeltaSnapshot:
+        """The latest version for its head lines only (its files may not be listable)."""
         ...
 
     def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
@@ -75,16 +81,13 @@ class TableReader(Protocol):
         """Bucket and key of a deletion vector's file; None for inline vectors."""
         ...
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
-        """A presigned URL for `location` and its expiry (epoch ms)."""
-        ...
-
     def url_signer(self, now: float) -> UrlSigning:
         """`sign` as of `now`, for the many URLs of one response."""
         ...
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
-        """Refuse a snapshot whose files were removed from storage."""
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+        """Refuse a snapshot whose files were removed from storage; `ahead`: check unless
+        an earlier check is trusted that many seconds from now still. Whether it looked."""
         ...
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
@@ -108,6 +111,7 @@ class TableReaders:
         iceberg: IcebergOptions | None = None,
         snapshots: SnapshotCache | None = None,
         files_check_seconds: float = FILES_CHECK_SECONDS,
+        summaries: SummaryStore | None = None,
     ) -> None:
         self.storage = storage
         self.catalogs = catalogs or CatalogRegistry({})
@@ -115,6 +119,7 @@ class TableReaders:
         self.iceberg = iceberg or IcebergOptions()
         self.snapshots = snapshots if snapshots is not None else SnapshotCache()
         self.files_check_seconds = files_check_seconds
+        self.summaries = summaries
         self._readers: dict[tuple[str, str, str], TableReader] = {}
         #: When each table was last read for a recipient (what the snapshot warmer keeps fresh).
         self._used: dict[tuple[str, str, str], tuple[SharedTable, float]] = {}
@@ -148,4 +153,16 @@ class TableReaders:
             return IcebergTableReader(
                 table, self.catalogs, self.versions, self.storage, self.iceberg, snapshots, checked
             )
-        return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked)
+        persisted = partial(_persisted, self.summaries, table) if self.summaries is not None else None
+        return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked, persisted)
+
+
+def _persisted(summaries: SummaryStore, table: SharedTable, listing: LogListing) -> DeltaSnapshot | None:
+    """The persisted summary of `table`'s latest version in `listing`, as a snapshot (None if none)."""
+    try:
+        found = summaries.snapshot_summary(table.id)
+    except Exception:  # noqa: BLE001 - the store unreachable: the log is replayed as before
+        return None
+    if found is None or not found.describes(table.bucket, table.path, listing):
+        return None
+    return found.snapshot()

@@ -295,8 +295,8 @@ class Admin:
         """Requests, versions, files, bytes and errors per share, table or token."""
         return self.store.activity_summary(group, since, until)
 
-    def activity_times(self, since: datetime, until: datetime) -> list[datetime]:
-        return self.store.activity_times(since, until)
+    def activity_per_hour(self, since: datetime, until: datetime) -> dict[datetime, int]:
+        return self.store.activity_per_hour(since, until)
 
     def recent_activity(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
         return self.store.recent_activity(since, until, limit)

@@ -230,6 +230,7 @@ def create_app(
         iceberg,
         snapshots=SnapshotCache(options.snapshot_cache_files),
         files_check_seconds=options.files_check_seconds,
+        summaries=store,
     )
     app.state.iceberg_grants = IcebergGrants(app.state.readers)
     app.state.warmer = SnapshotWarmer(

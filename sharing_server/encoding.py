@@ -26,8 +26,6 @@ class FileSigner(Protocol):
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None: ...
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]: ...
-
     def url_signer(self, now: float) -> UrlSigning: ...
 
 
@@ -163,6 +161,24 @@ class LineEncoder:
                 if self.min_expiration is None or dv_expiration < self.min_expiration:
                     self.min_expiration = dv_expiration
             yield fill(template, url, expiry, dv_url)
+
+    def prepare(self, snapshot: DeltaSnapshot) -> int:
+        """Make the templates `snapshot_files` would make for every file of `snapshot`; how many were new.
+
+        The snapshot warmer calls it, so that a recipient's first query finds the
+        lines ready. A streamed snapshot keeps no templates: nothing is made.
+        """
+        if snapshot.streamed:
+            return 0
+        columns = tuple(snapshot.partition_columns)
+        key = ("lines", self.format, self.hash_kind, None)
+        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(key, {})
+        made = 0
+        for action in snapshot.adds:
+            if id(action) not in templates:
+                templates[id(action)] = self._template(FileEntry(action, columns), None)
+                made += 1
+        return made
 
     def _streamed_files(
         self, files: StreamedFileSet, columns: tuple[str, ...], version: int | None

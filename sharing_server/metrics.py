@@ -56,7 +56,8 @@ class Metrics:
         self.snapshot_warms = Counter(
             "sharing_snapshot_warms",
             "Background snapshot builds by why (start, refresh) and outcome (built, current: no new "
-            "commit since the last round, failed).",
+            "commit since the last round, failed); and the missing-file checks made ahead of queries "
+            "(why check: passed, failed, deferred: over the time share checks may take).",
             ["why", "outcome"],
             registry=self.registry,
         )

@@ -9,16 +9,18 @@ and metadata did not change between pages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from share_store.errors import InvalidParameter
 from sharing_server.page_tokens import TokenCodec
 from sharing_server.protocol import MAX_PAGE_FILES, single_lines
 
 PAGE_TOKEN_TTL_MS = 3 * 24 * 3600 * 1000
+T = TypeVar("T")
+_END: Any = object()
 
 #: A protocol line, or file lines already encoded (see `line_templates`, `LineBlock`).
 Line = dict[str, Any] | bytes
@@ -44,6 +46,28 @@ def decode_token(codec: TokenCodec, token: str, what: str, table_id: str, now_ms
     if int(payload.get("e", 0)) < now_ms:
         raise InvalidParameter(f"The {what} has expired. Please restart the query.")
     return payload
+
+
+class PageOf(Generic[T]):
+    """One page of a listing's entries, cut before they are encoded.
+
+    A later page skips the earlier pages' files: skipped as entries, they are
+    never signed (skipped as lines, every earlier file was signed again, each
+    page, and counted in the audit's bytes). Whether more files follow is learnt
+    from the next entry, which is not encoded either.
+    """
+
+    def __init__(self, entries: Iterable[T], offset: int, size: int | None) -> None:
+        self._entries = iter(entries)
+        self.offset = offset
+        self.size = size
+
+    def __iter__(self) -> Iterator[T]:
+        return islice(self._entries, self.offset, None if self.size is None else self.offset + self.size)
+
+    def more(self) -> bool:
+        """Whether an entry follows the page (asked once the page is listed)."""
+        return next(self._entries, _END) is not _END
 
 
 class Pager:
@@ -76,19 +100,26 @@ class Pager:
         now_ms: int,
         end_fields: Callable[[], dict[str, Any]],
         later_state: Callable[[], dict[str, Any]] | None = None,
+        cut: PageOf[Any] | None = None,
     ) -> Iterator[Line]:
         """Head lines, one page of body lines, then the endStreamAction unless `page_state` is None.
 
         `page_state` goes into the next page's token, with what `later_state`
         adds once the page's lines are made; `end_fields` likewise adds fields
-        to the endStreamAction (URL expiries are known only then).
+        to the endStreamAction (URL expiries are known only then). With `cut`,
+        `body` holds the page's lines alone, made from `cut`'s entries.
         """
         yield from head
         emitted = 0
         has_more = False
         if paging.size is not None or paging.offset:
             body = single_lines(body)  # counted line by line
-        if paging.size is None:  # one page of everything: no line to count
+        if cut is not None:
+            for line in body:
+                yield line
+                emitted += 1
+            has_more = paging.size is not None and cut.more()
+        elif paging.size is None:  # one page of everything: no line to count
             yield from islice(body, paging.offset, None)
         else:
             for line in islice(body, paging.offset, paging.offset + paging.size + 1):

@@ -38,7 +38,7 @@ from share_store.readers import TableReader, TableReaders
 from sharing_server.encoding import LineEncoder
 from sharing_server.hint_filter import HintFilter, HintLimits
 from sharing_server.page_tokens import TokenCodec
-from sharing_server.paging import Line, Pager, Paging, decode_token
+from sharing_server.paging import Line, PageOf, Pager, Paging, decode_token
 from sharing_server.protocol import Capabilities, ChangesRequest, QueryRequest, parse_timestamp
 
 REFRESH_TOKEN_TTL_MS = 3600 * 1000
@@ -216,8 +216,11 @@ class TableQueries:
             raise InvalidParameter("Please only provide one of: version,timestamp")
         number = _parse_version(version) if version is not None else None
         reader = self.readers.reader(table)
+        # The latest version's head lines need no files: a restarted server answers them from
+        # the version's persisted summary, without replaying the log.
+        named = reader.head() if number is None and timestamp is None else None
         snapshot, response_format = _in_format(
-            reader, _resolve(reader, table, number, timestamp), capabilities, self.prefer_delta
+            reader, named or _resolve(reader, table, number, timestamp), capabilities, self.prefer_delta
         )
         encoder = _encoder(table, reader, response_format)
         lines = [encoder.protocol(snapshot), encoder.metadata(snapshot)]
@@ -274,6 +277,12 @@ class TableQueries:
             if hint_filter is None and request.limit_hint is None
             else _selected(files_of, hint_filter, request.limit_hint)
         )
+        cut = None
+        if page.paging.size is not None or page.paging.offset:
+            # Cut to the page before encoding: earlier pages' files are neither signed nor counted.
+            entries = selected if selected is not None else actions.entries(files_of)
+            cut = PageOf(entries, page.paging.offset, page.paging.size)
+            selected = iter(cut)
         files = encoder.snapshot_files(files_of, selected, version=file_version)
 
         def refresh_fields() -> dict[str, Any]:
@@ -286,7 +295,7 @@ class TableQueries:
         response = self._respond(
             page, snapshot.version, encoder, head, files, {"v": snapshot.version},
             wants_end=request.include_refresh_token, end_fields=refresh_fields,
-            later_state=hint_filter.page_state if hint_filter else None,
+            later_state=hint_filter.page_state if hint_filter else None, cut=cut,
         )  # fmt: skip
         # A held snapshot's files are in memory: listing them reads nothing (a streamed
         # one reads its checkpoint batch by batch).
@@ -463,12 +472,14 @@ class TableQueries:
         wants_end: bool = False,
         end_fields: Callable[[], dict[str, Any]] | None = None,
         later_state: Callable[[], dict[str, Any]] | None = None,
+        cut: PageOf[Any] | None = None,
     ) -> TableResponse:
         """One page of `body` after `head`, ending with an endStreamAction when one is due.
 
         `pinned` is what later pages must keep reading at (a version, or the
         latest version of a range); it goes into the next page's token, with
-        what `later_state` adds once the page is made.
+        what `later_state` adds once the page is made. With `cut`, `body` is the
+        page's lines alone (see `paging.PageOf`).
         """
 
         def all_end_fields() -> dict[str, Any]:
@@ -481,7 +492,7 @@ class TableQueries:
         ends = wants_end or capabilities.include_end_stream_action or page.max_files is not None
         page_state = {"t": page.table_id, **pinned, "c": page.checksum} if ends else None
         lines = self.pager.lines(
-            head, body, page.paging, page_state, page.now_ms, all_end_fields, later_state
+            head, body, page.paging, page_state, page.now_ms, all_end_fields, later_state, cut
         )
         return TableResponse(
             version,

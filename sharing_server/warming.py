@@ -13,9 +13,27 @@ waits for the commit to be applied. A thread of its own:
   commit is applied (incrementally, from the held snapshot) before the next
   query comes. Each round costs a tail listing of each such table's log.
 
-It only ever calls what a query would (`reader.snapshot()`), so what it builds
-is exactly what a query would have built; a failure is counted and left for
-the next query to report to its recipient.
+A built snapshot is not all a first query waits for: it also looks up every
+data file (the missing-file check, 0.2 to 0.5 s for 100,000 local files) and
+makes each file line's template. So for each Delta snapshot it builds, the
+warmer also runs that check and makes the templates of the format a request
+without capabilities gets (parquet, or delta when parquet cannot carry the
+table). A check is trusted as long as any (`CheckedVersions`): the warmer only
+checks again, before the trust runs out, the tables whose snapshots it built or
+refreshed in the last `KEEP_READY_SECONDS` and still cached, so a first query
+in that time finds the check still trusted. Those checks take at most
+`CHECK_SHARE` of the warmer's time; beyond it they wait and a query checks for
+itself, as it would without the warmer.
+
+Each Delta version it builds is also summarized in the share store (version,
+size, file count, protocol, metadata: `share_store.delta.summaries`), so a
+restarted server answers `/metadata` of a table whose log has not moved
+without replaying it, even before the warming reaches that table.
+
+It only ever calls what a query would (`reader.snapshot()`,
+`check_files_exist`), so what it builds is exactly what a query would have
+built; a failure is counted and left for the next query to report to its
+recipient.
 """
 
 from __future__ import annotations
@@ -23,11 +41,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
+from collections import deque
+from collections.abc import Callable
 
+from share_store.delta import actions
 from share_store.delta.snapshot import DeltaSnapshot
+from share_store.delta.summaries import SnapshotSummary
+from share_store.errors import ShareStoreError
 from share_store.model import SharedTable
 from share_store.persistence import ShareStore
-from share_store.readers import TableReaders
+from share_store.readers import TableReader, TableReaders
+from sharing_server.encoding import LineEncoder
 from sharing_server.metrics import Metrics
 
 logger = logging.getLogger(__name__)
@@ -37,6 +62,12 @@ HOT_SECONDS = 60.0
 HOT_TABLES = 16
 #: Warming at start stops once the snapshot cache is this full.
 START_BUDGET = 0.8
+#: Checks made ahead of queries take at most this share of the last `CHECK_WINDOW` seconds.
+CHECK_SHARE = 0.1
+CHECK_WINDOW = 60.0
+#: A table's check is kept ahead of queries this long after the warmer built its snapshot or a
+#: recipient last read it: beyond, it costs the server more than it saves the rare late query.
+KEEP_READY_SECONDS = 600.0
 
 
 class SnapshotWarmer:
@@ -56,6 +87,13 @@ class SnapshotWarmer:
         self._stopped = threading.Event()
         #: The version each table was last brought to (only the warmer's thread touches it).
         self._versions: dict[str, int] = {}
+        #: The tables whose files are checked ahead of queries, with the snapshot built
+        #: (weakly: once the cache evicts it, a query would build and check it anew).
+        #: Kept so for `KEEP_READY_SECONDS` after it was built or last refreshed (monotonic time).
+        self._kept: dict[str, tuple[SharedTable, Callable[[], DeltaSnapshot | None], float]] = {}
+        #: What each table's last check took, and when and how long recent checks took.
+        self._took: dict[str, float] = {}
+        self._checks: deque[tuple[float, float]] = deque()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -83,39 +121,148 @@ class SnapshotWarmer:
         cache's bound would hold only between rounds. The least recent go first, so
         that the lookups leave the cache's order of use as the recipients made it.
         """
+        refreshed = set()
         for table in reversed(self.readers.recently_used(HOT_SECONDS)[:HOT_TABLES]):
             if self._stopped.is_set():
                 return
             if self.readers.reader(table, used=False).holds_snapshot:
                 self._warm(table, "refresh")
+                refreshed.add(table.id)
+        self.renew_checks(skip=refreshed)
+
+    def renew_checks(self, skip: set[str] | frozenset[str] = frozenset()) -> None:
+        """Check again the files of the snapshots built here whose check is about to expire."""
+        since = time.monotonic() - KEEP_READY_SECONDS
+        for table_id, (table, built, touched) in list(self._kept.items()):
+            if self._stopped.is_set():
+                return
+            snapshot = built()
+            if snapshot is None or touched < since:
+                # Evicted, or neither built nor read for long: the next query checks for itself.
+                del self._kept[table_id]
+            elif table_id not in skip:
+                self._check_ahead(table, self.readers.reader(table, used=False), snapshot, budgeted=True)
 
     def warm_shared_tables(self) -> None:
         cache = self.readers.snapshots
         try:
-            tables = [table for share in self.store.list_shares() for table in self.store.list_tables(share)]
+            tables = self.store.all_tables()
         except Exception as error:  # noqa: BLE001 - the store down at start: queries will say so
             logger.warning("snapshot warming skipped: the store could not be read (%s)", type(error).__name__)
             return
+        # Every snapshot first, then their checks and lines: a query that comes meanwhile
+        # more likely finds its table built, which saves it the most.
+        built_here: list[tuple[SharedTable, DeltaSnapshot]] = []
         for table in tables:
             if self._stopped.is_set() or cache.files >= cache.max_files * START_BUDGET:
-                return
+                break
             before = cache.files
-            built = self._warm(table, "start")
+            built = self._warm(table, "start", built_here)
             if built is not None and not built.streamed and before + built.num_files > cache.max_files:
-                return  # it did not fit beside the others: warming more would only evict
+                break  # it did not fit beside the others: warming more would only evict
+        for table, snapshot in built_here:
+            if self._stopped.is_set():
+                return
+            self._make_ready(table, snapshot, prepare=True, budgeted=False)
 
-    def _warm(self, table: SharedTable, why: str) -> DeltaSnapshot | None:
+    def _warm(
+        self, table: SharedTable, why: str, later: list[tuple[SharedTable, DeltaSnapshot]] | None = None
+    ) -> DeltaSnapshot | None:
+        """Build `table`'s latest snapshot and make it ready, or leave that to `later` when given."""
         started = time.perf_counter()
         try:
-            snapshot = self.readers.reader(table, used=False).snapshot()
+            reader = self.readers.reader(table, used=False)
+            snapshot = reader.snapshot()
         except Exception as error:  # noqa: BLE001 - the next query reports it to its recipient
             self.metrics.snapshot_warms.labels(why, "failed").inc()
             logger.debug("warming %s failed: %s", table.full_name, type(error).__name__)
             return None
-        if self._versions.get(table.id) == snapshot.version:
+        current = self._versions.get(table.id) == snapshot.version
+        # A hot table the warmer had not seen: a query built this snapshot, checked its files
+        # and made its lines as it went (maybe still is); doing so again here would only
+        # slow that query down.
+        first_sight = why == "refresh" and table.id not in self._versions
+        if current:
             self.metrics.snapshot_warms.labels(why, "current").inc()  # no new commit: nothing built
+        else:
+            self._versions[table.id] = snapshot.version
+            self.metrics.snapshot_warms.labels(why, "built").inc()
+            self.metrics.snapshot_warm_seconds.observe(time.perf_counter() - started)
+        if table.is_iceberg:
+            # Iceberg snapshots are served through derived ones (deletes materialized for
+            # parquet), checked when a query derives them: only Delta's are made ready here.
             return snapshot
-        self._versions[table.id] = snapshot.version
-        self.metrics.snapshot_warms.labels(why, "built").inc()
-        self.metrics.snapshot_warm_seconds.observe(time.perf_counter() - started)
+        self._kept[table.id] = (table, weakref.ref(snapshot), time.monotonic())
+        if not current:
+            self._save_summary(table, reader, snapshot)
+        if first_sight:
+            return snapshot
+        if later is not None:
+            later.append((table, snapshot))
+        else:
+            self._make_ready(table, snapshot, prepare=not current, budgeted=True)
         return snapshot
+
+    def _make_ready(self, table: SharedTable, snapshot: DeltaSnapshot, prepare: bool, budgeted: bool) -> None:
+        """The check a first query of `snapshot` would make, and (`prepare`) its lines' templates."""
+        reader = self.readers.reader(table, used=False)
+        self._check_ahead(table, reader, snapshot, budgeted)
+        if prepare:
+            _prepare_lines(reader, snapshot)
+
+    def _save_summary(self, table: SharedTable, reader: TableReader, snapshot: DeltaSnapshot) -> None:
+        """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
+        try:
+            summary = SnapshotSummary.of(snapshot, table.bucket, table.path, reader.listing())
+            self.store.save_snapshot_summary(table.id, summary)
+        except Exception as error:  # noqa: BLE001 - the store down: a restart replays the log, as before
+            logger.debug("saving %s's summary failed: %s", table.full_name, type(error).__name__)
+
+    def _check_ahead(
+        self, table: SharedTable, reader: TableReader, snapshot: DeltaSnapshot, budgeted: bool
+    ) -> None:
+        """The missing-file check of `snapshot`, unless one is trusted beyond the next rounds.
+
+        With vectors: it covers both formats' queries. Ahead by two rounds and twice
+        what the last check took, so that the new check is marked before the old expires.
+        """
+        if self.readers.files_check_seconds <= 0:
+            return  # every query checks for itself: a check made here would be trusted by none
+        ahead = 2 * (self.refresh_seconds + self._took.get(table.id, 0.0))
+        if budgeted and not self._may_check():
+            self.metrics.snapshot_warms.labels("check", "deferred").inc()
+            return
+        started = time.monotonic()
+        try:
+            looked = reader.check_files_exist(snapshot, with_dvs=True, ahead=ahead)
+        except Exception as error:  # noqa: BLE001 - files missing: the next query checks and says so
+            self.metrics.snapshot_warms.labels("check", "failed").inc()
+            logger.debug("checking %s's files failed: %s", table.full_name, type(error).__name__)
+            return
+        finally:
+            took = time.monotonic() - started
+            self._checks.append((started, took))
+        if looked:
+            self._took[table.id] = took
+            self.metrics.snapshot_warms.labels("check", "passed").inc()
+
+    def _may_check(self) -> bool:
+        """Whether the checks of the last `CHECK_WINDOW` seconds left room for another."""
+        since = time.monotonic() - CHECK_WINDOW
+        while self._checks and self._checks[0][0] < since:
+            self._checks.popleft()
+        return sum(took for _, took in self._checks) < CHECK_SHARE * CHECK_WINDOW
+
+
+def _prepare_lines(reader: TableReader, snapshot: DeltaSnapshot) -> None:
+    """Every file line's template, in the format a request without capabilities gets.
+
+    That is parquet, unless parquet cannot carry the table, whose recipients then
+    read delta. A client asking for the other format makes its own on first use.
+    """
+    try:
+        actions.check_parquet_readable(snapshot)
+        response_format = "parquet"
+    except ShareStoreError:
+        response_format = "delta"
+    LineEncoder(response_format, reader, time.time()).prepare(snapshot)

@@ -49,11 +49,19 @@ def test_summaries_group_requests_by_share_table_and_token(store: ShareStore) ->
     tokens = [(row.key, row.requests) for row in store.activity_summary("token", since, until)]
     assert tokens == [(("t1", "s"), 3), (("t2", "s"), 1)]
     assert [row.requests for row in store.activity_summary("share", since, until)] == [4]
-    assert len(store.activity_times(since, until)) == 4
+    assert sum(store.activity_per_hour(since, until).values()) == 4
     assert store.token_last_use(["t1", "t2", "t3"]) == {
         "t1": NOW - timedelta(minutes=3),
         "t2": NOW - timedelta(minutes=2),
     }
+
+
+def test_requests_per_hour_are_counted_by_the_store_in_utc_hours(store: ShareStore) -> None:
+    # NOW is 12:00 UTC: 1, 59 and 60 minutes before it fall in 11:00; 61 and 119 in 10:00; 180 outside.
+    store.record_activity([event(minutes) for minutes in (1, 59, 60, 61, 119, 180)])
+    hours = store.activity_per_hour(NOW - timedelta(hours=2), NOW)
+    assert hours == {NOW - timedelta(hours=1): 3, NOW - timedelta(hours=2): 2}
+    assert all(hour.tzinfo is not None and hour.utcoffset() == timedelta(0) for hour in hours)
 
 
 def test_prune_keeps_the_retention_and_the_row_cap(store: ShareStore) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta.actions import entries
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader, SnapshotCache
+from share_store.delta.snapshot import ACTIVE, DeltaSnapshot, DeltaTableReader, SnapshotCache
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
 from sharing_server.encoding import LineEncoder
@@ -78,6 +78,22 @@ def test_an_overwrite_and_time_travel_back(tmp_path: Path) -> None:
     write_deltalake(location, pa.table({"id": [9]}), mode="overwrite")
     assert same(table.snapshot(), reader(tmp_path).snapshot())
     assert same(table.snapshot(0), reader(tmp_path).snapshot(0))
+
+
+def test_only_the_newest_snapshot_keeps_its_index_of_active_files(tmp_path: Path) -> None:
+    location = str(tmp_path / "b" / "t")
+    write_deltalake(location, pa.table({"id": [1, 2]}))
+    table = reader(tmp_path, SnapshotCache(per_table=1))
+    first = table.snapshot()
+    assert ACTIVE in first.memo  # what the next version is advanced from
+    write_deltalake(location, pa.table({"id": [3]}), mode="append")
+    second = table.snapshot()
+    assert ACTIVE in second.memo and ACTIVE not in first.memo
+    # Version 0 again (time travel), evicted by then: replayed anew, and not the newest.
+    again = table.snapshot(0)
+    assert again is not first and ACTIVE not in again.memo and ACTIVE in second.memo
+    write_deltalake(location, pa.table({"id": [4]}), mode="append")
+    assert same(table.snapshot(), reader(tmp_path).snapshot())  # still advanced from the newest
 
 
 def test_a_snapshot_the_cache_dropped_is_not_advanced_from(tmp_path: Path) -> None:

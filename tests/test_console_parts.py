@@ -14,13 +14,14 @@ T0 = datetime(2026, 5, 1, 10, 30, tzinfo=UTC)
 
 
 def test_hourly_bars_count_requests_per_hour() -> None:
-    times = [T0, T0 + timedelta(minutes=10), T0 + timedelta(hours=2)]
-    chart = hourly(times, T0 - timedelta(minutes=30), T0 + timedelta(hours=3))
+    hour = T0.replace(minute=0)
+    counts = {hour: 2, hour + timedelta(hours=2): 1}
+    chart = hourly(counts, T0 - timedelta(minutes=30), T0 + timedelta(hours=3))
     assert [bar.count for bar in chart.bars] == [2, 0, 1, 0]  # 10:00, 11:00, 12:00, 13:00
     assert chart.peak == 2
     tallest = max(chart.bars, key=lambda bar: bar.height)
     assert tallest.count == 2 and tallest.y + tallest.height == chart.baseline
-    assert hourly([], T0, T0 + timedelta(hours=1)).bars[0].height == 0
+    assert hourly({}, T0, T0 + timedelta(hours=1)).bars[0].height == 0
 
 
 def test_picker_finds_folders_holding_a_delta_log(tmp_path) -> None:

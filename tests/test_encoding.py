@@ -116,14 +116,14 @@ class Signer:
             return None
         return BUCKET, f"{TABLE}/dv/{descriptor['cardinality']}.bin"
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
+    def _url(self, location: tuple[str, str], now: float) -> tuple[str, int]:
         self.signed.append(location)
         expiration = (int(now) + self.lifetimes.get(location[1], 3600)) * 1000
         bucket, key = location
         return f"https://storage.test/{bucket}/{key}?expires={expiration}", expiration
 
     def url_signer(self, now: float) -> UrlSigning:
-        return lambda bucket, key: self.sign((bucket, key), now)
+        return lambda bucket, key: self._url((bucket, key), now)
 
 
 def url(key: str, expiration: int = HOUR_LATER) -> str:

@@ -443,6 +443,25 @@ def test_query_pagination_pins_version(api: httpx.Client) -> None:
         if not token:
             break
     assert pages == 3 and seen == everything
+
+
+def test_a_page_signs_and_counts_its_own_files_only(api: httpx.Client, local: Deployment) -> None:
+    # The audit's file bytes are those of the files a response encoded (and signed): a later
+    # page that skipped its predecessors' lines after making them counted theirs too, and the
+    # file after its own, made to learn whether another page follows.
+    path = "/shares/proto/schemas/default/tables/t_checkpoint/query"
+    token, pages = None, 0
+    while True:
+        response = api.post(path, json={"maxFiles": 4} | ({"pageToken": token} if token else {}))
+        actions = lines(response)
+        files = [action["file"] for action in actions[2:-1]]
+        record = audit_record(local, response.headers["x-request-id"])
+        assert record["files"] == len(files) and record["file_bytes"] == sum(f["size"] for f in files) > 0
+        pages += 1
+        token = actions[-1]["endStreamAction"].get("nextPageToken")
+        if not token:
+            break
+    assert pages == 3
     first = lines(api.post(path, json={"maxFiles": 4}))[-1]["endStreamAction"]["nextPageToken"]
     error(
         api.post(path, json={"maxFiles": 4, "pageToken": first, "limitHint": 2}),

@@ -22,6 +22,7 @@ import pytest
 
 from share_store.delta.deletion_vectors import DV_MAGIC
 from share_store.iceberg.derived import DeleteOptions
+from share_store.iceberg.materialized import COPIES, COPIES_MEMO
 from share_store.iceberg.table import IcebergOptions, IcebergTableReader
 from share_store.storage import LocalStorage
 from tests.conftest import Deployment
@@ -124,11 +125,20 @@ def test_materialized_files_count_only_the_rows_left_and_are_written_once(filed:
         return [line["file"] for line in lines[2:]]
 
     first = files()
+    # The copies and their lines stay with the held snapshot: the next response only signs them.
+    cache = filed.server.app.state.readers.snapshots  # type: ignore[attr-defined]
+    (held,) = [snapshot for snapshot in cache._entries.values() if COPIES_MEMO in snapshot.memo]
+    (templates,) = held.memo[COPIES_MEMO].values()
+    made = dict(templates)
+    assert len(made) == len(first) and len(held.memo[COPIES]) == len(first) - sum(
+        "deletionVector" not in add for add in held.adds
+    )
     copies = sorted((cache_root(filed) / ".delta-sharing-cache" / "data").iterdir())
     assert copies and len(copies) <= len(first)
     stamps = [path.stat().st_mtime_ns for path in copies]
     second = files()
     assert [path.stat().st_mtime_ns for path in copies] == stamps  # served again, not rewritten
+    assert dict(held.memo[COPIES_MEMO][next(iter(held.memo[COPIES_MEMO]))]) == made  # none made anew
     assert sum(json.loads(f["stats"])["numRecords"] for f in second) == sum(
         json.loads(f["stats"])["numRecords"] for f in first
     )

@@ -89,6 +89,19 @@ def test_templates_are_kept_per_format_and_version() -> None:
     assert pre_encoded(snapshot, "parquet") == whole("parquet", [ADD])
 
 
+def test_a_planned_subset_fills_the_held_snapshots_templates() -> None:
+    # What Iceberg planning hands the encoder per hinted query: some of the held snapshot's files.
+    held = DeltaSnapshot(7, PROTOCOL, METADATA, ADDS)
+    subset = held.narrowed(list(held.adds)[:2])
+    assert subset.num_files == 2 and held.num_files == len(ADDS)
+    assert pre_encoded(subset, "delta") == whole("delta", ADDS[:2])
+    (templates,) = held.memo.values()  # made once, kept with the held snapshot
+    assert set(templates) == {id(action) for action in list(held.adds)[:2]}
+    again = held.narrowed(list(held.adds)[:2])
+    assert pre_encoded(again, "delta") == whole("delta", ADDS[:2])
+    assert held.memo[next(iter(held.memo))] is templates and len(templates) == 2
+
+
 def test_lines_that_cannot_be_cut_are_encoded_whole() -> None:
     action = {"file": {"url": line_templates.URL, "expirationTimestamp": line_templates.EXPIRY}}
     assert line_templates.make_template(action, ("b", "k")) is not None

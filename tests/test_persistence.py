@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event, make_url
 
+from share_store.delta.summaries import SnapshotSummary
 from share_store.errors import AdminError, NotFound, StoreDiskFull, Unauthenticated
 from share_store.model import TableSpec, Token, parse_create_args
 from share_store.outages import disk_full, is_outage
@@ -90,6 +91,18 @@ def test_update_add_and_remove(store: ShareStore) -> None:
     store.create_share("s", parse_create_args(["sc", "a:delta:bucket:a", "b:delta:bucket:b"]))
     store.update_share("s", add=[TableSpec.parse("sc2:c:delta:bucket:c")], remove=[("SC", "A")])
     assert snapshot(store) == [("s", [("sc", "b", "b"), ("sc2", "c", "c")])]
+
+
+def test_every_table_of_every_share_in_one_read(store: ShareStore) -> None:
+    store.create_share("Zed", parse_create_args(["sc", "a:delta:bucket:za"]))
+    store.create_share("ant", parse_create_args(["SC", "b:delta:bucket:ab", "a:delta:bucket:aa"]))
+    everything = store.all_tables()
+    assert [(t.share, t.schema, t.name, t.path) for t in everything] == [
+        ("ant", "SC", "a", "aa"),
+        ("ant", "SC", "b", "ab"),
+        ("Zed", "sc", "a", "za"),
+    ]
+    assert everything == [table for share in store.list_shares() for table in store.list_tables(share)]
 
 
 def test_tokens_are_hashed_expire_and_revoke(store: ShareStore, backend: Backend) -> None:
@@ -246,3 +259,21 @@ def test_disk_full_is_no_outage(error: BaseException, full: bool) -> None:
     assert disk_full(error) is full and disk_full(chained) is full
     if full:
         assert not is_outage(error)  # nothing is unreachable: someone must free space
+
+
+def test_a_snapshot_summary_is_kept_replaced_and_forgotten_with_its_table(store: ShareStore) -> None:
+    store.create_share("s", parse_create_args(["default", "t:delta:bkt:p/t", "u:delta:bkt:p/u"]))
+    table, other = store.get_table("s", "default", "t"), store.get_table("s", "default", "u")
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"]}
+    metadata = {"id": "m", "schemaString": '{"type":"struct","fields":[]}', "configuration": {"k": "ü"}}
+    first = SnapshotSummary("bkt", "p/t", 4, 1_700_000_000_123, 1234, 5, True, protocol, metadata)
+    store.save_snapshot_summary(table.id, first)
+    assert store.snapshot_summary(table.id) == first
+    newer = SnapshotSummary("bkt", "p/t", 2**40, None, 2**50, 100_000, False, protocol, metadata)
+    store.save_snapshot_summary(table.id, newer)  # one row a table: the newest replaces the older
+    assert store.snapshot_summary(table.id) == newer
+    store.save_snapshot_summary(other.id, first)
+    store.update_share("s", add=[], remove=[("default", "t")])
+    assert store.snapshot_summary(table.id) is None
+    store.remove_share("s")
+    assert store.snapshot_summary(other.id) is None

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pyarrow as pa
+import pytest
 from deltalake import write_deltalake
 
-from share_store.delta.snapshot import SnapshotCache
+from share_store.delta.snapshot import DeltaTableReader, SnapshotCache
+from share_store.delta.summaries import SummarizedFiles
+from share_store.errors import TableFilesMissing
 from share_store.model import TableSpec
 from share_store.persistence import ShareStore
 from share_store.persistence.engine import sqlite_url
 from share_store.readers import TableReaders
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
+from sharing_server import warming
 from sharing_server.metrics import Metrics
 from sharing_server.warming import SnapshotWarmer
 from tests.conftest import deploy
@@ -25,7 +31,9 @@ def rows(start: int, count: int) -> pa.Table:
     return pa.table({"id": pa.array(range(start, start + count), pa.int64())})
 
 
-def setting(tmp_path: Path, tables: int, max_files: int = 1_000) -> tuple[ShareStore, TableReaders, Metrics]:
+def setting(
+    tmp_path: Path, tables: int, max_files: int = 1_000, check_seconds: float = 5.0
+) -> tuple[ShareStore, TableReaders, Metrics]:
     root = tmp_path / "buckets"
     for index in range(tables):
         for part in range(3):  # three commits, one file each
@@ -34,7 +42,8 @@ def setting(tmp_path: Path, tables: int, max_files: int = 1_000) -> tuple[ShareS
     specs = [TableSpec.parse(f"s:t{index}:delta:bucket:t{index}") for index in range(tables)]
     store.create_share("warm", specs)
     storage = LocalStorage(root, UrlSigner(b"k" * 32, "http://h/delta-sharing/files"))
-    return store, TableReaders(storage, snapshots=SnapshotCache(max_files)), Metrics()
+    readers = TableReaders(storage, snapshots=SnapshotCache(max_files), files_check_seconds=check_seconds)
+    return store, readers, Metrics()
 
 
 def warms(metrics: Metrics, why: str, outcome: str) -> float:
@@ -144,3 +153,199 @@ def test_a_started_server_has_warmed_its_tables_and_says_so_in_its_metrics(tmp_p
     finally:
         restarted.server.stop()
         restarted.store.close()
+
+
+def delta_reader(readers: TableReaders, store: ShareStore, name: str) -> DeltaTableReader:
+    reader = readers.reader(store.get_table("warm", "s", name), used=False)
+    assert isinstance(reader, DeltaTableReader)
+    return reader
+
+
+def data_file(tmp_path: Path, name: str) -> Path:
+    return next((tmp_path / "buckets" / "bucket" / name).glob("*.parquet"))
+
+
+def until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Poll `condition` until it holds (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_the_files_of_a_warmed_table_are_checked_and_its_lines_made_before_any_query(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=2)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    assert warms(metrics, "check", "passed") == 2
+    reader = delta_reader(readers, store, "t0")
+    snapshot = reader.snapshot()
+    # A query in either format finds the check trusted: it looks nothing up.
+    assert not reader.check_files_exist(snapshot, with_dvs=False)
+    assert not reader.check_files_exist(snapshot, with_dvs=True)
+    # The lines of a request without capabilities (parquet) are made, one per file.
+    lines = snapshot.memo[("lines", "parquet", "parquet", None)]
+    assert len(lines) == 3 and all(template is not None for template in lines.values())
+    store.close()
+
+
+def test_a_check_made_by_the_warmer_expires_as_files_check_seconds_says(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.2)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    reader = delta_reader(readers, store, "t0")
+    snapshot = reader.snapshot()
+    data_file(tmp_path, "t0").unlink()  # as VACUUM does, after the warmer's check
+    assert until(lambda: not readers_check_fresh(reader, snapshot.version))
+    with pytest.raises(TableFilesMissing):
+        reader.check_files_exist(snapshot)
+    store.close()
+
+
+def readers_check_fresh(reader: DeltaTableReader, version: int) -> bool:
+    return reader._checked.fresh((version, False))  # no vectors: one check covers both formats
+
+
+def test_the_warmer_checks_again_before_its_check_expires_and_counts_a_file_gone(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.2)
+    warmer = SnapshotWarmer(store, readers, metrics, refresh_seconds=0.05)
+    warmer.start()
+    try:
+        # Checked at start, then again and again as each check nears its end: five times within a second
+        # or so (a check is trusted 0.2 s), with no query asking.
+        assert until(lambda: warms(metrics, "check", "passed") >= 5)
+        data_file(tmp_path, "t0").unlink()
+        assert until(lambda: warms(metrics, "check", "failed") >= 1)
+        # The failed check is not trusted: the query checks for itself and says what is gone.
+        reader = delta_reader(readers, store, "t0")
+        assert until(lambda: not readers_check_fresh(reader, 2))
+        with pytest.raises(TableFilesMissing):
+            reader.check_files_exist(reader.snapshot())
+    finally:
+        warmer.stop()
+    store.close()
+
+
+def test_checks_ahead_of_queries_wait_once_they_took_their_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
+    warmer = SnapshotWarmer(store, readers, metrics)
+    warmer.warm_shared_tables()  # at start, whatever the share: it is done once
+    assert warms(metrics, "check", "passed") == 1
+    monkeypatch.setattr(warming, "CHECK_SHARE", 0.0)
+    time.sleep(0.02)  # the start's check has expired
+    warmer.renew_checks()
+    assert warms(metrics, "check", "deferred") == 1 and warms(metrics, "check", "passed") == 1
+    store.close()
+
+
+def test_a_table_neither_built_nor_read_for_long_is_left_to_its_next_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
+    warmer = SnapshotWarmer(store, readers, metrics)
+    warmer.warm_shared_tables()
+    time.sleep(0.02)  # the start's check has expired
+    warmer.renew_checks()
+    assert warms(metrics, "check", "passed") == 2  # checked again: built a moment ago
+    monkeypatch.setattr(warming, "KEEP_READY_SECONDS", 0.0)
+    time.sleep(0.02)
+    warmer.renew_checks()
+    warmer.renew_checks()
+    assert warms(metrics, "check", "passed") == 2
+    store.close()
+
+
+def test_no_check_is_made_ahead_when_every_query_checks(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    assert warms(metrics, "check", "passed") == 0 and warms(metrics, "start", "built") == 1
+    store.close()
+
+
+def test_a_new_commit_is_built_and_checked_for_the_next_query_by_a_running_server(tmp_path: Path) -> None:
+    root = tmp_path / "buckets"
+    write_deltalake(str(root / "bucket" / "t"), rows(0, 10))
+    served = deploy(tmp_path / "a", {"type": "local", "root": str(root)})  # refresh_seconds = 1, the default
+    try:
+        served.store.create_share("warm", [TableSpec.parse("s:t:delta:bucket:t")])
+        headers = {"Authorization": f"Bearer {served.token('warm')}"}
+        url = f"{served.endpoint}/shares/warm/schemas/s/tables/t/query"
+        assert httpx.post(url, json={}, headers=headers).headers["delta-table-version"] == "0"
+        readers = served.server.app.state.readers  # type: ignore[attr-defined]
+        reader = readers.reader(served.store.get_table("warm", "s", "t"), used=False)
+        write_deltalake(str(root / "bucket" / "t"), rows(10, 10), mode="append")
+        # The warmer's next round (within refresh_seconds) builds version 1 and checks its files.
+        assert until(lambda: readers_check_fresh(reader, 1))
+        assert not reader.check_files_exist(reader.snapshot(1))
+        answer = httpx.post(url, json={}, headers=headers)
+        assert answer.headers["delta-table-version"] == "1"
+        assert len(answer.text.splitlines()) == 2 + 2  # protocol, metadata and both files
+    finally:
+        served.server.stop()
+        served.store.close()
+
+
+def summarized(store: ShareStore, table_id: str) -> int | None:
+    """The version of the table's persisted summary."""
+    found = store.snapshot_summary(table_id)
+    return found.version if found is not None else None
+
+
+def test_a_restarted_server_answers_metadata_from_the_summary_while_the_log_has_not_moved(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "buckets"
+    storage = {"type": "local", "root": str(root)}
+    for part in range(3):
+        write_deltalake(str(root / "bucket" / "t"), rows(part * 10, 10), mode="append")
+    first = deploy(tmp_path / "a", storage)
+    first.store.create_share("warm", [TableSpec.parse("s:t:delta:bucket:t")])
+    table = first.store.get_table("warm", "s", "t")
+    try:
+        # The warmer's refresh rounds bring a hot table up to date and save its summary.
+        headers = {"Authorization": f"Bearer {first.token('warm')}"}
+        url = f"{first.endpoint}/shares/warm/schemas/s/tables/t"
+        assert httpx.post(url + "/query", json={}, headers=headers).status_code == 200
+        assert until(lambda: summarized(first.store, table.id) == 2)
+        built = httpx.get(url + "/metadata", headers=headers).text
+    finally:
+        first.server.stop()
+        first.store.close()
+    # Restarted without warming: nothing built, yet /metadata answers as the first server did.
+    restarted = deploy(tmp_path / "a", storage, env={"SHARING_CACHE_WARM_ON_START": "false"})
+    try:
+        snapshots = restarted.server.app.state.readers.snapshots  # type: ignore[attr-defined]
+        answer = httpx.get(url.replace(first.endpoint, restarted.endpoint) + "/metadata", headers=headers)
+        assert answer.status_code == 200 and answer.headers["delta-table-version"] == "2"
+        assert answer.text == built and '"numFiles":3' in answer.text
+        assert len(snapshots) == 0  # the log was not replayed
+        # A newer version than the summary's: the log is replayed for it.
+        write_deltalake(str(root / "bucket" / "t"), rows(30, 10), mode="append")
+        again = httpx.get(url.replace(first.endpoint, restarted.endpoint) + "/metadata", headers=headers)
+        assert again.headers["delta-table-version"] == "3" and '"numFiles":4' in again.text
+        assert len(snapshots) == 1
+    finally:
+        restarted.server.stop()
+        restarted.store.close()
+
+
+def test_a_summary_stands_for_its_very_commit_only(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    table = store.get_table("warm", "s", "t0")
+    # Another server's readers, on the same store: the latest version's head is the summary.
+    restarted = TableReaders(readers.storage, summaries=store)
+    head = restarted.reader(table).head()
+    assert isinstance(head.adds, SummarizedFiles) and (head.version, head.num_files) == (2, 3)
+    assert len(restarted.snapshots) == 0
+    # The table deleted and written anew, as many versions: same numbers, other files.
+    location = tmp_path / "buckets" / "bucket" / "t0"
+    shutil.rmtree(location)
+    for part in range(3):
+        write_deltalake(str(location), rows(part * 1000, 1000), mode="append")
+    again = TableReaders(readers.storage, summaries=store).reader(table).head()
+    assert not isinstance(again.adds, SummarizedFiles) and again.version == 2
+    assert again.size != head.size
+    store.close()

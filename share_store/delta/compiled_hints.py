@@ -236,35 +236,32 @@ def _ordered(children: list[_Compiled]) -> tuple[list[Check], bool]:
 
 
 def _all_of(children: list[_Compiled]) -> _Compiled:
-    checks, reads_stats = _ordered(children)
-
-    def check(partition: Mapping[str, Any], entry: FileEntry) -> bool | None:
-        unknown = False
-        for child in checks:
-            result = child(partition, entry)
-            if result is False:
-                return False
-            if result is None:
-                unknown = True
-        return None if unknown else True
-
-    return _Compiled(check, reads_stats)
+    return _decided_by(children, False)
 
 
 def _any_of(children: list[_Compiled]) -> _Compiled:
+    return _decided_by(children, True)
+
+
+def _decided_by(children: list[_Compiled], decisive: bool) -> _Compiled:
+    """AND (`decisive` False) or OR (True): the first child that answers `decisive` decides.
+
+    Otherwise the answer is unknown (None) if any child's was, else `not decisive`.
+    """
     checks, reads_stats = _ordered(children)
     if len(checks) == 1:
         return _Compiled(checks[0], reads_stats)
+    otherwise = not decisive
 
     def check(partition: Mapping[str, Any], entry: FileEntry) -> bool | None:
         unknown = False
         for child in checks:
             result = child(partition, entry)
-            if result is True:
-                return True
+            if result is decisive:
+                return decisive
             if result is None:
                 unknown = True
-        return None if unknown else False
+        return None if unknown else otherwise
 
     return _Compiled(check, reads_stats)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -103,6 +104,18 @@ class DeltaSnapshot:
     @property
     def column_mapping_mode(self) -> str:
         return self.configuration.get("delta.columnMapping.mode", "none")
+
+    def narrowed(self, adds: Iterable[dict[str, Any]]) -> DeltaSnapshot:
+        """The same version with only `adds`, some of its own files: a query's planned subset.
+
+        It shares this snapshot's memo, so the pre-encoded lines of its files are
+        the held snapshot's, made once for every query that plans its way to them.
+        (They are keyed by the actions' ids: the subset's actions are this
+        snapshot's own, so the ids mean the same files.)
+        """
+        subset = dataclasses.replace(self, adds=FileSet(adds))
+        object.__setattr__(subset, "memo", self.memo)
+        return subset
 
     @cached_property
     def has_deletion_vectors(self) -> bool:
@@ -237,11 +250,12 @@ class CheckedVersions:
         self._expiries: dict[Hashable, float] = {}
         self._lock = threading.Lock()
 
-    def fresh(self, key: Hashable) -> bool:
-        """Whether `key`'s files were found present recently enough to be trusted still."""
+    def fresh(self, key: Hashable, ahead: float = 0.0) -> bool:
+        """Whether `key`'s files were found present recently enough to be trusted still
+        (and `ahead` seconds from now: the snapshot warmer checks again before a query must)."""
         with self._lock:
             expiry = self._expiries.get(key)
-        return expiry is not None and time.monotonic() < expiry
+        return expiry is not None and time.monotonic() + ahead < expiry
 
     def mark(self, key: Hashable, took: float = 0.0) -> None:
         """`key`'s files were found present just now, by a check that took `took` seconds."""
@@ -268,10 +282,13 @@ class DeltaTableReader:
         path: str,
         snapshots: TableSnapshots | None = None,
         checked: CheckedVersions | None = None,
+        persisted: Callable[[LogListing], DeltaSnapshot | None] | None = None,
     ) -> None:
         self.storage = storage
         self.bucket = bucket
         self.path = path
+        #: The persisted summary of a listing's latest version, as a snapshot, if any (see `head`).
+        self._persisted = persisted
         self.log = LogReader(storage, bucket, path)
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
@@ -317,6 +334,23 @@ class DeltaTableReader:
     def latest_version(self, listing: LogListing | None = None) -> int:
         return (listing or self.listing()).latest_version
 
+    def head(self, listing: LogListing | None = None) -> DeltaSnapshot:
+        """The latest version, for its head lines alone (`/metadata`): held, summarized or built.
+
+        A summary persisted by an earlier server counts only if it is of the version the
+        listing names as latest (and of its very commit file); its files cannot be listed
+        (`summaries.SummarizedFiles`).
+        """
+        listing = listing or self.listing()
+        version = listing.latest_version
+        held = self._snapshots.get(version)
+        if held is not None:
+            return held
+        summarized = self._persisted(listing) if self._persisted is not None else None
+        if summarized is not None:
+            return summarized
+        return self.snapshot(version, listing)
+
     def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
         # A cached version needs no listing; the latest version always does.
         cached = self._snapshots.get(version) if version is not None else None
@@ -349,6 +383,13 @@ class DeltaTableReader:
             newest = self._newest()
             if newest is None or snapshot.version > newest.version:
                 self._newest = weakref.ref(snapshot)
+                older = newest
+            else:
+                older = snapshot
+        # Only the newest snapshot is advanced from: an older one's index of its active
+        # files (a dictionary the size of the table) would be held for nothing.
+        if older is not None:
+            older.memo.pop(ACTIVE, None)
         return snapshot
 
     def _advanced(self, listing: LogListing, version: int) -> DeltaSnapshot | None:
@@ -473,22 +514,29 @@ class DeltaTableReader:
         relative = dv_storage_path(descriptor)
         return None if relative is None else (self.bucket, f"{self.path}/{relative}")
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
-        return self.storage.presign(location[0], location[1], now)
-
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 
     def batch_signer(self, now: float) -> BatchSigning | None:
         return self.storage.batch_signer(now)
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
-        """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost)."""
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+        """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost).
+
+        A check of the files and their vectors covers one of the files alone. `ahead`:
+        check unless an earlier check is still trusted that many seconds from now.
+        Whether it looked the files up (not when an earlier check covered them).
+        """
+        # Without vectors, checking them adds nothing: both checks are one.
+        with_dvs = with_dvs and snapshot.adds.has_deletion_vectors
         key = (snapshot.version, with_dvs)
-        if snapshot.streamed or self._checked.fresh(key):
+        covered = self._checked.fresh(key, ahead) or (
+            not with_dvs and self._checked.fresh((snapshot.version, True), ahead)
+        )
+        if snapshot.streamed or covered:
             # A streamed snapshot has too many files to look each one up; its
             # recipients learn of a missing file from that file's URL.
-            return
+            return False
         locations = [self.locate(add["path"]) for add in snapshot.adds]
         if with_dvs:
             dvs = (
@@ -498,6 +546,7 @@ class DeltaTableReader:
         started = time.monotonic()
         self.check_exist(locations)
         self._checked.mark(key, time.monotonic() - started)
+        return True
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

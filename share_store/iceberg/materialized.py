@@ -29,6 +29,10 @@ from share_store.iceberg.mapping import without_deletion_vectors
 Action = dict[str, Any]
 Location = tuple[str, str]
 
+#: Memo keys of a held snapshot: its files' copies by the originals' ids, and the memo of its copy.
+COPIES = "materialized copies"
+COPIES_MEMO = "materialized memo"
+
 
 class Materialized:
     """Materialized copies and change files of one table, made on first use and remembered."""
@@ -48,11 +52,28 @@ class Materialized:
         self._lock = threading.Lock()
 
     def snapshot(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
-        """`snapshot` with each file that has a vector replaced by its copy."""
-        adds = [self.add(add) if add.get("deletionVector") else add for add in snapshot.adds]
-        return dataclasses.replace(
+        """`snapshot` with each file that has a vector replaced by its copy.
+
+        The copies' actions are kept in the held snapshot's memo, and the result
+        gets a memo of its own kept there too: its pre-encoded lines are then
+        made once, not by every response (they are keyed by the actions' ids,
+        which the kept copies hold). A planned subset shares its held snapshot's
+        memo (`DeltaSnapshot.narrowed`), so it finds the same copies and lines.
+        """
+        copies: dict[int, Action] = snapshot.memo.setdefault(COPIES, {})
+        adds = []
+        for add in snapshot.adds:
+            if add.get("deletionVector"):
+                copy = copies.get(id(add))
+                if copy is None:
+                    copy = copies[id(add)] = self.add(add)
+                add = copy
+            adds.append(add)
+        materialized = dataclasses.replace(
             snapshot, adds=FileSet(adds), protocol=without_deletion_vectors(snapshot.protocol)
         )
+        object.__setattr__(materialized, "memo", snapshot.memo.setdefault(COPIES_MEMO, {}))
+        return materialized
 
     def commit(self, commit: list[Action]) -> list[Action]:
         """A version's actions with copies for files with vectors, and `cdc` files of its rows."""

@@ -8,7 +8,6 @@ layer serves both formats with the same code. Each snapshot becomes a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -18,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
-from share_store.delta.active_files import FileSet
 from share_store.delta.log import Commit
 from share_store.delta.replay import LogListing
 from share_store.delta.snapshot import CheckedVersions, DeltaSnapshot, SnapshotCache, TableSnapshots
@@ -172,6 +170,10 @@ class IcebergTableReader:
 
     # -- snapshots ----------------------------------------------------------------
 
+    def head(self, listing: IcebergListing | None = None) -> DeltaSnapshot:
+        # No summaries persist for Iceberg tables: loading the table's metadata is cheap next to a log replay.
+        return self.snapshot(listing=listing)
+
     def snapshot(
         self,
         version: int | None = None,
@@ -282,7 +284,7 @@ class IcebergTableReader:
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
             kept = {task.file.file_path for task in plan_files(scan, with_deletes=False).tasks}
-        return dataclasses.replace(snapshot, adds=FileSet(a for a in snapshot.adds if a["path"] in kept))
+        return snapshot.narrowed(a for a in snapshot.adds if a["path"] in kept)
 
     def _equality(self, plan: Any, schema: Any) -> EqualityResolver | None:
         """The resolver of the plan's equality deletes, when it has any."""
@@ -425,17 +427,14 @@ class IcebergTableReader:
         # Equality deletes read a data file's key columns only: opened, not read whole.
         return self.storage.open(*self.locate(path))
 
-    def sign(self, location: tuple[str, str], now: float) -> tuple[str, int]:
-        return self.storage.presign(location[0], location[1], now)
-
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False) -> None:
+    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         # Trusted for a while, as for Delta tables: a warm query of 10,000 files
         # would otherwise look each of them up again.
-        if self._checked.fresh(snapshot.version):
-            return
+        if self._checked.fresh(snapshot.version, ahead):
+            return False
         locations = [self.locate(add["path"]) for add in snapshot.adds]
         for add in snapshot.adds:
             vector = self.locate_dv(add["deletionVector"]) if add.get("deletionVector") else None
@@ -444,6 +443,7 @@ class IcebergTableReader:
         started = time.monotonic()
         self.check_exist(locations)
         self._checked.mark(snapshot.version, time.monotonic() - started)
+        return True
 
     def check_exist(self, locations: list[tuple[str, str]]) -> None:
         missing = self.storage.count_missing(locations)

@@ -11,6 +11,7 @@ command leaves the store exactly as it was.
     credentials.py        bearer tokens and OAuth clients
     access.py             a token with the share or table it asks for, in one SELECT
     snapshot_versions.py  the Delta versions of Iceberg snapshots
+    snapshot_summaries.py a Delta table's latest version as its head lines say (restarts)
     activity.py           recent audit events, bounded, for the console
     console_sessions.py   console sessions signed out before they expired
 """

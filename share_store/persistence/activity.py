@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, distinct, func, insert, select
+from sqlalchemy import ColumnElement, and_, case, delete, distinct, func, insert, literal_column, select
 from sqlalchemy.engine import Connection
 
 from share_store.persistence.rows import utc
@@ -102,9 +102,25 @@ def summary(conn: Connection, group: str, since: datetime, until: datetime) -> l
     ]
 
 
-def times(conn: Connection, since: datetime, until: datetime) -> list[datetime]:
-    """When each request in the range came (for the requests-per-hour chart)."""
-    return [utc(row.time) for row in conn.execute(select(t.c.time).where(_between(since, until)))]
+def hourly(conn: Connection, since: datetime, until: datetime) -> dict[datetime, int]:
+    """Requests in the range per hour (UTC, each hour by its start), for the console's chart.
+
+    Counted in SQL: a week at the row cap is 100,000 events, which fetched one
+    by one made the Activity page wait on the store's driver.
+    """
+    if conn.dialect.name == "postgresql":
+        # Literal arguments: as bound parameters the grouped expression would not match the selected one.
+        utc_time = func.timezone(literal_column("'UTC'"), t.c.time)
+        hour: ColumnElement[Any] = func.date_trunc(literal_column("'hour'"), utc_time)
+    else:
+        # SQLite keeps the UTC wall time as text: "YYYY-MM-DD HH" is its hour.
+        hour = func.substr(t.c.time, 1, 13)
+    query = select(hour.label("hour"), func.count().label("requests")).where(_between(since, until))
+    counts: dict[datetime, int] = {}
+    for row in conn.execute(query.group_by(hour)):
+        start = datetime.strptime(row.hour, "%Y-%m-%d %H") if isinstance(row.hour, str) else row.hour
+        counts[utc(start)] = int(row.requests)
+    return counts
 
 
 def recent(conn: Connection, since: datetime, until: datetime, limit: int) -> list[dict[str, Any]]:

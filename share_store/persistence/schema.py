@@ -19,6 +19,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     UniqueConstraint,
 )
 
@@ -87,6 +88,23 @@ iceberg_versions_table = Table(
     Column("snapshot_id", BigInteger, nullable=False),
     Column("timestamp_ms", BigInteger, nullable=False),
     UniqueConstraint("table_id", "snapshot_id"),
+)
+
+# Each Delta table's latest version as its head lines describe it (see
+# share_store/delta/summaries.py): what a restarted server answers /metadata with.
+snapshot_summaries_table = Table(
+    "snapshot_summaries",
+    metadata,
+    Column("table_id", String(36), primary_key=True),
+    Column("bucket", String(63), nullable=False),
+    Column("path", String(1024), nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("commit_time", BigInteger),
+    Column("size", BigInteger, nullable=False),
+    Column("num_files", BigInteger, nullable=False),
+    Column("deletion_vectors", Boolean, nullable=False),
+    Column("protocol", Text, nullable=False),
+    Column("metadata", Text, nullable=False),
 )
 
 # Recent audit events of recipients' requests (see persistence/activity.py);

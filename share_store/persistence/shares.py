@@ -17,6 +17,7 @@ from share_store.errors import AdminConflict, NotFound
 from share_store.model import Share, SharedTable, TableSpec, validate_name
 from share_store.persistence.rows import share_from, table_from, utc_now
 from share_store.persistence.schema import shares_table, tables_table
+from share_store.persistence.snapshot_summaries import forget_summaries
 from share_store.persistence.snapshot_versions import forget_tables
 
 
@@ -87,6 +88,16 @@ def list_tables(conn: Connection, share: str | Share, schema: str | None = None)
     return tables
 
 
+def all_tables(conn: Connection) -> list[SharedTable]:
+    """Every shared table of every share, in one query (by share, schema and name)."""
+    query = (
+        select(tables_table, shares_table.c.name.label("share_name"))
+        .join(shares_table, shares_table.c.id == tables_table.c.share_id)
+        .order_by(shares_table.c.name_key, tables_table.c.schema_key, tables_table.c.name_key)
+    )
+    return [table_from(row, row["share_name"]) for row in conn.execute(query).mappings()]
+
+
 def get_table(conn: Connection, share: str, schema: str, name: str) -> SharedTable:
     found = share_row(conn, share)
     row = (
@@ -141,6 +152,7 @@ def update_share(
         if row is None:
             raise NotFound(f"table '{schema}/{table}' is not in share '{name}'")
         forget_tables(conn, [row.id])
+        forget_summaries(conn, [row.id])
         conn.execute(delete(tables_table).where(tables_table.c.id == row.id))
     _add_tables(conn, found["id"], add, history_shared)
 
@@ -148,6 +160,7 @@ def update_share(
 def delete_share(conn: Connection, share_id: str) -> None:
     """The share and its tables; its credentials are credentials.revoke_share's to retire."""
     forget_tables(conn, select(tables_table.c.id).where(tables_table.c.share_id == share_id))
+    forget_summaries(conn, select(tables_table.c.id).where(tables_table.c.share_id == share_id))
     conn.execute(delete(tables_table).where(tables_table.c.share_id == share_id))
     conn.execute(delete(shares_table).where(shares_table.c.id == share_id))
 

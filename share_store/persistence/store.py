@@ -16,10 +16,19 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from share_store.delta.summaries import SnapshotSummary
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
-from share_store.persistence import access, activity, console_sessions, credentials, shares, snapshot_versions
+from share_store.persistence import (
+    access,
+    activity,
+    console_sessions,
+    credentials,
+    shares,
+    snapshot_summaries,
+    snapshot_versions,
+)
 from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.engine import make_engine
@@ -72,6 +81,10 @@ class ShareStore:
     def list_tables(self, share: str | Share, schema: str | None = None) -> list[SharedTable]:
         """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
         return self._read(shares.list_tables, share, schema)
+
+    def all_tables(self) -> list[SharedTable]:
+        """Every shared table of every share."""
+        return self._read(shares.all_tables)
 
     def get_table(self, share: str, schema: str, name: str) -> SharedTable:
         return self._read(shares.get_table, share, schema, name)
@@ -174,6 +187,18 @@ class ShareStore:
                 pass
         return self.snapshot_versions(table_id)
 
+    # -- Delta snapshot summaries ----------------------------------------------
+
+    def snapshot_summary(self, table_id: str) -> SnapshotSummary | None:
+        return self._read(snapshot_summaries.snapshot_summary, table_id)
+
+    def save_snapshot_summary(self, table_id: str, summary: SnapshotSummary) -> None:
+        """Keep `summary` as the table's; if another replica saved one at the same time, keep that."""
+        try:
+            self._change(snapshot_summaries.save_snapshot_summary, table_id, summary)
+        except IntegrityError:
+            pass
+
     # -- recent activity (the console's) ---------------------------------------
 
     def record_activity(self, events: list[ActivityEvent]) -> None:
@@ -187,8 +212,9 @@ class ShareStore:
         """Requests per `group` ("share", "table" or "token") in [since, until)."""
         return self._read(activity.summary, group, since, until)
 
-    def activity_times(self, since: datetime, until: datetime) -> list[datetime]:
-        return self._read(activity.times, since, until)
+    def activity_per_hour(self, since: datetime, until: datetime) -> dict[datetime, int]:
+        """Requests in [since, until) per hour (UTC), keyed by the hour's start."""
+        return self._read(activity.hourly, since, until)
 
     def recent_activity(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
         return self._read(activity.recent, since, until, limit)

@@ -44,7 +44,7 @@ def activity_page(call: Call) -> Page:
         "tables": admin.activity("table", since, until),
         "tokens": admin.activity("token", since, until),
         "recent": admin.recent_activity(since, until, 50),
-        "chart": hourly(admin.activity_times(since, until), since, until),
+        "chart": hourly(admin.activity_per_hour(since, until), since, until),
         "retention": call.request.app.state.options.activity_retention_hours,
         "active": "activity",
     }

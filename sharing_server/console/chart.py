@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,21 +30,23 @@ class Chart:
     baseline: float = HEIGHT - MARGIN
 
 
-def hourly(times: list[datetime], since: datetime, until: datetime) -> Chart:
-    """One bar per hour from `since` to `until`, its height the requests of that hour."""
+def hourly(counts: Mapping[datetime, int], since: datetime, until: datetime) -> Chart:
+    """One bar per hour from `since` to `until`, its height the requests of that hour.
+
+    `counts`: requests per hour, keyed by the hour's start (UTC); hours missing had none.
+    """
     start = since.replace(minute=0, second=0, microsecond=0)
     hours = []
     hour = start
     while hour < until:
         hours.append(hour)
         hour += timedelta(hours=1)
-    counts = Counter(moment.replace(minute=0, second=0, microsecond=0) for moment in times)
-    peak = max((counts[h] for h in hours), default=0)
+    peak = max((counts.get(h, 0) for h in hours), default=0)
     slot = (WIDTH - 2 * MARGIN) / max(len(hours), 1)
     usable = HEIGHT - 2 * MARGIN
     bars = []
     for index, hour in enumerate(hours):
-        count = counts[hour]
+        count = counts.get(hour, 0)
         height = usable * count / peak if peak else 0.0
         bars.append(
             Bar(

@@ -76,11 +76,7 @@ def health_page(call: Call) -> Page:
         store_kind = admin.store.ping()
 
     store = probe("share store", "store", ping_store)
-    delta_tables = []
-    for share in admin.list_shares():
-        for table in admin.share_info(share["name"])["tables"]:
-            if table["format"] == "delta":
-                delta_tables.append((table["bucket"], table["path"]))
+    delta_tables = [(table.bucket, table.path) for table in admin.store.all_tables() if not table.is_iceberg]
     storage = _storage_probes(readers, delta_tables)
     catalogs = [
         probe(name, str(props.get("type", "rest")), partial(_namespaces, readers, name))

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE
-from sharing_server.console.shares import CONFIRM, share_url
+from sharing_server.console.shares import confirmation, share_url
 from sharing_server.console.web import Call, Page, Redirect
 
 
@@ -46,17 +46,11 @@ def rotate_token(call: Call) -> Page:
 
 def confirm_revoke_token(call: Call) -> Page:
     share, token_id = call.param("share"), call.param("token_id")
-    return Page(
-        CONFIRM,
-        {
-            "title": f"Revoke token {token_id}?",
-            "consequence": f"Every request made with this token to {share} is refused from now on (401); "
-            "recipients who hold its profile need a new one.",
-            "action": call.request.url.path,
-            "back": share_url(share),
-            "button": "Revoke token",
-        },
+    consequence = (
+        f"Every request made with this token to {share} is refused from now on (401); "
+        "recipients who hold its profile need a new one."
     )
+    return confirmation(call, share, f"Revoke token {token_id}?", consequence, "Revoke token")
 
 
 def revoke_token(call: Call) -> Redirect:
@@ -74,17 +68,11 @@ def create_oauth_client(call: Call) -> Page:
 
 def confirm_revoke_client(call: Call) -> Page:
     share, client_id = call.param("share"), call.param("client_id")
-    return Page(
-        CONFIRM,
-        {
-            "title": f"Revoke OAuth client {client_id}?",
-            "consequence": f"The client can no longer get access tokens for {share}, and the access "
-            "tokens it already has are refused from now on.",
-            "action": call.request.url.path,
-            "back": share_url(share),
-            "button": "Revoke client",
-        },
+    consequence = (
+        f"The client can no longer get access tokens for {share}, and the access "
+        "tokens it already has are refused from now on."
     )
+    return confirmation(call, share, f"Revoke OAuth client {client_id}?", consequence, "Revoke client")
 
 
 def revoke_oauth_client(call: Call) -> Redirect:
