@@ -296,8 +296,8 @@ def answer(
     return Answer(first or 0.0, time.perf_counter() - start, b"".join(chunks))
 
 
-def query_rows(client: httpx.Client, label: str, name: str, files: int, targets: bool = False) -> None:
-    """Cold and warm /query of one table: first byte, last byte, lines per second."""
+def query_rows(client: httpx.Client, label: str, name: str, files: int, targets: bool = False) -> float:
+    """Cold and warm /query of one table: first byte, last byte, lines per second; the warm last byte."""
     path = f"/shares/bench/schemas/default/tables/{name}/query"
     cold_first, cold_last, lines = timed_query(client, path)
     warm_first, warm_last, _ = timed_query(client, path)
@@ -315,6 +315,7 @@ def query_rows(client: httpx.Client, label: str, name: str, files: int, targets:
         ("met" if warm_last <= 1.5 else "missed") if targets else "",
     )
     record(f"/query {label}: lines per second (warm)", f"{lines / warm_last:,.0f}")
+    return warm_last
 
 
 def read_ratio(label: str, shared: Callable[[], Sized], direct: Callable[[], Sized]) -> None:

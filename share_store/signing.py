@@ -12,12 +12,17 @@ import re
 from collections.abc import Callable
 from urllib.parse import quote
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from share_store.arrow_text import string_data
 from share_store.hmac_pads import PaddedHmac
 
 EXPIRES_PARAM = "X-Sharing-Expires"
 SIGNATURE_PARAM = "X-Amz-Signature"
 # What quote(..., safe="/") leaves as is.
 UNRESERVED_PATH = re.compile(r"[A-Za-z0-9_.~/-]*")
+_UNRESERVED_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
 
 class UrlSigner:
@@ -60,6 +65,40 @@ class UrlSigner:
             if not plain(path):
                 path = quote(path, safe="/")
             return f"{base}/{path}{query}{signature.hexdigest()}", expiration
+
+        return sign
+
+    def batch_signing_until(self, expires: int) -> Callable[[str, pa.Array], tuple[pa.Array, int]]:
+        """`signing_until` for many keys of one bucket at once (a checkpoint's record batch).
+
+        The same URLs, but only the HMAC is made key by key: the messages and
+        URLs around it are put together by Arrow for the whole batch.
+        """
+        inner, outer = self._hmac.pads
+        tail = f"\n{expires}"
+        base = f"{self.base_url}/"
+        query = f"?{EXPIRES_PARAM}={expires}&{SIGNATURE_PARAM}="
+        expiration = expires * 1000
+
+        def sign(bucket: str, keys: pa.Array) -> tuple[pa.Array, int]:
+            messages = pc.binary_join_element_wise(f"GET\n{bucket}\n", keys, tail, "")
+            signatures: list[str] = []
+            append, copy_inner, copy_outer = signatures.append, inner.copy, outer.copy
+            # NumPy makes the bytes objects an order of magnitude faster than `to_pylist()`.
+            for message in messages.cast(pa.binary()).to_numpy(zero_copy_only=False).tolist():
+                digest = copy_inner()
+                digest.update(message)
+                signature = copy_outer()
+                signature.update(digest.digest())
+                append(signature.hexdigest())
+            paths = pc.binary_join_element_wise(f"{bucket}/", keys, "")
+            # Whether any key needs quoting, from all their bytes at once (`translate` is fast).
+            if string_data(keys).translate(None, _UNRESERVED_BYTES) or not UNRESERVED_PATH.fullmatch(bucket):
+                plain = UNRESERVED_PATH.fullmatch
+                quoted = [path if plain(path) else quote(path, safe="/") for path in paths.to_pylist()]
+                paths = pa.array(quoted, pa.string())
+            urls = pc.binary_join_element_wise(base, paths, query, pa.array(signatures, pa.string()), "")
+            return urls, expiration
 
         return sign
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
+from sharing_server.protocol import LineBlock
+
 logger = logging.getLogger("sharing_server.audit")
 FILE_ACTIONS = frozenset({"file", "add", "remove", "cdf"})
 #: The audit fields of the request being served. Worker threads (`run_in_threadpool`)
@@ -54,7 +56,9 @@ def counting_files(
     fields["files"] = 0
     try:
         for line in lines:
-            if isinstance(line, bytes) or next(iter(line)) in FILE_ACTIONS:
+            if type(line) is LineBlock:
+                fields["files"] += line.lines
+            elif isinstance(line, bytes) or next(iter(line)) in FILE_ACTIONS:
                 fields["files"] += 1
             yield line
     finally:

@@ -7,11 +7,13 @@ from typing import Any, Protocol, cast
 
 from share_store.delta import actions
 from share_store.delta.actions import FileEntry
+from share_store.delta.active_files import StreamedFileSet
 from share_store.delta.changes import Change, FileChange, MetadataChange
 from share_store.delta.snapshot import DeltaSnapshot
 from share_store.storage.base import UrlSigning
 from sharing_server import line_templates
 from sharing_server.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
+from sharing_server.streamed_lines import BatchEncoder, Unencodable, present_fields
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
 _UNMADE: Any = object()  # a file whose template is not made yet (None: cannot be made)
@@ -125,6 +127,9 @@ class LineEncoder:
         makes its actions anew on every pass, and its lines are encoded whole.
         """
         if snapshot.streamed:
+            if entries is None and isinstance(snapshot.adds, StreamedFileSet):
+                yield from self._streamed_files(snapshot.adds, tuple(snapshot.partition_columns), version)
+                return
             for entry in entries if entries is not None else actions.entries(snapshot):
                 yield self.entry_file("add", entry, version=version)
             return
@@ -174,6 +179,40 @@ class LineEncoder:
                 templates[id(action)] = self._template(FileEntry(action, columns), None)
                 made += 1
         return made
+
+    def _streamed_files(
+        self, files: StreamedFileSet, columns: tuple[str, ...], version: int | None
+    ) -> Iterator[dict[str, Any] | bytes]:
+        """A streamed snapshot's lines, a checkpoint record batch at a time (see `streamed_lines`)."""
+        locate_many = getattr(self.signer, "locate_many", None)
+        batches = None
+        if locate_many is not None:
+            sign = self.signer.url_signer(self.now)
+            batch_signer = getattr(self.signer, "batch_signer", None)
+            sign_many = batch_signer(self.now) if batch_signer is not None else None
+            batches = BatchEncoder(
+                self.format, self.hash_kind, sign, sign_many, locate_many, columns, version
+            )
+        for adds, suspects in files.batches():
+            made = None
+            if batches is not None:
+                try:
+                    made = batches.encode(files.kept(adds, suspects), present_fields(adds))
+                except Unencodable:
+                    pass
+            if made is None:
+                for add in files.rows(adds, suspects):
+                    yield self.entry_file("add", FileEntry(add, columns), version=version)
+                continue
+            self.file_bytes += made.file_bytes
+            if made.min_expiration is not None and (
+                self.min_expiration is None or made.min_expiration < self.min_expiration
+            ):
+                self.min_expiration = made.min_expiration
+            if made.lines:
+                yield made.lines
+        for add in files.tail:
+            yield self.entry_file("add", FileEntry(add, columns), version=version)
 
     def _template(self, entry: FileEntry, version: int | None) -> LineTemplate | None:
         """The line of one snapshot file with holes for its URLs and expiry."""

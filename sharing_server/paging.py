@@ -16,13 +16,13 @@ from typing import Any, Generic, TypeVar
 
 from share_store.errors import InvalidParameter
 from sharing_server.page_tokens import TokenCodec
-from sharing_server.protocol import MAX_PAGE_FILES
+from sharing_server.protocol import MAX_PAGE_FILES, single_lines
 
 PAGE_TOKEN_TTL_MS = 3 * 24 * 3600 * 1000
 T = TypeVar("T")
 _END: Any = object()
 
-#: A protocol line, or a file line already encoded (see `line_templates`).
+#: A protocol line, or file lines already encoded (see `line_templates`, `LineBlock`).
 Line = dict[str, Any] | bytes
 
 
@@ -112,6 +112,8 @@ class Pager:
         yield from head
         emitted = 0
         has_more = False
+        if paging.size is not None or paging.offset:
+            body = single_lines(body)  # counted line by line
         if cut is not None:
             for line in body:
                 yield line

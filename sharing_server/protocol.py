@@ -35,6 +35,31 @@ def dumps(payload: Any) -> str:
     return _ENCODER.encode(payload)
 
 
+class LineBlock(bytes):
+    """Many file lines encoded in one bytes object (a streamed snapshot's record batch).
+
+    A million files pass down a response's layers (paging, audit, chunking)
+    in a few hundred blocks rather than a million lines. `count` is how many
+    lines it holds; `single_lines` parts them where each line must be counted.
+    """
+
+    lines: int
+
+    def __new__(cls, data: Any, lines: int) -> LineBlock:  # `data`: bytes, or any buffer (Arrow's)
+        block = super().__new__(cls, data)
+        block.lines = lines
+        return block
+
+
+def single_lines(lines: Iterable[Any]) -> Iterator[Any]:
+    """`lines` with every `LineBlock` parted into its lines."""
+    for line in lines:
+        if type(line) is LineBlock:
+            yield from line.splitlines(keepends=True)  # JSON lines hold no raw line breaks
+        else:
+            yield line
+
+
 def line_bytes(payload: Any) -> bytes:
     """One compact JSON line; orjson, since encoding is a third of a large /query's time.
 
@@ -63,8 +88,20 @@ def ndjson_chunks(
     buffer = bytearray()
     limit = min(first_bytes, chunk_bytes)
     for action in actions:
+        if type(action) is LineBlock and len(buffer) + len(action) >= limit + chunk_bytes:
+            # A block of lines: cut into chunks of the usual size, straight from the block.
+            with memoryview(action) as block:
+                start = limit - len(buffer)
+                buffer += block[:start]
+                yield bytes(buffer)
+                limit = chunk_bytes
+                while len(block) - start >= limit:
+                    yield bytes(block[start : start + limit])
+                    start += limit
+                buffer = bytearray(block[start:])
+            continue
         # Pre-encoded lines (bytes) are most of a large listing: no call for them.
-        buffer += action if type(action) is bytes else line_bytes(action)
+        buffer += action if type(action) is bytes or type(action) is LineBlock else line_bytes(action)
         if len(buffer) >= limit:
             # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
             chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes

@@ -58,6 +58,9 @@ class TableResponse:
     #: Whether the lines after the first chunk are made from memory alone: no storage
     #: read, no predicate hint to evaluate (which may take its whole time budget).
     from_memory: bool = False
+    #: Whether the lines come in record batches' blocks (a streamed snapshot's, see
+    #: `streamed_lines`), which hold several chunks' worth at a time anyway.
+    in_blocks: bool = False
 
 
 @dataclass(frozen=True)
@@ -296,7 +299,11 @@ class TableQueries:
         )  # fmt: skip
         # A held snapshot's files are in memory: listing them reads nothing (a streamed
         # one reads its checkpoint batch by batch).
-        return dataclasses.replace(response, from_memory=hint is None and not files_of.streamed)
+        return dataclasses.replace(
+            response,
+            from_memory=hint is None and not files_of.streamed,
+            in_blocks=selected is None and files_of.streamed,
+        )
 
     # -- streaming: /query with startingVersion ------------------------------------------------
 

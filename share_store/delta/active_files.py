@@ -25,6 +25,10 @@ Action = dict[str, Any]
 Identity = tuple[str, str]
 
 BATCH_ROWS = 8_192
+#: Rows of a record batch when listing files: each batch's lines are made at once
+#: (see `sharing_server.streamed_lines`), in memory about 1 KB a row all told.
+#: Smaller than `BATCH_ROWS`: a million-file listing in 8,192-row batches took 40 MB more.
+LISTING_BATCH_ROWS = 2_048
 
 
 class FileSet:
@@ -123,30 +127,62 @@ class StreamedFileSet(FileSet):
                         size -= int(add.get("size") or 0)
         return count, size, dvs
 
-    def __iter__(self) -> Iterator[Action]:
+    def batches(self) -> Iterator[tuple[pa.StructArray, list[bool] | None]]:
+        """The checkpoint's `add` column a record batch at a time, with its suspects (see `_suspects`).
+
+        Rows include the batch's other actions (null) and files superseded
+        later: `rows` and `kept` leave them out.
+        """
         for part in self._parts:
             parquet = pq.ParquetFile(part)
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["add"]):
+            for batch in parquet.iter_batches(batch_size=LISTING_BATCH_ROWS, columns=["add"]):
                 adds = batch.column("add")
-                suspects = self._suspects(adds.field("path"))
-                for index, row in struct_rows(adds):
-                    add = self._normalize(row)
-                    if suspects is not None and suspects[index] and self._superseded(self._identity(add)):
-                        continue
-                    yield add
+                yield adds, self._suspects(adds.field("path"))
+
+    def rows(self, adds: pa.StructArray, suspects: list[bool] | None) -> Iterator[Action]:
+        """One batch's active files as actions (dictionaries)."""
+        for index, row in struct_rows(adds):
+            add = self._normalize(row)
+            if suspects is not None and suspects[index] and self._superseded(self._identity(add)):
+                continue
+            yield add
+
+    def kept(self, adds: pa.StructArray, suspects: list[bool] | None) -> pa.StructArray:
+        """One batch's active files as rows, for a batch without deletion vectors.
+
+        Without them a file's identity is its path alone, which the rows give
+        without making an action of each.
+        """
+        if suspects is None and adds.null_count == 0:
+            return adds  # the rule: every row an active file, nothing to copy
+        keep = adds.is_valid()
+        if suspects is not None:
+            paths = adds.field("path").to_pylist()
+            gone = [s and self._superseded((path, "")) for s, path in zip(suspects, paths, strict=True)]
+            keep = pc.and_(keep, pc.invert(pa.array(gone, pa.bool_())))
+        return adds.filter(keep)
+
+    @property
+    def tail(self) -> Iterable[Action]:
+        """The files added after the checkpoint."""
+        return self._tail.values()
+
+    def __iter__(self) -> Iterator[Action]:
+        for adds, suspects in self.batches():
+            yield from self.rows(adds, suspects)
         yield from self._tail.values()
 
 
 def struct_rows(column: pa.StructArray) -> Iterator[tuple[int, dict[str, Any]]]:
     """The non-null rows of a struct column, with their indexes, as dictionaries.
 
-    Built a column at a time (see `_values`): for checkpoint `add` rows this is
+    Built a column at a time (see `values_of`): for checkpoint `add` rows this is
     several times faster than `to_pylist()`, which dominates a cold replay.
     Fields that are null in every row are left out of every dictionary.
     """
     names = [field.name for field in column.type]
     columns = [
-        (name, _values(field))
+        (name, values_of(field))
         for name, field in zip(names, column.flatten(), strict=True)
         if field.null_count < len(field)
     ]
@@ -155,7 +191,7 @@ def struct_rows(column: pa.StructArray) -> Iterator[tuple[int, dict[str, Any]]]:
             yield index, {name: values[index] for name, values in columns}
 
 
-def _values(column: pa.Array) -> list[Any]:
+def values_of(column: pa.Array) -> list[Any]:
     """A column as Python values, maps as dicts: several times faster than `to_pylist()`.
 
     Flat columns go through NumPy (strings keep None for null; numbers and
@@ -163,7 +199,7 @@ def _values(column: pa.Array) -> list[Any]:
     maps are built from their offsets, where `to_pylist()` is ten times slower.
     """
     if isinstance(column, pa.MapArray):
-        return _map_values(column)
+        return map_values(column)
     kind = column.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return column.to_numpy(zero_copy_only=False).tolist()
@@ -172,9 +208,9 @@ def _values(column: pa.Array) -> list[Any]:
     return column.to_pylist()
 
 
-def _map_values(column: pa.MapArray) -> list[dict[Any, Any] | None]:
-    offsets = _values(column.offsets)
-    keys, items = _values(column.keys), _values(column.items)
+def map_values(column: pa.MapArray) -> list[dict[Any, Any] | None]:
+    offsets = values_of(column.offsets)
+    keys, items = values_of(column.keys), values_of(column.items)
     valid = column.is_valid().to_pylist()
     return [
         dict(zip(keys[offsets[i] : offsets[i + 1]], items[offsets[i] : offsets[i + 1]], strict=True))

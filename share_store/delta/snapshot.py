@@ -14,12 +14,16 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from share_store.arrow_text import string_data
 from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log import Commit, monotonic
 from share_store.delta.replay import LogListing, LogReader, ReplayState, collector_paused, file_identity
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
-from share_store.storage.base import ObjectStorage, UrlSigning
+from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
 
 # How stale a listing may be about anything but new versions (see `DeltaTableReader.listing`).
 FULL_LISTING_SECONDS = 60.0
@@ -40,6 +44,10 @@ def file_key(table_path: str, log_path: str) -> str:
     if "/./" in wrapped or "/../" in wrapped:
         raise UnsupportedOperation("tables with file paths leaving the table cannot be shared")
     return f"{table_path}/{key}"
+
+
+# Log paths `file_key` decodes (%) or refuses (absolute, or with a "." or ".." segment).
+UNUSUAL_PATH = r"%|://|^/|(^|/)\.\.?(/|$)"
 
 
 @dataclass(frozen=True)
@@ -487,6 +495,20 @@ class DeltaTableReader:
         """Bucket and key of a file named by a log path."""
         return self.bucket, file_key(self.path, path)
 
+    def locate_many(self, paths: pa.Array) -> tuple[str, pa.Array] | None:
+        """`locate` for many log paths at once (a checkpoint's record batch): their bucket and keys.
+
+        None when a path is unusual (see `UNUSUAL_PATH`): `locate` decodes or refuses each.
+        """
+        # Checked first on all the paths' bytes at once, which is far faster and finds
+        # every unusual path (and a few usual ones, which the exact check then clears).
+        text = string_data(paths)
+        maybe = b"%" in text or b":" in text or b"/." in text
+        maybe = maybe or pc.any(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "."))).as_py()
+        if maybe and pc.any(pc.match_substring_regex(paths, UNUSUAL_PATH)).as_py():
+            return None
+        return self.bucket, pc.binary_join_element_wise(f"{self.path}/", paths, "")
+
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         """Bucket and key of an on-disk deletion vector (None when inline)."""
         relative = dv_storage_path(descriptor)
@@ -494,6 +516,9 @@ class DeltaTableReader:
 
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
+
+    def batch_signer(self, now: float) -> BatchSigning | None:
+        return self.storage.batch_signer(now)
 
     def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost).

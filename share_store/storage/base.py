@@ -10,10 +10,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Signs the object at a bucket and key: its URL and the URL's expiry in epoch milliseconds.
 UrlSigning = Callable[[str, str], tuple[str, int]]
+#: Signs many keys of one bucket at once: their URLs (an Arrow string array) and expiry.
+BatchSigning = Callable[[str, "pa.Array"], tuple["pa.Array", int]]
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,10 @@ class ObjectStorage(ABC):
             return self.presign(bucket, key, now)
 
         return sign
+
+    def batch_signer(self, now: float) -> BatchSigning | None:
+        """`url_signer` for a record batch of keys at once, where a storage has one (else None)."""
+        return None
 
     def count_missing(self, locations: Iterable[tuple[str, str]]) -> int:
         """How many of these (bucket, key) objects are absent; one check per bucket."""

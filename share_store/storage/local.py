@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from share_store.signing import UrlSigner
-from share_store.storage.base import ObjectInfo, ObjectStorage, UrlSigning
+from share_store.storage.base import BatchSigning, ObjectInfo, ObjectStorage, UrlSigning
 
 
 class LocalStorage(ObjectStorage):
@@ -133,6 +133,9 @@ class LocalStorage(ObjectStorage):
 
     def url_signer(self, now: float) -> UrlSigning:
         return self.signer.signing_until(int(now) + self.url_lifetime)
+
+    def batch_signer(self, now: float) -> BatchSigning:
+        return self.signer.batch_signing_until(int(now) + self.url_lifetime)
 
 
 def _staged(name: str) -> bool:
