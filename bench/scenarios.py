@@ -48,6 +48,7 @@ from bench.harness import (
     upload_all,
 )
 from bench.results import record
+from bench.spark_floor import minimal_source
 from bench.tables import (
     EQUALITY_FILE_ROWS,
     READABLE_ROWS,
@@ -763,6 +764,17 @@ def bench_spark(rows_table: pa.Table) -> None:
         spark_ratio(
             "Spark deltaSharing source, 2M rows / 8 files, vs spark.read.parquet",
             plain,
+            direct,
+            1.3,
+            processes,
+        )
+        # The floor: a Python source that only reads the same local files with pyarrow.
+        spark.dataSource.register(minimal_source(files))
+        parts = str(spark.sparkContext.defaultParallelism)  # as many tasks as the source makes
+        minimal = spark.read.format("minimalParquet").option("parts", parts).load()
+        spark_ratio(
+            "Spark minimal pyarrow Python source (the floor), 2M rows / 8 files, vs spark.read.parquet",
+            minimal,
             direct,
             1.3,
             processes,

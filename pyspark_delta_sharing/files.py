@@ -8,12 +8,16 @@ timestamp units); partition and change columns are filled from the file's
 action; rows its deletion vector marks are dropped by their position in the
 file, so the rows that remain keep their order.
 
-Runs on executors; a streaming reader can call `read_file` as the batch one does.
+Runs on executors: the batch and streaming readers read a task's files with
+`read_files`, which fetches the next file while Spark takes this one's batches.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,9 +186,16 @@ def _is_list(data_type: pa.DataType) -> bool:
     return pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
 
 
-def _open(urls: _Urls, size: int, whole: bool) -> pq.ParquetFile:
-    if whole:
-        return pq.ParquetFile(pa.BufferReader(urls.data()), coerce_int96_timestamp_unit="us")
+def _fetched_whole(file: dict[str, Any], layout: TableLayout, wanted: list[str]) -> bool:
+    """Whether the file is fetched in one GET rather than by the ranges its Parquet reader asks for."""
+    size = int(file.get("size") or 0)
+    every_column = set(layout.data_columns) <= set(wanted)
+    return size <= SMALL_FILE_BYTES or (every_column and size <= WHOLE_FILE_MAX_BYTES)
+
+
+def _open(urls: _Urls, size: int, data: bytes | None) -> pq.ParquetFile:
+    if data is not None:
+        return pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us")
     source = pa.PythonFile(fetch.RangeFile(urls.data, size), mode="r")
     return pq.ParquetFile(source, pre_buffer=True, coerce_int96_timestamp_unit="us")
 
@@ -223,6 +234,73 @@ def _constants(file: dict[str, Any], schema: pa.Schema, layout: TableLayout) -> 
     return constants
 
 
+@dataclass
+class _Fetched:
+    """What reading one file needs from the network, got before its decoding starts."""
+
+    urls: _Urls
+    #: The whole file, or None when its Parquet reader fetches the ranges it needs.
+    data: bytes | None
+    row_filter: Callable[[int, int], np.ndarray | None]
+
+
+def _fetch(
+    file: dict[str, Any], schema: pa.Schema, layout: TableLayout, renew: Renew | None, margin_ms: int | None
+) -> _Fetched:
+    """The file's bytes (when fetched whole) and deletion vector; renewed first if its URLs expire
+    within `margin_ms` (None: no check, an expired URL is renewed when storage refuses it)."""
+    if renew is not None and margin_ms is not None and file["expiration"] - margin_ms < time.time() * 1000:
+        file = renew(file)
+    urls = _Urls(file, renew)
+    constants = _constants(file, schema, layout)
+    wanted = [field.name for field in schema if field.name not in constants]
+    data = urls.data() if _fetched_whole(file, layout, wanted) else None
+    return _Fetched(urls, data, _row_filter(urls, file))
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _prefetcher() -> ThreadPoolExecutor:
+    # One thread for the process, kept while Spark reuses the worker: its HTTP
+    # session (see `fetch`) keeps its connection from task to task.
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltaSharing-prefetch")
+        return _pool
+
+
+def read_files(
+    files: list[dict[str, Any]],
+    schema: pa.Schema,
+    layout: TableLayout,
+    renew: Renew | None = None,
+    refresh_margin_ms: int = 0,
+) -> Iterator[pa.RecordBatch]:
+    """The batches of `files`, one file after another, as `read_file` makes them.
+
+    While a file is decoded and its batches go to Spark, a background thread
+    fetches the next one (its bytes and its deletion vector), so the task waits
+    on the network once rather than once per file. A file whose URLs expire
+    within `refresh_margin_ms` is renewed before it is fetched.
+    """
+    pool = _prefetcher()
+    ahead: Future[_Fetched] | None = None
+    try:
+        for index, file in enumerate(files):
+            fetched = ahead.result() if ahead else _fetch(file, schema, layout, renew, refresh_margin_ms)
+            if index + 1 < len(files):
+                ahead = pool.submit(_fetch, files[index + 1], schema, layout, renew, refresh_margin_ms)
+            else:
+                ahead = None
+            yield from _decode(fetched, schema, layout)
+    finally:
+        if ahead:
+            ahead.cancel()  # a query that stopped early (a limit) needs no more files
+
+
 def read_file(
     file: dict[str, Any],
     schema: pa.Schema,
@@ -231,15 +309,18 @@ def read_file(
     batch_rows: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Batches with exactly `schema`'s columns, the rows the file's deletion vector deletes left out."""
-    urls = _Urls(file, renew)
+    yield from _decode(_fetch(file, schema, layout, renew, None), schema, layout, batch_rows)
+
+
+def _decode(
+    fetched: _Fetched, schema: pa.Schema, layout: TableLayout, batch_rows: int | None = None
+) -> Iterator[pa.RecordBatch]:
+    urls = fetched.urls
+    file = urls.file
     constants = _constants(file, schema, layout)
     wanted = [field.name for field in schema if field.name not in constants]
-    size = int(file.get("size") or 0)
-    every_column = set(layout.data_columns) <= set(wanted)
-    row_filter = _row_filter(urls, file)
-    parquet = _open(
-        urls, size, whole=size <= SMALL_FILE_BYTES or (every_column and size <= WHOLE_FILE_MAX_BYTES)
-    )
+    parquet = _open(urls, int(file.get("size") or 0), fetched.data)
+    row_filter = fetched.row_filter
     file_fields = list(parquet.schema_arrow)
     # Each wanted column's Parquet field (None: not in this file, added later) and mapping.
     sources: dict[str, tuple[int | None, Column]] = {}

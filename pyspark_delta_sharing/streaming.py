@@ -201,7 +201,7 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
         environment.check()
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from pyspark_delta_sharing.files import read_file
+        from pyspark_delta_sharing.files import read_files
 
         assert isinstance(partition, StreamPartition)  # what `partitions` made
         arrow_schema = to_arrow_schema(self.schema)
@@ -209,10 +209,9 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
         def renew(file: dict[str, Any]) -> dict[str, Any]:
             return self.renew(file, partition)
 
-        for file in partition.files:
-            if file["expiration"] - REFRESH_MARGIN_MS < time.time() * 1000:
-                file = renew(file)
-            yield from read_file(file, arrow_schema, partition.layout, renew=renew)
+        yield from read_files(
+            partition.files, arrow_schema, partition.layout, renew=renew, refresh_margin_ms=REFRESH_MARGIN_MS
+        )
 
     def renew(self, file: dict[str, Any], partition: StreamPartition) -> dict[str, Any]:
         """`file` with fresh URLs: its batch listed again, kept for the task."""

@@ -19,7 +19,7 @@ import pytest
 from deltalake import write_deltalake
 
 from pyspark_delta_sharing import fetch, files
-from pyspark_delta_sharing.files import TableLayout, read_file
+from pyspark_delta_sharing.files import TableLayout, read_file, read_files
 from pyspark_delta_sharing.listing import list_snapshot
 from pyspark_delta_sharing.source import DeltaSharingDataSource, FilePartition, ReadOptions
 from tests.conftest import Deployment
@@ -198,6 +198,72 @@ def test_a_long_task_lists_again_when_the_urls_it_kept_near_expiry(mapped: str) 
     renewed = reader.renew(file, partition.version)
     assert renewed["url"] != broken(file["url"])
     assert renewed["expiration"] > time.time() * 1000
+
+
+# -- a task's files: the next one fetched while this one is read ---------------------------------------
+
+
+def _settled() -> None:
+    """Wait for the prefetch thread to finish what it was given (it takes one job at a time, in order)."""
+    files._prefetcher().submit(lambda: None).result()
+
+
+def test_a_task_reads_its_files_in_order_fetching_the_next_one_ahead(mapped: str, monkeypatch) -> None:
+    options = ReadOptions.parse({"path": mapped})
+    listing = list_snapshot(options.profile, options.table, options.response_format)
+    layout = TableLayout.of(listing)
+    schema = pa.schema([pa.field("id", pa.int64())])
+    task = sorted(listing.files, key=lambda f: f["key"])
+    assert len(task) >= 3 and any(f.get("deletion_vector") for f in task)
+    one_by_one = [[row["id"] for b in read_file(f, schema, layout) for row in b.to_pylist()] for f in task]
+    fetched: list[str] = []
+    real_get = fetch.get
+
+    def recording_get(url: str, start: int | None = None, length: int | None = None) -> bytes:
+        fetched.append(url)
+        return real_get(url, start, length)
+
+    monkeypatch.setattr(fetch, "get", recording_get)
+    batches = read_files(task, schema, layout)
+    first = next(batches)
+    _settled()
+    # While the first file's batches go out, the second file is already here; the third is not asked for.
+    assert task[1]["url"] in fetched and task[2]["url"] not in fetched
+    rows = [row["id"] for batch in [first, *batches] for row in batch.to_pylist()]
+    # Each file's rows in the file's order, its deleted positions left out: as one file at a time.
+    assert rows == [row for file_rows in one_by_one for row in file_rows]
+
+
+def test_a_task_stopped_early_fetches_no_more_files(mapped: str, monkeypatch) -> None:
+    options = ReadOptions.parse({"path": mapped})
+    listing = list_snapshot(options.profile, options.table, options.response_format)
+    layout = TableLayout.of(listing)
+    task = sorted(listing.files, key=lambda f: f["key"])
+    fetched: list[str] = []
+    real_get = fetch.get
+
+    def recording_get(url: str, start: int | None = None, length: int | None = None) -> bytes:
+        fetched.append(url)
+        return real_get(url, start, length)
+
+    monkeypatch.setattr(fetch, "get", recording_get)
+    batches = read_files(task, pa.schema([pa.field("id", pa.int64())]), layout)
+    next(batches)
+    batches.close()  # as a limit stops the task
+    _settled()
+    assert {f["url"] for f in task[2:]}.isdisjoint(fetched)
+
+
+def test_a_failed_fetch_of_the_next_file_fails_the_task_when_that_file_is_reached(mapped: str) -> None:
+    options = ReadOptions.parse({"path": mapped})
+    listing = list_snapshot(options.profile, options.table, options.response_format)
+    layout = TableLayout.of(listing)
+    task = sorted(listing.files, key=lambda f: f["key"])[:2]
+    task[1] = task[1] | {"url": broken(task[1]["url"])}
+    batches = read_files(task, pa.schema([pa.field("id", pa.int64())]), layout)
+    assert next(batches).num_rows > 0  # the first file reads
+    with pytest.raises(fetch.ExpiredUrl):
+        list(batches)
 
 
 # -- a worker Python that lacks the source's dependencies --------------------------------------------------
