@@ -123,6 +123,7 @@ class TableReaders:
         self._readers: dict[tuple[str, str, str], TableReader] = {}
         #: When each table was last read for a recipient (what the snapshot warmer keeps fresh).
         self._used: dict[tuple[str, str, str], tuple[SharedTable, float]] = {}
+        self._last_use = float("-inf")
         self._lock = threading.Lock()
 
     def reader(self, table: SharedTable, used: bool = True) -> TableReader:
@@ -130,12 +131,17 @@ class TableReaders:
         key = (table.id, table.bucket, table.path)
         with self._lock:
             if used:
-                self._used[key] = (table, time.monotonic())
+                self._last_use = time.monotonic()
+                self._used[key] = (table, self._last_use)
             reader = self._readers.get(key)
             if reader is None:
                 reader = self._make(table)
                 self._readers[key] = reader
             return reader
+
+    def quiet_for(self) -> float:
+        """Seconds since any table was last read for a recipient (infinite if none ever was)."""
+        return time.monotonic() - self._last_use
 
     def recently_used(self, seconds: float) -> list[SharedTable]:
         """The tables read for recipients within the last `seconds`, most recent first."""

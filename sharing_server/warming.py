@@ -68,6 +68,8 @@ CHECK_WINDOW = 60.0
 #: A table's check is kept ahead of queries this long after the warmer built its snapshot or a
 #: recipient last read it: beyond, it costs the server more than it saves the rare late query.
 KEEP_READY_SECONDS = 600.0
+#: Checks are renewed ahead of queries only once no recipient has read a table for this long.
+QUIET_SECONDS = 2.0
 
 
 class SnapshotWarmer:
@@ -128,7 +130,18 @@ class SnapshotWarmer:
             if self.readers.reader(table, used=False).holds_snapshot:
                 self._warm(table, "refresh")
                 refreshed.add(table.id)
-        self.renew_checks(skip=refreshed)
+        if self._quiet():
+            self.renew_checks(skip=refreshed)
+
+    def _quiet(self) -> bool:
+        """Whether recipients have read nothing for a while: the time to renew checks.
+
+        Checks are renewed ahead of the first query after a quiet spell. While
+        recipients are reading, their queries renew them as they expire: a check
+        run beside them (0.3 s of a 100,000-file table, mostly holding the GIL)
+        would slow every one of them.
+        """
+        return self.readers.quiet_for() >= max(self.refresh_seconds, QUIET_SECONDS)
 
     def renew_checks(self, skip: set[str] | frozenset[str] = frozenset()) -> None:
         """Check again the files of the snapshots built here whose check is about to expire."""
@@ -199,7 +212,7 @@ class SnapshotWarmer:
             return snapshot
         if later is not None:
             later.append((table, snapshot))
-        else:
+        elif not current or self._quiet():  # a new version is made ready at once, whatever the load
             self._make_ready(table, snapshot, prepare=not current, budgeted=True)
         return snapshot
 

@@ -240,6 +240,24 @@ def test_checks_ahead_of_queries_wait_once_they_took_their_share(
     store.close()
 
 
+def test_checks_are_renewed_ahead_only_while_recipients_are_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
+    warmer = SnapshotWarmer(store, readers, metrics, warm_on_start=False, refresh_seconds=0.01)
+    warmer.warm_shared_tables()
+    passed = warms(metrics, "check", "passed")
+    readers.reader(store.get_table("warm", "s", "t0")).snapshot()  # a recipient reads the table
+    time.sleep(0.02)  # the start's check has expired
+    monkeypatch.setattr(warming, "QUIET_SECONDS", 60.0)
+    warmer.refresh_hot_tables()
+    assert warms(metrics, "check", "passed") == passed  # reading goes on: its queries check
+    monkeypatch.setattr(warming, "QUIET_SECONDS", 0.0)
+    warmer.refresh_hot_tables()
+    assert warms(metrics, "check", "passed") == passed + 1  # quiet: checked ahead of the next query
+    store.close()
+
+
 def test_a_table_neither_built_nor_read_for_long_is_left_to_its_next_query(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
