@@ -318,17 +318,30 @@ def query_rows(client: httpx.Client, label: str, name: str, files: int, targets:
     return warm_last
 
 
-def read_ratio(label: str, shared: Callable[[], Sized], direct: Callable[[], Sized]) -> None:
-    """Time `load_as_pandas` through the share against a direct read, side by side."""
-    start = time.perf_counter()
-    through = shared()
-    through_time = time.perf_counter() - start
-    start = time.perf_counter()
-    expected = direct()
-    direct_time = time.perf_counter() - start
-    assert len(through) == len(expected), (len(through), len(expected))
+#: Interleaved runs of each side of a `read_ratio`.
+READ_RUNS = 5
+
+
+def read_ratio(
+    label: str, shared: Callable[[], Sized], direct: Callable[[], Sized], runs: int = READ_RUNS
+) -> None:
+    """Time `load_as_pandas` through the share against a direct read, side by side.
+
+    One untimed read of each first (imports, the server's snapshot, the page cache),
+    then `runs` of each, interleaved; the ratio is of the medians. A single pair
+    of reads swung from 1.5x to 2.4x between runs on this 2-core machine.
+    """
+    assert len(shared()) == len(direct())
+    through_times, direct_times = [], []
+    for _ in range(runs):
+        for action, times in ((shared, through_times), (direct, direct_times)):
+            start = time.perf_counter()
+            action()
+            times.append(time.perf_counter() - start)
+    through_time, direct_time = statistics.median(through_times), statistics.median(direct_times)
     ratio = through_time / direct_time
-    record(f"{label}: through share / direct", f"{through_time:.2f} / {direct_time:.2f} s")
+    timing = f"{through_time:.2f} / {direct_time:.2f} s"
+    record(f"{label}: through share / direct (medians of {runs})", timing)
     record(f"{label}: ratio", f"{ratio:.2f}x", "<= 1.2x", "met" if ratio <= 1.2 else "missed")
 
 
