@@ -136,9 +136,7 @@ class LineEncoder:
         # Entries are the snapshot's actions with its partition columns: the actions suffice.
         columns = tuple(snapshot.partition_columns)
         files = snapshot.adds if entries is None else (entry.action for entry in entries)
-        key = ("lines", self.format, self.hash_kind, version)
-        # Keyed by the action's id: the snapshot holds every action, so ids stay theirs.
-        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(key, {})
+        templates = self._templates(snapshot, version)
         sign = self.signer.url_signer(self.now)
         fill = line_templates.fill
         last_expiration, expiry = -1, b""
@@ -171,14 +169,23 @@ class LineEncoder:
         if snapshot.streamed:
             return 0
         columns = tuple(snapshot.partition_columns)
-        key = ("lines", self.format, self.hash_kind, None)
-        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(key, {})
+        templates = self._templates(snapshot, None)
         made = 0
         for action in snapshot.adds:
             if id(action) not in templates:
                 templates[id(action)] = self._template(FileEntry(action, columns), None)
                 made += 1
         return made
+
+    def _templates(self, snapshot: DeltaSnapshot, version: int | None) -> dict[int, LineTemplate | None]:
+        """`snapshot`'s line templates in this response's format, kept in its memo.
+
+        Keyed by the actions' ids: the snapshot holds every action, so ids stay theirs.
+        """
+        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(
+            ("lines", self.format, self.hash_kind, version), {}
+        )
+        return templates
 
     def _streamed_files(
         self, files: StreamedFileSet, columns: tuple[str, ...], version: int | None
