@@ -208,14 +208,8 @@ def _settled() -> None:
     files._prefetcher().submit(lambda: None).result()
 
 
-def test_a_task_reads_its_files_in_order_fetching_the_next_one_ahead(mapped: str, monkeypatch) -> None:
-    options = ReadOptions.parse({"path": mapped})
-    listing = list_snapshot(options.profile, options.table, options.response_format)
-    layout = TableLayout.of(listing)
-    schema = pa.schema([pa.field("id", pa.int64())])
-    task = sorted(listing.files, key=lambda f: f["key"])
-    assert len(task) >= 3 and any(f.get("deletion_vector") for f in task)
-    one_by_one = [[row["id"] for b in read_file(f, schema, layout) for row in b.to_pylist()] for f in task]
+def fetched_urls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The URLs the source fetches from now on, in order (the fetches themselves are real)."""
     fetched: list[str] = []
     real_get = fetch.get
 
@@ -224,6 +218,18 @@ def test_a_task_reads_its_files_in_order_fetching_the_next_one_ahead(mapped: str
         return real_get(url, start, length)
 
     monkeypatch.setattr(fetch, "get", recording_get)
+    return fetched
+
+
+def test_a_task_reads_its_files_in_order_fetching_the_next_one_ahead(mapped: str, monkeypatch) -> None:
+    options = ReadOptions.parse({"path": mapped})
+    listing = list_snapshot(options.profile, options.table, options.response_format)
+    layout = TableLayout.of(listing)
+    schema = pa.schema([pa.field("id", pa.int64())])
+    task = sorted(listing.files, key=lambda f: f["key"])
+    assert len(task) >= 3 and any(f.get("deletion_vector") for f in task)
+    one_by_one = [[row["id"] for b in read_file(f, schema, layout) for row in b.to_pylist()] for f in task]
+    fetched = fetched_urls(monkeypatch)
     batches = read_files(task, schema, layout)
     first = next(batches)
     _settled()
@@ -239,14 +245,7 @@ def test_a_task_stopped_early_fetches_no_more_files(mapped: str, monkeypatch) ->
     listing = list_snapshot(options.profile, options.table, options.response_format)
     layout = TableLayout.of(listing)
     task = sorted(listing.files, key=lambda f: f["key"])
-    fetched: list[str] = []
-    real_get = fetch.get
-
-    def recording_get(url: str, start: int | None = None, length: int | None = None) -> bytes:
-        fetched.append(url)
-        return real_get(url, start, length)
-
-    monkeypatch.setattr(fetch, "get", recording_get)
+    fetched = fetched_urls(monkeypatch)
     batches = read_files(task, pa.schema([pa.field("id", pa.int64())]), layout)
     next(batches)
     batches.close()  # as a limit stops the task
