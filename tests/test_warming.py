@@ -13,7 +13,7 @@ import pytest
 from deltalake import write_deltalake
 
 from share_store.delta.snapshot import DeltaTableReader, SnapshotCache
-from share_store.delta.summaries import SummarizedFiles
+from share_store.delta.summaries import SnapshotSummary, SummarizedFiles
 from share_store.errors import TableFilesMissing
 from share_store.model import TableSpec
 from share_store.persistence import ShareStore
@@ -347,6 +347,27 @@ def test_a_restarted_server_answers_metadata_from_the_summary_while_the_log_has_
     finally:
         restarted.server.stop()
         restarted.store.close()
+
+
+def test_a_reader_reads_a_summary_from_the_store_once_per_version(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, tables=1)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    reads: list[str] = []
+
+    class Counting:
+        def snapshot_summary(self, table_id: str) -> SnapshotSummary | None:
+            reads.append(table_id)
+            return store.snapshot_summary(table_id)
+
+        def save_snapshot_summary(self, table_id: str, summary: SnapshotSummary) -> None:
+            store.save_snapshot_summary(table_id, summary)
+
+    reader = TableReaders(readers.storage, summaries=Counting()).reader(store.get_table("warm", "s", "t0"))
+    first, second = reader.head(), reader.head()
+    assert second is first and isinstance(first.adds, SummarizedFiles) and len(reads) == 1
+    write_deltalake(str(tmp_path / "buckets" / "bucket" / "t0"), rows(100, 10), mode="append")
+    assert reader.head().version == 3 and len(reads) == 2  # another version: asked again (and replayed)
+    store.close()
 
 
 def test_a_summary_stands_for_its_very_commit_only(tmp_path: Path) -> None:

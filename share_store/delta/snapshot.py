@@ -289,6 +289,8 @@ class DeltaTableReader:
         self.path = path
         #: The persisted summary of a listing's latest version, as a snapshot, if any (see `head`).
         self._persisted = persisted
+        #: The last summary `head` answered from, by its version and commit time (it never changes).
+        self._summarized: tuple[tuple[int, int | None], DeltaSnapshot] | None = None
         self.log = LogReader(storage, bucket, path)
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
@@ -346,9 +348,15 @@ class DeltaTableReader:
         held = self._snapshots.get(version)
         if held is not None:
             return held
-        summarized = self._persisted(listing) if self._persisted is not None else None
-        if summarized is not None:
-            return summarized
+        if self._persisted is not None:
+            key = (version, listing.commit_times.get(version))
+            remembered = self._summarized
+            if remembered is not None and remembered[0] == key:
+                return remembered[1]  # no store read per request for the same version
+            summarized = self._persisted(listing)
+            if summarized is not None:
+                self._summarized = (key, summarized)
+                return summarized
         return self.snapshot(version, listing)
 
     def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
