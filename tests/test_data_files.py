@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -87,3 +90,97 @@ def test_a_whole_file_goes_in_chunks_growing_from_64_kib(tmp_path: Path) -> None
     kib = 1024
     sizes = [64 * kib, 128 * kib, 256 * kib, 512 * kib, MIB, MIB, 64 * kib + 5]
     assert [len(body) for body in bodies] == sizes
+
+
+def _respond(response: DataFileResponse, headers: list[tuple[bytes, bytes]], method: str = "GET") -> bytes:
+    """What `response` sends as its body to a client that stays."""
+    bodies: list[bytes] = []
+
+    async def receive() -> Message:
+        await anyio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            bodies.append(message["body"])
+
+    scope = {"type": "http", "method": method, "headers": headers, "extensions": {}}
+    anyio.run(response, scope, receive, send)
+    return b"".join(bodies)
+
+
+@pytest.fixture
+def worker_trips(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The functions run in worker threads while the test runs."""
+    trips: list[object] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def counted(function: Callable[..., object], *args: object, **kwargs: Any) -> object:
+        trips.append(function)
+        return await run_sync(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    return trips
+
+
+def test_a_footer_the_page_cache_holds_is_read_without_a_worker_thread(
+    tmp_path: Path, worker_trips: list[object]
+) -> None:
+    """fsspec asks for each file's 64 KiB footer twice, its size twice more: no trip to a thread for them."""
+    content = os.urandom(3 * MIB)
+    path = tmp_path / "part.parquet"
+    path.write_bytes(content)  # and so in the page cache
+    found = os.stat(path)
+    footer = _respond(DataFileResponse(path, stat_result=found), [(b"range", b"bytes=-65536")])
+    assert footer == content[-65536:]
+    assert _respond(DataFileResponse(path, stat_result=found), [], method="HEAD") == b""
+    assert worker_trips == []
+    # A large range still goes in chunks, each from the cache or, where it is not, from a thread.
+    assert _respond(DataFileResponse(path, stat_result=found), [(b"range", b"bytes=10-")]) == content[10:]
+
+
+@pytest.mark.parametrize(
+    "cached",
+    [
+        pytest.param(lambda fd, buffers, at, flags: _raise(BlockingIOError()), id="none cached"),
+        pytest.param(lambda fd, buffers, at, flags: _raise(OSError(errno.EOPNOTSUPP, "")), id="no flag"),
+        pytest.param(lambda fd, buffers, at, flags: _fill(fd, buffers[0], at, 1000), id="some cached"),
+    ],
+)
+def test_what_the_page_cache_does_not_hold_is_read_in_a_worker_thread(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    worker_trips: list[object],
+    cached: Callable[[int, list[bytearray], int, int], int],
+) -> None:
+    content = os.urandom(200 * 1024)
+    path = tmp_path / "part.parquet"
+    path.write_bytes(content)
+    monkeypatch.setattr(os, "preadv", cached)
+    found = os.stat(path)
+    part = _respond(DataFileResponse(path, stat_result=found), [(b"range", b"bytes=5000-70535")])
+    assert part == content[5000:70536]
+    assert _respond(DataFileResponse(path, stat_result=found), []) == content
+    assert os.pread in worker_trips
+
+
+def _raise(error: OSError) -> int:
+    raise error
+
+
+def _fill(fd: int, buffer: bytearray, offset: int, most: int) -> int:
+    """As a partly cached read: the first `most` bytes only."""
+    data = os.pread(fd, min(most, len(buffer)), offset)
+    buffer[: len(data)] = data
+    return len(data)
+
+
+def test_a_signed_url_of_a_file_gone_or_of_a_folder_is_not_found(big: tuple[Deployment, str, bytes]) -> None:
+    deployment, _, _ = big
+    storage = deployment.storage
+    for key in ("big/no-such-file.parquet", "big/_delta_log"):
+        url, _ = storage.presign("data", key, time.time())
+        for method in ("GET", "HEAD"):
+            response = httpx.request(method, url)
+            assert response.status_code == 404, (key, method)
+        assert httpx.get(url).json()["errorCode"] == "RESOURCE_DOES_NOT_EXIST"
