@@ -192,10 +192,12 @@ def test_wide_ors_within_the_cap_skip_exactly_the_files_they_rule_out(
         [leaf("equal", "id", value) for value in [550, 50_042, 99_999, *range(10**6, 10**6 + width - 3)]]
     )
     assert sorted(file_paths(query(server, ids))) == sorted([paths[5], paths[500], paths[999]])
-    # Ranges cannot merge into one test: each is tried for every file.
+    # Ranges, merged into one set of intervals; the widest OR of them the cap allows.
     ranges = any_of([id_range(10_000 * k + 10, 10_000 * k + 20) for k in range(100)])
     expected = [paths[100 * k] for k in range(FILES // 100)]
     assert sorted(file_paths(query(server, ranges))) == sorted(expected)
+    widest = any_of([id_range(10_000 * k + 10, 10_000 * k + 20) for k in range((MAX_NODES - 1) // 7)])
+    assert sorted(file_paths(query(server, widest))) == sorted(expected)
     # Partition values are looked at before stats, and decide alone where they can.
     both = {
         "op": "and",
@@ -247,8 +249,20 @@ def unbudgeted(
 
 
 def test_a_client_that_hangs_up_stops_the_work(unbudgeted: Deployment) -> None:
-    # 1,428 ranges that no file's stats can decide at once: seconds of work for 1,000 files.
-    ranges = any_of([id_range(1000 * k + 10, 1000 * k + 20) for k in range((MAX_NODES - 1) // 7)])
+    # 999 ranges of three bounds each (ranges of two merge into one bisected set of intervals)
+    # that no file's stats can decide at once: seconds of work for 1,000 files.
+    ranges = any_of(
+        [
+            {
+                "op": "and",
+                "children": [
+                    *id_range(1000 * k + 10, 1000 * k + 20)["children"],
+                    leaf("lessThan", "id", 10**9),
+                ],
+            }
+            for k in range((MAX_NODES - 1) // 10)
+        ]
+    )
     body = json.dumps({"jsonPredicateHints": json.dumps(ranges)}).encode()
     host, port = "127.0.0.1", unbudgeted.config.port
     request = (

@@ -115,3 +115,75 @@ def test_a_bare_column_or_literal_where_a_condition_belongs_is_unknown() -> None
     assert keeps(op("and", col("x"), lit("1")), entry())
     assert not keeps(op("and", col("x"), op("equal", col("x"), lit("99"))), entry())
     assert keeps(op("or", lit("1"), op("equal", col("x"), lit("99"))), entry())
+
+
+def _three_valued_or(results: list[bool | None]) -> bool | None:
+    if True in results:
+        return True
+    return None if None in results else False
+
+
+def _bound(kind: str, value: int, mirrored: bool) -> dict:
+    """`x kind value`, or the same condition written with the literal on the left."""
+    if not mirrored:
+        return op(kind, col("x"), lit(str(value)))
+    flipped = {"greaterThan": "lessThan", "greaterThanOrEqual": "lessThanOrEqual"}
+    flipped |= {v: k for k, v in flipped.items()}
+    return op(flipped[kind], lit(str(value)), col("x"))
+
+
+def test_an_or_of_ranges_answers_as_its_ranges_one_by_one() -> None:
+    """Merged into one set of intervals, an OR of ranges keeps its three-valued answer for every file:
+    inclusive and exclusive ends, touching and overlapping ranges, nulls, missing stats, a partition value."""
+    import random
+
+    from share_store.delta.compiled_hints import compile_hint
+
+    chooser = random.Random(16)
+    files = [
+        entry(low=low, high=high, nulls=nulls)
+        for low in range(-1, 12)
+        for high in range(low, 13)
+        for nulls in (0, 1, 5)
+    ]
+    files += [
+        entry(low=None),
+        *(entry(partition={"x": str(v) if v is not None else None}, low=None) for v in (None, 0, 3, 7, 11)),
+    ]
+    for _ in range(300):
+        ranges = []
+        for _ in range(chooser.randint(2, 6)):
+            low = chooser.randint(0, 10)
+            high = chooser.randint(low, 11)
+            lower = _bound(chooser.choice(["greaterThan", "greaterThanOrEqual"]), low, chooser.random() < 0.3)
+            upper = _bound(chooser.choice(["lessThan", "lessThanOrEqual"]), high, chooser.random() < 0.3)
+            ranges.append(op("and", *((lower, upper) if chooser.random() < 0.5 else (upper, lower))))
+        merged = op("or", *ranges)
+        for file in files:
+            partitions = ["x"] if "x" in file.action["partitionValues"] else []
+            one_by_one = [compile_hint(child, partitions)(file) for child in ranges]
+            assert compile_hint(merged, partitions)(file) == _three_valued_or(one_by_one), (
+                merged,
+                file.action,
+            )
+            assert compile_hint(op("not", merged), partitions)(file) == (
+                None if _three_valued_or(one_by_one) is None else not _three_valued_or(one_by_one)
+            )
+
+
+def test_ranges_merge_only_when_they_bound_one_column_from_both_sides() -> None:
+    from share_store.delta.compiled_hints import _interval
+
+    both = op("and", op("greaterThan", col("x"), lit("1")), op("lessThanOrEqual", col("x"), lit("5")))
+    assert _interval(both) == (("x", "int"), ((1, 1), (5, 1)))
+    assert (
+        _interval(op("and", op("greaterThan", col("x"), lit("1")), op("lessThan", col("y"), lit("5"))))
+        is None
+    )
+    assert (
+        _interval(op("and", op("greaterThan", col("x"), lit("1")), op("greaterThan", col("x"), lit("5"))))
+        is None
+    )
+    assert _interval(op("and", op("equal", col("x"), lit("1")), op("lessThan", col("x"), lit("5")))) is None
+    three = op("and", *both["children"], op("lessThan", col("x"), lit("9")))
+    assert _interval(three) is None

@@ -5,7 +5,9 @@ compiled check is a tree of small functions with every literal converted beforeh
 Partition values are looked at first: a child of AND or OR that needs no stats
 runs before one that does, and a file's stats are parsed only when a check
 reaches them. Equalities on one column under one OR become a single set (for
-partition values) or a bisection of sorted literals (for min/max stats).
+partition values) or a bisection of sorted literals (for min/max stats); ranges
+(`lower AND upper` bounds) on one column under one OR become one set of
+intervals, searched by bisection as well.
 
 Results are three-valued as in `predicates`: True (every row matches), False
 (no row can) and None (unknown); a file is skipped only on False. AND and OR
@@ -17,7 +19,7 @@ that leaf would.
 from __future__ import annotations
 
 import operator
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -102,10 +104,16 @@ class _Compiler:
         return UNKNOWN  # a bare column or literal where a condition belongs says nothing of a file
 
     def _or_children(self, children: Sequence[Mapping[str, Any]]) -> list[_Compiled]:
-        """OR's children compiled, equalities on one column merged into one membership test."""
+        """OR's children compiled, equalities on one column merged into one membership test,
+        and ranges on one column into one set of intervals."""
         compiled: list[_Compiled] = []
         equalities: dict[tuple[str, str], list[Any]] = {}
+        ranges: dict[tuple[str, str], list[tuple[Mapping[str, Any], Interval]]] = {}
         for child in children:
+            ranged = _interval(child)
+            if ranged is not None:
+                ranges.setdefault(ranged[0], []).append((child, ranged[1]))
+                continue
             shape = _column_literal(child)
             if shape is None or shape[0] != "equal":
                 compiled.append(self.node(child))
@@ -123,6 +131,16 @@ class _Compiler:
             else:
                 ordered = sorted(set(values))
                 compiled.append(self._column(name, value_type, "in", (frozenset(ordered), ordered)))
+        for (name, value_type), bounded in ranges.items():
+            if len(bounded) == 1:
+                compiled.append(self.node(bounded[0][0]))
+                continue
+            try:
+                intervals = Intervals.of([interval for _, interval in bounded])
+            except TypeError:  # bounds that do not order against each other: each on its own
+                compiled.extend(self.node(child) for child, _ in bounded)
+                continue
+            compiled.append(self._column(name, value_type, "inRanges", intervals))
         return compiled
 
     def _comparison(self, op: str, left: Mapping[str, Any], right: Mapping[str, Any]) -> _Compiled:
@@ -224,6 +242,71 @@ def _column_literal(node: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], Ma
     if left["op"] == "column" and right["op"] == "literal":
         return op, left, right
     return None
+
+
+#: A bound as a key that orders inclusive against exclusive ends at one value: a lower
+#: bound (a, 0) admits a, (a, 1) only what lies above it; an upper bound (b, 1) admits
+#: b, (b, 0) only what lies below it. A value v then passes a lower bound L when
+#: L <= (v, 0), and an upper bound U when U >= (v, 1).
+Bound = tuple[Any, int]
+#: An interval of one column's values: its lower and upper bound.
+Interval = tuple[Bound, Bound]
+
+LOWER_BOUNDS = {"greaterThanOrEqual": 0, "greaterThan": 1}
+UPPER_BOUNDS = {"lessThanOrEqual": 1, "lessThan": 0}
+
+
+def _interval(node: Mapping[str, Any]) -> tuple[tuple[str, str], Interval] | None:
+    """An AND of a lower and an upper bound on one column, as ((name, type), interval); else None."""
+    if node.get("op") != "and" or len(node.get("children") or []) != 2:
+        return None
+    first, second = (_column_literal(child) for child in node["children"])
+    if first is None or second is None:
+        return None
+    if first[0] in UPPER_BOUNDS:
+        first, second = second, first
+    (lower_op, lower_column, lower), (upper_op, upper_column, upper) = first, second
+    column = (lower_column["name"], lower_column["valueType"])
+    if lower_op not in LOWER_BOUNDS or upper_op not in UPPER_BOUNDS:
+        return None
+    if (upper_column["name"], upper_column["valueType"]) != column:
+        return None
+    try:
+        low, high = convert(lower["value"], column[1]), convert(upper["value"], column[1])
+    except VALUE_ERRORS:
+        return None  # compiled as it stands: its leaf is unknown
+    return column, ((low, LOWER_BOUNDS[lower_op]), (high, UPPER_BOUNDS[upper_op]))
+
+
+@dataclass(frozen=True, slots=True)
+class Intervals:
+    """Intervals of one column (an OR of ranges), for "does any reach into [low, high]" by bisection.
+
+    Sorted by lower bound, with the highest upper bound seen so far at each:
+    among the intervals whose lower bound admits `high`, the one reaching
+    furthest up decides whether any admits a value at or above `low`.
+    """
+
+    lowers: list[Bound]
+    reach: list[Bound]
+
+    @classmethod
+    def of(cls, intervals: list[Interval]) -> Intervals:
+        ordered = sorted(intervals)
+        reach: list[Bound] = []
+        for _, upper in ordered:
+            reach.append(upper if not reach or upper > reach[-1] else reach[-1])
+        return cls([lower for lower, _ in ordered], reach)
+
+    def overlap(self, low: Any, high: Any) -> bool:
+        """Whether some interval holds a value of [low, high]."""
+        admitting = bisect_right(self.lowers, (high, 0))
+        return admitting > 0 and self.reach[admitting - 1] >= (low, 1)
+
+    def cover(self, low: Any, high: Any) -> bool:
+        """Whether one interval holds all of [low, high]."""
+        admitting = bisect_right(self.lowers, (low, 0))
+        return admitting > 0 and self.reach[admitting - 1] >= (high, 1)
 
 
 # -- combinators ---------------------------------------------------------------------------
@@ -386,6 +469,24 @@ def _stats_in(
     return True if has_nulls is False and low == high and low in members else None
 
 
+def _partition_in_ranges(value: Any, literal: Intervals) -> bool | None:
+    return value is not None and literal.overlap(value, value)
+
+
+def _stats_in_ranges(
+    literal: Intervals, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
+) -> bool | None:
+    """Any of `lower AND upper` for a set of ranges: False if none reaches into the file's [min, max],
+    True if one holds it all and no row is null, else unknown, as the OR of the ANDs would answer."""
+    if all_null:
+        return False
+    if low is None or high is None:
+        return None
+    if not literal.overlap(low, high):
+        return False
+    return True if has_nulls is False and literal.cover(low, high) else None
+
+
 PARTITION_TESTS: dict[str, PartitionTest] = {
     "equal": _partition_comparison(operator.eq),
     "lessThan": _partition_comparison(operator.lt),
@@ -393,6 +494,7 @@ PARTITION_TESTS: dict[str, PartitionTest] = {
     "greaterThan": _partition_comparison(operator.gt),
     "greaterThanOrEqual": _partition_comparison(operator.ge),
     "in": _partition_in,
+    "inRanges": _partition_in_ranges,
     "isNull": _partition_is_null,
 }
 STATS_TESTS: dict[str, StatsTest] = {
@@ -402,5 +504,6 @@ STATS_TESTS: dict[str, StatsTest] = {
     "greaterThan": _stats_greater_than,
     "greaterThanOrEqual": _stats_greater_or_equal,
     "in": _stats_in,
+    "inRanges": _stats_in_ranges,
     "isNull": _stats_is_null,
 }
