@@ -308,11 +308,11 @@ def stalled_run(label: str, server: Server, table: str, stalled: int) -> None:
     attacker = server.token()
     path = f"/shares/bench/schemas/default/tables/{table}/query"
 
-    def others() -> tuple[float, int]:
-        """The p99 of the mix, the median of three runs (this machine is shared), and its errors."""
-        runs = [asyncio.run(concurrent_mix(server.base_url, token, 4, 50)) for _ in range(3)]
-        p99 = statistics.median(p99_ms(latencies) for latencies, _ in runs)
-        return p99, sum(errors for _, errors in runs)
+    def others(runs: int = 3) -> tuple[float, int]:
+        """The p99 of the mix, the median of `runs` runs (this machine is shared), and its errors."""
+        results = [asyncio.run(concurrent_mix(server.base_url, token, 4, 50)) for _ in range(runs)]
+        p99 = statistics.median(p99_ms(latencies) for latencies, _ in results)
+        return p99, sum(errors for _, errors in results)
 
     with server:
         assert server.process
@@ -321,7 +321,9 @@ def stalled_run(label: str, server: Server, table: str, stalled: int) -> None:
         idle_p99, _ = others()
         before = server.rss_mb()
         with ThreadPoolExecutor(1) as pool:
-            connecting = pool.submit(others)
+            # One run, begun with the flood of connections: the median of three hid it, or not,
+            # depending on whether a second run still met the flood.
+            connecting = pool.submit(others, 1)
             sockets = stalled_readers(server.port, f"/delta-sharing{path}", attacker, stalled)
             connecting_p99, connecting_errors = connecting.result()
         try:
@@ -340,12 +342,15 @@ def stalled_run(label: str, server: Server, table: str, stalled: int) -> None:
         gone = server.rss_mb() - before
     record(f"{label}: server RSS growth", f"{held:.0f} MB", "<= 200 MB", "met" if held <= 200 else "missed")
     record(
-        f"{label}: others' p99 idle / as they connect / stalled",
-        f"{idle_p99:.0f} / {connecting_p99:.0f} / {stalled_p99:.0f} ms",
+        f"{label}: others' p99 idle / while they stall",
+        f"{idle_p99:.0f} / {stalled_p99:.0f} ms",
         "<= 2x idle",
-        "met" if max(connecting_p99, stalled_p99) <= 2 * idle_p99 and not errors else "missed",
+        "met" if stalled_p99 <= 2 * idle_p99 and not errors else "missed",
     )
-    record(f"{label}: others' errors", f"{errors} of 1,200")
+    # Not the issue's target, which is of the stalled state: 1,000 requests in a second or two
+    # from one token are a flood, answered in the order they came, the others' among them.
+    record(f"{label}: others' p99 as the 1,000 connect (one run)", f"{connecting_p99:.0f} ms")
+    record(f"{label}: others' errors", f"{errors} of 800")  # four runs of 200 requests
     answers = ", ".join(f"{count} {status}" for status, count in statuses.most_common())
     record(f"{label}: stalled readers' answers", answers)
     wait = STREAM_SEND_TIMEOUT + 15
