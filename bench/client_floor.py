@@ -13,7 +13,8 @@ costs of their own that no server can take away:
   answers HEAD, GET and one range from the page cache with `sendfile`: no
   signature, no middleware, no audit.
 
-Run as `python -m bench.client_floor ROOT PORT` to serve the files under ROOT.
+Run as `python -m bench.client_floor ROOT PORT` to serve the files under ROOT
+(`bench.harness.floor_server` does).
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -66,39 +65,6 @@ async def serve(root: str, port: int) -> None:
     server = await asyncio.start_server(lambda r, w: _answer(root, r, w), "127.0.0.1", port)
     async with server:
         await server.serve_forever()
-
-
-@contextmanager
-def floor_server(root: Path) -> Iterator[str]:
-    """`serve` over `root` in a process of its own; its base URL."""
-    import subprocess
-    import time
-
-    import httpx
-
-    from tests.seaweed import free_port
-
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bench.client_floor", str(root), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        any_file = next(root.glob("*.parquet")).name
-        for _ in range(200):
-            try:
-                httpx.head(f"{base}/{any_file}").raise_for_status()
-                break
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("the floor's file server did not start")
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def parquet_path_read(base: str, names: list[str]) -> Any:

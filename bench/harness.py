@@ -445,31 +445,55 @@ def spark_ratio(
 
 
 @contextmanager
+def bench_process(args: list[str], ready: Callable[[], object], name: str) -> Iterator[None]:
+    """`python -m *args` for the length of the block, from once `ready()` raises no HTTP error."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(200):
+            try:
+                ready()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"{name} did not start")
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@contextmanager
 def limit_producer(log: Path, kind: str, endpoint: str = "") -> Iterator[httpx.Client]:
     """bench.limit serving the table whose one commit is `log`; a client of it.
 
     `kind` is `local` (HMAC-signed URLs) or `s3` (SigV4 for `endpoint`).
     """
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bench.limit", str(log), str(port), kind, endpoint],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
-            for _ in range(200):
-                try:
-                    client.post("/", json={}).raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            else:
-                raise RuntimeError("the minimal producer did not start")
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
+
+        def ready() -> object:
+            return client.post("/", json={}).raise_for_status()
+
+        args = ["bench.limit", str(log), str(port), kind, endpoint]
+        with bench_process(args, ready, "the minimal producer"):
             yield client
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+
+
+@contextmanager
+def floor_server(root: Path) -> Iterator[str]:
+    """bench.client_floor's bare file server over `root`; its base URL."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    any_file = next(root.glob("*.parquet")).name
+
+    def ready() -> object:
+        return httpx.head(f"{base}/{any_file}").raise_for_status()
+
+    with bench_process(["bench.client_floor", str(root), str(port)], ready, "the floor's file server"):
+        yield base
 
 
 def limit_rows(label: str, ours: httpx.Client, path: str, limit: httpx.Client, runs: int = 5) -> None:

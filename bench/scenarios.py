@@ -27,7 +27,7 @@ from botocore.config import Config
 from deltalake import DeltaTable
 from pyiceberg.catalog.sql import SqlCatalog
 
-from bench.client_floor import floor_server, kernel_read, parquet_path_read
+from bench.client_floor import kernel_read, parquet_path_read
 from bench.harness import (
     DATA,
     Answer,
@@ -36,6 +36,7 @@ from bench.harness import (
     best_of,
     close_all,
     connections_held,
+    floor_server,
     limit_producer,
     limit_rows,
     query_rows,
