@@ -68,8 +68,9 @@ class DataFileResponse(FileResponse):
         if self.stat_result is None:
             return False
         size = self.stat_result.st_size
-        http_range = Headers(scope=scope).get("range")
-        if http_range is None:
+        headers = Headers(scope=scope)
+        http_range = headers.get("range")
+        if http_range is None or "if-range" in headers:  # an If-Range may turn it into the whole file
             return size <= self.first_chunk_size
         try:
             ranges = self._parse_range_header(http_range, size)

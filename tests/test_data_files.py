@@ -184,3 +184,15 @@ def test_a_signed_url_of_a_file_gone_or_of_a_folder_is_not_found(big: tuple[Depl
             response = httpx.request(method, url)
             assert response.status_code == 404, (key, method)
         assert httpx.get(url).json()["errorCode"] == "RESOURCE_DOES_NOT_EXIST"
+
+
+def test_a_range_an_if_range_turns_into_the_whole_file_is_still_stopped_when_the_client_goes(
+    big: tuple[Deployment, str, bytes],
+) -> None:
+    """A stale If-Range answers the whole file, which is no longer one read: it stops as a whole GET does."""
+    deployment, url, content = big
+    headers = {"Range": "bytes=0-99", "If-Range": '"not-the-etag"'}
+    with httpx.stream("GET", url, headers=headers) as response:
+        assert response.status_code == 200
+        request_id = response.headers["x-request-id"]
+    assert audit_record(deployment, request_id)["bytes"] < len(content) // 2
