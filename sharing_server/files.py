@@ -84,7 +84,7 @@ class DataFileResponse(FileResponse):
         if send_header_only or send_pathsend:  # Hypercorn offers no pathsend; kept as Starlette has it
             await super()._handle_simple(_body_only(send), send_header_only, send_pathsend)
             return
-        with FileReads(self.path) as file:
+        with FileReads(self.path, int(self.headers["content-length"])) as file:
             offset, size, more_body = 0, self.first_chunk_size, True
             while more_body:
                 chunk = await file.read(offset, size)
@@ -103,7 +103,7 @@ class DataFileResponse(FileResponse):
         if send_header_only:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
-        with FileReads(self.path) as file:
+        with FileReads(self.path, file_size) as file:
             more_body = True
             while more_body:
                 chunk = await file.read(start, min(self.chunk_size, end - start))
@@ -120,11 +120,14 @@ class FileReads:
     far more under load. `RWF_NOWAIT` makes the kernel answer at once with
     what it holds, or nothing, rather than wait for the disk, so the event loop
     never waits on one. A file system that does not take the flag has every
-    read made in a thread, as without it.
+    read made in a thread, as without it. Reads stop at `size`, the file's size
+    when its headers were made, so that the last one is not sent to a thread
+    to learn that the file has ended.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], size: int) -> None:
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self.size = size
 
     def __enter__(self) -> FileReads:
         return self
@@ -134,6 +137,9 @@ class FileReads:
 
     async def read(self, offset: int, length: int) -> bytes:
         """Up to `length` bytes at `offset`; fewer only at the end of the file."""
+        length = max(min(length, self.size - offset), 0)
+        if length == 0:
+            return b""
         head = self._cached(offset, length)
         if len(head) == length:
             return head

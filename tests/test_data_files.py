@@ -134,6 +134,9 @@ def test_a_footer_the_page_cache_holds_is_read_without_a_worker_thread(
     footer = _respond(DataFileResponse(path, stat_result=found), [(b"range", b"bytes=-65536")])
     assert footer == content[-65536:]
     assert _respond(DataFileResponse(path, stat_result=found), [], method="HEAD") == b""
+    small = tmp_path / "small.parquet"
+    small.write_bytes(content[: 100 * 1024])  # two reads, the second ending at the end of the file
+    assert _respond(DataFileResponse(small, stat_result=os.stat(small)), []) == content[: 100 * 1024]
     assert worker_trips == []
     # A large range still goes in chunks, each from the cache or, where it is not, from a thread.
     assert _respond(DataFileResponse(path, stat_result=found), [(b"range", b"bytes=10-")]) == content[10:]
