@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +24,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta.deletion_vectors import serialize_positions, z85_encode
 from share_store.iceberg.derived import dv_file_bytes
+from tests.checkpoints import write_checkpoint
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -186,29 +187,6 @@ def make_checkpointed_log(location: Path, files: int) -> None:
         return
     shutil.rmtree(location, ignore_errors=True)
     log.mkdir(parents=True)
-    string_map = pa.map_(pa.string(), pa.string())
-    add_type = pa.struct(
-        [
-            ("path", pa.string()),
-            ("partitionValues", string_map),
-            ("size", pa.int64()),
-            ("modificationTime", pa.int64()),
-            ("dataChange", pa.bool_()),
-            ("stats", pa.string()),
-            ("tags", string_map),
-        ]
-    )
-    meta_type = pa.struct(
-        [
-            ("id", pa.string()),
-            ("format", pa.struct([("provider", pa.string()), ("options", string_map)])),
-            ("schemaString", pa.string()),
-            ("partitionColumns", pa.list_(pa.string())),
-            ("configuration", string_map),
-            ("createdTime", pa.int64()),
-        ]
-    )
-    protocol_type = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
     protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
     metadata = {
         "id": "bench-million",
@@ -218,32 +196,22 @@ def make_checkpointed_log(location: Path, files: int) -> None:
         "configuration": [],
         "createdTime": 0,
     }
-    path = log / "00000000000000000001.checkpoint.parquet"
-    columns = {"add": add_type, "metaData": meta_type, "protocol": protocol_type}
-    schema = pa.schema(list(columns.items()))
-    with pq.ParquetWriter(path, schema) as writer:
-        head = {"add": [None, None], "metaData": [None, metadata], "protocol": [protocol, None]}
-        writer.write_table(pa.table({k: pa.array(v, columns[k]) for k, v in head.items()}, schema=schema))
-        chunk = 100_000
-        for first in range(0, files, chunk):
-            count = min(chunk, files - first)
-            adds = [
-                {
-                    "path": f"part-{i:07d}-c000.snappy.parquet",
-                    "partitionValues": [],
-                    "size": 1_000_000 + i % 1000,
-                    "modificationTime": 1_700_000_000_000 + i,
-                    "dataChange": False,
-                    "stats": f'{{"numRecords":100,"minValues":{{"id":{i * 100},"v":"x0"}},'
-                    f'"maxValues":{{"id":{i * 100 + 99},"v":"x99"}},"nullCount":{{"id":0,"v":0}}}}',
-                    "tags": None,
-                }
-                for i in range(first, first + count)
-            ]
-            batch = {"add": adds, "metaData": [None] * count, "protocol": [None] * count}
-            writer.write_table(
-                pa.table({k: pa.array(v, columns[k]) for k, v in batch.items()}, schema=schema)
-            )
+
+    def add(i: int) -> dict[str, Any]:
+        return {
+            "path": f"part-{i:07d}-c000.snappy.parquet",
+            "partitionValues": [],
+            "size": 1_000_000 + i % 1000,
+            "modificationTime": 1_700_000_000_000 + i,
+            "dataChange": False,
+            "stats": f'{{"numRecords":100,"minValues":{{"id":{i * 100},"v":"x0"}},'
+            f'"maxValues":{{"id":{i * 100 + 99},"v":"x99"}},"nullCount":{{"id":0,"v":0}}}}',
+            "tags": None,
+        }
+
+    chunk = 100_000
+    batches = ([add(i) for i in range(first, min(first + chunk, files))] for first in range(0, files, chunk))
+    write_checkpoint(log / "00000000000000000001.checkpoint.parquet", protocol, metadata, batches)
     (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": files + 2}))
     # Commits 0 and 1 were cleaned up after the checkpoint, as log retention does.
     with open(log / "00000000000000000002.json", "w") as commit:

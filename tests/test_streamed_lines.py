@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from share_store.delta import replay
@@ -31,6 +30,7 @@ from sharing_server.audit import counting_files
 from sharing_server.encoding import LineEncoder
 from sharing_server.paging import Pager, Paging
 from sharing_server.protocol import LineBlock, line_bytes, ndjson_chunks, single_lines
+from tests.checkpoints import write_checkpoint
 
 NOW = 1_700_000_000.75
 SIGNER = UrlSigner(b"k" * 32, "http://127.0.0.1:1/files")
@@ -81,19 +81,7 @@ def test_test_tables_read_the_same_by_batches(
 
 # -- a synthetic checkpoint ---------------------------------------------------------------------
 
-FILES = 20_000  # three record batches of `active_files.BATCH_ROWS`
-STRING_MAP = pa.map_(pa.string(), pa.string())
-ADD_TYPE = pa.struct(
-    [
-        ("path", pa.string()),
-        ("partitionValues", STRING_MAP),
-        ("size", pa.int64()),
-        ("modificationTime", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("stats", pa.string()),
-        ("tags", STRING_MAP),
-    ]
-)
+FILES = 20_000  # ten record batches of `active_files.LISTING_BATCH_ROWS`
 SCHEMA = {
     "type": "struct",
     "fields": [{"name": n, "type": "string", "nullable": True, "metadata": {}} for n in "pv"],
@@ -128,17 +116,6 @@ def add_row(i: int) -> dict[str, Any]:
 def write_table(location: Path) -> None:
     log = location / "_delta_log"
     log.mkdir(parents=True)
-    meta_type = pa.struct(
-        [
-            ("id", pa.string()),
-            ("format", pa.struct([("provider", pa.string()), ("options", STRING_MAP)])),
-            ("schemaString", pa.string()),
-            ("partitionColumns", pa.list_(pa.string())),
-            ("configuration", STRING_MAP),
-            ("createdTime", pa.int64()),
-        ]
-    )
-    protocol_type = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
     metadata = {
         "id": "synthetic",
         "format": {"provider": "parquet", "options": []},
@@ -147,25 +124,9 @@ def write_table(location: Path) -> None:
         "configuration": [],
         "createdTime": 0,
     }
-    columns = {"add": ADD_TYPE, "metaData": meta_type, "protocol": protocol_type}
-    schema = pa.schema(list(columns.items()))
-    head = {
-        "add": [None, None],
-        "metaData": [None, metadata],
-        "protocol": [{"minReaderVersion": 1, "minWriterVersion": 2}, None],
-    }
     adds = [add_row(i) for i in range(FILES)]
-    with pq.ParquetWriter(log / f"{3:020d}.checkpoint.parquet", schema) as writer:
-        writer.write_table(pa.table({k: pa.array(v, columns[k]) for k, v in head.items()}, schema=schema))
-        writer.write_table(
-            pa.table(
-                {
-                    "add": pa.array(adds, ADD_TYPE),
-                    "metaData": pa.nulls(FILES, meta_type),
-                    "protocol": pa.nulls(FILES, protocol_type),
-                }
-            )
-        )
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+    write_checkpoint(log / f"{3:020d}.checkpoint.parquet", protocol, metadata, [adds])
     removed = [adds[i]["path"] for i in (1, 8_500, 19_999)]
     later = [{"remove": {"path": path, "deletionTimestamp": 1, "dataChange": True}} for path in removed]
     later.append(
