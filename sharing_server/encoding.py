@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
+
+import pyarrow as pa
 
 from share_store.delta import actions
 from share_store.delta.actions import FileEntry
 from share_store.delta.active_files import StreamedFileSet
 from share_store.delta.changes import Change, FileChange, MetadataChange
 from share_store.delta.snapshot import DeltaSnapshot
-from share_store.storage.base import UrlSigning
+from share_store.storage.base import BatchSigning, UrlSigning
 from sharing_server import line_templates
 from sharing_server.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
 from sharing_server.streamed_lines import BatchEncoder, Unencodable, present_fields
@@ -27,6 +29,16 @@ class FileSigner(Protocol):
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None: ...
 
     def url_signer(self, now: float) -> UrlSigning: ...
+
+
+@runtime_checkable
+class BatchFileSigner(FileSigner, Protocol):
+    """A reader that also locates and signs a record batch of files at once (Delta's, whose
+    snapshots alone may be streamed from a checkpoint)."""
+
+    def locate_many(self, paths: pa.Array) -> tuple[str, pa.Array] | None: ...
+
+    def batch_signer(self, now: float) -> BatchSigning | None: ...
 
 
 class LineEncoder:
@@ -191,14 +203,17 @@ class LineEncoder:
         self, files: StreamedFileSet, columns: tuple[str, ...], version: int | None
     ) -> Iterator[dict[str, Any] | bytes]:
         """A streamed snapshot's lines, a checkpoint record batch at a time (see `streamed_lines`)."""
-        locate_many = getattr(self.signer, "locate_many", None)
+        signer = self.signer
         batches = None
-        if locate_many is not None:
-            sign = self.signer.url_signer(self.now)
-            batch_signer = getattr(self.signer, "batch_signer", None)
-            sign_many = batch_signer(self.now) if batch_signer is not None else None
+        if isinstance(signer, BatchFileSigner):
             batches = BatchEncoder(
-                self.format, self.hash_kind, sign, sign_many, locate_many, columns, version
+                self.format,
+                self.hash_kind,
+                signer.url_signer(self.now),
+                signer.batch_signer(self.now),
+                signer.locate_many,
+                columns,
+                version,
             )
         for adds, suspects in files.batches():
             made = None

@@ -39,8 +39,8 @@ class LineBlock(bytes):
     """Many file lines encoded in one bytes object (a streamed snapshot's record batch).
 
     A million files pass down a response's layers (paging, audit, chunking)
-    in a few hundred blocks rather than a million lines. `count` is how many
-    lines it holds; `single_lines` parts them where each line must be counted.
+    in a few hundred blocks rather than a million lines. `lines` is how many
+    it holds; `single_lines` parts them where each line must be counted.
     """
 
     lines: int
