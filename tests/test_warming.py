@@ -6,6 +6,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -226,12 +227,18 @@ def test_the_warmer_checks_again_before_its_check_expires_and_counts_a_file_gone
     store.close()
 
 
+def warmed_once(tmp_path: Path, **options: Any) -> tuple[ShareStore, TableReaders, Metrics, SnapshotWarmer]:
+    """One shared table whose files check is trusted 10 ms, warmed as at a start by a warmer of `options`."""
+    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
+    warmer = SnapshotWarmer(store, readers, metrics, **options)
+    warmer.warm_shared_tables()
+    return store, readers, metrics, warmer
+
+
 def test_checks_ahead_of_queries_wait_once_they_took_their_share(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
-    warmer = SnapshotWarmer(store, readers, metrics)
-    warmer.warm_shared_tables()  # at start, whatever the share: it is done once
+    store, _, metrics, warmer = warmed_once(tmp_path)  # at start, whatever the share: done once
     assert warms(metrics, "check", "passed") == 1
     monkeypatch.setattr(warming, "CHECK_SHARE", 0.0)
     time.sleep(0.02)  # the start's check has expired
@@ -243,9 +250,7 @@ def test_checks_ahead_of_queries_wait_once_they_took_their_share(
 def test_checks_are_renewed_ahead_only_while_recipients_are_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
-    warmer = SnapshotWarmer(store, readers, metrics, warm_on_start=False, refresh_seconds=0.01)
-    warmer.warm_shared_tables()
+    store, readers, metrics, warmer = warmed_once(tmp_path, warm_on_start=False, refresh_seconds=0.01)
     passed = warms(metrics, "check", "passed")
     readers.reader(store.get_table("warm", "s", "t0")).snapshot()  # a recipient reads the table
     time.sleep(0.02)  # the start's check has expired
@@ -261,9 +266,7 @@ def test_checks_are_renewed_ahead_only_while_recipients_are_quiet(
 def test_a_table_neither_built_nor_read_for_long_is_left_to_its_next_query(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, readers, metrics = setting(tmp_path, tables=1, check_seconds=0.01)
-    warmer = SnapshotWarmer(store, readers, metrics)
-    warmer.warm_shared_tables()
+    store, _, metrics, warmer = warmed_once(tmp_path)
     time.sleep(0.02)  # the start's check has expired
     warmer.renew_checks()
     assert warms(metrics, "check", "passed") == 2  # checked again: built a moment ago
