@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -31,11 +32,9 @@ from tests.live_server import LiveServer
 from tests.postgres import Postgres, start_postgres
 from tests.seaweed import SeaweedS3, free_port, start_seaweed
 
-TESTDATA = Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "delta"
-if not TESTDATA.exists():  # CI clones the repo elsewhere; the env var points at the data
-    import os
-
-    TESTDATA = Path(os.environ.get("SHARING_TESTDATA", "/work/shared/testdata/delta"))
+#: Spark- and delta-rs-written Delta tables kept in the repository (tests/data/README.md says
+#: whose they are); SHARING_TESTDATA points the tests at another copy.
+TESTDATA = Path(os.environ.get("SHARING_TESTDATA") or Path(__file__).resolve().parent / "data" / "delta")
 
 TESTDATA_BUCKET = "testdata"
 

@@ -1,6 +1,6 @@
 """Conformance with tables someone else wrote: Delta Spark's golden tables, read through the server.
 
-Each table in `../shared/testdata/golden/` comes with the rows Spark reads from it.
+Each table in `tests/data/golden/` comes with the rows Spark reads from it.
 Every table is read with the real Python client in both response formats, and at
 older versions where a sibling table's log is a prefix of its own (the sibling's
 rows are then this table's rows at that version). Each read ends one of three
@@ -30,9 +30,8 @@ from requests import HTTPError
 from share_store.model import TableSpec
 from tests.conftest import Deployment, deploy
 
-GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "golden"
-if not GOLDEN.exists():
-    GOLDEN = Path("/work/shared/testdata/golden")
+#: Delta Spark's golden tables, kept in the repository (tests/data/README.md says whose they are).
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 BUCKET = "golden"
 FORMATS = ("parquet", "delta")
 
