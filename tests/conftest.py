@@ -186,8 +186,10 @@ def read_profile(path: str) -> dict[str, object]:
     return json.loads(Path(path).read_text())
 
 
-# Iceberg tables with row-level deletes, written by Spark 3.5 + Iceberg (tests/iceberg_writer.py).
+# Iceberg tables with row-level deletes, written by Spark 3.5 + Iceberg (tests/iceberg_writer.py,
+# with the session of tests/spark_iceberg/, which `make spark-iceberg` sets up).
 ICEBERG_WRITER = Path(__file__).with_name("iceberg_writer.py")
+ICEBERG_SESSION = Path(__file__).parent / "spark_iceberg" / "session.py"
 CACHE = Path(__file__).resolve().parents[1] / ".cache"
 SPARK_ICEBERG_PYTHON = CACHE / "spark-iceberg" / "venv" / "bin" / "python"
 
@@ -195,7 +197,8 @@ SPARK_ICEBERG_PYTHON = CACHE / "spark-iceberg" / "venv" / "bin" / "python"
 @pytest.fixture(scope="session")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Spark-written tables under BASE/buckets/spark, with BASE/expected.json."""
-    key = hashlib.sha256(ICEBERG_WRITER.read_bytes()).hexdigest()[:12]
+    # Written again whenever the writer or its session changes.
+    key = hashlib.sha256(ICEBERG_WRITER.read_bytes() + ICEBERG_SESSION.read_bytes()).hexdigest()[:12]
     base = CACHE / "iceberg-deletes" / key
     if not (base / "expected.json").exists():
         assert SPARK_ICEBERG_PYTHON.exists(), (

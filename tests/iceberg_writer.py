@@ -23,8 +23,12 @@ the snapshot id and Spark's own rows (`VERSION AS OF`), sorted (nulls last).
 
 import json
 import sys
+from pathlib import Path
 
-from session import iceberg_session
+# The session comes from the repository (tests/spark_iceberg/session.py): this script runs in the
+# Spark 3.5 environment of `make spark-iceberg`, where the project is not installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.spark_iceberg.session import iceberg_session
 
 COLUMNS = {"pos_v2": "id, part, v", "dv_v3": "id, part, v", "cow_v2": "id, part, v"}
 # Dates as ISO text, so that the rows are JSON and compare with what readers return.
