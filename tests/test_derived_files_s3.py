@@ -66,12 +66,12 @@ def test_the_index_round_trips_and_a_damaged_one_is_ignored(storage: S3Storage) 
     vectors = {"s3://data/a.parquet": cache.dv_descriptor(payload, count), "s3://data/b.parquet": None}
     cache.write_index("table-uuid", 7, vectors)
     assert derived(storage).read_index("table-uuid", 7) == vectors
-    storage.write(BUCKET, ".cache/index/table-uuid/8.json", b"{not json")
+    storage.write(BUCKET, ".cache/index2/table-uuid/8.json", b"{not json")
     assert derived(storage).read_index("table-uuid", 8) == {}
     # A descriptor pointing outside the cache is never trusted, whoever wrote the index.
     storage.write(
         BUCKET,
-        ".cache/index/table-uuid/9.json",
+        ".cache/index2/table-uuid/9.json",
         b'{"vectors": {"f": {"storageType": "p", "pathOrInlineDv": "s3://other/x.bin", "cardinality": 1}}}',
     )
     assert derived(storage).read_index("table-uuid", 9) == {}

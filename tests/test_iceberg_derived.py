@@ -172,7 +172,7 @@ def test_a_restarted_server_answers_from_the_index_without_reading_delete_files(
     vectors = {add["path"]: add["deletionVector"] for add in snapshot.adds if add.get("deletionVector")}
     assert vectors
     assert not [key for key in storage.reads if key.endswith(("-deletes.parquet", ".puffin"))]
-    assert [key for key in storage.reads if "/index/" in key]
+    assert [key for key in storage.reads if "/index2/" in key]
     # The same files carry the same vectors as the server that computed them served.
     served_vectors = {
         add["path"].split("?")[0].rsplit("/", 1)[-1]: add["deletionVector"]["cardinality"]

@@ -35,7 +35,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyroaring import BitMap
@@ -43,6 +43,9 @@ from pyroaring import BitMap
 from share_store.delta.deletion_vectors import DV_MAGIC, serialize_positions, z85_encode
 from share_store.errors import ShareStoreError, UnsupportedOperation
 from share_store.iceberg.derived import MAX_INLINE_BYTES, DerivedFiles
+
+if TYPE_CHECKING:
+    from share_store.iceberg.live_vectors import LiveVector
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +59,10 @@ Descriptor = dict[str, Any]
 
 
 class VectorSource(Protocol):
-    """What the snapshot mapping asks for each data file that has delete files."""
+    """What the snapshot mapping asks for each data file that may have deletes."""
 
-    def knows(self, data_file: str) -> bool:
-        """Whether the vector of `data_file` is known without its delete files (an index)."""
+    def may_delete(self, data_file: str) -> bool:
+        """Whether `data_file` may have a vector besides its task's delete files (index or live vector)."""
         ...
 
     def descriptor(
@@ -81,38 +84,47 @@ class PuffinBlob:
     offset: int
     length: int
     cardinality: int
+    #: The data file the footer says the vector belongs to.
+    data_file: str = ""
 
     def payload(self, content: bytes) -> bytes:
         """The serialized vector (magic + bitmap), without its length and CRC."""
         return content[self.offset + 4 : self.offset + self.length - 4]
 
 
-def puffin_blobs(content: bytes, path: str) -> dict[str, PuffinBlob]:
-    """The deletion vector blobs of a Puffin file by the data file each applies to."""
+def puffin_blobs(content: bytes, path: str) -> dict[int, PuffinBlob]:
+    """The deletion vector blobs a Puffin file's footer lists, by offset.
+
+    The footer lists every blob the file was written with, including vectors a
+    later commit replaced: which one is live is for the manifests to say.
+    """
     if len(content) < 12 or content[:4] != PUFFIN_MAGIC or content[-4:] != PUFFIN_MAGIC:
-        raise CorruptDeleteFile(f"delete file {_name(path)} is not a Puffin file")
+        raise CorruptDeleteFile(f"delete file {file_name(path)} is not a Puffin file")
     flags = content[-8:-4]
     if flags[0] & 1:
-        raise UnsupportedOperation(f"delete file {_name(path)} has a compressed Puffin footer")
+        raise UnsupportedOperation(f"delete file {file_name(path)} has a compressed Puffin footer")
     size = int.from_bytes(content[-12:-8], "little")
     start = len(content) - 12 - size
     if size <= 0 or start < 4 or content[start - 4 : start] != PUFFIN_MAGIC:
-        raise CorruptDeleteFile(f"delete file {_name(path)} has a damaged Puffin footer")
+        raise CorruptDeleteFile(f"delete file {file_name(path)} has a damaged Puffin footer")
     try:
         footer = json.loads(content[start : start + size])
-        blobs: dict[str, PuffinBlob] = {}
+        blobs: dict[int, PuffinBlob] = {}
         for blob in footer["blobs"]:
             if blob.get("type") != DV_BLOB_TYPE:
                 continue
             if blob.get("compression-codec"):
-                raise UnsupportedOperation(f"delete file {_name(path)} holds compressed deletion vectors")
+                raise UnsupportedOperation(f"delete file {file_name(path)} holds compressed deletion vectors")
             properties = blob.get("properties") or {}
-            target = properties["referenced-data-file"]
-            blobs[target] = PuffinBlob(
-                int(blob["offset"]), int(blob["length"]), int(properties["cardinality"])
+            offset = int(blob["offset"])
+            blobs[offset] = PuffinBlob(
+                offset,
+                int(blob["length"]),
+                int(properties["cardinality"]),
+                properties["referenced-data-file"],
             )
     except (ValueError, KeyError, TypeError) as error:
-        raise CorruptDeleteFile(f"delete file {_name(path)} has an unreadable Puffin footer") from error
+        raise CorruptDeleteFile(f"delete file {file_name(path)} has an unreadable Puffin footer") from error
     return blobs
 
 
@@ -120,16 +132,18 @@ def check_blob(content: bytes, blob: PuffinBlob, path: str) -> None:
     """Refuse a blob that is not a whole Delta-compatible deletion vector of the stated cardinality."""
     end = blob.offset + blob.length
     if blob.offset < 4 or blob.length < 12 or end > len(content) - 12:
-        raise CorruptDeleteFile(f"a deletion vector in {_name(path)} lies outside the file")
+        raise CorruptDeleteFile(f"a deletion vector in {file_name(path)} lies outside the file")
     framed = content[blob.offset : end]
     (length,) = struct.unpack(">I", framed[:4])
     payload, (crc,) = framed[4:-4], struct.unpack(">I", framed[-4:])
     if length != blob.length - 8 or int.from_bytes(payload[:4], "little") != DV_MAGIC:
-        raise CorruptDeleteFile(f"a deletion vector in {_name(path)} has a bad length or magic number")
+        raise CorruptDeleteFile(f"a deletion vector in {file_name(path)} has a bad length or magic number")
     if zlib.crc32(payload) != crc:
-        raise CorruptDeleteFile(f"a deletion vector in {_name(path)} fails its CRC check")
+        raise CorruptDeleteFile(f"a deletion vector in {file_name(path)} fails its CRC check")
     if cardinality(payload) != blob.cardinality:
-        raise CorruptDeleteFile(f"a deletion vector in {_name(path)} has another cardinality than recorded")
+        raise CorruptDeleteFile(
+            f"a deletion vector in {file_name(path)} has another cardinality than recorded"
+        )
 
 
 def bitmaps(payload: bytes) -> Iterator[tuple[int, BitMap]]:
@@ -169,7 +183,7 @@ def inline_descriptor(payload: bytes, count: int, data_file: str) -> Descriptor:
     """An inline deletion vector of a serialized `payload`, refused when too large to inline."""
     if len(payload) > MAX_INLINE_BYTES:
         raise UnsupportedOperation(
-            f"the deletes of {_name(data_file)} need a {len(payload):,}-byte deletion vector, larger "
+            f"the deletes of {file_name(data_file)} need a {len(payload):,}-byte deletion vector, larger "
             f"than the {MAX_INLINE_BYTES:,} bytes served inline, and the server has no cache to write "
             "deletion vector files to"
         )
@@ -192,17 +206,23 @@ class DeleteFiles:
         self.read = read
         self.derived = derived
         self.inline_bytes = inline_bytes
-        self._puffins: dict[str, dict[str, tuple[PuffinBlob, bytes]]] = {}
+        #: Puffin file → its checked blobs by offset, with their payloads (Puffin files never change).
+        self._puffins: dict[str, dict[int, tuple[PuffinBlob, bytes]]] = {}
         self._positions: dict[str, dict[str, list[int]]] = {}
 
     def descriptor(
-        self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
+        self,
+        data_file: str,
+        delete_files: Iterable[Any],
+        resolve: Resolve | None = None,
+        vector: LiveVector | None = None,
     ) -> Descriptor | None:
-        """The deletion vector for `data_file` given the delete files pyiceberg's planning matched.
+        """The deletion vector for `data_file`: its live `vector`, united with the other deletes.
 
+        `delete_files` are the position delete files pyiceberg's planning matched;
         `resolve` gives the positions deleted otherwise (its equality deletes, resolved).
         """
-        vector: tuple[PuffinBlob, bytes] | None = None
+        found = self._live(vector) if vector is not None else None
         deleted: set[int] = set(resolve()) if resolve is not None else set()
         for delete in delete_files:
             if delete.content == DataFileContent.EQUALITY_DELETES:
@@ -212,31 +232,52 @@ class DeleteFiles:
                     "equality deletes planned by the catalog (server-side scan planning) are not served"
                 )
             if delete.file_format == FileFormat.PUFFIN:
-                # pyiceberg matches delete files by partition and sequence number only:
-                # a vector applies to the one data file its blob names, no other.
-                vector = self._puffin(delete.file_path).get(data_file) or vector
+                # Only a catalog's own planning hands over Puffin files: it matched this
+                # one to the data file, so the file's blob for it is the live vector.
+                planned = self._named(delete.file_path, data_file)
+                if planned is not None and found is not None:
+                    raise CorruptDeleteFile(f"data file {file_name(data_file)} has two live deletion vectors")
+                found = planned or found
             elif delete.file_format == FileFormat.PARQUET:
                 deleted.update(self._parquet(delete.file_path).get(data_file, ()))
             else:
                 raise UnsupportedOperation(
                     f"position delete files in {delete.file_format.name} are not served yet"
                 )
-        if vector is not None and not deleted:
-            blob, payload = vector
+        if found is not None and not deleted:
+            blob, payload = found
             return self.serve(payload, blob.cardinality, data_file)
-        if vector is not None:  # a vector and older position deletes: serve their union
-            deleted.update(positions(vector[1]))
+        if found is not None:  # a vector and older position deletes: serve their union
+            deleted.update(positions(found[1]))
         if not deleted:
             return None
         payload, count = serialize_positions(deleted)
         return self.serve(payload, count, data_file)
 
-    def knows(self, data_file: str) -> bool:
-        return False
+    def _live(self, vector: LiveVector) -> tuple[PuffinBlob, bytes]:
+        """The blob a live manifest entry points at, checked against what the footer says of it."""
+        found = self._puffin(vector.puffin_path).get(vector.offset)
+        if found is None or found[0].length != vector.length:
+            raise CorruptDeleteFile(
+                f"delete file {file_name(vector.puffin_path)} has no deletion vector where its manifest "
+                f"entry for {file_name(vector.data_file)} points"
+            )
+        blob = found[0]
+        if blob.data_file != vector.data_file or blob.cardinality != vector.cardinality:
+            raise CorruptDeleteFile(
+                f"a deletion vector in {file_name(vector.puffin_path)} disagrees with its manifest entry "
+                f"(data file {file_name(vector.data_file)})"
+            )
+        return found
 
-    def vector_targets(self, path: str) -> list[str]:
-        """The data files a Puffin file holds deletion vectors for (each blob checked)."""
-        return list(self._puffin(path))
+    def _named(self, path: str, data_file: str) -> tuple[PuffinBlob, bytes] | None:
+        """The one blob of a Puffin file for `data_file`, if any; two make the file corrupt."""
+        named = [found for found in self._puffin(path).values() if found[0].data_file == data_file]
+        if len(named) > 1:
+            raise CorruptDeleteFile(
+                f"delete file {file_name(path)} holds two deletion vectors for {file_name(data_file)}"
+            )
+        return named[0] if named else None
 
     def serve(self, payload: bytes, count: int, data_file: str) -> Descriptor:
         """The descriptor of a vector: inline when small, else a deletion vector file in the cache."""
@@ -250,14 +291,14 @@ class DeleteFiles:
             log.warning("the cache of derived files is not writable: serving a deletion vector inline")
             return inline_descriptor(payload, count, data_file)
 
-    def _puffin(self, path: str) -> dict[str, tuple[PuffinBlob, bytes]]:
+    def _puffin(self, path: str) -> dict[int, tuple[PuffinBlob, bytes]]:
         vectors = self._puffins.get(path)
         if vectors is None:
             content = self.read(path)
             blobs = puffin_blobs(content, path)
             for blob in blobs.values():
                 check_blob(content, blob, path)
-            vectors = {target: (blob, blob.payload(content)) for target, blob in blobs.items()}
+            vectors = {offset: (blob, blob.payload(content)) for offset, blob in blobs.items()}
             self._puffins[path] = vectors
         return vectors
 
@@ -268,7 +309,7 @@ class DeleteFiles:
             try:
                 found = positions_by_file(content)
             except (OSError, ValueError, KeyError) as error:
-                raise CorruptDeleteFile(f"position delete file {_name(path)} cannot be read") from error
+                raise CorruptDeleteFile(f"position delete file {file_name(path)} cannot be read") from error
             self._positions[path] = found
         return found
 
@@ -276,28 +317,36 @@ class DeleteFiles:
 class SnapshotVectors:
     """One snapshot's vectors: those its index recorded, the others computed from its delete files.
 
-    `computed` holds what the index lacked (None for a data file its delete
-    files leave whole), to be recorded for the next server to start.
+    `live` holds the snapshot's live deletion vectors by data file (see
+    `live_vectors`). `computed` holds what the index lacked (None for a data
+    file its delete files leave whole), to be recorded for the next server to start.
     """
 
-    def __init__(self, deletes: DeleteFiles, recorded: dict[str, Descriptor | None]) -> None:
+    def __init__(
+        self,
+        deletes: DeleteFiles,
+        recorded: dict[str, Descriptor | None],
+        live: dict[str, LiveVector] | None = None,
+    ) -> None:
         self.deletes = deletes
         self.recorded = recorded
+        self.live = live or {}
         self.computed: dict[str, Descriptor | None] = {}
 
-    def knows(self, data_file: str) -> bool:
-        return data_file in self.recorded
+    def may_delete(self, data_file: str) -> bool:
+        return data_file in self.recorded or data_file in self.live
 
     def descriptor(
         self, data_file: str, delete_files: Iterable[Any], resolve: Resolve | None = None
     ) -> Descriptor | None:
         if data_file in self.recorded:
             return self.recorded[data_file]
-        found = self.deletes.descriptor(data_file, delete_files, resolve)
+        found = self.deletes.descriptor(data_file, delete_files, resolve, self.live.get(data_file))
         self.computed[data_file] = found
         return found
 
 
-def _name(path: str) -> str:
+def file_name(path: str) -> str:
+    """A file's name without its folders, for messages."""
     # Recipients see file names, never where the provider keeps them.
     return path.rsplit("/", 1)[-1]

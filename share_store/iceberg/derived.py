@@ -128,7 +128,9 @@ class DerivedFiles:
     # -- per-snapshot indexes -------------------------------------------------------------
 
     def _index_key(self, table_uuid: str, snapshot_id: int) -> str:
-        return f"{self.prefix}index/{table_uuid}/{snapshot_id}.json"
+        # `index2/`: indexes under `index/` were written when vectors were taken from Puffin
+        # footers, which could pick a replaced vector; they are never read again.
+        return f"{self.prefix}index2/{table_uuid}/{snapshot_id}.json"
 
     def read_index(self, table_uuid: str, snapshot_id: int) -> dict[str, Descriptor | None]:
         """The deletion vectors recorded for a snapshot, by data file; empty if none or unreadable."""

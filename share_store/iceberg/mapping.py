@@ -172,7 +172,11 @@ def _deletion_vectors(
     for task, add in zip(tasks, adds, strict=True):
         # Resolved only when the vector is not known already (the snapshot's index).
         resolve = partial(equality.positions, task.file) if equality and equality.applies(task.file) else None
-        if not task.delete_files and resolve is None and not (deletes and deletes.knows(task.file.file_path)):
+        if (
+            not task.delete_files
+            and resolve is None
+            and not (deletes and deletes.may_delete(task.file.file_path))
+        ):
             continue
         if deletes is None:
             raise UnsupportedOperation("its delete files cannot be read here")

@@ -4,21 +4,22 @@ pyiceberg's planner raises on any equality delete entry, and matches v3 deletion
 vectors by partition alone (it does not read `referenced_data_file`), so each data
 file of a partition is checked against every vector in it: 10 million checks for
 10,000 files and 1,000 vectors. Its entry filter sees each manifest entry first:
-equality deletes and deletion vectors are collected there, and so is each data
-file's data sequence number, which the planned tasks do not carry and which decides
-the deletes that apply to it. Vectors are then attached by the data file their
-Puffin blob names (`attach_vectors`).
+equality deletes are collected there, and so is each data file's data sequence
+number, which the planned tasks do not carry and which decides the deletes that
+apply to it. Deletion vectors are taken out there too: which data file each one
+belongs to is read from the live delete manifest entries (`live_vectors`), never
+from Puffin footers, which also name vectors that later commits replaced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.manifest import INITIAL_SEQUENCE_NUMBER, DataFileContent, FileFormat, ManifestEntry
 
 from share_store.iceberg.equality import EqualityDelete
+from share_store.iceberg.live_vectors import LiveVector, read_live_vectors
 
 
 @dataclass
@@ -29,8 +30,8 @@ class Plan:
     equality_deletes: list[EqualityDelete] = field(default_factory=list)
     #: Data file path → its data sequence number.
     sequence_numbers: dict[str, int] = field(default_factory=dict)
-    #: Deletion vector files (Puffin) with their data sequence numbers, not yet attached.
-    vectors: list[tuple[Any, int]] = field(default_factory=list)
+    #: The live deletion vector of each planned data file that has one and is old enough for it.
+    vectors: dict[str, LiveVector] = field(default_factory=dict)
 
 
 def plan_files(scan: Any, with_deletes: bool = True) -> Plan:
@@ -46,8 +47,10 @@ def plan_files(scan: Any, with_deletes: bool = True) -> Plan:
         return Plan()
     plan = Plan()
     specs = scan.table_metadata.specs()
+    puffins = False
 
     def keep(entry: ManifestEntry) -> bool:
+        nonlocal puffins
         data_file = entry.data_file
         sequence_number = entry.sequence_number
         if sequence_number is None:
@@ -63,30 +66,26 @@ def plan_files(scan: Any, with_deletes: bool = True) -> Plan:
             plan.equality_deletes.append(EqualityDelete(data_file, sequence_number, is_global))
             return False
         if data_file.file_format == FileFormat.PUFFIN:
-            plan.vectors.append((data_file, sequence_number))
+            puffins = True
             return False
         return True
 
     planner = scan._manifest_planner
-    plan.tasks = list(planner.plan_files(snapshot.manifests(scan.io), manifest_entry_filter=keep))
+    manifests = snapshot.manifests(scan.io)
+    plan.tasks = list(planner.plan_files(manifests, manifest_entry_filter=keep))
+    if puffins:
+        plan.vectors = applicable_vectors(read_live_vectors(manifests, scan.io), plan)
     return plan
 
 
-def attach_vectors(plan: Plan, targets: Callable[[str], Iterable[str]]) -> None:
-    """Add each deletion vector file to the tasks of the data files its blobs name.
-
-    `targets(path)` names the data files a Puffin file holds vectors for (its footer).
-    A vector applies to a data file committed at or before it (data sequence numbers).
-    """
-    by_target: dict[str, list[tuple[Any, int]]] = {}
-    for vector_file, sequence_number in plan.vectors:
-        for target in targets(vector_file.file_path):
-            by_target.setdefault(target, []).append((vector_file, sequence_number))
-    if not by_target:
-        return
+def applicable_vectors(live: dict[str, LiveVector], plan: Plan) -> dict[str, LiveVector]:
+    """The live vectors of the planned data files, each kept if the data file is not newer than it."""
+    found: dict[str, LiveVector] = {}
     for task in plan.tasks:
         path = task.file.file_path
-        found = by_target.get(path)
-        if found:
-            data_sequence = plan.sequence_numbers.get(path, INITIAL_SEQUENCE_NUMBER)
-            task.delete_files.update(f for f, sequence in found if sequence >= data_sequence)
+        vector = live.get(path)
+        if vector is not None and vector.sequence_number >= plan.sequence_numbers.get(
+            path, INITIAL_SEQUENCE_NUMBER
+        ):
+            found[path] = vector
+    return found

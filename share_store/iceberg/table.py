@@ -236,7 +236,7 @@ class IcebergTableReader:
     def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
         from share_store.iceberg import mapping
         from share_store.iceberg.deletes import SnapshotVectors
-        from share_store.iceberg.planning import Plan, attach_vectors, plan_files
+        from share_store.iceberg.planning import Plan, plan_files
 
         schema = self._schema_for(table, snapshot_id)
         plan = Plan()
@@ -249,11 +249,9 @@ class IcebergTableReader:
             with_deletes = bool(equality or plan.vectors or any(task.delete_files for task in plan.tasks))
             derived = self._derived_files(table) if with_deletes else None
             uuid = str(table.metadata.table_uuid)
-            vectors = SnapshotVectors(
-                self._deletes(derived), derived.read_index(uuid, snapshot_id) if derived else {}
-            )
-            # The index names the files with vectors: their Puffin files need not be read.
-            attach_vectors(plan, (lambda path: ()) if vectors.recorded else vectors.deletes.vector_targets)
+            # Data files the index names are answered from it: their Puffin files need not be read.
+            recorded = derived.read_index(uuid, snapshot_id) if derived else {}
+            vectors = SnapshotVectors(self._deletes(derived), recorded, plan.vectors)
             try:
                 snapshot = mapping.snapshot_from_tasks(
                     table, version, snapshot_id, schema, plan.tasks, vectors, equality
