@@ -146,6 +146,19 @@ def test_bad_table_spec_shows_the_cli_message(server: Deployment) -> None:
     assert "invalid bucket name &#39;Bad_Bucket&#39;: 3-63 of a-z, 0-9, &#39;.&#39;, &#39;-&#39;" in page.text
 
 
+def test_removing_a_table_says_what_stops_working_then_removes_it(server: Deployment) -> None:
+    server.share_tables("removal", {"keep": TABLE, "drop": TABLE})
+    client = signed_in(server)
+    csrf = csrf_of(client.get("/console/shares/removal"))
+    confirm = client.get("/console/shares/removal/tables/default/drop/remove")
+    assert confirm.status_code == 200 and "will no longer see default.drop" in confirm.text
+    removed = client.post("/console/shares/removal/tables/default/drop/remove", data={"csrf": csrf})
+    assert removed.status_code == 303 and removed.headers["location"] == "/console/shares/removal"
+    page = client.get("/console/shares/removal")
+    assert 'class="flash ok"' in page.text and "Removed default.drop from removal." in page.text
+    assert [table.name for table in server.store.list_tables("removal")] == ["keep"]
+
+
 def test_console_is_off_without_an_admin_token(local: Deployment) -> None:
     answer = httpx.get(local.server.url + "/console/shares")
     assert answer.status_code == 403 and "console is off" in answer.text

@@ -76,7 +76,7 @@ def confirm_remove_table(call: Call) -> Page:
 
 def remove_table(call: Call) -> Redirect:
     share, schema, table = call.param("share"), call.param("schema"), call.param("table")
-    call.admin.update_share(share, [], [f"{schema}.{table}"])
+    call.admin.update_share(share, [], [f"{schema}/{table}"])  # the CLI's --remove SCHEMA/NAME
     return Redirect(share_url(share), flash=("ok", f"Removed {schema}.{table} from {share}."))
 
 
