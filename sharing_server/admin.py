@@ -1,9 +1,10 @@
 """Admin operations on shares, tokens and OAuth clients, answered as JSON-ready dicts.
 
-One implementation serves the CLI on the store's host and the `/admin/v1` REST
-API, so both accept the same input (the AIStor table-spec grammar, durations
-like `30d`) and report the same errors. `sharing_server.admin_client` speaks
-the same interface over HTTP for `--server`.
+One implementation serves the CLI on the store's host, the `/admin/v1` REST
+API and the console, so all accept the same input (the AIStor table-spec
+grammar, durations like `30d`), check the same things (a table added is there,
+unless told it is written later) and report the same errors.
+`sharing_server.admin_client` speaks the same interface over HTTP for `--server`.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from share_store.errors import AdminError, AdminNotFound, NotFound
+from botocore.exceptions import BotoCoreError, ClientError
+
+from share_store.errors import AdminError, AdminNotFound, NotFound, ShareStoreError
 from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
+from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
+from share_store.storage.base import ObjectStorage
 from sharing_server import paths
 from sharing_server.profiles import oauth_profile_document, profile_document
 
@@ -29,6 +34,12 @@ DEFAULT_EXPIRES = "30d"
 #: The mark of admin tokens (`sharing-server admin-token`, the demo's).
 ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker, not a secret
 DEFAULT_GRACE = "1h"
+
+#: How to share a table that is not there yet, said on every path's refusal alike.
+NO_CHECK_HINT = (
+    '(to share it before it is written: --no-check, "check": false in the admin API, '
+    'or the console\'s "Share before it is written")'
+)
 
 DURATION = re.compile(r"([0-9]{1,9})([smhdw])")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -120,14 +131,50 @@ def client_entry(client: OAuthClient, now: datetime) -> dict[str, Any]:
     }
 
 
+def check_delta_table(storage: ObjectStorage, spec: TableSpec) -> None:
+    """AdminError unless the Delta table of `spec` has a `_delta_log/` (one listing, no read)."""
+    try:
+        found = next(iter(storage.list(spec.bucket, f"{spec.path}/_delta_log/")), None)
+    except (OSError, ShareStoreError, ClientError, BotoCoreError) as error:
+        reason = error.message if isinstance(error, ShareStoreError) else error
+        raise AdminError(f"cannot look for table {spec.bucket}/{spec.path}: {reason}") from error
+    if found is None:
+        raise AdminError(
+            f"no Delta table at {spec.bucket}/{spec.path}: it has no _delta_log/ {NO_CHECK_HINT}"
+        )
+
+
+def check_iceberg_table(catalogs: CatalogRegistry, spec: TableSpec) -> None:
+    """AdminError unless the Iceberg table of `spec` loads from its warehouse's catalog."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, RESTError
+
+    warehouse = spec.bucket
+    namespace_text, _, table = spec.path.rpartition("/")
+    namespace = tuple(namespace_text.split("."))
+    name = ".".join((*namespace, table))
+    try:
+        with outages_unavailable(f"the Iceberg catalog for warehouse '{warehouse}'"):
+            catalogs.catalog(warehouse).load_table((*namespace, table))
+    except (NoSuchTableError, NoSuchNamespaceError) as error:
+        raise AdminError(f"no Iceberg table {name} in warehouse '{warehouse}' {NO_CHECK_HINT}") from error
+    except (ShareStoreError, OSError, ValueError, RESTError) as error:
+        reason = error.message if isinstance(error, ShareStoreError) else error
+        raise AdminError(f"cannot look for Iceberg table {name}: {reason}") from error
+
+
 class AdminBackend(Protocol):
-    """What the CLI needs: `Admin` on the store's host, `RemoteAdmin` through `/admin/v1`."""
+    """What the CLI needs: `Admin` on the store's host, `RemoteAdmin` through `/admin/v1`.
+
+    `check=False` shares tables without looking for them (written later: `--no-check`).
+    """
 
     def list_shares(self) -> list[dict[str, Any]]: ...
-    def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]: ...
+    def create_share(
+        self, name: str, tables: list[str], history: bool = True, check: bool = True
+    ) -> dict[str, Any]: ...
     def share_info(self, name: str) -> dict[str, Any]: ...
     def update_share(
-        self, name: str, add: list[str], remove: list[str], history: bool = True
+        self, name: str, add: list[str], remove: list[str], history: bool = True, check: bool = True
     ) -> dict[str, Any]: ...
     def remove_share(self, name: str) -> None: ...
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
@@ -140,33 +187,48 @@ class AdminBackend(Protocol):
 
 
 class Admin:
-    """Admin operations against a store, checking Iceberg specs against the configured catalogs."""
+    """Admin operations against a store, checking added tables against the storage and catalogs.
+
+    `catalogs` and `storage` are called only when a table is added (the CLI
+    makes them then; the server hands over its own).
+    """
 
     def __init__(
         self,
         store: ShareStore,
         endpoint: str,
         catalogs: Callable[[], CatalogRegistry | None],
-        check_table: Callable[[TableSpec], None] | None = None,
+        storage: Callable[[], ObjectStorage],
     ) -> None:
         self.store = store
         self.endpoint = endpoint.rstrip("/")
         self._catalogs = catalogs
-        #: Checks that a table exists where a spec says (the CLI's, unless --no-check).
-        self.check_table = check_table
+        self._storage = storage
 
-    def _check_catalogs(self, specs: list[TableSpec]) -> None:
-        """Refuse Iceberg specs whose warehouse no configured catalog serves, and missing tables."""
+    def _check_tables(self, specs: list[TableSpec], check: bool) -> None:
+        """Refuse Iceberg specs whose warehouse no configured catalog serves and, unless `check`
+        is False, any table that is not there: a Delta table without a `_delta_log/`, an
+        Iceberg table its catalog cannot load. Every spec is checked before anything is written.
+        """
         uniform = [spec for spec in specs if spec.format == "uniform"]
+        catalogs = None
         if uniform:
             catalogs = self._catalogs()
             if catalogs is None:
                 raise AdminError("no Iceberg catalog is configured: add a [catalogs.<name>] block")
             for spec in uniform:
                 catalogs.check_warehouse(spec.bucket)
-        if self.check_table is not None:
-            for spec in specs:
-                self.check_table(spec)
+        if not check:
+            return
+        delta = [spec for spec in specs if spec.format != "uniform"]
+        storage = self._storage() if delta else None
+        for spec in specs:
+            if spec.format == "uniform":
+                assert catalogs is not None
+                check_iceberg_table(catalogs, spec)
+            else:
+                assert storage is not None
+                check_delta_table(storage, spec)
 
     # -- shares ----------------------------------------------------------------
 
@@ -185,9 +247,11 @@ class Admin:
         ]
 
     @admin_not_found
-    def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]:
+    def create_share(
+        self, name: str, tables: list[str], history: bool = True, check: bool = True
+    ) -> dict[str, Any]:
         specs = parse_create_args(tables)
-        self._check_catalogs(specs)
+        self._check_tables(specs, check)
         share = self.store.create_share(name, specs, history_shared=history)
         return {"name": share.name, "id": share.id, "tables": len(specs)}
 
@@ -208,13 +272,13 @@ class Admin:
 
     @admin_not_found
     def update_share(
-        self, name: str, add: list[str], remove: list[str], history: bool = True
+        self, name: str, add: list[str], remove: list[str], history: bool = True, check: bool = True
     ) -> dict[str, Any]:
         if not add and not remove:
             raise AdminError("nothing to do: give --add and/or --remove")
         specs = [TableSpec.parse(spec) for spec in add]
-        self._check_catalogs(specs)
         refs = [parse_table_ref(ref) for ref in remove]
+        self._check_tables(specs, check)
         self.store.update_share(name, specs, refs, history_shared=history)
         return {"name": name, "added": len(specs), "removed": len(refs)}
 

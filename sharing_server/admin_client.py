@@ -52,17 +52,19 @@ class RemoteAdmin:
     def list_shares(self) -> list[dict[str, Any]]:
         return self._call("GET", paths.ADMIN_SHARES)["items"]
 
-    def create_share(self, name: str, tables: list[str], history: bool = True) -> dict[str, Any]:
-        body = {"name": name, "tables": tables, "history": history}
+    def create_share(
+        self, name: str, tables: list[str], history: bool = True, check: bool = True
+    ) -> dict[str, Any]:
+        body = {"name": name, "tables": tables, "history": history, "check": check}
         return self._call("POST", paths.ADMIN_SHARES, body)
 
     def share_info(self, name: str) -> dict[str, Any]:
         return self._call("GET", _path(paths.ADMIN_SHARE, share=name))
 
     def update_share(
-        self, name: str, add: list[str], remove: list[str], history: bool = True
+        self, name: str, add: list[str], remove: list[str], history: bool = True, check: bool = True
     ) -> dict[str, Any]:
-        body = {"add": add, "remove": remove, "history": history}
+        body = {"add": add, "remove": remove, "history": history, "check": check}
         return self._call("PATCH", _path(paths.ADMIN_SHARE, share=name), body)
 
     def remove_share(self, name: str) -> None:

@@ -1,9 +1,9 @@
 """The admin REST API under `/admin/v1`: everything the CLI does, behind the admin token.
 
     GET    /shares                                   list shares
-    POST   /shares                 {name, tables, history}
+    POST   /shares                 {name, tables, history, check}
     GET    /shares/{share}                           schemas, tables, credential counts
-    PATCH  /shares/{share}         {add, remove, history}
+    PATCH  /shares/{share}         {add, remove, history, check}
     DELETE /shares/{share}                           also revokes its tokens and clients
     GET    /shares/{share}/tokens
     POST   /shares/{share}/tokens  {expires, description}      -> secret, shown once
@@ -13,7 +13,9 @@
     POST   /shares/{share}/oauth-clients  {expires, description} -> client secret, shown once
     DELETE /shares/{share}/oauth-clients/{id}
 
-The API is off unless `[admin] token_hash` is set; the token itself is never stored.
+Tables added are checked to be there unless `check` is false (the CLI's
+`--no-check`), by `Admin` as on every other path. The API is off unless
+`[admin] token_hash` is set; the token itself is never stored.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def create_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
         _field(body, "name", str, None),
         _field(body, "tables", list, []),
         _field(body, "history", bool, True),
+        _field(body, "check", bool, True),
     )
 
 
@@ -114,6 +117,7 @@ def update_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
         _field(body, "add", list, []),
         _field(body, "remove", list, []),
         _field(body, "history", bool, True),
+        _field(body, "check", bool, True),
     )
 
 

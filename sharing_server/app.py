@@ -240,7 +240,7 @@ def create_app(
     app.state.queries = TableQueries(app.state.readers, secret, hint_limits, options.prefer_delta_format)
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
-    app.state.admin = Admin(store, options.endpoint, lambda: catalogs)
+    app.state.admin = Admin(store, options.endpoint, lambda: catalogs, lambda: storage)
     app.state.activity = activity
     app.state.started = time.monotonic()
     app.state.console = None

@@ -31,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
+from share_store.storage.base import ObjectStorage
 from share_store.tokens import hash_secret, new_secret
 from sharing_server.admin import (
     ADMIN_TOKEN_PREFIX,
@@ -44,7 +45,6 @@ from sharing_server.admin_client import RemoteAdmin
 from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
 from sharing_server.failures import describe
 from sharing_server.profiles import write_profile_document
-from sharing_server.table_checks import TableCheck
 
 __all__ = ["main", "parse_duration"]
 
@@ -84,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("share", type=share_argument)
     create.add_argument("tables", nargs="*", metavar="SCHEMA|NAME:delta:BUCKET:PATH")
     create.add_argument("--no-history", action="store_true", help="share only the latest version")
-    create.add_argument("--no-check", action="store_true", help="do not check that the tables exist")
+    create.add_argument(
+        "--no-check", action="store_true", help="share tables written later: do not check that they exist"
+    )
     upd = share.add_parser("update", help="add or remove tables")
     upd.add_argument("share", type=share_argument)
     upd.add_argument("--add", action="append", default=[], metavar="SCHEMA:NAME:delta:BUCKET:PATH")
@@ -92,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument(
         "--no-history", action="store_true", help="share only the latest version of added tables"
     )
-    upd.add_argument("--no-check", action="store_true", help="do not check that added tables exist")
+    upd.add_argument(
+        "--no-check", action="store_true", help="share tables written later: do not check that they exist"
+    )
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
     info.add_argument("share", type=share_argument)
@@ -142,10 +146,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
     if args.action == "create":
-        created = admin.create_share(args.share, args.tables, history=not args.no_history)
+        created = admin.create_share(
+            args.share, args.tables, history=not args.no_history, check=not args.no_check
+        )
         print(f"Created share '{created['name']}' with {created['tables']} table(s).")
     elif args.action == "update":
-        updated = admin.update_share(args.share, args.add, args.remove, history=not args.no_history)
+        updated = admin.update_share(
+            args.share, args.add, args.remove, history=not args.no_history, check=not args.no_check
+        )
         print(f"Updated share '{args.share}': {updated['added']} added, {updated['removed']} removed.")
     elif args.action == "list":
         for share in admin.list_shares():
@@ -200,13 +208,16 @@ def find_config(given: str | None, env: dict[str, str] | None = None) -> tuple[s
     )
 
 
-def table_check(config: ServerConfig, args: argparse.Namespace) -> TableCheck | None:
-    """The check that added tables exist, unless `--no-check` (share create/update only)."""
-    if args.command != "share" or args.action not in ("create", "update") or args.no_check:
-        return None
-    from sharing_server.startup import server_secret
+def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
+    """The admin operations on the configured store; storage and catalogs are made only to check
+    added tables (`Admin` checks them, here as through the admin API and the console)."""
 
-    return TableCheck(config.make_storage(server_secret(config)), config.make_catalogs())
+    def storage() -> ObjectStorage:
+        from sharing_server.startup import server_secret
+
+        return config.make_storage(server_secret(config))
+
+    return Admin(store, config.endpoint, config.make_catalogs, storage)
 
 
 def share_argument(value: str) -> str:
@@ -383,9 +394,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 seed_demo(config, store)
             else:
-                run_admin(
-                    Admin(store, config.endpoint, config.make_catalogs, table_check(config, args)), args
-                )
+                run_admin(local_admin(store, config), args)
         finally:
             store.close()
     except ShareStoreError as error:

@@ -149,11 +149,12 @@ def test_bad_admin_input_is_a_clear_4xx_and_changes_nothing(
         (
             "PATCH",
             "/shares/bad-input",
-            {"add": [f"s:t2:delta:{TESTDATA_BUCKET}:p"], "remove": ["s/nope"]},
+            {"add": [f"s:t2:delta:{TESTDATA_BUCKET}:p"], "remove": ["s/nope"], "check": False},
             404,
             "not in share",
         ),
         ("PATCH", "/shares/bad-input", {}, 400, "nothing to do"),
+        ("PATCH", "/shares/bad-input", {"add": ["s:t:delta:b:p"], "check": 0}, 400, "must be a bool"),
         ("PATCH", "/shares/nope", {"remove": ["s/t"]}, 404, "does not exist"),
         ("POST", "/shares/bad-input/tokens", {"expires": "soon"}, 400, "invalid duration"),
         ("POST", "/shares/bad-input/tokens", {"expires": "999999999w"}, 400, "too long"),
@@ -178,6 +179,45 @@ def test_bad_admin_input_is_a_clear_4xx_and_changes_nothing(
     assert main(["--server", server.server.url, "--admin-token", "dsa_wrong", "share", "list"]) == 2
     assert "invalid admin token" in capsys.readouterr().err
     assert main(["--server", "ftp://example", "--admin-token", "x", "share", "list"]) == 2
+
+
+MISSING_DELTA = f"gone:delta:{TESTDATA_BUCKET}:no/such/path"
+MISSING_ICEBERG = "ice:uniform:default:nowhere:gone"
+NO_DELTA = f"no Delta table at {TESTDATA_BUCKET}/no/such/path: it has no _delta_log/"
+NO_ICEBERG = "no Iceberg table nowhere.gone in warehouse 'default'"
+
+
+def test_added_tables_are_checked_by_the_api_and_the_clis_server_option(
+    server: Deployment, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table that is not there is refused (400, the local CLI's message), whether the admin API is
+    called directly or by `sharing-server --server`; `check: false` / `--no-check` shares it anyway."""
+    good = f"orders:delta:{TESTDATA_BUCKET}:{TABLE}"
+    # One missing table among good ones: the share is not created at all.
+    refused = admin(server, "POST", "/shares", json={"name": "checked", "tables": ["s", good, MISSING_DELTA]})
+    assert refused.status_code == 400, refused.text
+    assert NO_DELTA in refused.json()["message"] and '"check": false' in refused.json()["message"]
+    assert admin(server, "GET", "/shares/checked").status_code == 404
+    created = admin(server, "POST", "/shares", json={"name": "checked", "tables": ["s", good]})
+    assert created.status_code == 201
+    for spec, message in ((f"s:{MISSING_DELTA}", NO_DELTA), (f"s:{MISSING_ICEBERG}", NO_ICEBERG)):
+        refused = admin(server, "PATCH", "/shares/checked", json={"add": [spec]})
+        assert refused.status_code == 400 and message in refused.json()["message"], refused.text
+        assert cli(server, "share", "update", "checked", "--add", spec) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert cli(server, "share", "create", "checked-cli", "s", good, MISSING_DELTA) == 2
+    assert NO_DELTA in capsys.readouterr().err
+    assert admin(server, "GET", "/shares/checked-cli").status_code == 404
+    assert [t["name"] for t in admin(server, "GET", "/shares/checked").json()["tables"]] == ["orders"]
+    # Tables written later: the body's `check: false`, the CLI's --no-check (sent as the same field).
+    later = admin(server, "PATCH", "/shares/checked", json={"add": [f"s:{MISSING_DELTA}"], "check": False})
+    assert later.status_code == 200 and later.json()["added"] == 1
+    assert cli(server, "share", "update", "checked", "--no-check", "--add", f"s:{MISSING_ICEBERG}") == 0
+    assert cli(server, "share", "create", "later-cli", "s", MISSING_DELTA, "--no-check") == 0
+    names = sorted(t["name"] for t in admin(server, "GET", "/shares/checked").json()["tables"])
+    assert names == ["gone", "ice", "orders"]
+    assert [t["name"] for t in admin(server, "GET", "/shares/later-cli").json()["tables"]] == ["gone"]
 
 
 def test_token_secrets_are_shown_once(server: Deployment) -> None:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from share_store.errors import AdminNotFound
+from share_store.errors import AdminError, AdminNotFound
 from share_store.persistence import ShareStore, sqlite_url
+from share_store.signing import UrlSigner
+from share_store.storage.local import LocalStorage
 from sharing_server.admin import Admin
 from sharing_server.cli import main, parse_duration
 
@@ -36,6 +38,10 @@ root = "{tmp_path / "buckets"}"
 
 def run(config: Path, *args: str) -> int:
     return main(["--config", str(config), *args])
+
+
+def local_storage(root: Path) -> LocalStorage:
+    return LocalStorage(root, UrlSigner(b"k" * 32, "https://sharing.example.com/files"))
 
 
 def store_of(config: Path) -> ShareStore:
@@ -168,7 +174,7 @@ def test_bad_input_exits_2_and_changes_nothing(
 def test_admin_reports_the_stores_not_found_as_bad_admin_input(tmp_path: Path) -> None:
     # The store raises one NotFound for every caller; the CLI and the admin API share this layer.
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
-    admin = Admin(store, "https://sharing.example.com", lambda: None)
+    admin = Admin(store, "https://sharing.example.com", lambda: None, lambda: local_storage(tmp_path))
     admin.create_share("s", [])
     cases = [
         (lambda: admin.share_info("x"), "share 'x' not found"),
@@ -244,6 +250,40 @@ def test_tables_are_checked_when_shared(config: Path, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert run(config, "share", "update", "s", "--add", "tpch:t:uniform:nowhere:ns:t") == 2
     assert "no Iceberg catalog" in capsys.readouterr().err
+    # An Iceberg table its catalog (the embedded `default` one here) does not have.
+    assert run(config, "share", "update", "s", "--add", "tpch:t:uniform:default:ns:t") == 2
+    assert "no Iceberg table ns.t in warehouse 'default'" in capsys.readouterr().err
+
+
+def test_admin_itself_checks_added_tables(tmp_path: Path) -> None:
+    """The check lives in `Admin`, which the CLI, the admin API and the console all call: a caller
+    cannot leave it out, only ask for `check=False` (the CLI's --no-check); nothing is half-made."""
+    from share_store.iceberg.catalogs import CatalogRegistry
+
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    root = tmp_path / "buckets"
+    (root / "lake" / "here" / "_delta_log").mkdir(parents=True)
+    (root / "lake" / "here" / "_delta_log" / "00000000000000000000.json").write_text("{}\n")
+    catalogs = CatalogRegistry({"wh": {"type": "sql", "uri": sqlite_url(tmp_path / "ice.db")}})
+    admin = Admin(store, "https://sharing.example.com", lambda: catalogs, lambda: local_storage(root))
+    missing = "no Delta table at lake/no/such/path: it has no _delta_log/"
+    try:
+        with pytest.raises(AdminError, match=missing) as refused:
+            admin.create_share("s", ["sc", "good:delta:lake:here", "bad:delta:lake:no/such/path"])
+        assert "--no-check" in refused.value.message and '"check": false' in refused.value.message
+        assert store.list_shares() == []  # one bad table among good ones: nothing is created
+        admin.create_share("s", ["sc", "good:delta:lake:here"])
+        with pytest.raises(AdminError, match=missing):
+            admin.update_share("s", ["sc:bad:delta:lake:no/such/path"], [])
+        with pytest.raises(AdminError, match=r"no Iceberg table crm\.gone in warehouse 'wh'"):
+            admin.update_share("s", ["sc:ice:uniform:wh:crm:gone"], [])
+        assert [table.name for table in store.list_tables("s")] == ["good"]
+        added = admin.update_share(
+            "s", ["sc:bad:delta:lake:no/such/path", "sc:ice:uniform:wh:crm:gone"], [], check=False
+        )
+        assert added["added"] == 2
+    finally:
+        store.close()
 
 
 def test_the_configuration_is_found_where_users_put_it(

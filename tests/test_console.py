@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 from collections.abc import Iterator
@@ -159,6 +160,37 @@ def test_removing_a_table_says_what_stops_working_then_removes_it(server: Deploy
     assert [table.name for table in server.store.list_tables("removal")] == ["keep"]
 
 
+def test_added_tables_are_checked_as_the_cli_checks_them(server: Deployment) -> None:
+    """A table that is not there is refused with the CLI's message, in a new share's table box (which
+    then creates nothing) and when added; "Share before it is written" shares it anyway."""
+    client = signed_in(server)
+    csrf = csrf_of(client.get("/console/shares"))
+    no_delta = f"no Delta table at {TESTDATA_BUCKET}/no/such/path: it has no _delta_log/"
+    box = f"s\ngood:delta:{TESTDATA_BUCKET}:{TABLE}\ngone:delta:{TESTDATA_BUCKET}:no/such/path"
+    created = client.post("/console/shares", data={"name": "checked", "tables": box, "csrf": csrf})
+    assert created.status_code == 303 and created.headers["location"] == "/console/shares"
+    page = html.unescape(client.get("/console/shares").text)
+    assert 'class="flash error"' in page and no_delta in page and "--no-check" in page
+    assert "checked" not in [share.name for share in server.store.list_shares()]
+
+    client.post("/console/shares", data={"name": "checked", "tables": box.rsplit("\n", 1)[0], "csrf": csrf})
+    for spec, message in (
+        (f"s:gone:delta:{TESTDATA_BUCKET}:no/such/path", no_delta),
+        ("s:ice:uniform:default:nowhere:gone", "no Iceberg table nowhere.gone in warehouse 'default'"),
+    ):
+        client.post("/console/shares/checked/tables", data={"spec": spec, "csrf": csrf, "history": "on"})
+        page = html.unescape(client.get("/console/shares/checked").text)
+        assert 'class="flash error"' in page and message in page, spec
+    assert [table.name for table in server.store.list_tables("checked")] == ["good"]
+    # Ticked, the box shares tables written later, in a new share as in an added table.
+    later = {"spec": f"s:gone:delta:{TESTDATA_BUCKET}:no/such/path", "unchecked": "on", "csrf": csrf}
+    client.post("/console/shares/checked/tables", data=later)
+    assert "Added s:gone" in client.get("/console/shares/checked").text
+    client.post("/console/shares", data={"name": "later", "tables": box, "unchecked": "on", "csrf": csrf})
+    assert sorted(table.name for table in server.store.list_tables("later")) == ["gone", "good"]
+    assert sorted(table.name for table in server.store.list_tables("checked")) == ["gone", "good"]
+
+
 def test_console_is_off_without_an_admin_token(local: Deployment) -> None:
     answer = httpx.get(local.server.url + "/console/shares")
     assert answer.status_code == 403 and "console is off" in answer.text
@@ -256,6 +288,13 @@ def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
         catalogs = page.text[page.text.index('id="catalogs"') :]
         assert "gone" in catalogs and "reachable</span>" not in catalogs.split("</table>")[0]
         assert "sqlite" in page.text
+        # Adding a table of that catalog is refused with why (a 400 on the admin API, not a 500).
+        api = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        url = behind.server.url + "/admin/v1/shares"
+        assert httpx.post(url, json={"name": "far"}, headers=api).status_code == 201
+        refused = httpx.patch(url + "/far", json={"add": ["s:t:uniform:gone:ns:t"]}, headers=api)
+        assert refused.status_code == 400, refused.text
+        assert "cannot look for Iceberg table ns.t" in refused.json()["message"]
     finally:
         behind.server.stop()
         behind.store.close()

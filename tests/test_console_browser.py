@@ -4,7 +4,9 @@ A provider signs in, creates a share, adds a Delta table and an Iceberg table
 (the latter through the picker), creates a token and downloads its profile; a
 recipient reads with `delta_sharing` and that profile; the read shows in
 Activity; the preview equals what the client read; revoking the token refuses
-the next read. Screenshots of the main pages go to test-artifacts/console/.
+the next read. Tables that are not there are refused (in a new share's table box
+and when added) unless to be written later, and a table is removed. Screenshots
+of the main pages go to test-artifacts/console/.
 """
 
 from __future__ import annotations
@@ -191,6 +193,59 @@ def test_a_provider_shares_tables_and_a_recipient_reads_them(
     wide = page.evaluate(WIDER_THAN_SCREEN)
     assert page.evaluate("document.documentElement.scrollWidth") <= 380 + 1, wide
     shot(page, "share-narrow")
+
+
+def sign_in(page: sync_api.Page, url: str) -> None:
+    """Signed in on the shares page (the page may be signed in already, by the test before)."""
+    page.goto(f"{url}/console/sign-in?next=/console/shares")
+    if "/sign-in" in page.url:
+        page.get_by_label("Admin token").fill(ADMIN_TOKEN)
+        page.keyboard.press("Enter")
+    sync_api.expect(page.get_by_role("heading", name="Shares")).to_be_visible()
+
+
+def test_missing_tables_are_refused_and_a_table_is_removed(server: Deployment, page: sync_api.Page) -> None:
+    expect = sync_api.expect
+    sign_in(page, server.server.url)
+    parts = f"parts:delta:{TESTDATA_BUCKET}:sales/{TABLE}"
+    missing = f"no Delta table at {TESTDATA_BUCKET}/no/such/path: it has no _delta_log/"
+
+    # A new share whose table box names a table that is not there: refused, and nothing is created.
+    page.get_by_label("Name").fill("removals")
+    page.get_by_label("Tables").fill(f"sales\n{parts}\ngone:delta:{TESTDATA_BUCKET}:no/such/path")
+    page.get_by_role("button", name="Create share").click()
+    expect(page.locator(".flash.error")).to_contain_text(missing)
+    expect(page.get_by_role("link", name="removals")).to_have_count(0)
+    page.get_by_label("Name").fill("removals")
+    page.get_by_label("Tables").fill(f"sales\n{parts}")
+    page.get_by_role("button", name="Create share").click()
+    expect(page.locator(".flash")).to_have_text("Share removals created.")
+
+    # Tables that are not there, Delta and Iceberg, are refused with the CLI's messages...
+    for spec, message in (
+        (f"sales:gone:delta:{TESTDATA_BUCKET}:no/such/path", missing),
+        ("crm:gone:uniform:default:crm:gone", "no Iceberg table crm.gone in warehouse 'default'"),
+    ):
+        page.get_by_label("Table spec").fill(spec)
+        page.get_by_role("button", name="Add table").click()
+        expect(page.locator(".flash.error")).to_contain_text(message)
+        expect(page.locator(".flash.error")).to_contain_text("--no-check")
+    expect(page.locator("#tables")).not_to_contain_text("gone")
+    shot(page, "table-refused")
+    # ...unless they are to be written later.
+    page.get_by_label("Table spec").fill(f"sales:later:delta:{TESTDATA_BUCKET}:no/such/path")
+    page.get_by_label("Share before it is written").check()
+    page.get_by_role("button", name="Add table").click()
+    expect(page.locator("#tables")).to_contain_text("sales.later")
+
+    # Removing a table: the console says what stops working, then removes it.
+    page.get_by_role("link", name="Remove sales.later").click()
+    expect(page.locator("#consequence")).to_contain_text("will no longer see sales.later")
+    page.get_by_role("button", name="Remove table").click()
+    expect(page.locator(".flash")).to_have_text("Removed sales.later from removals.")
+    expect(page.locator("#tables")).not_to_contain_text("sales.later")
+    expect(page.locator("#tables")).to_contain_text("sales.parts")
+    assert [table.name for table in server.store.list_tables("removals")] == ["parts"]
 
 
 def _delta_rows(testdata: Path) -> pd.DataFrame:

@@ -1,7 +1,9 @@
 """Shares: the list, one share with its tables and recipients, adding and removing tables.
 
 Every change goes through `Admin`, as the CLI's and the admin API's do, so the
-table-spec grammar and its error messages are the same everywhere.
+table-spec grammar, the check that an added table is there (skipped by the
+"Share before it is written" box, the CLI's `--no-check`) and their error
+messages are the same everywhere.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ def confirmation(call: Call, share: str, title: str, consequence: str, button: s
     return Page("confirm.html", context)
 
 
+#: The box that shares tables before they are written (the CLI's `--no-check`).
+UNCHECKED = "unchecked"
+
+
+def checked(call: Call) -> bool:
+    """Whether to check that added tables are there: unless the form's box says they come later."""
+    return call.form.get(UNCHECKED) != "on"
+
+
 def list_shares(call: Call) -> Page:
     return Page("shares.html", {"shares": call.admin.list_shares(), "active": "shares"})
 
@@ -34,7 +45,7 @@ def list_shares(call: Call) -> Page:
 def create_share(call: Call) -> Redirect:
     name = call.form.get("name", "").strip()
     specs = [line.strip() for line in call.form.get("tables", "").splitlines() if line.strip()]
-    call.admin.create_share(name, specs, history=call.form.get("history") == "on")
+    call.admin.create_share(name, specs, history=call.form.get("history") == "on", check=checked(call))
     return Redirect(share_url(name), flash=("ok", f"Share {name} created."))
 
 
@@ -58,7 +69,7 @@ def share_page(call: Call) -> Page:
 def add_table(call: Call) -> Redirect:
     share = call.param("share")
     spec = call.form.get("spec", "").strip()
-    call.admin.update_share(share, [spec], [], history=call.form.get("history") == "on")
+    call.admin.update_share(share, [spec], [], history=call.form.get("history") == "on", check=checked(call))
     return Redirect(share_url(share), flash=("ok", f"Added {spec}."))
 
 

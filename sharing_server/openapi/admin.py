@@ -33,6 +33,13 @@ NULLABLE_DATE_TIME: Schema = {**DATE_TIME, "nullable": True}
 # The admin API's durations (`sharing_server.admin.parse_duration`).
 DURATION: Schema = {"type": "string", "pattern": r"^(\d{1,9}[smhdw]|never)$"}
 GRACE_PERIOD: Schema = {"type": "string", "pattern": r"^\d{1,9}[smhdw]$"}
+# The CLI's `--no-check` as the admin API spells it (`Admin` checks on every path).
+CHECK_TABLES: Schema = {
+    **BOOLEAN,
+    "default": True,
+    "description": "Check that each added table is there (a Delta table's `_delta_log/`, an Iceberg "
+    "table in its catalog) and refuse the request (400) otherwise; false shares tables written later.",
+}
 
 
 def area() -> Area:
@@ -192,6 +199,7 @@ def _schemas() -> dict[str, Schema]:
                     "or `NAME:uniform:WAREHOUSE:NAMESPACE:TABLE` specs.",
                 },
                 "history": BOOLEAN,
+                "check": CHECK_TABLES,
             },
         ),
         "CreatedShare": object_schema({"name": STRING, "id": STRING, "tables": INTEGER}),
@@ -215,6 +223,7 @@ def _schemas() -> dict[str, Schema]:
                 "add": {**array(STRING), "description": "`SCHEMA:NAME:delta:BUCKET:PATH` specs."},
                 "remove": {**array(STRING), "description": "`SCHEMA/NAME` references."},
                 "history": BOOLEAN,
+                "check": CHECK_TABLES,
             },
         ),
         "UpdatedShare": object_schema({"name": STRING, "added": INTEGER, "removed": INTEGER}),
