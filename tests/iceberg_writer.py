@@ -16,6 +16,15 @@ Tables (namespace `db`, Hadoop layout under WAREHOUSE):
   (`name`, `d`) with a null in a key, an append re-adding deleted keys (kept: a delete
   applies only to older data), a global delete (an unpartitioned spec's) on `id`, another
   append, then a merge-on-read DELETE whose position deletes join the equality deletes.
+- `upd_v2`, `upd_v3`: merge-on-read, partitioned by a five-valued `part`; three appends
+  (80, 60, 60 rows), a DELETE, then an UPDATE of some rows the DELETE left. In v3 the
+  UPDATE replaces some of the DELETE's vectors and leaves others live in the same Puffin
+  file (how many depends on Spark's layout of the day).
+- `partial_v3`: that shape by construction. Unpartitioned, ten appends of one file each, a
+  DELETE in one task (one Puffin file, ten vectors), an UPDATE in one task of rows in nine
+  of the ten files: its Puffin file replaces nine vectors; the tenth keeps the first file live.
+- `merge_v2`, `merge_v3`: merge-on-read MERGEs (update, delete and insert in one commit),
+  a DELETE between them, the second MERGE touching only some of the files.
 
 EXPECTED_JSON maps each table to its metadata file and, per snapshot in commit order,
 the snapshot id and Spark's own rows (`VERSION AS OF`), sorted (nulls last).
@@ -30,7 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.spark_iceberg.session import iceberg_session
 
-COLUMNS = {"pos_v2": "id, part, v", "dv_v3": "id, part, v", "cow_v2": "id, part, v"}
+PLAIN = ("pos_v2", "dv_v3", "cow_v2", "upd_v2", "upd_v3", "partial_v3", "merge_v2", "merge_v3")
+COLUMNS = dict.fromkeys(PLAIN, "id, part, v")
 # Dates as ISO text, so that the rows are JSON and compare with what readers return.
 COLUMNS["eq_v2"] = "id, part, name, CAST(d AS STRING) AS d, v"
 
@@ -128,6 +138,71 @@ def write_equality(spark, name: str) -> None:
     spark.sql(f"DELETE FROM {table} WHERE id % 7 = 0")
 
 
+MERGE_ON_READ = (
+    "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
+    "'write.merge.mode'='merge-on-read'"
+)
+
+
+def create(spark, name: str, version: int, partitioned: bool = True) -> str:
+    table = f"local.db.{name}"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, part string, v string) USING iceberg "
+        + ("PARTITIONED BY (part) " if partitioned else "")
+        + f"TBLPROPERTIES ('format-version'='{version}', {MERGE_ON_READ})"
+    )
+    return table
+
+
+def append(spark, table: str, start: int, stop: int, files: int | None = None) -> None:
+    rows = spark.range(start, stop).selectExpr("id", "CAST(id % 5 AS STRING) AS part", "CONCAT('v', id) AS v")
+    (rows if files is None else rows.coalesce(files)).writeTo(table).append()
+
+
+def write_update_after_delete(spark, name: str, version: int) -> None:
+    table = create(spark, name, version)
+    for start, stop in ((0, 80), (80, 140), (140, 200)):
+        append(spark, table, start, stop)
+    spark.sql(f"DELETE FROM {table} WHERE id % 7 = 0")
+    spark.sql(f"UPDATE {table} SET v = CONCAT(v, '+1000') WHERE id % 11 = 0")
+
+
+def in_one_task(spark, statement: str) -> None:
+    """Run a row-level statement as one write task: its deletion vectors go to one Puffin file."""
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        spark.sql(statement)
+    finally:
+        spark.conf.unset("spark.sql.shuffle.partitions")
+        spark.conf.unset("spark.sql.adaptive.enabled")
+
+
+def write_partly_replaced(spark, name: str) -> None:
+    table = create(spark, name, 3, partitioned=False)
+    for k in range(10):  # file k holds ids 20k .. 20k+19
+        append(spark, table, 20 * k, 20 * k + 20, files=1)
+    in_one_task(spark, f"DELETE FROM {table} WHERE id % 7 = 0")  # rows in all ten files
+    # Rows in files 0-8 only: file 9 (ids 180-199) keeps its vector in the DELETE's Puffin file.
+    in_one_task(spark, f"UPDATE {table} SET v = 'updated' WHERE id % 11 = 0 AND id < 180")
+
+
+def write_merges(spark, name: str, version: int) -> None:
+    table = create(spark, name, version)
+    append(spark, table, 0, 120)
+    append(spark, table, 120, 200)
+    merge = (
+        f"MERGE INTO {table} t USING (SELECT id, CONCAT('m', id) AS v FROM range({{0}}, {{1}})) s "
+        "ON t.id = s.id "
+        "WHEN MATCHED AND s.id % 5 = 0 THEN DELETE "
+        "WHEN MATCHED AND s.id % 3 = 0 THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED THEN INSERT (id, part, v) VALUES (s.id, CAST(s.id % 5 AS STRING), s.v)"
+    )
+    spark.sql(merge.format(150, 260))
+    spark.sql(f"DELETE FROM {table} WHERE id % 13 = 0")
+    spark.sql(merge.format(60, 110))
+
+
 def main() -> None:
     warehouse, expected_path = sys.argv[1], sys.argv[2]
     spark = iceberg_session(warehouse)
@@ -138,6 +213,10 @@ def main() -> None:
     cow = "'write.delete.mode'='copy-on-write', 'write.update.mode'='copy-on-write'"
     write(spark, "cow_v2", f"'format-version'='2', {cow}")
     write_equality(spark, "eq_v2")
+    for version in (2, 3):
+        write_update_after_delete(spark, f"upd_v{version}", version)
+        write_merges(spark, f"merge_v{version}", version)
+    write_partly_replaced(spark, "partial_v3")
     expected = {}
     for name, columns in COLUMNS.items():
         table = f"local.db.{name}"

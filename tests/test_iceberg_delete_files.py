@@ -259,7 +259,7 @@ def delete_manifest(
             "content_size_in_bytes": None if offset is None else 20,
         }
         data_file = Record(*[values.get(field.name) for field in data_file_type.fields])
-        entry = {"status": status.value, "snapshot_id": 1, "sequence_number": sequence_number}
+        entry: dict[str, Any] = {"status": status.value, "snapshot_id": 1, "sequence_number": sequence_number}
         entry["data_file"] = data_file
         records.append(Record(*[entry.get(field.name) for field in schema.fields]))
     io = PyArrowFileIO()

@@ -34,7 +34,9 @@ from share_store.storage.local import LocalStorage
 from tests.conftest import Deployment, audit_record, deploy
 from tests.dv import payload_positions
 
-TABLES = ("pos_v2", "dv_v3", "cow_v2", "eq_v2")
+TABLES = ("pos_v2", "dv_v3", "cow_v2", "eq_v2", "upd_v2", "upd_v3", "partial_v3", "merge_v2", "merge_v3")
+#: Tables whose later commits replace some deletes of earlier ones (v3: some vectors of a Puffin file).
+REPLACING = ("upd_v2", "upd_v3", "partial_v3", "merge_v2", "merge_v3")
 COLUMNS = {"eq_v2": ["id", "part", "name", "d", "v"]}  # the others: id, part, v
 CAPABILITIES = "responseformat=delta;readerfeatures=deletionvectors,columnmapping"
 
@@ -137,7 +139,30 @@ def test_the_writer_made_the_deletes_it_promises(written: Path, server: Deployme
     assert len(set(plan.sequence_numbers.values())) > 1  # data older and newer than the deletes
 
 
-SNAPSHOTS = {"pos_v2": 5, "dv_v3": 5, "cow_v2": 5, "eq_v2": 7}
+SNAPSHOTS = {"pos_v2": 5, "dv_v3": 5, "cow_v2": 5, "eq_v2": 7, "partial_v3": 12}
+SNAPSHOTS |= dict.fromkeys(("upd_v2", "upd_v3", "merge_v2", "merge_v3"), 5)
+
+
+def test_a_puffin_file_partly_replaced_keeps_one_live_vector_and_names_ten(server: Deployment) -> None:
+    """`partial_v3` has the shape that brought deleted rows back, by construction.
+
+    The DELETE's Puffin file names a vector for each of the ten data files; the
+    UPDATE's file replaces nine of them, and the tenth keeps the first file live.
+    """
+    from share_store.iceberg.deletes import puffin_blobs
+    from share_store.iceberg.live_vectors import read_live_vectors
+
+    table = server.catalogs.catalog("default").load_table(("db", "partial_v3"))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    live = read_live_vectors(snapshot.manifests(table.io), table.io)
+    assert len(live) == 10
+    by_file = Counter(vector.puffin_path for vector in live.values())
+    assert sorted(by_file.values()) == [1, 9]
+    (first,) = [path for path, count in by_file.items() if count == 1]
+    with open(first.removeprefix("file:"), "rb") as puffin:
+        named = {blob.data_file for blob in puffin_blobs(puffin.read(), first).values()}
+    assert named == set(live)  # its footer still names the nine vectors the UPDATE replaced
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -215,7 +240,10 @@ def served_rows(lines: list[dict[str, Any]], name: str) -> tuple[list[list[Any]]
     return rows_of(records, name), kinds
 
 
-@pytest.mark.parametrize(("name", "storage_type"), [("dv_v3", "i"), ("pos_v2", "i"), ("eq_v2", "i")])
+@pytest.mark.parametrize(
+    ("name", "storage_type"),
+    [("dv_v3", "i"), ("pos_v2", "i"), ("eq_v2", "i"), *((n, "i") for n in REPLACING)],
+)
 def test_served_deletion_vectors_decode_to_sparks_rows(
     expected: dict[str, Any], api: httpx.Client, name: str, storage_type: str
 ) -> None:

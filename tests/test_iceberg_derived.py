@@ -29,6 +29,7 @@ from tests.conftest import Deployment
 from tests.dv import payload_positions
 from tests.test_iceberg_deletes import (
     CAPABILITIES,
+    REPLACING,
     TABLES,
     deploy_tables,
     expected_changes,
@@ -76,7 +77,7 @@ def query_adds(deployment: Deployment, name: str, version: int | None = None) ->
     return [json.loads(line)["file"]["deltaSingleAction"]["add"] for line in response.text.splitlines()[2:]]
 
 
-@pytest.mark.parametrize("name", ["pos_v2", "dv_v3"])
+@pytest.mark.parametrize("name", ["pos_v2", "dv_v3", *REPLACING])
 def test_every_snapshot_reads_sparks_rows_through_deletion_vector_files(
     expected: dict[str, Any], filed: Deployment, name: str
 ) -> None:
@@ -103,7 +104,7 @@ def test_a_deletion_vector_file_holds_the_vector_in_delta_s_layout(filed: Deploy
         assert len(payload_positions(payload)) == descriptor["cardinality"]
 
 
-@pytest.mark.parametrize("name", ["pos_v2", "dv_v3"])
+@pytest.mark.parametrize("name", ["pos_v2", "dv_v3", *REPLACING])
 def test_the_parquet_format_reads_materialized_copies_with_sparks_rows(
     expected: dict[str, Any], filed: Deployment, name: str
 ) -> None:
@@ -216,7 +217,7 @@ def test_delete_options_refuse_bad_settings() -> None:
         DeleteOptions(inline_dv_bytes=10**9)
 
 
-@pytest.mark.parametrize("name", ["pos_v2", "dv_v3"])
+@pytest.mark.parametrize("name", ["pos_v2", "dv_v3", *REPLACING])
 def test_the_parquet_change_data_feed_reads_materialized_change_rows(
     expected: dict[str, Any], filed: Deployment, name: str
 ) -> None:
