@@ -12,7 +12,6 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -20,89 +19,29 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from pyspark_delta_sharing import environment
 from pyspark_delta_sharing.filters import json_predicate_hints
-from pyspark_delta_sharing.listing import RESPONSE_FORMATS, url_expiration_ms
+from pyspark_delta_sharing.listing import url_expiration_ms
+from pyspark_delta_sharing.options import ReadOptions, parse_url
+from pyspark_delta_sharing.partitions import FilePartition, plan_partitions
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from delta_sharing.protocol import DeltaSharingProfile, Table
 
-    from pyspark_delta_sharing.files import TableLayout
     from pyspark_delta_sharing.listing import Listing
 
-__all__ = ["DeltaSharingDataSource", "ReadOptions", "parse_url", "url_expiration_ms"]
+__all__ = [
+    "DeltaSharingDataSource",
+    "FilePartition",
+    "ReadOptions",
+    "parse_url",
+    "plan_partitions",
+    "url_expiration_ms",
+]
 
 log = logging.getLogger("pyspark_delta_sharing")
 
-#: Spark partitions hold files up to about this many bytes, each file counted
-#: as OPEN_COST_BYTES more (Spark's own defaults for Parquet files).
-MAX_PARTITION_BYTES = 128 * 1024 * 1024
-OPEN_COST_BYTES = 4 * 1024 * 1024
 #: A URL this close to expiry is refreshed before it is read.
 REFRESH_MARGIN_MS = 5 * 60 * 1000
 PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
-
-
-def parse_url(url: str) -> tuple[str, Table]:
-    """`<profile>#<share>.<schema>.<table>` → (profile path, table)."""
-    from delta_sharing.protocol import Table
-
-    profile, sep, name = url.rpartition("#")
-    parts = name.split(".")
-    if not sep or not profile or len(parts) != 3 or not all(parts):
-        raise ValueError(f"Invalid deltaSharing path {url!r}: expected <profile>#<share>.<schema>.<table>")
-    return profile, Table(name=parts[2], share=parts[0], schema=parts[1])
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    profile: DeltaSharingProfile
-    table: Table
-    version: int | None = None
-    timestamp: str | None = None
-    change_feed: bool = False
-    cdf: dict[str, Any] = field(default_factory=dict)
-    #: `delta,parquet` (the server picks per table), `parquet` or `delta`.
-    response_format: str = "delta,parquet"
-    push_filters: bool = True
-
-    @classmethod
-    def parse(cls, options: dict[str, str]) -> ReadOptions:
-        from delta_sharing.protocol import DeltaSharingProfile
-
-        lowered = {key.lower(): value for key, value in options.items()}
-        path = lowered.get("path")
-        if not path:
-            raise ValueError("deltaSharing needs a path: load('<profile>#<share>.<schema>.<table>')")
-        profile_path, table = parse_url(path)
-        response_format = ",".join(
-            part.strip() for part in lowered.get("responseformat", "delta,parquet").lower().split(",")
-        )
-        if response_format == "parquet,delta":
-            response_format = "delta,parquet"
-        if response_format not in RESPONSE_FORMATS:
-            raise ValueError(f"responseFormat {response_format!r}: expected parquet, delta or delta,parquet")
-        # A stream may start at "latest" (StreamOptions reads it); no change-feed read does.
-        starting = lowered.get("startingversion")
-        cdf = {
-            "starting_version": None if (starting or "").strip().lower() == "latest" else _int(starting),
-            "ending_version": _int(lowered.get("endingversion")),
-            "starting_timestamp": lowered.get("startingtimestamp"),
-            "ending_timestamp": lowered.get("endingtimestamp"),
-        }
-        return cls(
-            profile=DeltaSharingProfile.read_from_file(profile_path),
-            table=table,
-            version=_int(lowered.get("versionasof")),
-            timestamp=lowered.get("timestampasof"),
-            change_feed=lowered.get("readchangefeed", "false").lower() == "true",
-            cdf=cdf,
-            response_format=response_format,
-            push_filters=lowered.get("pushfilters", "true").lower() != "false",
-        )
-
-
-def _int(value: str | None) -> int | None:
-    return None if value is None or value == "" else int(value)
 
 
 CHANGE_FIELDS = [
@@ -175,38 +114,6 @@ def pushdown_allowed(caller: Any) -> bool:
             PUSHDOWN_SETTING,
         )
     return False
-
-
-@dataclass
-class FilePartition(InputPartition):
-    """Files for one task, with what reading them needs from the listing that named them."""
-
-    files: list[dict[str, Any]]
-    layout: TableLayout | None = None
-    #: The version listed, to ask for the same files again when their URLs expire.
-    version: int | None = None
-
-
-def plan_partitions(files: list[dict[str, Any]], parallelism: int) -> list[list[dict[str, Any]]]:
-    """Files packed into partitions as Spark packs Parquet files (largest first, by bytes + open cost).
-
-    Like Spark, a table small for its `parallelism` is spread over that many
-    partitions and no more: each Python task costs a round of setup in Spark.
-    """
-    total = sum(f["size"] + OPEN_COST_BYTES for f in files)
-    target = min(MAX_PARTITION_BYTES, max(OPEN_COST_BYTES, total // max(1, parallelism)))
-    groups: list[list[dict[str, Any]]] = []
-    current: list[dict[str, Any]] = []
-    size = 0
-    for file in sorted(files, key=lambda f: f["size"], reverse=True):
-        if current and size + file["size"] > target:
-            groups.append(current)
-            current, size = [], 0
-        current.append(file)
-        size += file["size"] + OPEN_COST_BYTES
-    if current:
-        groups.append(current)
-    return groups
 
 
 class DeltaSharingReader(DataSourceReader):

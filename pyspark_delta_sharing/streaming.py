@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from pyspark_delta_sharing.files import TableLayout
-    from pyspark_delta_sharing.source import ReadOptions
+    from pyspark_delta_sharing.options import ReadOptions
 
 __all__ = ["DeltaSharingStreamReader", "StreamOptions"]
 
@@ -169,7 +169,7 @@ class DeltaSharingStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[StreamPartition]:
         from pyspark_delta_sharing.offsets import between
-        from pyspark_delta_sharing.source import plan_partitions
+        from pyspark_delta_sharing.partitions import plan_partitions
 
         first, last = Offset.from_json(start), Offset.from_json(end)
         self._position = last
