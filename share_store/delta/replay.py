@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,42 @@ class LogListing:
         if not versions:
             raise TableFilesMissing()
         return max(versions)
+
+    @cached_property
+    def gap(self) -> tuple[int, int] | None:
+        """The first run of commits missing between the newest checkpoint (or the oldest commit,
+        without one) and the latest version, as (first missing, next present); None when whole.
+
+        Those are the commits a Delta table's latest version is rebuilt from, so a
+        gap there makes it unreadable, as Delta's own readers hold (its versions are
+        "not contiguous"). Commits missing before a checkpoint were cleaned up, not
+        lost. Worked out once per listing, by counting when the commits are whole.
+        """
+        if not self.commits:
+            return None
+        latest = self.latest_version
+        base = max(self.checkpoints, default=None)
+        if base is None:
+            start = min(self.commits)
+            if len(self.commits) == latest - start + 1:
+                return None
+        else:
+            start = base + 1
+        first = next((v for v in range(start, latest + 1) if v not in self.commits), None)
+        if first is None:
+            return None
+        return first, min(v for v in self.commits if v > first)
+
+    def check_contiguous(self) -> None:
+        """TableLogDamaged, naming the missing commits, when a Delta log has a `gap`."""
+        if self.gap is None:
+            return
+        first, after = self.gap
+        missing = f"commit {first} is" if first == after - 1 else f"commits {first} to {after - 1} are"
+        raise TableLogDamaged(
+            f"{missing} missing from the log (a gap in its commits, between versions {first - 1} "
+            f"and {after}): its latest version, {self.latest_version}, cannot be read"
+        )
 
     def extended(self, newer: LogListing) -> LogListing:
         """This listing with the files of a later, partial one (`list_log(after=...)`) added."""

@@ -309,20 +309,24 @@ class DeltaTableReader:
         New commits and checkpoints always show at once. Everything else (logs
         cleaned up, checkpoints written late for older versions) is picked up by
         a full listing at most `FULL_LISTING_SECONDS` later, or at once after a
-        read finds a listed file gone.
+        read finds a listed file gone. A log with a gap in the commits its latest
+        version needs is TableLogDamaged, for every request (and listed in full
+        each time, so that a restored commit shows at once).
         """
         now = time.monotonic()
         with self._lock:
             known, listed_at = self._listing, self._listed_at
-        if known is None or now - listed_at > FULL_LISTING_SECONDS or not known.commits:
+        if known is None or now - listed_at > FULL_LISTING_SECONDS or not known.commits or known.gap:
             fresh = self.log.listing()
             with self._lock:
                 self._listing, self._listed_at = fresh, now
+            fresh.check_contiguous()
             return fresh
         extended = known.extended(self.log.listing(after=known.latest_version))
         with self._lock:
             if self._listing is known:
                 self._listing = extended
+        extended.check_contiguous()
         return extended
 
     def _forget_listing(self) -> None:
