@@ -12,6 +12,9 @@
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
     ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
+    ├── CatalogError                500 INTERNAL_ERROR: a configured Iceberg catalog's settings are
+    │                               wrong, or it cannot load (a driver not installed); names the
+    │                               catalog and the key or module, never a value
     └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
         ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin)
         └── AdminConflict           409 the name is already taken
@@ -105,6 +108,15 @@ class StoreDiskFull(ShareStoreError):
 
     def __init__(self, message: str = "the share store has no space left on its disk") -> None:
         super().__init__(message)
+
+
+class CatalogError(ShareStoreError):
+    """A configured Iceberg catalog cannot be used: a setting is wrong, or the catalog does not load.
+
+    Told in one line naming the catalog and the setting or module at fault, and no
+    setting's value (values hold credentials): the CLI and start-up print it
+    (exit status 2), a recipient whose table needs the catalog gets it as a 500.
+    """
 
 
 class AdminError(ShareStoreError):

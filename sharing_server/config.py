@@ -25,6 +25,8 @@
            start; default true), refresh_seconds (how often tables read in the last
            minute are brought up to their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
+[catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
+           (share_store/iceberg/catalogs.py), each block checked when read
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
                         secret_key, session_token, path_style, connect_timeout,
@@ -44,7 +46,8 @@ from typing import Any
 
 from share_store.delta.predicates import MAX_NODES
 from share_store.delta.snapshot import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
-from share_store.iceberg.catalogs import CatalogRegistry
+from share_store.errors import CatalogError
+from share_store.iceberg.catalogs import CatalogRegistry, catalog_settings
 from share_store.iceberg.derived import DeleteOptions
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
@@ -400,6 +403,19 @@ def _section(
     return values
 
 
+def _catalogs(raw: Any) -> dict[str, dict[str, str]]:
+    """The `[catalogs.NAME]` blocks, each checked (`catalog_settings`): a bad one is named with its key."""
+    if not isinstance(raw, dict):
+        raise ConfigError("catalogs: catalogs are [catalogs.NAME] blocks of settings")
+    for key, value in raw.items():
+        if not isinstance(value, dict):
+            raise ConfigError(f"[catalogs] {key}: a catalog's settings go in its own block, [catalogs.NAME]")
+    try:
+        return {name: catalog_settings(name, block) for name, block in raw.items()}
+    except CatalogError as error:
+        raise ConfigError(error.message) from None
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None
 ) -> ServerConfig:
@@ -429,10 +445,7 @@ def load_config(
     config.prefix = config.prefix.rstrip("/")
     config.store_url = store.get("url")
     config.storage = {"type": "local", **storage}
-    catalogs = raw.get("catalogs", {})
-    if not isinstance(catalogs, dict) or not all(isinstance(v, dict) for v in catalogs.values()):
-        raise ConfigError("[catalogs.<name>] blocks must hold catalog properties")
-    config.catalogs = catalogs
+    config.catalogs = _catalogs(raw.get("catalogs", {}))
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
     config.iceberg = sections["iceberg"]
     config.cache = sections["cache"]

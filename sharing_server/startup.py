@@ -73,10 +73,14 @@ def server_secret(config: ServerConfig) -> bytes:
 
 
 def open_services(config: ServerConfig) -> Services:
+    # Checked before anything is opened: a catalog whose `${VAR}` is not set or whose
+    # driver is not installed stops the start in one line (CatalogError), not at first use.
+    catalogs = config.make_catalogs()
+    catalogs.verify()
     prepare_disk(config)
     secret = server_secret(config)
     store = ShareStore(config.resolved_store_url())
-    return Services(config, store, config.make_storage(secret), config.make_catalogs(), secret)
+    return Services(config, store, config.make_storage(secret), catalogs, secret)
 
 
 def build_app(services: Services) -> Starlette:
