@@ -7,8 +7,8 @@
     ├── MalformedRequest            400 MALFORMED_REQUEST
     ├── UnsupportedOperation        400 UNSUPPORTED_OPERATION
     ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing" (and how many)
-    ├── TableLogDamaged             500 INTERNAL_ERROR: a gap or a corrupt commit in the log (the
-    │                               detail logged for the provider, not told to the recipient)
+    ├── TableLogDamaged             500 INTERNAL_ERROR: a gap or a corrupt commit in the log, named
+    │                               by version (told to the recipient, logged for the provider)
     ├── Unauthenticated             401 UNAUTHENTICATED
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
     ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
@@ -77,12 +77,12 @@ class TableFilesMissing(ShareStoreError):
 class TableLogDamaged(ShareStoreError):
     """The provider's log cannot be replayed: a gap in its commits, or a commit not JSON.
 
-    The recipient is told only that the log cannot be read; `detail` (which
-    version, what is wrong) goes to the server's log, for the provider.
+    `detail` names versions only (which commit is missing, which is not JSON),
+    never a path: the recipient is told it, and the server's log keeps it for the provider.
     """
 
     def __init__(self, detail: str) -> None:
-        super().__init__("The table's log cannot be read; the provider's server log says why.")
+        super().__init__(f"The table's log cannot be read: {detail}.")
         self.detail = detail
 
 
