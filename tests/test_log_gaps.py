@@ -132,3 +132,22 @@ def test_every_endpoint_answers_a_damaged_log(local: Deployment, caplog: pytest.
         assert answer.json() == DAMAGED
         logged = [record.getMessage() for record in caplog.records]
         assert any("commit 1 is missing from the log" in line for line in logged), (suffix, logged)
+
+
+def test_metadata_without_a_schema_is_a_damaged_log_naming_the_version(tmp_path: Path) -> None:
+    """Delta's golden `versions-not-contiguous` also has a `metaData` with no `schemaString`."""
+    table = tmp_path / "bucket" / "t"
+    write_not_contiguous(table, versions=(0, 1))
+    first = table / "_delta_log" / f"{0:020d}.json"
+    actions = [json.loads(line) for line in first.read_text().splitlines()]
+    for action in actions:
+        action.get("metaData", {}).pop("schemaString", None)
+    first.write_text("".join(json.dumps(a) + "\n" for a in actions))
+    reader = DeltaTableReader(local_storage(tmp_path), "bucket", "t")
+    for version in (0, 1):
+        with pytest.raises(TableLogDamaged) as raised:
+            reader.snapshot(version)
+        assert raised.value.message == (
+            f"The table's log cannot be read: the table's metadata at version {version} "
+            "has no schema (schemaString)."
+        )

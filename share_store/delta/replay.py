@@ -354,6 +354,8 @@ class LogReader:
                 state.apply(action)
         if state.protocol is None or state.metadata is None:
             raise TableFilesMissing()
+        if not isinstance(state.metadata.get("schemaString"), str):
+            raise TableLogDamaged(f"the table's metadata at version {version} has no schema (schemaString)")
         return state
 
     def _load_checkpoint(self, keys: list[str], state: ReplayState) -> None:
