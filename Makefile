@@ -8,8 +8,8 @@ PYTEST_ARGS ?=
 PG_INITDB := $(wildcard /usr/lib/postgresql/*/bin/initdb)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Spark 3.5 + Iceberg from PyPI alone, to write Iceberg tables with delete files for the tests:
-# tests/spark_iceberg/ builds it into .cache/spark-iceberg (its venv and a shaded Jackson jar).
-SPARK_ICEBERG_SETUP := tests/spark_iceberg
+# testbed/spark_iceberg/ builds it into .cache/spark-iceberg (its venv and a shaded Jackson jar).
+SPARK_ICEBERG_SETUP := testbed/spark_iceberg
 SPARK_ICEBERG_DIR := .cache/spark-iceberg
 SPARK_ICEBERG := $(SPARK_ICEBERG_DIR)/.installed-stamp
 
@@ -61,12 +61,12 @@ demo: install
 	$(PY) -m sharing_server demo
 
 lint: install
-	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples bench tests
+	$(PY) -m ruff check sharing_server share_store pyspark_delta_sharing examples bench testbed tests
 	$(PY) -m mypy
 	$(VENV)/bin/hadolint Dockerfile
 
 format: install
-	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench tests
+	$(PY) -m ruff format sharing_server share_store pyspark_delta_sharing examples bench testbed tests
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback,
 ## and a headless Chromium for the console; screenshots go to test-artifacts/).

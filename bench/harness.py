@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from bench.results import record
-from tests.seaweed import SeaweedS3, free_port, start_seaweed
+from testbed.seaweed import SeaweedS3, free_port, start_seaweed
 
 # Generated tables, server state and SeaweedFS data; kept between runs (and out of git)
 # so that a second run need not generate the large tables again.

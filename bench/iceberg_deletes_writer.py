@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# The session comes from the repository (tests/spark_iceberg/session.py): this script runs in the
+# The session comes from the repository (testbed/spark_iceberg/session.py): this script runs in the
 # Spark 3.5 environment of `make spark-iceberg`, where the project is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.spark_iceberg.session import iceberg_session
+from testbed.spark_iceberg.session import iceberg_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -23,7 +23,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from bench.harness import DATA, Server, running_seaweed
 from bench.results import record
 from bench.tables import make_delta_table, sample_rows
-from tests.seaweed import upload_tree
+from testbed.seaweed import upload_tree
 
 BUCKET = "icebergrest"
 

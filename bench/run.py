@@ -2,7 +2,7 @@
 
 Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
-`python -m bench.run` from the project root, which puts `share_store` and `tests`
+`python -m bench.run` from the project root, which puts `share_store` and `testbed`
 on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES, BENCH_ICEBERG_FILES, BENCH_HINT_FILES,
 BENCH_EQUALITY_MB and BENCH_STALLED make a shorter run; `python -m bench.run hints s3`
 runs only the scenarios named (printed, not written: RESULTS.md holds whole runs).

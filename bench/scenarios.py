@@ -70,8 +70,8 @@ from share_store.delta.replay import STREAM_THRESHOLD_BYTES, list_log
 from share_store.delta.snapshot import FILES_CHECK_SECONDS
 from share_store.storage.s3 import S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
-from tests.deltalake_access import deltalake_options
-from tests.seaweed import upload_tree
+from testbed.deltalake_access import deltalake_options
+from testbed.seaweed import upload_tree
 
 # Where the Delta tables are generated: bucket `bench` of the local storage.
 BUCKET = DATA / "buckets" / "bench"

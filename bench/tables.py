@@ -24,7 +24,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta.deletion_vectors import serialize_positions, z85_encode
 from share_store.iceberg.derived import dv_file_bytes
-from tests.checkpoints import write_checkpoint
+from testbed.checkpoints import write_checkpoint
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

@@ -1,6 +1,6 @@
-"""Where deltalake finds a table the server shares, for tests that write or read it directly.
+"""Where deltalake finds a table the server shares, for tests and bench that write or read it directly.
 
-The server never opens tables with deltalake; tests do, to write new versions
+The server never opens tables with deltalake; tests and benchmarks do, to write new versions
 and to compare what recipients get with what the table holds.
 """
 

@@ -1,8 +1,8 @@
-"""Start a real SeaweedFS S3 server on loopback for the test session.
+"""Start a real SeaweedFS S3 server on loopback for a test session or a benchmark run.
 
 `weed mini` runs master, volume, filer and S3 gateway in one process. Every port
 is picked free on 127.0.0.1 so parallel runs never collide, and the process is
-killed at session end. `stop()` then `start_again()` (or `restart()`) bring it
+killed when the session ends. `stop()` then `start_again()` (or `restart()`) bring it
 back on the same ports and data, as after an outage.
 """
 

@@ -28,9 +28,9 @@ from share_store.storage.base import ObjectStorage
 from sharing_server.config import ServerConfig, load_config
 from sharing_server.profiles import write_profile
 from sharing_server.startup import build_app, open_services
+from testbed.seaweed import SeaweedS3, free_port, start_seaweed
 from tests.live_server import LiveServer
 from tests.postgres import Postgres, start_postgres
-from tests.seaweed import SeaweedS3, free_port, start_seaweed
 
 #: Spark- and delta-rs-written Delta tables kept in the repository (tests/data/README.md says
 #: whose they are); SHARING_TESTDATA points the tests at another copy.
@@ -187,10 +187,11 @@ def read_profile(path: str) -> dict[str, object]:
 
 
 # Iceberg tables with row-level deletes, written by Spark 3.5 + Iceberg (tests/iceberg_writer.py,
-# with the session of tests/spark_iceberg/, which `make spark-iceberg` sets up).
+# with the session of testbed/spark_iceberg/, which `make spark-iceberg` sets up).
 ICEBERG_WRITER = Path(__file__).with_name("iceberg_writer.py")
-ICEBERG_SESSION = Path(__file__).parent / "spark_iceberg" / "session.py"
-CACHE = Path(__file__).resolve().parents[1] / ".cache"
+ROOT = Path(__file__).resolve().parents[1]
+ICEBERG_SESSION = ROOT / "testbed" / "spark_iceberg" / "session.py"
+CACHE = ROOT / ".cache"
 SPARK_ICEBERG_PYTHON = CACHE / "spark-iceberg" / "venv" / "bin" / "python"
 
 

@@ -34,10 +34,10 @@ import json
 import sys
 from pathlib import Path
 
-# The session comes from the repository (tests/spark_iceberg/session.py): this script runs in the
+# The session comes from the repository (testbed/spark_iceberg/session.py): this script runs in the
 # Spark 3.5 environment of `make spark-iceberg`, where the project is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.spark_iceberg.session import iceberg_session
+from testbed.spark_iceberg.session import iceberg_session
 
 PLAIN = ("pos_v2", "dv_v3", "cow_v2", "upd_v2", "upd_v3", "partial_v3", "merge_v2", "merge_v3")
 COLUMNS = dict.fromkeys(PLAIN, "id, part, v")

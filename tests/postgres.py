@@ -30,7 +30,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from tests.seaweed import free_port
+from testbed.seaweed import free_port
 
 SUPERUSER = "postgres"
 ROOT = Path(__file__).resolve().parents[1]

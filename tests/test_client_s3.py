@@ -12,9 +12,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.storage.s3 import S3Storage
+from testbed.deltalake_access import deltalake_options, table_uri
+from testbed.seaweed import upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment
-from tests.deltalake_access import deltalake_options, table_uri
-from tests.seaweed import upload_tree
 from tests.test_client_local import canonical, table_name
 
 UPLOADED = [

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+from testbed.seaweed import SeaweedS3
 from tests.conftest import Deployment, deploy
-from tests.seaweed import SeaweedS3
 
 COMMITS = 3
 #: Local commit times: distinct days, each with its own milliseconds.

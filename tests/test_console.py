@@ -273,7 +273,7 @@ def test_shares_list_counts_live_tokens_in_the_admin_api_too(server: Deployment)
 
 
 def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
-    from tests.seaweed import free_port
+    from testbed.seaweed import free_port
 
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     behind = deploy(
@@ -301,7 +301,7 @@ def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
 
 
 def test_picker_and_health_on_s3(tmp_path: Path, seaweed, testdata: Path) -> None:
-    from tests.seaweed import upload_tree
+    from testbed.seaweed import upload_tree
 
     client = seaweed.client()
     client.create_bucket(Bucket="console-pick")

@@ -12,7 +12,7 @@ from pathlib import Path
 import delta_sharing
 import httpx
 
-from tests.seaweed import free_port
+from testbed.seaweed import free_port
 
 
 def test_demo_is_idempotent_and_readable(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ import pytest
 from share_store.delta.deletion_vectors import serialize_positions
 from share_store.iceberg.derived import DerivedFiles, dv_file_bytes
 from share_store.storage import S3Storage
+from testbed.seaweed import SeaweedS3
 from tests.dv import payload_positions
-from tests.seaweed import SeaweedS3
 
 BUCKET = "derived-cache"
 

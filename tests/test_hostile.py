@@ -39,8 +39,8 @@ import pytest
 from deltalake import write_deltalake
 
 from share_store.tokens import hash_secret
+from testbed.seaweed import free_port
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_records, deploy
-from tests.seaweed import free_port
 
 ADMIN_TOKEN = "dsa_hostile-admin-token-abcdefghijklmnopqrstuvwxyz"
 TABLE = "delta-0.8.0-partitioned"  # 6 data files, one version

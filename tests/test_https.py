@@ -20,9 +20,9 @@ from cryptography.x509.oid import NameOID
 
 from sharing_server.app import create_app
 from sharing_server.profiles import write_profile
+from testbed.seaweed import free_port, upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment
 from tests.live_server import LiveServer
-from tests.seaweed import free_port, upload_tree
 
 
 def _name(common_name: str) -> x509.Name:

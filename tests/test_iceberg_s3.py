@@ -14,8 +14,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
 from share_store.model import TableSpec
+from testbed.seaweed import SeaweedS3
 from tests.conftest import Deployment, deploy
-from tests.seaweed import SeaweedS3
 from tests.test_client_local import canonical
 
 CUSTOMER = Schema(

@@ -17,7 +17,7 @@ import pytest
 from share_store.storage import s3
 from share_store.storage.base import common_directory
 from share_store.storage.s3 import S3Storage
-from tests.seaweed import SeaweedS3
+from testbed.seaweed import SeaweedS3
 
 
 @pytest.fixture

@@ -36,9 +36,9 @@ from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 from sharing_server.queries import TableResponse
+from testbed.deltalake_access import deltalake_options, table_uri
+from testbed.seaweed import SeaweedS3, start_seaweed, upload_tree
 from tests.conftest import Deployment, deploy
-from tests.deltalake_access import deltalake_options, table_uri
-from tests.seaweed import SeaweedS3, start_seaweed, upload_tree
 from tests.test_client_local import canonical
 
 BUCKET = "outage"

@@ -25,8 +25,8 @@ from sqlalchemy import create_engine
 
 from share_store.migrate import current_revision, head_revision
 from share_store.tokens import hash_secret
+from testbed.seaweed import free_port
 from tests.conftest import TESTDATA_BUCKET
-from tests.seaweed import free_port
 
 ADMIN_TOKEN = "dsa_replica-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"

@@ -30,7 +30,7 @@ from sharing_server.audit import counting_files
 from sharing_server.encoding import LineEncoder
 from sharing_server.paging import Pager, Paging
 from sharing_server.protocol import LineBlock, line_bytes, ndjson_chunks, single_lines
-from tests.checkpoints import write_checkpoint
+from testbed.checkpoints import write_checkpoint
 
 NOW = 1_700_000_000.75
 SIGNER = UrlSigner(b"k" * 32, "http://127.0.0.1:1/files")

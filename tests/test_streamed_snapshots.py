@@ -22,9 +22,9 @@ from share_store.delta import replay
 from share_store.delta.replay import LogReader
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
+from testbed.seaweed import SeaweedS3, upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 from tests.dv import read_with_deletion_vectors
-from tests.seaweed import SeaweedS3, upload_tree
 from tests.test_client_local import canonical, table_name
 
 CHECKPOINTED = ["simple_table_with_checkpoint", "delta-1.2.1-only-struct-stats", "table_with_deletion_logs"]

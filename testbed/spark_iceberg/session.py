@@ -1,6 +1,6 @@
 """A local Spark 3.5 session with Iceberg, in the environment `setup.sh` builds.
 
-    from tests.spark_iceberg.session import iceberg_session
+    from testbed.spark_iceberg.session import iceberg_session
 
     spark = iceberg_session("/abs/path/warehouse")  # catalog `local`, Hadoop layout
     spark.sql("CREATE TABLE local.db.t (id bigint) USING iceberg TBLPROPERTIES ('format-version'='3')")

