@@ -6,7 +6,7 @@ one share → the recipient query through Spark and pandas, checked against the 
 Delta and Iceberg JVM jars cannot be downloaded on this project's machines, so Spark
 writes the Parquet files in parallel and the driver commits them: deltalake's write
 transaction for `orders`, pyiceberg's `add_files` for `customer`. On a cluster with the
-jars, the same tables come from `USING delta` / `USING iceberg` (see the README).
+jars, the same tables come from `USING delta` / `USING iceberg` (see docs/spark.md, "The PySpark pipeline").
 """
 
 from __future__ import annotations

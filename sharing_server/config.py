@@ -105,7 +105,7 @@ class ServiceOptions:
     console_idle_minutes: float = 30.0
     activity_retention_hours: float = 168.0
     activity_max_events: int = 100_000
-    # Answer delta to clients that offer `delta,parquet`, for every table (README: formats).
+    # Answer delta to clients that offer `delta,parquet`, for every table (docs/protocol.md).
     prefer_delta_format: bool = True
 
 
