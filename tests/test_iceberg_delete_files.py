@@ -23,8 +23,7 @@ from pyiceberg.types import StructType
 from share_store.delta.deletion_vectors import serialize_positions, z85_decode
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg import deletes, live_vectors
-from share_store.iceberg.deletes import CorruptDeleteFile, DeleteFiles
-from share_store.iceberg.live_vectors import LiveVector
+from share_store.iceberg.deletes import CorruptDeleteFile, DeleteFiles, LiveVector
 from share_store.iceberg.planning import Plan, applicable_vectors
 
 DATA_A = "s3://bucket/t/data/a.parquet"

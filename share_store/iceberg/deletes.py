@@ -35,7 +35,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyroaring import BitMap
@@ -43,9 +43,6 @@ from pyroaring import BitMap
 from share_store.delta.deletion_vectors import DV_MAGIC, serialize_positions, z85_encode
 from share_store.errors import ShareStoreError, UnsupportedOperation
 from share_store.iceberg.derived import MAX_INLINE_BYTES, DerivedFiles
-
-if TYPE_CHECKING:
-    from share_store.iceberg.live_vectors import LiveVector
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +72,19 @@ class CorruptDeleteFile(ShareStoreError):
 
     error_code = "INVALID_TABLE_DATA"
     status_code = 500
+
+
+@dataclass(frozen=True)
+class LiveVector:
+    """One live deletion vector (`live_vectors` reads them): the data file it applies to, where its blob is."""
+
+    data_file: str
+    puffin_path: str
+    offset: int
+    length: int
+    cardinality: int
+    #: The data sequence number of the vector: it applies to data files at or below it.
+    sequence_number: int
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,13 @@ three fields, so the delete manifests are read here again with the v3 schema.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.manifest import MANIFEST_ENTRY_SCHEMAS, FileFormat, ManifestContent, ManifestEntryStatus
 from pyiceberg.types import StructType
 
-from share_store.iceberg.deletes import CorruptDeleteFile, file_name
+from share_store.iceberg.deletes import CorruptDeleteFile, LiveVector, file_name
 
 #: Manifest entries are read whole: pyiceberg's Avro resolver cannot skip nested fields.
 ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[3]
@@ -49,19 +48,6 @@ _PATH, _FORMAT, _RECORDS, _TARGET, _OFFSET, _SIZE = _positions(
     "content_offset",
     "content_size_in_bytes",
 )
-
-
-@dataclass(frozen=True)
-class LiveVector:
-    """One live deletion vector: the data file it deletes rows of, and where its blob is."""
-
-    data_file: str
-    puffin_path: str
-    offset: int
-    length: int
-    cardinality: int
-    #: The data sequence number of the vector: it applies to data files at or below it.
-    sequence_number: int
 
 
 def read_live_vectors(manifests: Iterable[Any], io: Any) -> dict[str, LiveVector]:
