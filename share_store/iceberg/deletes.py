@@ -76,7 +76,7 @@ class CorruptDeleteFile(ShareStoreError):
 
 @dataclass(frozen=True)
 class LiveVector:
-    """One live deletion vector (`live_vectors` reads them): the data file it applies to, where its blob is."""
+    """One live deletion vector (`live_vectors` reads them): its data file and where its blob is."""
 
     data_file: str
     puffin_path: str
