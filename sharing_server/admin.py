@@ -17,8 +17,8 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import AdminError, AdminNotFound, NotFound, ShareStoreError
-from share_store.iceberg.catalogs import CatalogRegistry
 from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore

@@ -29,12 +29,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from share_store.delta.snapshot import SnapshotCache
-from share_store.iceberg.catalogs import CatalogRegistry
-from share_store.iceberg.table import IcebergOptions
+from share_store.catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
-from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
+from share_store.tables.iceberg_grants import IcebergGrants
+from share_store.tables.options import IcebergOptions
+from share_store.tables.readers import TableReaders
+from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server import paths, routes
 from sharing_server.activity import ActivityRecorder
 from sharing_server.admin import Admin
@@ -49,7 +50,6 @@ from sharing_server.errors import EXCEPTION_HANDLERS
 from sharing_server.files import serve_file
 from sharing_server.hint_filter import HintLimits
 from sharing_server.iceberg_catalog import iceberg_routes
-from sharing_server.iceberg_grants import IcebergGrants
 from sharing_server.metrics import Metrics, metrics_endpoint
 from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.oauth import token_endpoint
@@ -62,7 +62,7 @@ from sharing_server.stream_slots import StreamSlots
 from sharing_server.warming import SnapshotWarmer
 
 if TYPE_CHECKING:
-    from share_store.iceberg.equality import Resolution
+    from share_store.tables.options import Resolution
 
 
 async def health(_request: object) -> Response:

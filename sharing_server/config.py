@@ -26,7 +26,7 @@
            minute are brought up to their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
-           (share_store/iceberg/catalogs.py), each block checked when read
+           (share_store/catalogs/registry.py), each block checked when read
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
                         secret_key, session_token, path_style, connect_timeout,
@@ -44,15 +44,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from share_store.delta.predicates import MAX_NODES
-from share_store.delta.snapshot import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
+from share_store.catalogs.registry import CatalogRegistry, catalog_settings
 from share_store.errors import CatalogError
-from share_store.iceberg.catalogs import CatalogRegistry, catalog_settings
-from share_store.iceberg.derived import DeleteOptions
 from share_store.persistence import sqlite_url
 from share_store.signing import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
+from share_store.tables.options import DeleteOptions
+from share_store.tables.predicates import MAX_NODES
+from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from sharing_server import paths
 from sharing_server.errors import ConfigError
 from sharing_server.hint_filter import HintLimits

@@ -7,12 +7,12 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import pyarrow as pa
 
-from share_store.delta import actions
-from share_store.delta.actions import FileEntry
-from share_store.delta.active_files import StreamedFileSet
-from share_store.delta.changes import Change, FileChange, MetadataChange
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.storage.base import BatchSigning, UrlSigning
+from share_store.tables import actions
+from share_store.tables.actions import FileEntry
+from share_store.tables.active_files import StreamedFileSet
+from share_store.tables.changes import Change, FileChange, MetadataChange
+from share_store.tables.snapshot import TableSnapshot
 from sharing_server import line_templates
 from sharing_server.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
 from sharing_server.streamed_lines import BatchEncoder, Unencodable, present_fields
@@ -74,12 +74,12 @@ class LineEncoder:
             self.min_expiration = expiration
         return url, expiration
 
-    def protocol(self, snapshot: DeltaSnapshot) -> dict[str, Any]:
+    def protocol(self, snapshot: TableSnapshot) -> dict[str, Any]:
         if self.format == "delta":
             return actions.delta_protocol(snapshot)
         return actions.parquet_protocol()
 
-    def metadata(self, snapshot: DeltaSnapshot, version: int | None = None) -> dict[str, Any]:
+    def metadata(self, snapshot: TableSnapshot, version: int | None = None) -> dict[str, Any]:
         if self.format == "delta":
             return actions.delta_metadata(snapshot, version)
         return actions.parquet_metadata(snapshot, self.history_shared, version)
@@ -129,7 +129,7 @@ class LineEncoder:
         return actions.parquet_file(entry, url, expiration, self.hash_kind, version, timestamp, line_kind)
 
     def snapshot_files(
-        self, snapshot: DeltaSnapshot, entries: Iterable[FileEntry] | None = None, version: int | None = None
+        self, snapshot: TableSnapshot, entries: Iterable[FileEntry] | None = None, version: int | None = None
     ) -> Iterator[dict[str, Any] | bytes]:
         """The `add` lines of `entries`, files of `snapshot` (all of them when None): encoded, ready to send.
 
@@ -172,7 +172,7 @@ class LineEncoder:
                     self.min_expiration = dv_expiration
             yield fill(template, url, expiry, dv_url)
 
-    def prepare(self, snapshot: DeltaSnapshot) -> int:
+    def prepare(self, snapshot: TableSnapshot) -> int:
         """Make the templates `snapshot_files` would make for every file of `snapshot`; how many were new.
 
         The snapshot warmer calls it, so that a recipient's first query finds the
@@ -189,7 +189,7 @@ class LineEncoder:
                 made += 1
         return made
 
-    def _templates(self, snapshot: DeltaSnapshot, version: int | None) -> dict[int, LineTemplate | None]:
+    def _templates(self, snapshot: TableSnapshot, version: int | None) -> dict[int, LineTemplate | None]:
         """`snapshot`'s line templates in this response's format, kept in its memo.
 
         Keyed by the actions' ids: the snapshot holds every action, so ids stay theirs.

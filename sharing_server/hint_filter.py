@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from share_store.delta.actions import FileEntry
-from share_store.delta.compiled_hints import FileCheck
-from share_store.delta.predicates import MAX_NODES
+from share_store.tables.actions import FileEntry
+from share_store.tables.compiled_hints import FileCheck
+from share_store.tables.predicates import MAX_NODES
 from sharing_server.errors import ClientGone
 
 #: Files in a budgeted table: a table of N files gets N / BUDGET_FILES budgets (at least one).

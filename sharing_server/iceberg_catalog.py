@@ -26,14 +26,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.errors import NotFound, ShareStoreError, Unauthenticated
-from share_store.iceberg.catalog_view import shared_metadata
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.storage.request_signing import SigningRefused
+from share_store.tables.iceberg_grants import IcebergGrants
 from sharing_server import paths
 from sharing_server.audit import audit_fields
 from sharing_server.auth import bearer_secret, record_token
-from sharing_server.iceberg_grants import IcebergGrants
 from sharing_server.oauth import token_endpoint
 
 #: The Iceberg REST error types by HTTP status.
@@ -202,7 +201,7 @@ async def load_table(request: Request) -> Response:
     grant = await run_in_threadpool(grants.load, table)
     body = {
         "metadata-location": grant.metadata_location,
-        "metadata": shared_metadata(grant.metadata, table.history_shared),
+        "metadata": grant.shared_metadata(table.history_shared),
         "config": _client_config(request, grant.endpoint),
     }
     return JSONResponse(body)

@@ -2,8 +2,8 @@
 
 Each endpoint method resolves the table's reader once, picks the snapshot or
 range of versions the request names, and returns the lines of its response
-ready to stream. Which table format answers lives in `share_store.readers`,
-Delta's change-feed rules in `share_store.delta.changes`, paging in
+ready to stream. Which table format answers lives in `share_store.tables.readers`,
+Delta's change-feed rules in `share_store.tables.changes`, paging in
 `sharing_server.paging`; this module speaks the protocol's request vocabulary
 (response formats, time travel, refresh tokens) and joins them.
 """
@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from share_store.delta import actions
-from share_store.delta.changes import (
+from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.model import SharedTable
+from share_store.tables import actions
+from share_store.tables.changes import (
     CommitAt,
     changed_paths,
     check_cdf_recorded,
@@ -27,14 +29,12 @@ from share_store.delta.changes import (
     first_with_vectors,
     version_changes,
 )
-from share_store.delta.compiled_hints import compile_hint
-from share_store.delta.log import first_version_at_or_after, version_at
-from share_store.delta.predicates import parse_hint
-from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot
-from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.model import SharedTable
-from share_store.readers import TableReader, TableReaders
+from share_store.tables.commits import first_version_at_or_after, version_at
+from share_store.tables.compiled_hints import compile_hint
+from share_store.tables.predicates import parse_hint
+from share_store.tables.reader import TableReader, VersionListing
+from share_store.tables.readers import TableReaders
+from share_store.tables.snapshot import TableSnapshot
 from sharing_server.encoding import LineEncoder
 from sharing_server.hint_filter import HintFilter, HintLimits
 from sharing_server.page_tokens import TokenCodec
@@ -89,7 +89,7 @@ def _history_required(table: SharedTable) -> None:
         )
 
 
-def _check_readable(snapshot: DeltaSnapshot, response_format: str, capabilities: Capabilities) -> None:
+def _check_readable(snapshot: TableSnapshot, response_format: str, capabilities: Capabilities) -> None:
     if response_format == "parquet":
         actions.check_parquet_readable(snapshot)
     else:
@@ -97,8 +97,8 @@ def _check_readable(snapshot: DeltaSnapshot, response_format: str, capabilities:
 
 
 def _in_format(
-    reader: TableReader, snapshot: DeltaSnapshot, capabilities: Capabilities, prefer_delta: bool = False
-) -> tuple[DeltaSnapshot, str]:
+    reader: TableReader, snapshot: TableSnapshot, capabilities: Capabilities, prefer_delta: bool = False
+) -> tuple[TableSnapshot, str]:
     """The format to answer in, and the snapshot as that format carries it (checked readable).
 
     With `prefer_delta` (see `Capabilities.response_format`), only for snapshots the
@@ -112,7 +112,7 @@ def _in_format(
     return snapshot, response_format
 
 
-def _commit_lookup(reader: TableReader, listing: LogListing, response_format: str) -> CommitAt:
+def _commit_lookup(reader: TableReader, listing: VersionListing, response_format: str) -> CommitAt:
     """Each version's actions as the response format carries them."""
     if response_format == "parquet":
         return partial(reader.parquet_commit, listing)
@@ -122,7 +122,7 @@ def _commit_lookup(reader: TableReader, listing: LogListing, response_format: st
 def _check_vectors(
     table: SharedTable,
     reader: TableReader,
-    listing: LogListing,
+    listing: VersionListing,
     commit_at: CommitAt,
     response_format: str,
     start: int,
@@ -153,7 +153,7 @@ def _encoder(
 
 def _resolve(
     reader: TableReader, table: SharedTable, version: int | None, timestamp: str | None
-) -> DeltaSnapshot:
+) -> TableSnapshot:
     """The snapshot a request names by version or timestamp, or the latest."""
     if version is None and timestamp is None:
         return reader.snapshot()
@@ -385,7 +385,7 @@ class TableQueries:
 
     @staticmethod
     def _change_range(
-        reader: TableReader, listing: LogListing, latest: DeltaSnapshot, request: ChangesRequest
+        reader: TableReader, listing: VersionListing, latest: TableSnapshot, request: ChangesRequest
     ) -> tuple[int, int]:
         """The versions a `/changes` request names, by version or timestamp, within the log."""
         commits = reader.commits(listing, latest)
@@ -416,7 +416,7 @@ class TableQueries:
     @staticmethod
     def _change_lines(
         reader: TableReader,
-        listing: LogListing,
+        listing: VersionListing,
         commit_at: CommitAt,
         encoder: LineEncoder,
         capabilities: Capabilities,
@@ -506,7 +506,7 @@ class TableQueries:
 
 def _hint_filter(
     hint: dict[str, Any],
-    files_of: DeltaSnapshot,
+    files_of: TableSnapshot,
     budget: float | None,
     parsing: float,
     resumed: dict[str, Any] | None,
@@ -520,7 +520,7 @@ def _hint_filter(
 
 
 def _selected(
-    snapshot: DeltaSnapshot, hint: HintFilter | None, limit: int | None
+    snapshot: TableSnapshot, hint: HintFilter | None, limit: int | None
 ) -> Iterator[actions.FileEntry]:
     """Files left after predicate hints, cut once `limitHint` rows are covered."""
     entries = actions.entries(snapshot)

@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from share_store.arrow_text import string_buffer, string_data
-from share_store.delta.active_files import map_values, values_of
 from share_store.storage.base import BatchSigning, UrlSigning
+from share_store.tables.active_files import map_values, values_of
 from sharing_server.protocol import LineBlock
 
 #: What a batch's paths become: the bucket and each file's key (None: not by Arrow).

@@ -26,7 +26,7 @@ in that time finds the check still trusted. Those checks take at most
 itself, as it would without the warmer.
 
 Each Delta version it builds is also summarized in the share store (version,
-size, file count, protocol, metadata: `share_store.delta.summaries`), so a
+size, file count, protocol, metadata: `share_store.tables.summaries`), so a
 restarted server answers `/metadata` of a table whose log has not moved
 without replaying it, even before the warming reaches that table.
 
@@ -45,13 +45,14 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 
-from share_store.delta import actions
-from share_store.delta.snapshot import DeltaSnapshot
-from share_store.delta.summaries import SnapshotSummary
 from share_store.errors import ShareStoreError
 from share_store.model import SharedTable
 from share_store.persistence import ShareStore
-from share_store.readers import TableReader, TableReaders
+from share_store.tables import actions
+from share_store.tables.reader import TableReader
+from share_store.tables.readers import TableReaders
+from share_store.tables.snapshot import TableSnapshot
+from share_store.tables.summaries import SnapshotSummary
 from sharing_server.encoding import LineEncoder
 from sharing_server.metrics import Metrics
 
@@ -92,7 +93,7 @@ class SnapshotWarmer:
         #: The tables whose files are checked ahead of queries, with the snapshot built
         #: (weakly: once the cache evicts it, a query would build and check it anew).
         #: Kept so for `KEEP_READY_SECONDS` after it was built or last refreshed (monotonic time).
-        self._kept: dict[str, tuple[SharedTable, Callable[[], DeltaSnapshot | None], float]] = {}
+        self._kept: dict[str, tuple[SharedTable, Callable[[], TableSnapshot | None], float]] = {}
         #: What each table's last check took, and when and how long recent checks took.
         self._took: dict[str, float] = {}
         self._checks: deque[tuple[float, float]] = deque()
@@ -165,7 +166,7 @@ class SnapshotWarmer:
             return
         # Every snapshot first, then their checks and lines: a query that comes meanwhile
         # more likely finds its table built, which saves it the most.
-        built_here: list[tuple[SharedTable, DeltaSnapshot]] = []
+        built_here: list[tuple[SharedTable, TableSnapshot]] = []
         for table in tables:
             if self._stopped.is_set() or cache.files >= cache.max_files * START_BUDGET:
                 break
@@ -179,8 +180,8 @@ class SnapshotWarmer:
             self._make_ready(table, snapshot, prepare=True, budgeted=False)
 
     def _warm(
-        self, table: SharedTable, why: str, later: list[tuple[SharedTable, DeltaSnapshot]] | None = None
-    ) -> DeltaSnapshot | None:
+        self, table: SharedTable, why: str, later: list[tuple[SharedTable, TableSnapshot]] | None = None
+    ) -> TableSnapshot | None:
         """Build `table`'s latest snapshot and make it ready, or leave that to `later` when given."""
         started = time.perf_counter()
         try:
@@ -216,14 +217,14 @@ class SnapshotWarmer:
             self._make_ready(table, snapshot, prepare=not current, budgeted=True)
         return snapshot
 
-    def _make_ready(self, table: SharedTable, snapshot: DeltaSnapshot, prepare: bool, budgeted: bool) -> None:
+    def _make_ready(self, table: SharedTable, snapshot: TableSnapshot, prepare: bool, budgeted: bool) -> None:
         """The check a first query of `snapshot` would make, and (`prepare`) its lines' templates."""
         reader = self.readers.reader(table, used=False)
         self._check_ahead(table, reader, snapshot, budgeted)
         if prepare:
             _prepare_lines(reader, snapshot)
 
-    def _save_summary(self, table: SharedTable, reader: TableReader, snapshot: DeltaSnapshot) -> None:
+    def _save_summary(self, table: SharedTable, reader: TableReader, snapshot: TableSnapshot) -> None:
         """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
         try:
             summary = SnapshotSummary.of(snapshot, table.bucket, table.path, reader.listing())
@@ -232,7 +233,7 @@ class SnapshotWarmer:
             logger.debug("saving %s's summary failed: %s", table.full_name, type(error).__name__)
 
     def _check_ahead(
-        self, table: SharedTable, reader: TableReader, snapshot: DeltaSnapshot, budgeted: bool
+        self, table: SharedTable, reader: TableReader, snapshot: TableSnapshot, budgeted: bool
     ) -> None:
         """The missing-file check of `snapshot`, unless one is trusted beyond the next rounds.
 
@@ -267,7 +268,7 @@ class SnapshotWarmer:
         return sum(took for _, took in self._checks) < CHECK_SHARE * CHECK_WINDOW
 
 
-def _prepare_lines(reader: TableReader, snapshot: DeltaSnapshot) -> None:
+def _prepare_lines(reader: TableReader, snapshot: TableSnapshot) -> None:
     """Every file line's template, in the format a request without capabilities gets.
 
     That is parquet, unless parquet cannot carry the table, whose recipients then

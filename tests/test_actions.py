@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from share_store.delta import actions
-from share_store.delta.compiled_hints import matches_hint
 from share_store.delta.deletion_vectors import dv_relative_path, dv_storage_path, z85_decode
-from share_store.delta.snapshot import DeltaSnapshot, file_key
+from share_store.delta.reader import file_key
 from share_store.errors import UnsupportedOperation
+from share_store.tables import actions
+from share_store.tables.compiled_hints import matches_hint
+from share_store.tables.snapshot import TableSnapshot
 
 SCHEMA = {
     "type": "struct",
@@ -51,7 +52,7 @@ DV = {
 
 def snapshot(
     configuration: dict | None = None, protocol: dict | None = None, adds: list | None = None
-) -> DeltaSnapshot:
+) -> TableSnapshot:
     metadata = {
         "id": "m-id",
         "name": "orders",
@@ -61,7 +62,7 @@ def snapshot(
         "configuration": configuration or {},
         "createdTime": 0,
     }
-    return DeltaSnapshot(
+    return TableSnapshot(
         7,
         protocol or {"minReaderVersion": 1, "minWriterVersion": 2},
         metadata,
@@ -243,7 +244,7 @@ def test_hints_use_physical_names_under_column_mapping() -> None:
         "partitionValues": {},
         "stats": '{"numRecords":2,"minValues":{"col-1a2b":5},"maxValues":{"col-1a2b":8}}',
     }
-    snap = DeltaSnapshot(
+    snap = TableSnapshot(
         0,
         {"minReaderVersion": 2, "minWriterVersion": 5},
         {
@@ -267,12 +268,12 @@ def test_hints_use_physical_names_under_column_mapping() -> None:
     assert matches_hint(tree, next(actions.entries(snap)), {})  # unknown column: kept
 
 
-def _sized(version: int, files: int) -> DeltaSnapshot:
-    return DeltaSnapshot(version, {}, {}, [{"path": str(i)} for i in range(files)])
+def _sized(version: int, files: int) -> TableSnapshot:
+    return TableSnapshot(version, {}, {}, [{"path": str(i)} for i in range(files)])
 
 
 def test_snapshot_cache_is_bounded_by_count_per_table_and_files() -> None:
-    from share_store.delta.snapshot import SnapshotCache
+    from share_store.tables.snapshot_cache import SnapshotCache
 
     cache = SnapshotCache(max_files=10, per_table=3).table()
     for version in range(4):
@@ -316,7 +317,7 @@ def test_a_protocol_the_server_does_not_understand_is_refused_in_both_formats(
 
 
 def test_snapshot_cache_bounds_all_tables_together_least_recently_used_first() -> None:
-    from share_store.delta.snapshot import SnapshotCache
+    from share_store.tables.snapshot_cache import SnapshotCache
 
     shared = SnapshotCache(max_files=10)
     tables = [shared.table() for _ in range(5)]
@@ -333,7 +334,7 @@ def test_snapshot_cache_bounds_all_tables_together_least_recently_used_first() -
 
 
 def test_a_files_check_is_trusted_for_its_seconds_only() -> None:
-    from share_store.delta.snapshot import CheckedVersions
+    from share_store.tables.snapshot_cache import CheckedVersions
 
     always = CheckedVersions(seconds=0)
     always.mark(1)
@@ -346,8 +347,8 @@ def test_a_files_check_is_trusted_for_its_seconds_only() -> None:
 
 def test_a_long_files_check_is_trusted_longer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Trusted for 20 times what it took, when that is longer than the setting (never with 0 s)."""
-    from share_store.delta import snapshot
-    from share_store.delta.snapshot import CheckedVersions
+    from share_store.tables import snapshot_cache as snapshot
+    from share_store.tables.snapshot_cache import CheckedVersions
 
     clock = [1000.0]
     monkeypatch.setattr(snapshot.time, "monotonic", lambda: clock[0])

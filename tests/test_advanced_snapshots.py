@@ -16,10 +16,12 @@ import orjson
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from share_store.delta.actions import entries
-from share_store.delta.snapshot import ACTIVE, DeltaSnapshot, DeltaTableReader, SnapshotCache
+from share_store.delta.reader import ACTIVE, DeltaTableReader
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
+from share_store.tables.actions import entries
+from share_store.tables.snapshot import TableSnapshot
+from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server.encoding import LineEncoder
 from sharing_server.protocol import line_bytes
 
@@ -31,8 +33,8 @@ def reader(root: Path, cache: SnapshotCache | None = None) -> DeltaTableReader:
     return DeltaTableReader(storage, "b", "t", (cache if cache is not None else SnapshotCache()).table())
 
 
-def same(one: DeltaSnapshot, other: DeltaSnapshot) -> bool:
-    def files(snapshot: DeltaSnapshot) -> list[bytes]:
+def same(one: TableSnapshot, other: TableSnapshot) -> bool:
+    def files(snapshot: TableSnapshot) -> list[bytes]:
         return sorted(orjson.dumps(add, option=orjson.OPT_SORT_KEYS) for add in snapshot.adds)
 
     return (one.version, one.protocol, one.metadata, files(one)) == (
@@ -40,7 +42,7 @@ def same(one: DeltaSnapshot, other: DeltaSnapshot) -> bool:
     )  # fmt: skip
 
 
-def lines(table: DeltaTableReader, snapshot: DeltaSnapshot) -> list[bytes]:
+def lines(table: DeltaTableReader, snapshot: TableSnapshot) -> list[bytes]:
     encoder = LineEncoder("parquet", table, NOW)
     return [line_bytes(line) for line in encoder.snapshot_files(snapshot, entries(snapshot))]
 

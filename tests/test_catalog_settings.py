@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from share_store.catalogs.registry import CATALOG_TYPES, CatalogRegistry, catalog_settings, check_installed
 from share_store.errors import CatalogError
-from share_store.iceberg.catalogs import CATALOG_TYPES, CatalogRegistry, catalog_settings, check_installed
 from sharing_server.cli import main
 from sharing_server.config import CONFIG_VARIABLE, load_config
 from sharing_server.errors import ConfigError

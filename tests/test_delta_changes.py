@@ -1,4 +1,4 @@
-"""Delta's change-feed rules (`share_store.delta.changes`) on plain commits: no storage, no server."""
+"""Delta's change-feed rules (`share_store.tables.changes`) on plain commits: no storage, no server."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from share_store.delta import changes
-from share_store.delta.changes import FileChange, MetadataChange, ProtocolChange
-from share_store.delta.log import Commit
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.tables import changes
+from share_store.tables.changes import FileChange, MetadataChange, ProtocolChange
+from share_store.tables.commits import Commit
+from share_store.tables.snapshot import TableSnapshot
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True}]})
 PROTOCOL = {"minReaderVersion": 1, "minWriterVersion": 4}
@@ -59,7 +59,7 @@ class Log:
     def commit(self, version: int) -> list[dict[str, Any]]:
         return self.commits[version]
 
-    def snapshot(self, version: int) -> DeltaSnapshot:
+    def snapshot(self, version: int) -> TableSnapshot:
         self.snapshots_read.append(version)
         protocol, metadata, files = PROTOCOL, meta(), {}
         for commit in self.commits[: version + 1]:
@@ -70,7 +70,7 @@ class Log:
                     files[action["add"]["path"]] = action["add"]
                 if "remove" in action:
                     files.pop(action["remove"]["path"], None)
-        return DeltaSnapshot(version, protocol, metadata, list(files.values()))
+        return TableSnapshot(version, protocol, metadata, list(files.values()))
 
     def changes(self, start: int, end: int, **options: Any) -> list[changes.Change]:
         times = {v: 1000 + v for v in range(len(self.commits))}
@@ -137,7 +137,7 @@ def test_every_changed_snapshot_is_checked_and_partition_columns_follow_metadata
     assert checked == [0, 1]
     assert [c.partition_columns for c in found if isinstance(c, FileChange)] == [(), ("p",)]
 
-    def refuse(snapshot: DeltaSnapshot) -> None:
+    def refuse(snapshot: TableSnapshot) -> None:
         if snapshot.partition_columns:
             raise UnsupportedOperation("no")
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from share_store.delta import actions
-from share_store.delta.actions import FileEntry
-from share_store.delta.changes import FileChange, MetadataChange, ProtocolChange
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.storage.base import UrlSigning
+from share_store.tables import actions
+from share_store.tables.actions import FileEntry
+from share_store.tables.changes import FileChange, MetadataChange, ProtocolChange
+from share_store.tables.snapshot import TableSnapshot
 from sharing_server.encoding import FileSigner, LineEncoder
 
 NOW = 1_700_000_000.75
@@ -138,8 +138,8 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def snapshot(adds: list[dict[str, Any]] | None = None) -> DeltaSnapshot:
-    return DeltaSnapshot(7, PROTOCOL, METADATA, [ADD] if adds is None else adds)
+def snapshot(adds: list[dict[str, Any]] | None = None) -> TableSnapshot:
+    return TableSnapshot(7, PROTOCOL, METADATA, [ADD] if adds is None else adds)
 
 
 def encoder(response_format: str, signer: FileSigner | None = None, **options: Any) -> LineEncoder:

@@ -225,7 +225,7 @@ def test_table_version(api: httpx.Client) -> None:
 
 
 def test_table_version_starting_timestamp(local: Deployment, api: httpx.Client) -> None:
-    from share_store.delta.log import format_ms
+    from share_store.tables.commits import format_ms
 
     table = local.store.get_table("proto", "default", "t_simple")
     reader = local.server.app.state.readers.reader(table)

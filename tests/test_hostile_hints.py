@@ -21,8 +21,8 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from share_store.delta.actions import FileEntry
-from share_store.delta.predicates import MAX_NODES
+from share_store.tables.actions import FileEntry
+from share_store.tables.predicates import MAX_NODES
 from sharing_server.errors import ClientGone
 from sharing_server.hint_filter import HintFilter
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_records, deploy

@@ -37,8 +37,8 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from share_store.delta.log import format_ms
 from share_store.model import TableSpec
+from share_store.tables.commits import format_ms
 from tests.conftest import Deployment
 from tests.test_client_local import canonical
 

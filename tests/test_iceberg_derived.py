@@ -21,10 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from share_store.delta.deletion_vectors import DV_MAGIC
-from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.materialized import COPIES, COPIES_MEMO
-from share_store.iceberg.table import IcebergOptions, IcebergTableReader
+from share_store.iceberg.table import IcebergTableReader
 from share_store.storage import LocalStorage
+from share_store.tables.options import DeleteOptions, IcebergOptions
 from tests.conftest import Deployment
 from tests.dv import payload_positions
 from tests.test_iceberg_deletes import (

@@ -23,15 +23,15 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta import replay
-from share_store.delta.actions import FileEntry, entries
-from share_store.delta.active_files import StreamedFileSet
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.model import SharedTable
-from share_store.readers import TableReaders
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.sigv4 import Credentials, S3Presigner
+from share_store.tables.actions import FileEntry, entries
+from share_store.tables.active_files import StreamedFileSet
+from share_store.tables.readers import TableReaders
+from share_store.tables.snapshot import TableSnapshot
 from sharing_server import line_templates
 from sharing_server.protocol import Capabilities, QueryRequest, line_bytes
 from sharing_server.queries import TableQueries
@@ -51,12 +51,12 @@ def whole(
     """Each file's line encoded whole, as before pre-encoding."""
     lines = encoder(response_format)
     lines.now = now
-    snapshot = DeltaSnapshot(7, PROTOCOL, METADATA, adds)
+    snapshot = TableSnapshot(7, PROTOCOL, METADATA, adds)
     return [line_bytes(lines.entry_file("add", entry, version=version)) for entry in entries(snapshot)]
 
 
 def pre_encoded(
-    snapshot: DeltaSnapshot, response_format: str, now: float = NOW, version: int | None = None
+    snapshot: TableSnapshot, response_format: str, now: float = NOW, version: int | None = None
 ) -> list[bytes]:
     lines = encoder(response_format)
     lines.now = now
@@ -66,7 +66,7 @@ def pre_encoded(
 @pytest.mark.parametrize("response_format", ["parquet", "delta"])
 @pytest.mark.parametrize("version", [None, 5])
 def test_filled_lines_are_the_lines_encoded_whole(response_format: str, version: int | None) -> None:
-    snapshot = DeltaSnapshot(7, PROTOCOL, METADATA, ADDS)
+    snapshot = TableSnapshot(7, PROTOCOL, METADATA, ADDS)
     first = pre_encoded(snapshot, response_format, version=version)
     assert first == whole(response_format, ADDS, version=version)
     assert len(snapshot.memo) == 1  # the templates stay with the snapshot
@@ -81,7 +81,7 @@ def test_filled_lines_are_the_lines_encoded_whole(response_format: str, version:
 
 
 def test_templates_are_kept_per_format_and_version() -> None:
-    snapshot = DeltaSnapshot(7, PROTOCOL, METADATA, [ADD])
+    snapshot = TableSnapshot(7, PROTOCOL, METADATA, [ADD])
     pre_encoded(snapshot, "parquet")
     pre_encoded(snapshot, "delta")
     pre_encoded(snapshot, "parquet", version=7)
@@ -91,7 +91,7 @@ def test_templates_are_kept_per_format_and_version() -> None:
 
 def test_a_planned_subset_fills_the_held_snapshots_templates() -> None:
     # What Iceberg planning hands the encoder per hinted query: some of the held snapshot's files.
-    held = DeltaSnapshot(7, PROTOCOL, METADATA, ADDS)
+    held = TableSnapshot(7, PROTOCOL, METADATA, ADDS)
     subset = held.narrowed(list(held.adds)[:2])
     assert subset.num_files == 2 and held.num_files == len(ADDS)
     assert pre_encoded(subset, "delta") == whole("delta", ADDS[:2])
@@ -116,7 +116,7 @@ def test_lines_that_cannot_be_cut_are_encoded_whole() -> None:
 def test_min_expiration_covers_deletion_vectors() -> None:
     short = Signer(lifetimes={"sales/orders/dv/6.bin": 60})
     lines = encoder("delta", short)
-    snapshot = DeltaSnapshot(7, PROTOCOL, METADATA, [ADD, DV_ADD])
+    snapshot = TableSnapshot(7, PROTOCOL, METADATA, [ADD, DV_ADD])
     list(lines.snapshot_files(snapshot, entries(snapshot)))
     assert lines.min_expiration == (int(NOW) + 60) * 1000
 
@@ -124,7 +124,7 @@ def test_min_expiration_covers_deletion_vectors() -> None:
 def test_streamed_snapshots_keep_no_templates(tmp_path: Path) -> None:
     # No checkpoint parts: only the files added after it, which is enough to stream.
     adds = StreamedFileSet([], False, {(ADD["path"], ""): ADD}, set(), dict, lambda add: (add["path"], ""))
-    snapshot = DeltaSnapshot(7, PROTOCOL, METADATA, adds)
+    snapshot = TableSnapshot(7, PROTOCOL, METADATA, adds)
     assert snapshot.streamed
     lines = [line_bytes(line) for line in encoder("parquet").snapshot_files(snapshot, entries(snapshot))]
     assert lines == whole("parquet", [ADD])
@@ -133,7 +133,7 @@ def test_streamed_snapshots_keep_no_templates(tmp_path: Path) -> None:
 
 def test_hinted_subsets_use_the_snapshots_templates() -> None:
     """Files a hint keeps come as entries of the snapshot's own actions."""
-    snapshot = DeltaSnapshot(7, PROTOCOL, METADATA, [ADD, DV_ADD])
+    snapshot = TableSnapshot(7, PROTOCOL, METADATA, [ADD, DV_ADD])
     pre_encoded(snapshot, "parquet")
     second = FileEntry(DV_ADD, ("p",))
     lines = encoder("parquet")

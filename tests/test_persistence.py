@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event, make_url
 
-from share_store.delta.summaries import SnapshotSummary
 from share_store.errors import AdminError, NotFound, StoreDiskFull, Unauthenticated
 from share_store.model import TableSpec, Token, parse_create_args
 from share_store.outages import disk_full, is_outage
 from share_store.persistence import ShareStore, sqlite_url
+from share_store.tables.summaries import SnapshotSummary
 
 
 @dataclass

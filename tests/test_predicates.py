@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from share_store.delta.actions import FileEntry
-from share_store.delta.compiled_hints import matches_hint
-from share_store.delta.predicates import parse_hint
+from share_store.tables.actions import FileEntry
+from share_store.tables.compiled_hints import matches_hint
+from share_store.tables.predicates import parse_hint
 
 
 def col(name: str, value_type: str = "int") -> dict:
@@ -137,7 +137,7 @@ def test_an_or_of_ranges_answers_as_its_ranges_one_by_one() -> None:
     inclusive and exclusive ends, touching and overlapping ranges, nulls, missing stats, a partition value."""
     import random
 
-    from share_store.delta.compiled_hints import compile_hint
+    from share_store.tables.compiled_hints import compile_hint
 
     chooser = random.Random(16)
     files = [
@@ -172,7 +172,7 @@ def test_an_or_of_ranges_answers_as_its_ranges_one_by_one() -> None:
 
 
 def test_ranges_merge_only_when_they_bound_one_column_from_both_sides() -> None:
-    from share_store.delta.compiled_hints import _interval
+    from share_store.tables.compiled_hints import _interval
 
     both = op("and", op("greaterThan", col("x"), lit("1")), op("lessThanOrEqual", col("x"), lit("5")))
     assert _interval(both) == (("x", "int"), ((1, 1), (5, 1)))

@@ -6,8 +6,8 @@ import delta_sharing
 import pandas as pd
 import pytest
 
-from share_store.delta.log import format_ms
 from share_store.model import TableSpec
+from share_store.tables.commits import format_ms
 from tests.conftest import Deployment
 from tests.test_client_local import canonical, table_name
 from tests.test_iceberg import SCHEMA, rows

@@ -22,10 +22,11 @@ import pyarrow as pa
 import pytest
 
 from share_store.delta import replay
-from share_store.delta.actions import entries
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
+from share_store.delta.reader import DeltaTableReader
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
+from share_store.tables.actions import entries
+from share_store.tables.snapshot import TableSnapshot
 from sharing_server.audit import counting_files
 from sharing_server.encoding import LineEncoder
 from sharing_server.paging import Pager, Paging
@@ -41,14 +42,14 @@ def streaming(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(replay, "STREAM_THRESHOLD_BYTES", -1)
 
 
-def streamed_snapshot(root: Path, bucket: str, table: str) -> tuple[DeltaTableReader, DeltaSnapshot]:
+def streamed_snapshot(root: Path, bucket: str, table: str) -> tuple[DeltaTableReader, TableSnapshot]:
     reader = DeltaTableReader(LocalStorage(root, SIGNER), bucket, table)
     snapshot = reader.snapshot(reader.listing().latest_version)
     return reader, snapshot
 
 
 def both_ways(
-    reader: DeltaTableReader, snapshot: DeltaSnapshot, response_format: str, version: int | None
+    reader: DeltaTableReader, snapshot: TableSnapshot, response_format: str, version: int | None
 ) -> tuple[list[Any], bytes, bytes, LineEncoder, LineEncoder]:
     """The lines as made now (blocks and lines) and as the per-file encoding makes them."""
     batched = LineEncoder(response_format, reader, NOW)

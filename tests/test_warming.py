@@ -13,15 +13,16 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from share_store.delta.snapshot import DeltaTableReader, SnapshotCache
-from share_store.delta.summaries import SnapshotSummary, SummarizedFiles
+from share_store.delta.reader import DeltaTableReader
 from share_store.errors import TableFilesMissing
 from share_store.model import TableSpec
 from share_store.persistence import ShareStore
 from share_store.persistence.engine import sqlite_url
-from share_store.readers import TableReaders
 from share_store.signing import UrlSigner
 from share_store.storage.local import LocalStorage
+from share_store.tables.readers import TableReaders
+from share_store.tables.snapshot_cache import SnapshotCache
+from share_store.tables.summaries import SnapshotSummary, SummarizedFiles
 from sharing_server import warming
 from sharing_server.metrics import Metrics
 from sharing_server.warming import SnapshotWarmer

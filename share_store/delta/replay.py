@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from share_store.delta.active_files import FileSet, StreamedFileSet, struct_rows
 from share_store.errors import InvalidParameter, TableFilesMissing, TableLogDamaged
 from share_store.storage.base import ObjectStorage
+from share_store.tables.active_files import FileSet, StreamedFileSet, struct_rows
 
 # Matched whole (`fullmatch`): `$` would also match before a trailing newline.
 COMMIT = re.compile(r"([0-9]{20})\.json")

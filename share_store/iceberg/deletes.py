@@ -42,7 +42,8 @@ from pyroaring import BitMap
 
 from share_store.delta.deletion_vectors import DV_MAGIC, serialize_positions, z85_encode
 from share_store.errors import ShareStoreError, UnsupportedOperation
-from share_store.iceberg.derived import MAX_INLINE_BYTES, DerivedFiles
+from share_store.iceberg.derived import DerivedFiles
+from share_store.tables.options import MAX_INLINE_BYTES
 
 log = logging.getLogger(__name__)
 

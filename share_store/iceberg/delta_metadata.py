@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from share_store.delta.deletion_vectors import z85_decode
-from share_store.delta.snapshot import DeltaSnapshot, DeltaTableReader
+from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import positions
 from share_store.iceberg.from_delta import (
@@ -49,6 +49,7 @@ from share_store.iceberg.from_delta import (
     partition_value,
 )
 from share_store.storage.base import ObjectStorage
+from share_store.tables.snapshot import TableSnapshot
 
 POSITION_DELETE_SCHEMA = pa.schema(
     [
@@ -174,7 +175,7 @@ class DeltaAsIceberg:
 
     def _metadata(
         self,
-        latest: DeltaSnapshot,
+        latest: TableSnapshot,
         schema: IcebergSchema,
         spec: dict[str, Any],
         ids: FieldIds,
@@ -213,7 +214,7 @@ class DeltaAsIceberg:
 
     def _write_version(
         self,
-        snapshot: DeltaSnapshot,
+        snapshot: TableSnapshot,
         schema: IcebergSchema,
         spec: dict[str, Any],
         base: str,

@@ -24,7 +24,6 @@ import struct
 import threading
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from share_store.delta.deletion_vectors import z85_decode
@@ -36,40 +35,8 @@ log = logging.getLogger(__name__)
 #: Delta's deletion vector file format version, the first byte of every DV file.
 DV_FILE_VERSION = b"\x01"
 #: Without a writable cache, vectors up to this size are still served inline.
-MAX_INLINE_BYTES = 64 * 1024
-PARQUET_MODES = ("refuse", "materialize")
 
 Descriptor = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class DeleteOptions:
-    """The `[iceberg]` settings for serving row-level deletes."""
-
-    #: Bucket of the cache; None: the bucket holding the table's metadata.
-    cache_bucket: str | None = None
-    cache_prefix: str = ".delta-sharing-cache/"
-    #: Vectors up to this many bytes are inlined in the `add`; larger ones are DV files.
-    inline_dv_bytes: int = 1024
-    #: "refuse" or "materialize" (write data files without their deleted rows).
-    deletes_in_parquet: str = "refuse"
-    #: How long resolving one snapshot's equality deletes may take before it is refused.
-    equality_delete_budget_seconds: float = 30.0
-    #: A history-sharing Delta table's newest versions that Iceberg REST clients see as snapshots.
-    delta_snapshots: int = 10
-
-    def __post_init__(self) -> None:
-        if self.deletes_in_parquet not in PARQUET_MODES:
-            raise ValueError(f"deletes_in_parquet must be one of {', '.join(PARQUET_MODES)}")
-        if not 0 <= self.inline_dv_bytes <= MAX_INLINE_BYTES:
-            raise ValueError(f"inline_dv_bytes must be between 0 and {MAX_INLINE_BYTES}")
-        if self.delta_snapshots < 1:
-            raise ValueError("delta_snapshots must be at least 1")
-        if not self.equality_delete_budget_seconds > 0:
-            raise ValueError("equality_delete_budget_seconds must be more than 0")
-        prefix = self.cache_prefix.strip("/")
-        if not prefix or ".." in prefix.split("/"):
-            raise ValueError("cache_prefix must be a relative path inside the bucket")
 
 
 def dv_file_bytes(payload: bytes) -> bytes:

@@ -54,6 +54,7 @@ from pyiceberg.types import (
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import CorruptDeleteFile
+from share_store.tables.options import Resolution
 
 FIELD_ID = b"PARQUET:field_id"
 #: Rows per record batch read from a data file: what memory holds besides the keys.
@@ -465,23 +466,6 @@ def _absent(field: NestedField, rows: int) -> pa.Array:
 
 
 # -- one snapshot's resolution ---------------------------------------------------------------
-
-
-@dataclass
-class Resolution:
-    """What resolving one snapshot's equality deletes cost: for the audit log and the metrics.
-
-    `outcome` is "resolved", "over_budget", "refused" (deletes not served) or "failed"
-    (a file unreadable or gone, storage down).
-    """
-
-    delete_files: int = 0
-    data_files: int = 0
-    bytes_scanned: int = 0
-    rows_scanned: int = 0
-    rows_deleted: int = 0
-    seconds: float = 0.0
-    outcome: str = "resolved"
 
 
 class EqualityResolver:

@@ -30,7 +30,7 @@ from pyiceberg.expressions import (
     Or,
 )
 
-from share_store.delta.predicates import MIRRORED, convert
+from share_store.tables.predicates import MIRRORED, convert
 
 COMPARISONS = {
     "equal": EqualTo,

@@ -8,8 +8,6 @@ from typing import Any
 from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.schema import Schema
 
-from share_store.delta.active_files import FileSet
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import CorruptDeleteFile, VectorSource
 from share_store.iceberg.equality import EqualityResolver
@@ -20,6 +18,8 @@ from share_store.iceberg.schema import (
     uses_timestamp_ntz,
 )
 from share_store.iceberg.stats import delta_stats, identity_partition_columns, partition_values
+from share_store.tables.active_files import FileSet
+from share_store.tables.snapshot import TableSnapshot
 
 
 def renamed_columns(table: Any) -> list[str]:
@@ -109,7 +109,7 @@ def snapshot_from_tasks(
     tasks: list[Any],
     deletes: VectorSource | None = None,
     equality: EqualityResolver | None = None,
-) -> DeltaSnapshot:
+) -> TableSnapshot:
     """The snapshot's data files as `add`s; row-level deletes become their deletion vectors.
 
     `deletes` reads the delete files, `equality` resolves the equality deletes planning
@@ -149,7 +149,7 @@ def snapshot_from_tasks(
             "readers matching columns by name would read them wrong. Use responseformat=delta, which "
             "matches by field id.",
         )
-    return DeltaSnapshot(
+    return TableSnapshot(
         version=version,
         protocol=protocol_for(schema, column_mapping=bool(renamed), deletion_vectors=bool(vectors)),
         metadata=metadata_for(table, schema, columns),
@@ -192,7 +192,7 @@ class ChangesThroughDeletes(Exception):
 
 
 def changes_between(
-    before: DeltaSnapshot | None, after: DeltaSnapshot, timestamp: int
+    before: TableSnapshot | None, after: TableSnapshot, timestamp: int
 ) -> list[dict[str, Any]]:
     """The `add`s and `remove`s that turn one snapshot's files into the next's.
 

@@ -14,8 +14,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from share_store.delta.active_files import FileSet
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.iceberg.deletes import positions
 from share_store.iceberg.derived import (
     DerivedFiles,
@@ -25,6 +23,8 @@ from share_store.iceberg.derived import (
     without_rows,
 )
 from share_store.iceberg.mapping import without_deletion_vectors
+from share_store.tables.active_files import FileSet
+from share_store.tables.snapshot import TableSnapshot
 
 Action = dict[str, Any]
 Location = tuple[str, str]
@@ -51,14 +51,14 @@ class Materialized:
         self._copies: dict[tuple[str, str], tuple[str, int]] = {}
         self._lock = threading.Lock()
 
-    def snapshot(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+    def snapshot(self, snapshot: TableSnapshot) -> TableSnapshot:
         """`snapshot` with each file that has a vector replaced by its copy.
 
         The copies' actions are kept in the held snapshot's memo, and the result
         gets a memo of its own kept there too: its pre-encoded lines are then
         made once, not by every response (they are keyed by the actions' ids,
         which the kept copies hold). A planned subset shares its held snapshot's
-        memo (`DeltaSnapshot.narrowed`), so it finds the same copies and lines.
+        memo (`TableSnapshot.narrowed`), so it finds the same copies and lines.
         """
         copies: dict[int, Action] = snapshot.memo.setdefault(COPIES, {})
         adds = []

@@ -3,7 +3,7 @@
 `IcebergTableReader` answers what `DeltaTableReader` answers (listing,
 snapshots by version, one version's changes, signing) so that the protocol
 layer serves both formats with the same code. Each snapshot becomes a
-`DeltaSnapshot` whose schema uses Delta column mapping by Iceberg field id.
+`TableSnapshot` whose schema uses Delta column mapping by Iceberg field id.
 """
 
 from __future__ import annotations
@@ -11,38 +11,30 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
-from share_store.delta.log import Commit
+from share_store.catalogs.registry import CatalogRegistry
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import CheckedVersions, DeltaSnapshot, SnapshotCache, TableSnapshots
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
-from share_store.iceberg.catalogs import CatalogRegistry
-from share_store.iceberg.derived import DeleteOptions
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage, UrlSigning
 from share_store.storage.local import LocalStorage
+from share_store.tables.commits import Commit
+from share_store.tables.options import IcebergOptions
+from share_store.tables.snapshot import TableSnapshot
+from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, TableSnapshots
 
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
     from share_store.iceberg.derived import DerivedFiles
-    from share_store.iceberg.equality import EqualityResolver, Resolution
+    from share_store.iceberg.equality import EqualityResolver
     from share_store.iceberg.materialized import Materialized
-
-
-@dataclass(frozen=True)
-class IcebergOptions:
-    """How Iceberg snapshots are built: the `[iceberg]` settings, and who hears of equality deletes."""
-
-    deletes: DeleteOptions = field(default_factory=DeleteOptions)
-    #: Called (in the building thread) after each snapshot's equality deletes were resolved or given up.
-    on_equality_resolution: Callable[[Resolution], None] | None = None
 
 
 @dataclass
@@ -148,7 +140,7 @@ class IcebergTableReader:
     def latest_version(self, listing: IcebergListing | None = None) -> int:
         return (listing or self.listing()).latest_version
 
-    def commits(self, listing: IcebergListing, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
+    def commits(self, listing: IcebergListing, snapshot: TableSnapshot | None = None) -> list[Commit]:
         return [Commit(v, listing.commit_times[v]) for v in sorted(listing.commits)]
 
     def _snapshot_id(self, listing: IcebergListing, version: int) -> int:
@@ -170,7 +162,7 @@ class IcebergTableReader:
 
     # -- snapshots ----------------------------------------------------------------
 
-    def head(self, listing: IcebergListing | None = None) -> DeltaSnapshot:
+    def head(self, listing: IcebergListing | None = None) -> TableSnapshot:
         # No summaries persist for Iceberg tables: loading the table's metadata is cheap next to a log replay.
         return self.snapshot(listing=listing)
 
@@ -179,7 +171,7 @@ class IcebergTableReader:
         version: int | None = None,
         listing: IcebergListing | None = None,
         hint: dict[str, Any] | None = None,
-    ) -> DeltaSnapshot:
+    ) -> TableSnapshot:
         """The snapshot of `version`; with a predicate `hint`, only the files pyiceberg's planning keeps."""
         listing = listing or self.listing()
         if version is None:
@@ -194,7 +186,7 @@ class IcebergTableReader:
             return self._planned(listing.table, cached, snapshot_id, hint)
         return cached
 
-    def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
+    def planned(self, snapshot: TableSnapshot, hint: dict[str, Any]) -> TableSnapshot:
         """The files pyiceberg's planning keeps for `hint`, pruning manifests and files.
 
         The generic per-file evaluation still runs on what is left. A hint too
@@ -206,7 +198,7 @@ class IcebergTableReader:
             return snapshot
         return self.snapshot(snapshot.version, hint=hint)
 
-    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+    def for_parquet(self, snapshot: TableSnapshot) -> TableSnapshot:
         """`snapshot` as the parquet format can carry it.
 
         In "materialize" mode each file with deletes is replaced by a copy without
@@ -233,7 +225,7 @@ class IcebergTableReader:
         schemas = table.schemas()
         return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
 
-    def _build(self, table: Any, version: int, snapshot_id: int) -> DeltaSnapshot:
+    def _build(self, table: Any, version: int, snapshot_id: int) -> TableSnapshot:
         from share_store.iceberg import mapping
         from share_store.iceberg.deletes import SnapshotVectors
         from share_store.iceberg.planning import Plan, plan_files
@@ -265,8 +257,8 @@ class IcebergTableReader:
         return snapshot
 
     def _planned(
-        self, table: Any, snapshot: DeltaSnapshot, snapshot_id: int, hint: dict[str, Any]
-    ) -> DeltaSnapshot:
+        self, table: Any, snapshot: TableSnapshot, snapshot_id: int, hint: dict[str, Any]
+    ) -> TableSnapshot:
         """`snapshot` with only the data files pyiceberg's planning keeps for `hint`.
 
         The adds, deletion vectors included, are the whole snapshot's: planning with a
@@ -428,7 +420,7 @@ class IcebergTableReader:
     def url_signer(self, now: float) -> UrlSigning:
         return self.storage.url_signer(now)
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+    def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         # Trusted for a while, as for Delta tables: a warm query of 10,000 files
         # would otherwise look each of them up again.
         if self._checked.fresh(snapshot.version, ahead):

@@ -91,7 +91,7 @@ iceberg_versions_table = Table(
 )
 
 # Each Delta table's latest version as its head lines describe it (see
-# share_store/delta/summaries.py): what a restarted server answers /metadata with.
+# share_store/tables/summaries.py): what a restarted server answers /metadata with.
 snapshot_summaries_table = Table(
     "snapshot_summaries",
     metadata,

@@ -1,4 +1,4 @@
-"""Snapshot summaries (share_store.delta.summaries): one row per Delta table, its latest version built.
+"""Snapshot summaries (share_store.tables.summaries): one row per Delta table, its latest version built.
 
 Rows are keyed by the shared table's id and go when the table leaves its share.
 """
@@ -10,8 +10,8 @@ import json
 from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.engine import Connection
 
-from share_store.delta.summaries import SnapshotSummary
 from share_store.persistence.schema import snapshot_summaries_table as summaries
+from share_store.tables.summaries import SnapshotSummary
 
 
 def snapshot_summary(conn: Connection, table_id: str) -> SnapshotSummary | None:

@@ -16,7 +16,6 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from share_store.delta.summaries import SnapshotSummary
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
@@ -32,6 +31,7 @@ from share_store.persistence import (
 from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.engine import make_engine
+from share_store.tables.summaries import SnapshotSummary
 
 P = ParamSpec("P")
 R = TypeVar("R")

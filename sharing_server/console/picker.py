@@ -7,8 +7,8 @@ from collections import deque
 from itertools import islice
 from urllib.parse import quote
 
-from share_store.readers import TableReaders
 from share_store.storage.base import ObjectStorage
+from share_store.tables.readers import TableReaders
 from sharing_server.console.shares import share_url
 from sharing_server.console.web import Call, Page
 

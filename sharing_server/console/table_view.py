@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import ShareStoreError
 from share_store.model import SharedTable
-from share_store.readers import TableReader
+from share_store.tables.reader import TableReader
+from share_store.tables.snapshot import TableSnapshot
 
 HISTORY_VERSIONS = 20
 PREVIEW_ROWS = 100
@@ -104,7 +104,7 @@ def _rows_of(actions: list[dict[str, Any]], kind: str) -> int | None:
     return total
 
 
-def history(reader: TableReader, listing: Any, snapshot: DeltaSnapshot) -> list[Version]:
+def history(reader: TableReader, listing: Any, snapshot: TableSnapshot) -> list[Version]:
     """The newest versions, newest first: time, operation, rows added and removed."""
     versions = []
     for commit in reversed(reader.commits(listing, snapshot)[-HISTORY_VERSIONS:]):
@@ -139,7 +139,7 @@ def _typed(value: str | None, kind: Any) -> Any:
     return value
 
 
-def _physical(item: dict[str, Any], snapshot: DeltaSnapshot) -> str:
+def _physical(item: dict[str, Any], snapshot: TableSnapshot) -> str:
     if snapshot.column_mapping_mode == "none" or snapshot.native_column_names:
         return item["name"]
     return (item.get("metadata") or {}).get("delta.columnMapping.physicalName", item["name"])
@@ -153,7 +153,7 @@ def _first_rows(reader: TableReader, path: str, count: int) -> pa.Table:
         return parquet.schema_arrow.empty_table() if batch is None else pa.Table.from_batches([batch])
 
 
-def preview(reader: TableReader, snapshot: DeltaSnapshot, limit: int = PREVIEW_ROWS) -> Preview:
+def preview(reader: TableReader, snapshot: TableSnapshot, limit: int = PREVIEW_ROWS) -> Preview:
     """The first `limit` rows of the snapshot, from its files as the parquet format serves them."""
     fields = json.loads(snapshot.metadata["schemaString"])["fields"]
     names = [item["name"] for item in fields]
@@ -201,7 +201,7 @@ def details(reader: TableReader, table: SharedTable) -> TableDetails:
     )
 
 
-def _safe_preview(reader: TableReader, snapshot: DeltaSnapshot) -> Preview:
+def _safe_preview(reader: TableReader, snapshot: TableSnapshot) -> Preview:
     """The preview, or why there is none: the rest of the page stands without it."""
     try:
         return preview(reader, snapshot)

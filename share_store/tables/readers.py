@@ -11,88 +11,19 @@ from __future__ import annotations
 import threading
 import time
 from functools import partial
-from typing import Any, Protocol
 
-from share_store.delta.log import Commit
+from share_store.catalogs.registry import CatalogRegistry
+from share_store.delta.reader import DeltaTableReader
 from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import (
-    FILES_CHECK_SECONDS,
-    CheckedVersions,
-    DeltaSnapshot,
-    DeltaTableReader,
-    SnapshotCache,
-)
-from share_store.delta.summaries import SummaryStore
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.catalogs import CatalogRegistry
-from share_store.iceberg.table import IcebergOptions, IcebergTableReader, VersionStore
+from share_store.iceberg.table import IcebergTableReader, VersionStore
 from share_store.model import SharedTable
-from share_store.storage.base import ObjectStorage, UrlSigning
-
-
-class TableReader(Protocol):
-    """One shared table's versions, snapshots, commits and file locations."""
-
-    #: Where the table's files are read from (an Iceberg catalog may name storage of its own).
-    storage: ObjectStorage
-
-    @property
-    def holds_snapshot(self) -> bool:
-        """Whether the snapshot cache still holds one of the table's versions."""
-        ...
-
-    def listing(self) -> LogListing:
-        """The table's versions as of now (cheap to ask again: readers cache it)."""
-        ...
-
-    def snapshot(self, version: int | None = None, listing: Any = None) -> DeltaSnapshot:
-        """The snapshot of `version` (the latest when None)."""
-        ...
-
-    def head(self, listing: Any = None) -> DeltaSnapshot:
-        """The latest version for its head lines only (its files may not be listable)."""
-        ...
-
-    def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
-        """`snapshot`'s files as the table format's own planning prunes them with a predicate hint."""
-        ...
-
-    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
-        """`snapshot` as the parquet response format can carry it (Iceberg deletes materialized)."""
-        ...
-
-    def commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
-        """The raw actions of one version, as Delta writes them."""
-        ...
-
-    def parquet_commit(self, listing: Any, version: int) -> list[dict[str, Any]]:
-        """One version's actions as the parquet format can carry them (Iceberg deletes materialized)."""
-        ...
-
-    def commits(self, listing: Any, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
-        """Version and timestamp of every version still in the log, up to `snapshot`'s."""
-        ...
-
-    def locate(self, path: str) -> tuple[str, str]:
-        """Bucket and key of a file named in the log."""
-        ...
-
-    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
-        """Bucket and key of a deletion vector's file; None for inline vectors."""
-        ...
-
-    def url_signer(self, now: float) -> UrlSigning:
-        """`sign` as of `now`, for the many URLs of one response."""
-        ...
-
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
-        """Refuse a snapshot whose files were removed from storage; `ahead`: check unless
-        an earlier check is trusted that many seconds from now still. Whether it looked."""
-        ...
-
-    def check_exist(self, locations: list[tuple[str, str]]) -> None:
-        """Refuse when any of `locations` is missing from storage."""
-        ...
+from share_store.storage.base import ObjectStorage
+from share_store.tables.options import IcebergOptions
+from share_store.tables.reader import TableReader
+from share_store.tables.snapshot import TableSnapshot
+from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, CheckedVersions, SnapshotCache
+from share_store.tables.summaries import SummaryStore
 
 
 class TableReaders:
@@ -163,7 +94,7 @@ class TableReaders:
         return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked, persisted)
 
 
-def _persisted(summaries: SummaryStore, table: SharedTable, listing: LogListing) -> DeltaSnapshot | None:
+def _persisted(summaries: SummaryStore, table: SharedTable, listing: LogListing) -> TableSnapshot | None:
     """The persisted summary of `table`'s latest version in `listing`, as a snapshot (None if none)."""
     try:
         found = summaries.snapshot_summary(table.id)

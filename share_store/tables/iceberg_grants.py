@@ -14,14 +14,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from share_store.delta.snapshot import DeltaTableReader
+from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.catalog_view import ReadableFiles, metadata_json, readable_files
+from share_store.iceberg.catalog_view import ReadableFiles, metadata_json, readable_files, shared_metadata
 from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
 from share_store.model import SharedTable
-from share_store.readers import TableReaders
 from share_store.storage.request_signing import HeaderSigner, ObjectRequest, parse_object_request
 from share_store.storage.s3 import S3Storage
+from share_store.tables.readers import TableReaders
 
 #: How long a table's readable files are trusted, and how soon a miss may look again.
 GRANT_SECONDS = 30.0
@@ -42,6 +42,10 @@ class TableGrant:
     signer: HeaderSigner
     endpoint: str  # the store's address as recipients reach it
     made: float
+
+    def shared_metadata(self, history_shared: bool) -> dict[str, Any]:
+        """The metadata as recipients get it: without history, cut to the current snapshot."""
+        return shared_metadata(self.metadata, history_shared)
 
 
 def store_signer(storage: Any) -> tuple[HeaderSigner, str]:

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from share_store.delta.snapshot import DeltaSnapshot
 from share_store.errors import UnsupportedOperation
+from share_store.tables.snapshot import TableSnapshot
 
 # Reader features that shape how data files are read; a client must announce
 # each one the table uses. Log-layout features (v2Checkpoint,
@@ -96,7 +96,7 @@ class FileEntry:
         return int(descriptor.get("cardinality") or 0)
 
 
-def entries(snapshot: DeltaSnapshot) -> Iterator[FileEntry]:
+def entries(snapshot: TableSnapshot) -> Iterator[FileEntry]:
     """The snapshot's files, made one at a time: a response streams them as it goes."""
     columns = tuple(snapshot.partition_columns)
     for add in snapshot.adds:
@@ -106,7 +106,7 @@ def entries(snapshot: DeltaSnapshot) -> Iterator[FileEntry]:
 # -- format rules ---------------------------------------------------------------------------
 
 
-def check_understood(snapshot: DeltaSnapshot) -> None:
+def check_understood(snapshot: TableSnapshot) -> None:
     """Refuse a table whose protocol asks readers for rules this server does not know.
 
     Serving it would hand out files whose meaning the server cannot vouch for,
@@ -126,7 +126,7 @@ def check_understood(snapshot: DeltaSnapshot) -> None:
         )
 
 
-def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
+def check_parquet_readable(snapshot: TableSnapshot) -> None:
     """Refuse tables the parquet response format cannot describe faithfully."""
     check_understood(snapshot)
     if "parquet" in snapshot.refusals:
@@ -150,7 +150,7 @@ def check_parquet_readable(snapshot: DeltaSnapshot) -> None:
         )
 
 
-def required_reader_features(snapshot: DeltaSnapshot) -> set[str]:
+def required_reader_features(snapshot: TableSnapshot) -> set[str]:
     """Lower-cased reader features a client must announce to read this table."""
     features = {f.lower() for f in snapshot.reader_features} - LOG_ONLY_FEATURES
     if snapshot.column_mapping_mode != "none":
@@ -160,7 +160,7 @@ def required_reader_features(snapshot: DeltaSnapshot) -> set[str]:
     return features
 
 
-def check_delta_readable(snapshot: DeltaSnapshot, client_features: frozenset[str]) -> None:
+def check_delta_readable(snapshot: TableSnapshot, client_features: frozenset[str]) -> None:
     check_understood(snapshot)
     if "delta" in snapshot.refusals:
         raise UnsupportedOperation(snapshot.refusals["delta"])
@@ -195,7 +195,7 @@ def parquet_protocol() -> dict[str, Any]:
 
 
 def parquet_metadata(
-    snapshot: DeltaSnapshot, history_shared: bool, version: int | None = None
+    snapshot: TableSnapshot, history_shared: bool, version: int | None = None
 ) -> dict[str, Any]:
     meta = snapshot.metadata
     body: dict[str, Any] = {"id": meta["id"]}
@@ -248,7 +248,7 @@ def parquet_file(
 # -- delta format ---------------------------------------------------------------------------------
 
 
-def delta_protocol(snapshot: DeltaSnapshot) -> dict[str, Any]:
+def delta_protocol(snapshot: TableSnapshot) -> dict[str, Any]:
     protocol = snapshot.protocol
     body: dict[str, Any] = {
         "minReaderVersion": int(protocol.get("minReaderVersion", 1)),
@@ -272,7 +272,7 @@ LOG_ONLY_CONFIGURATION = {
 }
 
 
-def delta_metadata(snapshot: DeltaSnapshot, version: int | None = None) -> dict[str, Any]:
+def delta_metadata(snapshot: TableSnapshot, version: int | None = None) -> dict[str, Any]:
     meta = dict(snapshot.metadata)
     meta.setdefault("format", {"provider": "parquet", "options": {}})
     meta.setdefault("partitionColumns", [])
@@ -322,7 +322,7 @@ def delta_file(
 # -- predicate hints ---------------------------------------------------------------------------
 
 
-def physical_names(snapshot: DeltaSnapshot) -> dict[str, str]:
+def physical_names(snapshot: TableSnapshot) -> dict[str, str]:
     """Logical → physical top-level column names (identity without column mapping)."""
     if snapshot.column_mapping_mode == "none":
         return {}

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from share_store.delta.active_files import Action, FileSet
-from share_store.delta.replay import LogListing
-from share_store.delta.snapshot import DeltaSnapshot
+from share_store.tables.active_files import Action, FileSet
+from share_store.tables.reader import VersionListing
+from share_store.tables.snapshot import TableSnapshot
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,14 @@ class SnapshotSummary:
     metadata: dict[str, Any]
 
     @classmethod
-    def of(cls, snapshot: DeltaSnapshot, bucket: str, path: str, listing: LogListing) -> SnapshotSummary:
+    def of(cls, snapshot: TableSnapshot, bucket: str, path: str, listing: VersionListing) -> SnapshotSummary:
         return cls(
             bucket, path, snapshot.version, listing.commit_times.get(snapshot.version),
             snapshot.size, snapshot.num_files, snapshot.adds.has_deletion_vectors,
             snapshot.protocol, snapshot.metadata,
         )  # fmt: skip
 
-    def describes(self, bucket: str, path: str, listing: LogListing) -> bool:
+    def describes(self, bucket: str, path: str, listing: VersionListing) -> bool:
         """Whether this is the summary of the latest version `listing` shows at that location."""
         return (
             (self.bucket, self.path) == (bucket, path)
@@ -54,10 +54,10 @@ class SnapshotSummary:
             and self.commit_time == listing.commit_times.get(self.version)
         )
 
-    def snapshot(self) -> DeltaSnapshot:
+    def snapshot(self) -> TableSnapshot:
         """A snapshot for the head lines alone: listing its files is an error."""
         files = SummarizedFiles(self.num_files, self.size, self.deletion_vectors)
-        return DeltaSnapshot(self.version, self.protocol, self.metadata, files)
+        return TableSnapshot(self.version, self.protocol, self.metadata, files)
 
     # As the store keeps them: the two actions as JSON text.
     def protocol_text(self) -> str:

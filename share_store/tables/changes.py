@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from share_store.delta.log import Commit
-from share_store.delta.snapshot import DeltaSnapshot, cdf_enabled
 from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.tables.commits import Commit
+from share_store.tables.snapshot import TableSnapshot, cdf_enabled
 
 Action = dict[str, Any]
 CommitAt = Callable[[int], list[Action]]
-SnapshotAt = Callable[[int], DeltaSnapshot]
+SnapshotAt = Callable[[int], TableSnapshot]
 
 FILE_KINDS = ("add", "remove")
 
@@ -43,7 +43,7 @@ class FileChange:
 class MetadataChange:
     """The table's metadata as changed at `version`."""
 
-    snapshot: DeltaSnapshot
+    snapshot: TableSnapshot
     version: int
 
 
@@ -51,7 +51,7 @@ class MetadataChange:
 class ProtocolChange:
     """The table's protocol as changed at `version`."""
 
-    snapshot: DeltaSnapshot
+    snapshot: TableSnapshot
     version: int
 
 
@@ -78,7 +78,7 @@ def commit_times(commits: list[Commit], start: int, end: int) -> dict[int, int]:
     return times
 
 
-def check_cdf_recorded(start_snapshot: DeltaSnapshot, commit_at: CommitAt, start: int, end: int) -> None:
+def check_cdf_recorded(start_snapshot: TableSnapshot, commit_at: CommitAt, start: int, end: int) -> None:
     """Refuse a change data feed range in which any version did not record change data."""
     disabled = [] if start_snapshot.change_data_feed_enabled else [start]
     for version in range(start + 1, end + 1):
@@ -126,7 +126,7 @@ def first_with_vectors(commit_at: CommitAt, start: int, end: int, *, use_cdc: bo
     return None
 
 
-def removed_size(previous: DeltaSnapshot, path: str, version: int) -> int:
+def removed_size(previous: TableSnapshot, path: str, version: int) -> int:
     """The size of a file removed in `version`, from its add in the version before.
 
     Older writers omit `size` on removes, and Spark refuses a remove without one.
@@ -147,7 +147,7 @@ def version_changes(
     use_cdc: bool,
     include_metadata: bool,
     include_protocol: bool = False,
-    check: Callable[[DeltaSnapshot], None] = lambda snapshot: None,
+    check: Callable[[TableSnapshot], None] = lambda snapshot: None,
 ) -> Iterator[Change]:
     """Per version, in order: metadata and protocol changes after `start`, then its data changes.
 

@@ -1,16 +1,12 @@
-"""A shared Delta table: its commits, and its snapshots (cached by version)."""
+"""A shared Delta table's reader: its log's commits, and its snapshots (cached by version)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -18,12 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from share_store.arrow_text import string_data
-from share_store.delta.active_files import FileSet, StreamedFileSet
 from share_store.delta.deletion_vectors import dv_storage_path
-from share_store.delta.log import Commit, monotonic
 from share_store.delta.replay import LogListing, LogReader, ReplayState, collector_paused, file_identity
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
+from share_store.tables.commits import Commit, monotonic
+from share_store.tables.snapshot import TableSnapshot
+from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, TableSnapshots
 
 # How stale a listing may be about anything but new versions (see `DeltaTableReader.listing`).
 FULL_LISTING_SECONDS = 60.0
@@ -50,230 +47,6 @@ def file_key(table_path: str, log_path: str) -> str:
 UNUSUAL_PATH = r"%|://|^/|(^|/)\.\.?(/|$)"
 
 
-@dataclass(frozen=True)
-class DeltaSnapshot:
-    """The raw protocol, metadata and active `add` actions of one version."""
-
-    version: int
-    protocol: dict[str, Any]
-    metadata: dict[str, Any]
-    #: The active `add` actions (a list is wrapped in a `FileSet`).
-    adds: FileSet
-    #: Response format → why this snapshot cannot be served in it (Iceberg tables).
-    refusals: dict[str, str] = field(default_factory=dict)
-    #: Files name their columns as the schema does, whatever the column mapping says
-    #: (Iceberg tables whose columns were never renamed).
-    native_column_names: bool = False
-    #: What the server derives from this snapshot once and keeps with it (pre-encoded
-    #: lines). Not an `__init__` argument, so `dataclasses.replace` starts a new one.
-    memo: dict[Hashable, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.adds, FileSet):
-            object.__setattr__(self, "adds", FileSet(self.adds))
-
-    @property
-    def num_files(self) -> int:
-        return self.adds.count
-
-    @property
-    def size(self) -> int:
-        return self.adds.total_size
-
-    @property
-    def streamed(self) -> bool:
-        """Whether the files are read from the checkpoint each time rather than held."""
-        return isinstance(self.adds, StreamedFileSet)
-
-    @property
-    def configuration(self) -> dict[str, str]:
-        return self.metadata.get("configuration") or {}
-
-    @property
-    def partition_columns(self) -> list[str]:
-        return list(self.metadata.get("partitionColumns") or [])
-
-    @property
-    def min_reader_version(self) -> int:
-        return int(self.protocol.get("minReaderVersion", 1))
-
-    @property
-    def reader_features(self) -> tuple[str, ...]:
-        return tuple(self.protocol.get("readerFeatures") or ())
-
-    @property
-    def column_mapping_mode(self) -> str:
-        return self.configuration.get("delta.columnMapping.mode", "none")
-
-    def narrowed(self, adds: Iterable[dict[str, Any]]) -> DeltaSnapshot:
-        """The same version with only `adds`, some of its own files: a query's planned subset.
-
-        It shares this snapshot's memo, so the pre-encoded lines of its files are
-        the held snapshot's, made once for every query that plans its way to them.
-        (They are keyed by the actions' ids: the subset's actions are this
-        snapshot's own, so the ids mean the same files.)
-        """
-        subset = dataclasses.replace(self, adds=FileSet(adds))
-        object.__setattr__(subset, "memo", self.memo)
-        return subset
-
-    @cached_property
-    def has_deletion_vectors(self) -> bool:
-        # Cached: checked on every request, and a snapshot never changes.
-        return (
-            "deletionVectors" in self.reader_features
-            or self.configuration.get("delta.enableDeletionVectors", "false").lower() == "true"
-            or self.adds.has_deletion_vectors
-        )
-
-    @property
-    def change_data_feed_enabled(self) -> bool:
-        return cdf_enabled(self.metadata)
-
-    @cached_property
-    def schema(self) -> dict[str, Any]:
-        return json.loads(self.metadata["schemaString"])
-
-
-# The defaults of `SnapshotCache`, which `[cache]` settings override.
-SNAPSHOTS_PER_TABLE = 8
-# Held actions take about 900 bytes a file with simple stats, 1.5 KB once one response
-# format's lines are pre-encoded (measured on 100,000 files): up to some 750 MB in all.
-SNAPSHOT_CACHE_FILES = 500_000
-# How long a check that a version's data files exist is taken as true, at least.
-FILES_CHECK_SECONDS = 5.0
-# A check is trusted for at least this many times what it took (see `CheckedVersions`).
-CHECK_COST_FACTOR = 20.0
-
-
-class SnapshotCache:
-    """Recent snapshots of every table, bounded by the files they hold all together (LRU).
-
-    Tables share the one bound, so that many tables queried once each cannot
-    hold more than the bound between them; each table also keeps at most
-    `per_table` versions. A version never changes, so entries never go stale.
-    The snapshot just put stays even when it alone exceeds the bound: every
-    query of its table would otherwise replay the log again.
-    """
-
-    def __init__(self, max_files: int = SNAPSHOT_CACHE_FILES, per_table: int = SNAPSHOTS_PER_TABLE) -> None:
-        self.max_files = max_files
-        self.per_table = per_table
-        self._entries: OrderedDict[tuple[object, int], DeltaSnapshot] = OrderedDict()
-        self._counts: dict[object, int] = {}
-        self._files = 0
-        self._lock = threading.Lock()
-
-    @property
-    def files(self) -> int:
-        """The files the cached snapshots hold (the figure `max_files` bounds)."""
-        return self._files
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def table(self) -> TableSnapshots:
-        """The cache as one table sees it: a view of its own versions."""
-        return TableSnapshots(self, object())
-
-    def get(self, table: object, version: int) -> DeltaSnapshot | None:
-        with self._lock:
-            snapshot = self._entries.get((table, version))
-            if snapshot is not None:
-                self._entries.move_to_end((table, version))
-            return snapshot
-
-    def put(self, table: object, snapshot: DeltaSnapshot) -> None:
-        key = (table, snapshot.version)
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return
-            self._entries[key] = snapshot
-            self._files += snapshot.adds.resident_files
-            self._counts[table] = self._counts.get(table, 0) + 1
-            if self._counts[table] > self.per_table:
-                self._evict(next(k for k in self._entries if k[0] is table))
-            while self._files > self.max_files and len(self._entries) > 1:
-                self._evict(next(iter(self._entries)))
-
-    def _evict(self, key: tuple[object, int]) -> None:
-        snapshot = self._entries.pop(key)
-        self._files -= snapshot.adds.resident_files
-        self._counts[key[0]] -= 1
-        if not self._counts[key[0]]:
-            del self._counts[key[0]]
-
-    def contains(self, table: object, version: int) -> bool:
-        return (table, version) in self._entries
-
-    def holds(self, table: object) -> bool:
-        """Whether any version of `table` is still cached."""
-        return table in self._counts
-
-
-class TableSnapshots:
-    """One table's part of a `SnapshotCache`: its snapshots by version."""
-
-    def __init__(self, cache: SnapshotCache, table: object) -> None:
-        self._cache = cache
-        self._table = table
-
-    def get(self, version: int) -> DeltaSnapshot | None:
-        return self._cache.get(self._table, version)
-
-    def put(self, snapshot: DeltaSnapshot) -> None:
-        self._cache.put(self._table, snapshot)
-
-    def __contains__(self, version: int) -> bool:
-        return self._cache.contains(self._table, version)
-
-    @property
-    def held(self) -> bool:
-        """Whether the cache still holds any of this table's versions (none once all were evicted)."""
-        return self._cache.holds(self._table)
-
-
-class CheckedVersions:
-    """When each version's data files were last found all present; trusted for `seconds`.
-
-    Files can be removed at any time (vacuum, lifecycle rules, by hand): a
-    check made once and kept forever would hand out URLs to files long gone.
-    A check that took long is trusted longer, `CHECK_COST_FACTOR` times what it
-    took: listing 100,000 files on S3 takes seconds, and redone every 5 s it
-    would be most of a busy table's queries' time. With `seconds` 0 every
-    answer checks, however long that takes.
-    """
-
-    def __init__(self, seconds: float = FILES_CHECK_SECONDS) -> None:
-        self.seconds = seconds
-        self._expiries: dict[Hashable, float] = {}
-        self._lock = threading.Lock()
-
-    def fresh(self, key: Hashable, ahead: float = 0.0) -> bool:
-        """Whether `key`'s files were found present recently enough to be trusted still
-        (and `ahead` seconds from now: the snapshot warmer checks again before a query must)."""
-        with self._lock:
-            expiry = self._expiries.get(key)
-        return expiry is not None and time.monotonic() + ahead < expiry
-
-    def mark(self, key: Hashable, took: float = 0.0) -> None:
-        """`key`'s files were found present just now, by a check that took `took` seconds."""
-        now = time.monotonic()
-        trusted = max(self.seconds, took * CHECK_COST_FACTOR) if self.seconds > 0 else 0.0
-        with self._lock:
-            self._expiries[key] = now + trusted
-            # Expired entries say nothing: dropped here, so the dict stays small.
-            if len(self._expiries) > 64:
-                for stale in [k for k, expiry in self._expiries.items() if expiry <= now]:
-                    del self._expiries[stale]
-
-
-def cdf_enabled(metadata: dict[str, Any]) -> bool:
-    config = metadata.get("configuration") or {}
-    return str(config.get("delta.enableChangeDataFeed", "false")).lower() == "true"
-
-
 class DeltaTableReader:
     def __init__(
         self,
@@ -282,7 +55,7 @@ class DeltaTableReader:
         path: str,
         snapshots: TableSnapshots | None = None,
         checked: CheckedVersions | None = None,
-        persisted: Callable[[LogListing], DeltaSnapshot | None] | None = None,
+        persisted: Callable[[LogListing], TableSnapshot | None] | None = None,
     ) -> None:
         self.storage = storage
         self.bucket = bucket
@@ -290,7 +63,7 @@ class DeltaTableReader:
         #: The persisted summary of a listing's latest version, as a snapshot, if any (see `head`).
         self._persisted = persisted
         #: The last summary `head` answered from, by its version and commit time (it never changes).
-        self._summarized: tuple[tuple[int, int | None], DeltaSnapshot] | None = None
+        self._summarized: tuple[tuple[int, int | None], TableSnapshot] | None = None
         self.log = LogReader(storage, bucket, path)
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: OrderedDict[int, list[dict[str, Any]]] = OrderedDict()
@@ -301,7 +74,7 @@ class DeltaTableReader:
         self._listed_at = 0.0
         #: The newest snapshot built, which later versions are built from (see `_advanced`);
         #: weakly, so that the snapshot cache alone decides what stays in memory.
-        self._newest: Callable[[], DeltaSnapshot | None] = lambda: None
+        self._newest: Callable[[], TableSnapshot | None] = lambda: None
 
     def listing(self) -> LogListing:
         """The log's files as of now: only what follows the newest known version is listed.
@@ -340,7 +113,7 @@ class DeltaTableReader:
     def latest_version(self, listing: LogListing | None = None) -> int:
         return (listing or self.listing()).latest_version
 
-    def head(self, listing: LogListing | None = None) -> DeltaSnapshot:
+    def head(self, listing: LogListing | None = None) -> TableSnapshot:
         """The latest version, for its head lines alone (`/metadata`): held, summarized or built.
 
         A summary persisted by an earlier server counts only if it is of the version the
@@ -363,7 +136,7 @@ class DeltaTableReader:
                 return summarized
         return self.snapshot(version, listing)
 
-    def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> DeltaSnapshot:
+    def snapshot(self, version: int | None = None, listing: LogListing | None = None) -> TableSnapshot:
         # A cached version needs no listing; the latest version always does.
         cached = self._snapshots.get(version) if version is not None else None
         if cached is not None:
@@ -384,7 +157,7 @@ class DeltaTableReader:
             if snapshot is None:
                 state = self.log.replay(listing, version)
                 assert state.protocol is not None and state.metadata is not None  # or replay raises
-                snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
+                snapshot = TableSnapshot(version, state.protocol, state.metadata, state.files())
                 if not snapshot.streamed:
                     snapshot.memo[ACTIVE] = state.active
         except TableFilesMissing:
@@ -404,7 +177,7 @@ class DeltaTableReader:
             older.memo.pop(ACTIVE, None)
         return snapshot
 
-    def _advanced(self, listing: LogListing, version: int) -> DeltaSnapshot | None:
+    def _advanced(self, listing: LogListing, version: int) -> TableSnapshot | None:
         """`version` as the newest snapshot built so far plus the commits after it; None if it cannot be.
 
         A table that is written to while it is read gets a new version every few
@@ -433,7 +206,7 @@ class DeltaTableReader:
                     if file is not None:
                         touched.add(file_identity(file))
             assert state.protocol is not None and state.metadata is not None
-            snapshot = DeltaSnapshot(version, state.protocol, state.metadata, state.files())
+            snapshot = TableSnapshot(version, state.protocol, state.metadata, state.files())
             snapshot.memo[ACTIVE] = state.active
             # Commits touch few files: only theirs can have gone.
             gone = [
@@ -449,11 +222,11 @@ class DeltaTableReader:
                     snapshot.memo[key] = kept
         return snapshot
 
-    def planned(self, snapshot: DeltaSnapshot, hint: dict[str, Any]) -> DeltaSnapshot:
+    def planned(self, snapshot: TableSnapshot, hint: dict[str, Any]) -> TableSnapshot:
         # Delta has no planning of its own: predicate hints are applied per file.
         return snapshot
 
-    def for_parquet(self, snapshot: DeltaSnapshot) -> DeltaSnapshot:
+    def for_parquet(self, snapshot: TableSnapshot) -> TableSnapshot:
         # Delta tables are served as they are; the format check refuses what parquet cannot carry.
         return snapshot
 
@@ -476,7 +249,7 @@ class DeltaTableReader:
                     self._commits.popitem(last=False)
         return cached
 
-    def commits(self, listing: LogListing, snapshot: DeltaSnapshot | None = None) -> list[Commit]:
+    def commits(self, listing: LogListing, snapshot: TableSnapshot | None = None) -> list[Commit]:
         """Every commit still in the log with its timestamp, oldest first."""
         config = snapshot.configuration if snapshot else {}
         ict_from: int | None = None
@@ -532,7 +305,7 @@ class DeltaTableReader:
     def batch_signer(self, now: float) -> BatchSigning | None:
         return self.storage.batch_signer(now)
 
-    def check_files_exist(self, snapshot: DeltaSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+    def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost).
 
         A check of the files and their vectors covers one of the files alone. `ahead`:

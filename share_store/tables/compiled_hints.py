@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from share_store.delta.actions import FileEntry
-from share_store.delta.predicates import COMPARISONS, MIRRORED, PredicateError, convert
+from share_store.tables.actions import FileEntry
+from share_store.tables.predicates import COMPARISONS, MIRRORED, PredicateError, convert
 
 #: A compiled node: (the file's partition values, the file) -> True, False or None.
 Check = Callable[[Mapping[str, Any], FileEntry], bool | None]
