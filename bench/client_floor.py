@@ -14,7 +14,7 @@ costs of their own that no server can take away:
   signature, no middleware, no audit.
 
 Run as `python -m bench.client_floor ROOT PORT` to serve the files under ROOT
-(`bench.harness.floor_server` does).
+(`bench.servers.floor_server` does).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Figures of the hostile-recipient review: answers while a writer commits, and header tricks.
 
-Both run against a `sharing-server serve` process of their own (bench.harness),
+Both run against a `sharing-server serve` process of their own (bench.servers),
 the requests sent by asyncio clients in this process:
 
 - 10,000 requests while delta-rs overwrites the table every 100 ms: how many
@@ -27,8 +27,9 @@ import httpx
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from bench.harness import DATA, Server
+from bench.paths import DATA
 from bench.results import record
+from bench.servers import Server
 
 BUCKET = DATA / "buckets" / "bench"
 PER_TOKEN_RPS = 20  # its burst is as large

@@ -20,9 +20,11 @@ import pyarrow.parquet as pq
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 
-from bench.harness import DATA, Server, running_seaweed
+from bench.delta_tables import make_delta_table
+from bench.paths import DATA
 from bench.results import record
-from bench.tables import make_delta_table, sample_rows
+from bench.rows import sample_rows
+from bench.servers import Server, running_seaweed
 from testbed.seaweed import upload_tree
 
 BUCKET = "icebergrest"

@@ -15,23 +15,18 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
+from bench.concurrency import bench_concurrency, bench_stalled_streams
+from bench.equality import bench_equality_deletes
+from bench.hints import bench_hints
 from bench.hostile import bench_rate_limit_tricks, bench_writer_commits
+from bench.iceberg_queries import bench_iceberg, bench_iceberg_deletes
 from bench.iceberg_rest import bench_iceberg_rest
+from bench.local_queries import bench_million, bench_server
+from bench.presign import bench_presign
 from bench.results import RESULTS, machine, write_results
-from bench.scenarios import (
-    bench_concurrency,
-    bench_equality_deletes,
-    bench_hints,
-    bench_iceberg,
-    bench_iceberg_deletes,
-    bench_million,
-    bench_presign,
-    bench_s3,
-    bench_server,
-    bench_spark,
-    bench_stalled_streams,
-)
-from bench.tables import readable_rows
+from bench.rows import readable_rows
+from bench.s3_queries import bench_s3
+from bench.spark_reads import bench_spark
 
 
 def scenarios() -> dict[str, Callable[[], None]]:
