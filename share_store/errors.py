@@ -16,11 +16,11 @@
     │                               wrong, or it cannot load (a driver not installed); names the
     │                               catalog and the key or module, never a value
     └── AdminError                  400 bad admin input (CLI exit code 2), never half-applied
-        ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin)
+        ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin.commands)
         └── AdminConflict           409 the name is already taken
 
 The server's own refusals (rate limits, body size, signatures, a disabled
-admin API) and configuration errors live in `sharing_server.errors`.
+admin API) and configuration errors live in `sharing_server.http.errors`.
 
 Anything else raised while serving a request is an internal error whose text
 is hidden from the recipient, since it may carry paths or credentials.

@@ -31,35 +31,36 @@ from starlette.types import Receive, Scope, Send
 
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
+from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from share_store.tables.iceberg_grants import IcebergGrants
 from share_store.tables.options import IcebergOptions
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
-from sharing_server import paths, routes
-from sharing_server.activity import ActivityRecorder
-from sharing_server.admin import Admin
-from sharing_server.admin_routes import admin_routes
-from sharing_server.audit import AuditLog, note
+from sharing_server import paths
+from sharing_server.admin.commands import Admin
+from sharing_server.admin.routes import admin_routes
+from sharing_server.auth.oauth import token_endpoint
 from sharing_server.config import ServiceOptions
-from sharing_server.connections import ConnectionGuard
 from sharing_server.console.routes import console_routes
 from sharing_server.console.sessions import SessionCodec
 from sharing_server.console.web import Console
-from sharing_server.errors import EXCEPTION_HANDLERS
-from sharing_server.files import serve_file
-from sharing_server.hint_filter import HintLimits
-from sharing_server.iceberg_catalog import iceberg_routes
-from sharing_server.metrics import Metrics, metrics_endpoint
-from sharing_server.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
-from sharing_server.oauth import token_endpoint
+from sharing_server.http.connections import ConnectionGuard
+from sharing_server.http.errors import EXCEPTION_HANDLERS
+from sharing_server.http.files import serve_file
+from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
+from sharing_server.http.rate_limits import RateLimiter
+from sharing_server.http.stream_slots import StreamSlots
+from sharing_server.iceberg_rest.catalog import iceberg_routes
+from sharing_server.observability.activity import ActivityRecorder
+from sharing_server.observability.audit import AuditLog, note
+from sharing_server.observability.metrics import Metrics, metrics_endpoint
 from sharing_server.openapi import openapi_endpoint
-from sharing_server.page_tokens import TokenCodec
-from sharing_server.queries import TableQueries
-from sharing_server.rate_limits import RateLimiter
+from sharing_server.protocol import routes
+from sharing_server.protocol.hint_filter import HintLimits
+from sharing_server.protocol.queries import TableQueries
+from sharing_server.protocol.warming import SnapshotWarmer
 from sharing_server.serving import quiet_aborted_connections
-from sharing_server.stream_slots import StreamSlots
-from sharing_server.warming import SnapshotWarmer
 
 if TYPE_CHECKING:
     from share_store.tables.options import Resolution

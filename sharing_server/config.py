@@ -47,15 +47,15 @@ from typing import Any
 from share_store.catalogs.registry import CatalogRegistry, catalog_settings
 from share_store.errors import CatalogError
 from share_store.persistence import sqlite_url
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
 from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from sharing_server import paths
-from sharing_server.errors import ConfigError
-from sharing_server.hint_filter import HintLimits
+from sharing_server.http.errors import ConfigError
+from sharing_server.protocol.hint_filter import HintLimits
 
 ENV_PREFIX = "SHARING_"
 #: The configuration file's path, for worker processes and the CLI.
@@ -98,7 +98,7 @@ class ServiceOptions:
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
-    # Snapshots built before recipients ask (sharing_server/warming.py).
+    # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
     warm_on_start: bool = True
     refresh_seconds: float = 1.0
     # The console: how long a session lasts unused, and how much activity the store keeps.

@@ -21,9 +21,9 @@ from share_store.model import TableSpec, parse_create_args
 from share_store.persistence import ShareStore
 from share_store.tokens import new_secret
 from sharing_server import paths
-from sharing_server.admin import ADMIN_TOKEN_PREFIX
+from sharing_server.admin.commands import ADMIN_TOKEN_PREFIX
+from sharing_server.auth.profiles import write_profile
 from sharing_server.config import ServerConfig
-from sharing_server.profiles import write_profile
 
 DEMO_BUCKET = "demo"
 DEMO_PATH = "sales/orders"

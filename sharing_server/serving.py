@@ -1,6 +1,6 @@
 """Hypercorn's configuration for this server, and the one thing it needs the kernel for.
 
-When a response is given up on (`sharing_server.connections`), Hypercorn closes
+When a response is given up on (`sharing_server.http.connections`), Hypercorn closes
 the connection, but a close waits until the bytes already handed to the socket
 are sent: a client that never reads would keep the connection, and those
 bytes, forever. So the listening sockets get TCP_USER_TIMEOUT, which accepted

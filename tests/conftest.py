@@ -25,8 +25,8 @@ from share_store.catalogs.registry import CatalogRegistry
 from share_store.model import parse_create_args
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
+from sharing_server.auth.profiles import write_profile
 from sharing_server.config import ServerConfig, load_config
-from sharing_server.profiles import write_profile
 from sharing_server.startup import build_app, open_services
 from testbed.seaweed import SeaweedS3, free_port, start_seaweed
 from tests.live_server import LiveServer

@@ -74,7 +74,7 @@ def test_prune_keeps_the_retention_and_the_row_cap(store: ShareStore) -> None:
 
 
 def test_the_recorder_keeps_recipients_requests_only(tmp_path: Path) -> None:
-    from sharing_server.activity import ActivityRecorder
+    from sharing_server.observability.activity import ActivityRecorder
 
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
     recorder = ActivityRecorder(store, ("/delta-sharing", "/iceberg"), timedelta(hours=1), 100)

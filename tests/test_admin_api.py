@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from share_store.tokens import hash_secret
-from sharing_server.cli import main
+from sharing_server.admin.cli import main
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 ADMIN_TOKEN = "dsa_test-admin-token-for-the-admin-api-0123456789"
@@ -237,8 +237,8 @@ def test_token_secrets_are_shown_once(server: Deployment) -> None:
 def test_api_and_cli_give_the_same_default_lifetimes(server: Deployment) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE
-    from sharing_server.cli import build_parser
+    from sharing_server.admin.cli import build_parser
+    from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
 
     admin(server, "POST", "/shares", json={"name": "defaults", "tables": []})
     # Expiries are given to the second: bounded by the times around the calls, those cut to seconds.

@@ -17,13 +17,13 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta.reader import ACTIVE, DeltaTableReader
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.tables.actions import entries
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import SnapshotCache
-from sharing_server.encoding import LineEncoder
-from sharing_server.protocol import line_bytes
+from sharing_server.http.ndjson import line_bytes
+from sharing_server.protocol.encoding import LineEncoder
 
 NOW = 1_700_000_000.0
 

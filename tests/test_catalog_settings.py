@@ -17,9 +17,9 @@ import pytest
 
 from share_store.catalogs.registry import CATALOG_TYPES, CatalogRegistry, catalog_settings, check_installed
 from share_store.errors import CatalogError
-from sharing_server.cli import main
+from sharing_server.admin.cli import main
 from sharing_server.config import CONFIG_VARIABLE, load_config
-from sharing_server.errors import ConfigError
+from sharing_server.http.errors import ConfigError
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

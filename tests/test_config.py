@@ -8,7 +8,7 @@ import pytest
 
 from share_store.storage.local import LocalStorage
 from sharing_server.config import ServerConfig, load_config
-from sharing_server.errors import ConfigError
+from sharing_server.http.errors import ConfigError
 from sharing_server.startup import open_services, prepare_disk, server_secret
 
 

@@ -25,7 +25,7 @@ def test_hourly_bars_count_requests_per_hour() -> None:
 
 
 def test_picker_finds_folders_holding_a_delta_log(tmp_path) -> None:
-    from share_store.signing import UrlSigner
+    from share_store.signing.file_urls import UrlSigner
     from share_store.storage import LocalStorage
 
     for folder in ("sales/orders/_delta_log", "sales/orders/part=1", "raw", "x/_delta_log", "_delta_log"):

@@ -17,7 +17,7 @@ import pytest
 from deltalake import write_deltalake
 from starlette.types import Message
 
-from sharing_server.files import DataFileResponse
+from sharing_server.http.files import DataFileResponse
 from tests.conftest import Deployment, audit_record, deploy
 
 MIB = 1024 * 1024

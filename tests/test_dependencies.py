@@ -23,7 +23,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: Library → a private name the code uses, and the file that uses it.
 INTERNALS = {
     "pyiceberg": ("_manifest_planner", "share_store/iceberg/planning.py"),
-    "starlette": ("_handle_simple", "sharing_server/files.py"),
+    "starlette": ("_handle_simple", "sharing_server/http/files.py"),
     "delta-sharing": ("_session", "pyspark_delta_sharing/listing.py"),
 }
 

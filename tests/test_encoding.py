@@ -1,4 +1,4 @@
-"""Unit tests of `sharing_server.encoding.LineEncoder`, with a deterministic in-test signer.
+"""Unit tests of `sharing_server.protocol.encoding.LineEncoder`, with a deterministic in-test signer.
 
 Covered, in both response formats (`parquet`, `delta`): the `protocol` and
 `metadata` lines; snapshot files (`file`, `entry_file`); change files (`add`,
@@ -22,7 +22,7 @@ from share_store.tables import actions
 from share_store.tables.actions import FileEntry
 from share_store.tables.changes import FileChange, MetadataChange, ProtocolChange
 from share_store.tables.snapshot import TableSnapshot
-from sharing_server.encoding import FileSigner, LineEncoder
+from sharing_server.protocol.encoding import FileSigner, LineEncoder
 
 NOW = 1_700_000_000.75
 HOUR_LATER = 1_700_003_600_000  # int(NOW) + 3600 s, in ms

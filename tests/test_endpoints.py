@@ -623,7 +623,7 @@ def test_security_headers(api: httpx.Client) -> None:
 
 
 def test_page_tokens_have_one_spelling() -> None:
-    from sharing_server.page_tokens import TokenCodec
+    from share_store.signing.token_codec import TokenCodec
 
     codec = TokenCodec(b"k" * 32, "test")
     token = codec.encode({"o": 1})

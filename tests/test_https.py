@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from sharing_server.app import create_app
-from sharing_server.profiles import write_profile
+from sharing_server.auth.profiles import write_profile
 from testbed.seaweed import free_port, upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment
 from tests.live_server import LiveServer

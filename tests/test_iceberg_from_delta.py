@@ -11,7 +11,7 @@ from pyiceberg.schema import Schema, index_by_id
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalog_view import ReadableFiles, shared_metadata
 from share_store.iceberg.from_delta import FieldIds, iceberg_schema, partition_spec, partition_value
-from share_store.storage.request_signing import SigningRefused, parse_object_request
+from share_store.signing.request_signing import SigningRefused, parse_object_request
 
 NESTED = {
     "type": "struct",

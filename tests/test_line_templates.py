@@ -1,4 +1,4 @@
-"""Pre-encoded file lines (`sharing_server.line_templates`, `LineEncoder.snapshot_files`).
+"""Pre-encoded file lines (`sharing_server.protocol.line_templates`, `LineEncoder.snapshot_files`).
 
 A snapshot's file lines are encoded once with holes for URLs and expiry, then
 filled per response. What is checked: the filled bytes are exactly what
@@ -24,17 +24,19 @@ from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta import replay
 from share_store.model import SharedTable
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
+from share_store.signing.sigv4 import Credentials, S3Presigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
-from share_store.storage.sigv4 import Credentials, S3Presigner
 from share_store.tables.actions import FileEntry, entries
 from share_store.tables.active_files import StreamedFileSet
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
-from sharing_server import line_templates
-from sharing_server.protocol import Capabilities, QueryRequest, line_bytes
-from sharing_server.queries import TableQueries
+from sharing_server.http.ndjson import line_bytes
+from sharing_server.protocol import line_templates
+from sharing_server.protocol.capabilities import Capabilities
+from sharing_server.protocol.queries import TableQueries
+from sharing_server.protocol.requests import QueryRequest
 from tests.test_encoding import ADD, DV_INLINE, DV_ON_DISK, METADATA, NOW, PROTOCOL, Signer, encoder
 
 DV_ADD = ADD | {"path": "p=a/part-0002.parquet", "deletionVector": DV_ON_DISK}

@@ -12,7 +12,7 @@ from share_store.delta import reader as snapshot_module
 from share_store.delta.reader import DeltaTableReader
 from share_store.delta.replay import list_log
 from share_store.errors import TableFilesMissing
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.base import ObjectInfo
 from share_store.storage.local import LocalStorage
 from tests.conftest import Deployment

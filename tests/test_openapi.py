@@ -36,7 +36,7 @@ from schemathesis.specs.openapi.checks import (
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
-from share_store.signing import SIGNATURE_PARAM
+from share_store.signing.file_urls import SIGNATURE_PARAM
 from share_store.tokens import hash_secret
 from sharing_server.app import app_routes, create_app, health
 from sharing_server.openapi import SpecMismatch, openapi_document

@@ -1,4 +1,4 @@
-"""Unit tests of `sharing_server.protocol`: request parsing and NDJSON encoding, without HTTP.
+"""Unit tests of `sharing_server.protocol.requests`: request parsing and NDJSON encoding, without HTTP.
 
 Covered: `QueryRequest.parse` (accepted bodies, each refusal with its exact
 message, the `validate()` rules) and `QueryRequest.checksum`;
@@ -17,15 +17,13 @@ from typing import Any
 import pytest
 
 from share_store.errors import InvalidParameter, MalformedRequest, ShareStoreError
-from sharing_server.protocol import (
+from sharing_server.http.ndjson import line_bytes, ndjson_chunks
+from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
+from sharing_server.protocol.requests import (
     MAX_LIST_RESULTS,
-    Capabilities,
     ChangesRequest,
     QueryRequest,
-    line_bytes,
-    ndjson_chunks,
     parse_bool,
-    parse_file_id_hash,
     parse_max_results,
     parse_timestamp,
 )

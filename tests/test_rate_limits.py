@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from share_store.tokens import hash_secret
-from sharing_server.auth import parse_bearer
-from sharing_server.rate_limits import RateLimiter, credential_key
+from sharing_server.auth.bearer import parse_bearer
+from sharing_server.http.rate_limits import RateLimiter, credential_key
 
 SECRET = "dss_abcdefghijklmnopqrstuvwxyz0123456789"
 # Every spelling authentication accepts for SECRET.

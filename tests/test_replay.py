@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from share_store.delta import replay
 from share_store.delta.replay import LogReader
 from share_store.errors import InvalidParameter, TableLogDamaged
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.tables.active_files import struct_rows
 from tests.conftest import TESTDATA, TESTDATA_BUCKET, Deployment

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
 
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from tests.conftest import Deployment
 

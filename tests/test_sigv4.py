@@ -10,7 +10,7 @@ import httpx
 import pytest
 from botocore.config import Config
 
-from share_store.storage.sigv4 import Credentials, S3Presigner
+from share_store.signing.sigv4 import Credentials, S3Presigner
 
 KEYS = [
     "a/b c%2F.parquet",

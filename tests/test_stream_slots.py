@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sharing_server.errors import RateLimited, ServerBusy
-from sharing_server.stream_slots import StreamSlots
+from sharing_server.http.errors import RateLimited, ServerBusy
+from sharing_server.http.stream_slots import StreamSlots
 
 
 def test_a_token_beyond_its_cap_is_rate_limited_and_others_are_not() -> None:

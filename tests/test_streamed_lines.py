@@ -1,4 +1,4 @@
-"""Streamed snapshots' lines made a record batch at a time (`sharing_server.streamed_lines`).
+"""Streamed snapshots' lines made a record batch at a time (`sharing_server.protocol.streamed_lines`).
 
 What is checked: the lines are byte for byte those of the per-file encoding,
 in both formats, at a pinned version too, for every test table with a
@@ -23,14 +23,14 @@ import pytest
 
 from share_store.delta import replay
 from share_store.delta.reader import DeltaTableReader
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.tables.actions import entries
 from share_store.tables.snapshot import TableSnapshot
-from sharing_server.audit import counting_files
-from sharing_server.encoding import LineEncoder
-from sharing_server.paging import Pager, Paging
-from sharing_server.protocol import LineBlock, line_bytes, ndjson_chunks, single_lines
+from sharing_server.http.ndjson import LineBlock, line_bytes, ndjson_chunks, single_lines
+from sharing_server.observability.audit import counting_files
+from sharing_server.protocol.encoding import LineEncoder
+from sharing_server.protocol.paging import Pager, Paging
 from testbed.checkpoints import write_checkpoint
 
 NOW = 1_700_000_000.75

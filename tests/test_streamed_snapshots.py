@@ -20,7 +20,7 @@ from deltalake import DeltaTable
 
 from share_store.delta import replay
 from share_store.delta.replay import LogReader
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from testbed.seaweed import SeaweedS3, upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy

@@ -18,14 +18,14 @@ from share_store.errors import TableFilesMissing
 from share_store.model import TableSpec
 from share_store.persistence import ShareStore
 from share_store.persistence.engine import sqlite_url
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
 from share_store.tables.summaries import SnapshotSummary, SummarizedFiles
-from sharing_server import warming
-from sharing_server.metrics import Metrics
-from sharing_server.warming import SnapshotWarmer
+from sharing_server.observability.metrics import Metrics
+from sharing_server.protocol import warming
+from sharing_server.protocol.warming import SnapshotWarmer
 from tests.conftest import deploy
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from share_store.signing import UrlSigner
+from share_store.signing.file_urls import UrlSigner
 from share_store.storage.base import BatchSigning, ObjectInfo, ObjectStorage, UrlSigning
 
 

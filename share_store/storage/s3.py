@@ -26,8 +26,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.errors import StorageUnavailable, TableFilesMissing
 from share_store.outages import client_error_is_outage
+from share_store.signing.sigv4 import Credentials, S3Presigner
 from share_store.storage.base import ObjectInfo, ObjectStorage, UrlSigning
-from share_store.storage.sigv4 import Credentials, S3Presigner
 
 DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
 UNREACHABLE = "object storage is unreachable; try again later"

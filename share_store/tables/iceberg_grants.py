@@ -19,7 +19,7 @@ from share_store.errors import UnsupportedOperation
 from share_store.iceberg.catalog_view import ReadableFiles, metadata_json, readable_files, shared_metadata
 from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
 from share_store.model import SharedTable
-from share_store.storage.request_signing import HeaderSigner, ObjectRequest, parse_object_request
+from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
 from share_store.storage.s3 import S3Storage
 from share_store.tables.readers import TableReaders
 

@@ -103,7 +103,6 @@ class TableSnapshot:
         return json.loads(self.metadata["schemaString"])
 
 
-
 def cdf_enabled(metadata: dict[str, Any]) -> bool:
     config = metadata.get("configuration") or {}
     return str(config.get("delta.enableChangeDataFeed", "false")).lower() == "true"

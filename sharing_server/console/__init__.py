@@ -2,7 +2,7 @@
 
 Off unless `[admin] token_hash` is set, like the admin API; signing in takes
 the admin token. Pages are rendered on the server (Jinja2) with a little
-JavaScript from `static/`, and every change goes through `sharing_server.admin.Admin`.
+JavaScript from `static/`, and every change goes through `sharing_server.admin.commands.Admin`.
 
     web.py         sessions, CSRF, forms, templates: the wrapper of every handler
     sessions.py    the signed session cookie, its CSRF token and idle timeout

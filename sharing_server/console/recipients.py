@@ -10,7 +10,7 @@ import base64
 import json
 from typing import Any
 
-from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE
+from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
 from sharing_server.console.shares import confirmation, share_url
 from sharing_server.console.web import Call, Page, Redirect
 

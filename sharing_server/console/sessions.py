@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sharing_server.page_tokens import TokenCodec
+from share_store.signing.token_codec import TokenCodec
 
 COOKIE = "console_session"
 COOKIE_PATH = "/console"

@@ -23,8 +23,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from share_store.errors import ShareStoreError
 from share_store.tokens import matches_hash
-from sharing_server.admin import Admin
-from sharing_server.audit import audit_fields
+from sharing_server.admin.commands import Admin
 from sharing_server.console import formatting
 from sharing_server.console.sessions import (
     COOKIE,
@@ -34,6 +33,7 @@ from sharing_server.console.sessions import (
     cookie_header,
     csrf_matches,
 )
+from sharing_server.observability.audit import audit_fields
 
 SIGN_IN = "/console/sign-in"
 HOME = "/console/shares"

@@ -1,4 +1,4 @@
-"""The OpenAPI specs of the admin API (`sharing_server.admin_routes`) and its JSON bodies.
+"""The OpenAPI specs of the admin API (`sharing_server.admin.routes`) and its JSON bodies.
 
 Operations are found by their routes' names, `admin_<handler>`. Every one of
 them takes the admin token and may be refused as unauthenticated, forbidden
@@ -30,7 +30,7 @@ from sharing_server.openapi.shapes import (
 
 ADMIN_ERRORS = (401, 403, 429)
 NULLABLE_DATE_TIME: Schema = {**DATE_TIME, "nullable": True}
-# The admin API's durations (`sharing_server.admin.parse_duration`).
+# The admin API's durations (`sharing_server.admin.commands.parse_duration`).
 DURATION: Schema = {"type": "string", "pattern": r"^(\d{1,9}[smhdw]|never)$"}
 GRACE_PERIOD: Schema = {"type": "string", "pattern": r"^\d{1,9}[smhdw]$"}
 # The CLI's `--no-check` as the admin API spells it (`Admin` checks on every path).
@@ -167,7 +167,7 @@ def _returns(description: str, body: str) -> Schema:
 def _schemas() -> dict[str, Schema]:
     token_state = {"type": "string", "enum": ["active", "rotating", "expired", "revoked"]}
     return {
-        # The profiles `sharing_server.profiles` writes, as issued tokens and clients carry them.
+        # The profiles `sharing_server.auth.profiles` writes, as issued tokens and clients carry them.
         "BearerProfile": object_schema(
             {
                 "shareCredentialsVersion": {"type": "integer", "enum": [1]},

@@ -1,7 +1,7 @@
 """What every area of the OpenAPI document shares: the error responses and the security schemes.
 
 Errors have one body (`Error`: `errorCode` and `message`, from
-`sharing_server.errors`) whichever endpoint answers them, so each status is
+`sharing_server.http.errors`) whichever endpoint answers them, so each status is
 described once here and referred to by the operations that can answer it.
 """
 

@@ -32,11 +32,11 @@ from starlette.routing import Route
 from share_store.errors import MalformedRequest, Unauthenticated
 from share_store.tokens import matches_hash
 from sharing_server import paths
-from sharing_server.admin import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin
-from sharing_server.audit import audit_fields
-from sharing_server.auth import bearer_secret
-from sharing_server.errors import AdminDisabled
-from sharing_server.json_text import has_lone_surrogate
+from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin
+from sharing_server.auth.bearer import bearer_secret
+from sharing_server.http.errors import AdminDisabled
+from sharing_server.http.json_text import has_lone_surrogate
+from sharing_server.observability.audit import audit_fields
 
 Handler = Callable[[Request, dict[str, Any]], Any]
 

@@ -1,4 +1,4 @@
-"""Protocol request parsing and response encoding, free of HTTP plumbing.
+"""Protocol request parsing, free of HTTP plumbing: query parameters and request bodies.
 
 Parsing follows the reference server's rules and messages (protocol notes
 §1, §2.3) so that clients' error handling sees what it expects.
@@ -8,166 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
-
 from share_store.errors import InvalidParameter, MalformedRequest
-from sharing_server.json_text import has_lone_surrogate
+from sharing_server.http.json_text import has_lone_surrogate
+from sharing_server.http.ndjson import dumps
 
 MAX_LIST_RESULTS = 500
 MAX_PAGE_FILES = 10_000
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-NDJSON = "application/x-ndjson; charset=utf-8"
-JSON = "application/json; charset=utf-8"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-# One encoder for every line: json.dumps with options builds a new one per call.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-
-
-def dumps(payload: Any) -> str:
-    return _ENCODER.encode(payload)
-
-
-class LineBlock(bytes):
-    """Many file lines encoded in one bytes object (a streamed snapshot's record batch).
-
-    A million files pass down a response's layers (paging, audit, chunking)
-    in a few hundred blocks rather than a million lines. `lines` is how many
-    it holds; `single_lines` parts them where each line must be counted.
-    """
-
-    lines: int
-
-    def __new__(cls, data: Any, lines: int) -> LineBlock:  # `data`: bytes, or any buffer (Arrow's)
-        block = super().__new__(cls, data)
-        block.lines = lines
-        return block
-
-
-def single_lines(lines: Iterable[Any]) -> Iterator[Any]:
-    """`lines` with every `LineBlock` parted into its lines."""
-    for line in lines:
-        if type(line) is LineBlock:
-            yield from line.splitlines(keepends=True)  # JSON lines hold no raw line breaks
-        else:
-            yield line
-
-
-def line_bytes(payload: Any) -> bytes:
-    """One compact JSON line; orjson, since encoding is a third of a large /query's time.
-
-    Bytes are a line encoded already, newline included, and pass as they are.
-    """
-    if isinstance(payload, bytes):
-        return payload
-    try:
-        return orjson.dumps(payload, option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:  # integers beyond 64 bits, which json handles
-        return (dumps(payload) + "\n").encode()
-
-
-def ndjson_chunks(
-    actions: Iterable[dict[str, Any] | bytes], first_bytes: int = 64 * 1024, chunk_bytes: int = 64 * 1024
-) -> Iterator[bytes]:
-    """Encode actions one per line, grouped into chunks of about `chunk_bytes`.
-
-    A chunk is what a response holds for a client that reads slowly: the next
-    one is made only once the client has taken the last. The first is at most
-    `first_bytes`, so that it comes quickly (and, made before the headers,
-    carries most errors). Lines join one buffer as they are made: kept apart
-    until the chunk is full, each would hold a whole allocation of orjson's
-    (4 KB for a line of 500 bytes).
-    """
-    buffer = bytearray()
-    limit = min(first_bytes, chunk_bytes)
-    for action in actions:
-        if type(action) is LineBlock and len(buffer) + len(action) >= limit + chunk_bytes:
-            # A block of lines: cut into chunks of the usual size, straight from the block.
-            with memoryview(action) as block:
-                start = limit - len(buffer)
-                buffer += block[:start]
-                yield bytes(buffer)
-                limit = chunk_bytes
-                while len(block) - start >= limit:
-                    yield bytes(block[start : start + limit])
-                    start += limit
-                buffer = bytearray(block[start:])
-            continue
-        # Pre-encoded lines (bytes) are most of a large listing: no call for them.
-        buffer += action if type(action) is bytes or type(action) is LineBlock else line_bytes(action)
-        if len(buffer) >= limit:
-            # A new buffer before yielding: the full one is not kept while its copy waits to be sent.
-            chunk, buffer, limit = bytes(buffer), bytearray(), chunk_bytes
-            yield chunk
-    if buffer:
-        yield bytes(buffer)
-
-
-# -- capabilities header -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    response_formats: tuple[str, ...] = ("parquet",)
-    reader_features: frozenset[str] = frozenset()
-    include_end_stream_action: bool = False
-
-    @classmethod
-    def parse(cls, header: str | None) -> Capabilities:
-        if not header:
-            return cls()
-        values: dict[str, list[str]] = {}
-        for entry in header.lower().split(";"):
-            parts = entry.split("=")
-            if len(parts) != 2:
-                continue  # the reference drops malformed entries too
-            values[parts[0].strip()] = [v.strip() for v in parts[1].split(",") if v.strip()]
-        formats = tuple(values.get("responseformat") or ["parquet"])
-        return cls(
-            response_formats=formats,
-            reader_features=frozenset(values.get("readerfeatures", [])),
-            include_end_stream_action=values.get("includeendstreamaction") == ["true"],
-        )
-
-    def response_format(self, min_reader_version: int, prefer_delta: bool = False) -> str:
-        """The format to answer in (protocol notes §2.3).
-
-        Only `delta` → delta; only `parquet` → parquet; both → parquet when the
-        table needs nothing beyond reader version 1, else delta. With
-        `prefer_delta`, a client that lists `delta` first gets delta for those
-        tables too: the Python client's default call (`load_as_pandas` resolving
-        the format, `delta,parquet`) reads them faster that way. Delta Lake's
-        Spark connector lists `parquet,delta` and keeps the reference's answer.
-        """
-        formats = set(self.response_formats)
-        unknown = formats - {"parquet", "delta"}
-        if unknown:
-            raise InvalidParameter(
-                f"Unsupported responseformat: {', '.join(sorted(unknown))}. Supported: parquet, delta"
-            )
-        if formats == {"delta"}:
-            return "delta"
-        if formats == {"parquet"}:
-            return "parquet"
-        if prefer_delta and self.response_formats[0] == "delta":
-            return "delta"
-        return "parquet" if min_reader_version == 1 else "delta"
-
-
-def parse_file_id_hash(header: str | None) -> str | None:
-    if header is None:
-        return None
-    value = header.strip().lower()
-    if value not in ("parquet", "delta"):
-        raise InvalidParameter(f"Unsupported fileidhash: '{header}'. Supported: parquet, delta")
-    return value
 
 
 # -- query parameters ------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from share_store.tokens import hash_secret
-from sharing_server.auth import parse_bearer
+from sharing_server.auth.bearer import parse_bearer
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 from share_store.tables.actions import FileEntry
 from share_store.tables.compiled_hints import FileCheck
 from share_store.tables.predicates import MAX_NODES
-from sharing_server.errors import ClientGone
+from sharing_server.http.errors import ClientGone
 
 #: Files in a budgeted table: a table of N files gets N / BUDGET_FILES budgets (at least one).
 BUDGET_FILES = 10_000

@@ -1,4 +1,4 @@
-"""`RemoteAdmin`: the admin operations of `sharing_server.admin`, through a server's `/admin/v1`.
+"""`RemoteAdmin`: the admin operations of `sharing_server.admin.commands`, through a server's `/admin/v1`.
 
 Used by the CLI's `--server URL`, so an operator manages a deployment (say,
 replicas on PostgreSQL) from anywhere the admin API is reachable, without the

@@ -28,12 +28,12 @@ from starlette.routing import Route
 from share_store.errors import NotFound, ShareStoreError, Unauthenticated
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
-from share_store.storage.request_signing import SigningRefused
+from share_store.signing.request_signing import SigningRefused
 from share_store.tables.iceberg_grants import IcebergGrants
 from sharing_server import paths
-from sharing_server.audit import audit_fields
-from sharing_server.auth import bearer_secret, record_token
-from sharing_server.oauth import token_endpoint
+from sharing_server.auth.bearer import bearer_secret, record_token
+from sharing_server.auth.oauth import token_endpoint
+from sharing_server.observability.audit import audit_fields
 
 #: The Iceberg REST error types by HTTP status.
 ERROR_TYPES = {

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from share_store.arrow_text import string_data
-from share_store.hmac_pads import PaddedHmac
+from share_store.signing.hmac_pads import PaddedHmac
 
 EXPIRES_PARAM = "X-Sharing-Expires"
 SIGNATURE_PARAM = "X-Amz-Signature"

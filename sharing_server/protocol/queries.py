@@ -4,7 +4,7 @@ Each endpoint method resolves the table's reader once, picks the snapshot or
 range of versions the request names, and returns the lines of its response
 ready to stream. Which table format answers lives in `share_store.tables.readers`,
 Delta's change-feed rules in `share_store.tables.changes`, paging in
-`sharing_server.paging`; this module speaks the protocol's request vocabulary
+`sharing_server.protocol.paging`; this module speaks the protocol's request vocabulary
 (response formats, time travel, refresh tokens) and joins them.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
+from share_store.signing.token_codec import TokenCodec
 from share_store.tables import actions
 from share_store.tables.changes import (
     CommitAt,
@@ -35,11 +36,11 @@ from share_store.tables.predicates import parse_hint
 from share_store.tables.reader import TableReader, VersionListing
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
-from sharing_server.encoding import LineEncoder
-from sharing_server.hint_filter import HintFilter, HintLimits
-from sharing_server.page_tokens import TokenCodec
-from sharing_server.paging import Line, PageOf, Pager, Paging, decode_token
-from sharing_server.protocol import Capabilities, ChangesRequest, QueryRequest, parse_timestamp
+from sharing_server.protocol.capabilities import Capabilities
+from sharing_server.protocol.encoding import LineEncoder
+from sharing_server.protocol.hint_filter import HintFilter, HintLimits
+from sharing_server.protocol.paging import Line, PageOf, Pager, Paging, decode_token
+from sharing_server.protocol.requests import ChangesRequest, QueryRequest, parse_timestamp
 
 REFRESH_TOKEN_TTL_MS = 3600 * 1000
 

@@ -2,7 +2,7 @@
 
 Order, outermost first: `SecurityHeaders` (every response, errors included),
 `Observe` (sees every status, 429 and 413 included), `ConnectionGuard`
-(`sharing_server.connections`: framing, body and send deadlines), `RequestLimits`.
+(`sharing_server.http.connections`: framing, body and send deadlines), `RequestLimits`.
 Refusals made here are answered directly, since the app's exception handlers
 sit further in.
 """
@@ -20,11 +20,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from share_store.errors import MalformedRequest, ShareStoreError
 from sharing_server import paths
-from sharing_server.activity import ActivityRecorder
-from sharing_server.audit import AuditLog, current_fields
-from sharing_server.errors import RateLimited, RequestTooLarge, share_store_error
-from sharing_server.metrics import Metrics
-from sharing_server.rate_limits import RateLimiter
+from sharing_server.http.errors import RateLimited, RequestTooLarge, share_store_error
+from sharing_server.http.rate_limits import RateLimiter
+from sharing_server.observability.activity import ActivityRecorder
+from sharing_server.observability.audit import AuditLog, current_fields
+from sharing_server.observability.metrics import Metrics
 
 # Probes and scrapes are never limited or audited: they would drown the log.
 UNOBSERVED_PATHS = frozenset({paths.HEALTHZ, paths.METRICS})

@@ -33,7 +33,8 @@ from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from share_store.tokens import hash_secret, new_secret
-from sharing_server.admin import (
+from sharing_server.admin.client import RemoteAdmin
+from sharing_server.admin.commands import (
     ADMIN_TOKEN_PREFIX,
     DEFAULT_EXPIRES,
     DEFAULT_GRACE,
@@ -41,10 +42,9 @@ from sharing_server.admin import (
     AdminBackend,
     parse_duration,
 )
-from sharing_server.admin_client import RemoteAdmin
+from sharing_server.auth.profiles import write_profile_document
 from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
 from sharing_server.failures import describe
-from sharing_server.profiles import write_profile_document
 
 __all__ = ["main", "parse_duration"]
 
@@ -307,7 +307,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> None:
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.run import run as hypercorn_run
 
-    from sharing_server.metrics import MULTIPROCESS_VARIABLE
+    from sharing_server.observability.metrics import MULTIPROCESS_VARIABLE
     from sharing_server.serving import hypercorn_config
     from sharing_server.startup import build_app, open_services
 

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.errors import ShareStoreError, StorageUnavailable, StoreDiskFull, TableLogDamaged
 from share_store.outages import disk_full, is_outage
-from sharing_server.audit import audit_fields
+from sharing_server.observability.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
 

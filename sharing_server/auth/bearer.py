@@ -9,7 +9,7 @@ from starlette.requests import Request
 from share_store.errors import Unauthenticated
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
-from sharing_server.audit import audit_fields
+from sharing_server.observability.audit import audit_fields
 
 
 def parse_bearer(header: str) -> str | None:

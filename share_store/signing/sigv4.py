@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
-from share_store.hmac_pads import PaddedHmac
+from share_store.signing.hmac_pads import PaddedHmac
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 # Keys made only of characters S3 leaves unencoded need no quoting at all.

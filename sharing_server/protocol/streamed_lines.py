@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from share_store.arrow_text import string_buffer, string_data
 from share_store.storage.base import BatchSigning, UrlSigning
 from share_store.tables.active_files import map_values, values_of
-from sharing_server.protocol import LineBlock
+from sharing_server.http.ndjson import LineBlock
 
 #: What a batch's paths become: the bucket and each file's key (None: not by Arrow).
 LocateMany = Callable[[pa.Array], "tuple[str, pa.Array] | None"]

@@ -18,8 +18,8 @@ from starlette.requests import HTTPConnection, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from share_store.errors import MalformedRequest, ShareStoreError
-from sharing_server.audit import audit_fields
-from sharing_server.errors import RequestTimedOut, share_store_error
+from sharing_server.http.errors import RequestTimedOut, share_store_error
+from sharing_server.observability.audit import audit_fields
 
 logger = logging.getLogger("sharing_server")
 

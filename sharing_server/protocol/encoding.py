@@ -13,9 +13,9 @@ from share_store.tables.actions import FileEntry
 from share_store.tables.active_files import StreamedFileSet
 from share_store.tables.changes import Change, FileChange, MetadataChange
 from share_store.tables.snapshot import TableSnapshot
-from sharing_server import line_templates
-from sharing_server.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
-from sharing_server.streamed_lines import BatchEncoder, Unencodable, present_fields
+from sharing_server.protocol import line_templates
+from sharing_server.protocol.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
+from sharing_server.protocol.streamed_lines import BatchEncoder, Unencodable, present_fields
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
 _UNMADE: Any = object()  # a file whose template is not made yet (None: cannot be made)

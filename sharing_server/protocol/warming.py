@@ -53,8 +53,8 @@ from share_store.tables.reader import TableReader
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.summaries import SnapshotSummary
-from sharing_server.encoding import LineEncoder
-from sharing_server.metrics import Metrics
+from sharing_server.observability.metrics import Metrics
+from sharing_server.protocol.encoding import LineEncoder
 
 logger = logging.getLogger(__name__)
 

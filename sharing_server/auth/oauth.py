@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.errors import Unauthenticated
 from share_store.persistence import ShareStore
-from sharing_server.audit import audit_fields
+from sharing_server.observability.audit import audit_fields
 
 FORM = "application/x-www-form-urlencoded"
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
-from sharing_server.protocol import LineBlock
+from sharing_server.http.ndjson import LineBlock
 
-logger = logging.getLogger("sharing_server.audit")
+logger = logging.getLogger("sharing_server.observability.audit")
 FILE_ACTIONS = frozenset({"file", "add", "remove", "cdf"})
 #: The audit fields of the request being served. Worker threads (`run_in_threadpool`)
 #: run in a copy of the request's context, so they see the same dictionary.

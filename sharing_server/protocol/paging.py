@@ -15,8 +15,9 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from share_store.errors import InvalidParameter
-from sharing_server.page_tokens import TokenCodec
-from sharing_server.protocol import MAX_PAGE_FILES, single_lines
+from share_store.signing.token_codec import TokenCodec
+from sharing_server.http.ndjson import single_lines
+from sharing_server.protocol.requests import MAX_PAGE_FILES
 
 PAGE_TOKEN_TTL_MS = 3 * 24 * 3600 * 1000
 T = TypeVar("T")

@@ -14,24 +14,16 @@ from starlette.types import Receive, Scope, Send
 from share_store.errors import InvalidParameter, ShareStoreError
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
-from sharing_server.audit import audit_fields, counting_files
-from sharing_server.auth import authenticate, authorize_share, authorize_table
-from sharing_server.disconnects import DisconnectWatch
-from sharing_server.errors import ClientGone
-from sharing_server.page_tokens import TokenCodec
-from sharing_server.protocol import (
-    JSON,
-    NDJSON,
-    Capabilities,
-    ChangesRequest,
-    QueryRequest,
-    dumps,
-    ndjson_chunks,
-    parse_file_id_hash,
-    parse_max_results,
-)
-from sharing_server.queries import TableQueries, TableResponse
-from sharing_server.stream_slots import Stream
+from share_store.signing.token_codec import TokenCodec
+from sharing_server.auth.bearer import authenticate, authorize_share, authorize_table
+from sharing_server.http.disconnects import DisconnectWatch
+from sharing_server.http.errors import ClientGone
+from sharing_server.http.ndjson import JSON, NDJSON, dumps, ndjson_chunks
+from sharing_server.http.stream_slots import Stream
+from sharing_server.observability.audit import audit_fields, counting_files
+from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
+from sharing_server.protocol.queries import TableQueries, TableResponse
+from sharing_server.protocol.requests import ChangesRequest, QueryRequest, parse_max_results
 
 CAPABILITIES_HEADER = "delta-sharing-capabilities"
 VERSION_HEADER = "Delta-Table-Version"

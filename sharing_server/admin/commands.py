@@ -4,7 +4,7 @@ One implementation serves the CLI on the store's host, the `/admin/v1` REST
 API and the console, so all accept the same input (the AIStor table-spec
 grammar, durations like `30d`), check the same things (a table added is there,
 unless told it is written later) and report the same errors.
-`sharing_server.admin_client` speaks the same interface over HTTP for `--server`.
+`sharing_server.admin.client` speaks the same interface over HTTP for `--server`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths
-from sharing_server.profiles import oauth_profile_document, profile_document
+from sharing_server.auth.profiles import oauth_profile_document, profile_document
 
 # The CLI and the admin API default to the same lifetimes: tokens and OAuth
 # clients alike live 30 days unless told otherwise, and a rotated token works
@@ -353,7 +353,7 @@ class Admin:
     def revoke_oauth_client(self, share: str, client_id: str) -> None:
         self.store.revoke_oauth_client(share, client_id)
 
-    # -- recent activity (kept in the store by sharing_server.activity) ------------
+    # -- recent activity (kept in the store by sharing_server.observability.activity) ------------
 
     def activity(self, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
         """Requests, versions, files, bytes and errors per share, table or token."""

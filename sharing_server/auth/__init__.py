@@ -1,0 +1,5 @@
+"""Who is calling: bearer tokens, the OAuth client-credentials endpoint, recipients' profile files.
+
+Every comparison of a secret is constant-time, and only hashes are stored
+(`share_store.tokens`). Imported by every endpoint package; imports none.
+"""
