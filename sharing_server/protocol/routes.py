@@ -22,8 +22,9 @@ from sharing_server.http.ndjson import JSON, NDJSON, dumps, ndjson_chunks
 from sharing_server.http.stream_slots import Stream
 from sharing_server.observability.audit import audit_fields, counting_files
 from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
-from sharing_server.protocol.queries import TableQueries, TableResponse
+from sharing_server.protocol.queries import TableQueries
 from sharing_server.protocol.requests import ChangesRequest, QueryRequest, parse_max_results
+from sharing_server.protocol.responses import TableResponse
 
 CAPABILITIES_HEADER = "delta-sharing-capabilities"
 VERSION_HEADER = "Delta-Table-Version"
