@@ -21,7 +21,7 @@ from sharing_server.admin.cli import main
 from sharing_server.config import CONFIG_VARIABLE, load_config
 from sharing_server.http.errors import ConfigError
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def write_config(tmp_path: Path, catalogs: str) -> Path:
