@@ -38,14 +38,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from share_store.catalogs.registry import CatalogRegistry, catalog_settings
-from share_store.errors import CatalogError
+from share_store.catalogs.registry import CatalogRegistry
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
@@ -54,14 +52,22 @@ from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from sharing_server import paths
+from sharing_server.config_sections import (
+    SECTION_KEYS,
+    SERVER_KEYS,
+    STORAGE_KEYS,
+    delete_options,
+    parse_bool,
+    read_catalogs,
+    read_section,
+    token_hash,
+)
 from sharing_server.http.errors import ConfigError
 from sharing_server.protocol.hint_filter import HintLimits
 
-ENV_PREFIX = "SHARING_"
 #: The configuration file's path, for worker processes and the CLI.
 CONFIG_VARIABLE = "SHARING_CONFIG"
 DEFAULT_CATALOG = "default"
-BOOL_TRUE = {"1", "true", "yes", "on"}
 MIN_ACCESS_TOKEN_LIFETIME = 900
 MIN_HINT_NODES = 3
 
@@ -145,7 +151,7 @@ class ServerConfig:
         try:
             options = ServiceOptions(
                 endpoint=self.endpoint,
-                admin_token_hash=_token_hash(self.admin.get("token_hash")),
+                admin_token_hash=token_hash(self.admin.get("token_hash")),
                 per_token_rps=limit("per_token_rps", float),
                 global_rps=limit("global_rps", float),
                 max_body_bytes=limit("max_body_bytes", int),
@@ -167,7 +173,7 @@ class ServerConfig:
             )
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
-        iceberg = _delete_options(self.iceberg)
+        iceberg = delete_options(self.iceberg)
         options = dataclasses.replace(options, iceberg=iceberg)
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
@@ -210,7 +216,7 @@ class ServerConfig:
             files = int(self.cache.get("snapshot_files", defaults.snapshot_cache_files))
             seconds = float(self.cache.get("files_check_seconds", defaults.files_check_seconds))
             refresh = float(self.cache.get("refresh_seconds", defaults.refresh_seconds))
-            warm = _bool(self.cache.get("warm_on_start", defaults.warm_on_start))
+            warm = parse_bool(self.cache.get("warm_on_start", defaults.warm_on_start))
         except ValueError as error:
             raise ConfigError(f"invalid [cache] setting: {error}") from error
         if files < 0 or not seconds >= 0 or not refresh >= 0:  # `not >=`: NaN too
@@ -288,7 +294,7 @@ class ServerConfig:
                 access_key=s.get("access_key"),
                 secret_key=s.get("secret_key"),
                 session_token=s.get("session_token"),
-                path_style=_bool(s.get("path_style", True)),
+                path_style=parse_bool(s.get("path_style", True)),
             )
             try:
                 for key, kind in (("connect_timeout", float), ("read_timeout", float), ("max_attempts", int)):
@@ -298,122 +304,6 @@ class ServerConfig:
                 raise ConfigError(f"[storage] {error}") from error
             return S3Storage(settings, self.url_lifetime)
         raise ConfigError(f"unknown storage type {kind!r}: use 'local' or 's3'")
-
-
-ICEBERG_KINDS: dict[str, type] = {
-    "cache_bucket": str,
-    "cache_prefix": str,
-    "inline_dv_bytes": int,
-    "deletes_in_parquet": str,
-    "equality_delete_budget_seconds": float,
-    "delta_snapshots": int,
-}
-
-
-def _delete_options(values: dict[str, Any]) -> DeleteOptions:
-    """The `[iceberg]` section, each value checked and a bad one named."""
-    parsed: dict[str, Any] = {}
-    for key, kind in ICEBERG_KINDS.items():
-        if values.get(key) not in (None, ""):
-            try:
-                parsed[key] = kind(values[key])
-            except ValueError as error:
-                raise ConfigError(f"invalid [iceberg] {key}: {error}") from error
-    try:
-        return DeleteOptions(**parsed)
-    except ValueError as error:
-        raise ConfigError(f"invalid [iceberg] setting: {error}") from error
-
-
-def _token_hash(value: Any) -> str | None:
-    if value in (None, ""):
-        return None
-    text = str(value).strip().lower()
-    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
-        raise ConfigError("[admin] token_hash must be the SHA-256 hex digest of the admin token")
-    return text
-
-
-def _bool(value: Any) -> bool:
-    return value if isinstance(value, bool) else str(value).lower() in BOOL_TRUE
-
-
-SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
-    "host": str,
-    "port": int,
-    "prefix": str,
-    "public_url": str,
-    "data_dir": Path,
-    "url_lifetime": int,
-    "secret_key": str,
-    "certfile": str,
-    "keyfile": str,
-    "workers": int,
-    "audit_log": str,
-    "proxy_hops": int,
-    "prefer_delta_format": _bool,
-}
-SECTION_KEYS = {
-    "admin": ("token_hash",),
-    "limits": (
-        "per_token_rps",
-        "global_rps",
-        "max_body_bytes",
-        "max_hint_nodes",
-        "hint_budget_ms",
-        "body_timeout",
-        "stream_send_timeout",
-        "stream_buffer_bytes",
-        "streams_per_token",
-        "streams_per_process",
-    ),
-    "oauth": ("access_token_lifetime",),
-    "iceberg": tuple(ICEBERG_KINDS),
-    "cache": ("snapshot_files", "files_check_seconds", "warm_on_start", "refresh_seconds"),
-    "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
-}
-STORAGE_KEYS = (
-    "type",
-    "root",
-    "endpoint",
-    "public_endpoint",
-    "region",
-    "access_key",
-    "secret_key",
-    "session_token",
-    "path_style",
-    "connect_timeout",
-    "read_timeout",
-    "max_attempts",
-)
-
-
-def _section(
-    raw: dict[str, Any], env: dict[str, str], name: str, keys: Iterable[str], strict: bool = True
-) -> dict[str, Any]:
-    """One `[name]` table of the file, `SHARING_<NAME>_<KEY>` variables taking precedence."""
-    values = dict(raw.get(name, {}))
-    for key in keys:
-        variable = f"{ENV_PREFIX}{name.upper()}_{key.upper()}"
-        if variable in env:
-            values[key] = env[variable]
-    unknown = set(values) - set(keys)
-    if strict and unknown:
-        raise ConfigError(f"unknown [{name}] settings: {', '.join(sorted(unknown))}")
-    return values
-
-
-def _catalogs(raw: Any) -> dict[str, dict[str, str]]:
-    """The `[catalogs.NAME]` blocks, each checked (`catalog_settings`): a bad one is named with its key."""
-    if not isinstance(raw, dict):
-        raise ConfigError("catalogs: catalogs are [catalogs.NAME] blocks of settings")
-    for key, value in raw.items():
-        if not isinstance(value, dict):
-            raise ConfigError(f"[catalogs] {key}: a catalog's settings go in its own block, [catalogs.NAME]")
-    try:
-        return {name: catalog_settings(name, block) for name, block in raw.items()}
-    except CatalogError as error:
-        raise ConfigError(error.message) from None
 
 
 def load_config(
@@ -429,10 +319,10 @@ def load_config(
             raise ConfigError(f"config file {path} not found") from error
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
-    server = _section(raw, env, "server", SERVER_KEYS)
-    store = _section(raw, env, "store", ("url",), strict=False)
-    storage = _section(raw, env, "storage", STORAGE_KEYS, strict=False)
-    sections = {name: _section(raw, env, name, keys) for name, keys in SECTION_KEYS.items()}
+    server = read_section(raw, env, "server", SERVER_KEYS)
+    store = read_section(raw, env, "store", ("url",), strict=False)
+    storage = read_section(raw, env, "storage", STORAGE_KEYS, strict=False)
+    sections = {name: read_section(raw, env, name, keys) for name, keys in SECTION_KEYS.items()}
     config = ServerConfig()
     for key, kind in SERVER_KEYS.items():
         if key in server:
@@ -445,7 +335,7 @@ def load_config(
     config.prefix = config.prefix.rstrip("/")
     config.store_url = store.get("url")
     config.storage = {"type": "local", **storage}
-    config.catalogs = _catalogs(raw.get("catalogs", {}))
+    config.catalogs = read_catalogs(raw.get("catalogs", {}))
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
     config.iceberg = sections["iceberg"]
     config.cache = sections["cache"]

@@ -237,7 +237,7 @@ def test_token_secrets_are_shown_once(server: Deployment) -> None:
 def test_api_and_cli_give_the_same_default_lifetimes(server: Deployment) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from sharing_server.admin.cli import build_parser
+    from sharing_server.admin.cli_grammar import build_parser
     from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
 
     admin(server, "POST", "/shares", json={"name": "defaults", "tables": []})

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from sharing_server import config as server_config
+from sharing_server import config_sections
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -60,18 +61,18 @@ def known_settings() -> dict[str, set[str]]:
     the deployment files' use of it fail here.
     """
     sections = {
-        "server": set(server_config.SERVER_KEYS),
+        "server": set(config_sections.SERVER_KEYS),
         "store": {"url"},
-        "storage": set(server_config.STORAGE_KEYS),
+        "storage": set(config_sections.STORAGE_KEYS),
     }
-    for section, keys in server_config.SECTION_KEYS.items():
+    for section, keys in config_sections.SECTION_KEYS.items():
         sections[section] = set(keys)
     return sections
 
 
 def known_env_names() -> set[str]:
     return {
-        f"{server_config.ENV_PREFIX}{section.upper()}_{key.upper()}"
+        f"{config_sections.ENV_PREFIX}{section.upper()}_{key.upper()}"
         for section, keys in known_settings().items()
         for key in keys
     }

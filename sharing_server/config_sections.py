@@ -1,0 +1,135 @@
+"""The configuration file's sections: which keys each holds, and each value read and checked.
+
+`SHARING_<SECTION>_<KEY>` variables take precedence over the file's values; an
+unknown key or a bad value is a `ConfigError` naming it, at load time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from share_store.catalogs.registry import catalog_settings
+from share_store.errors import CatalogError
+from share_store.tables.options import DeleteOptions
+from sharing_server.http.errors import ConfigError
+
+ENV_PREFIX = "SHARING_"
+BOOL_TRUE = {"1", "true", "yes", "on"}
+
+
+ICEBERG_KINDS: dict[str, type] = {
+    "cache_bucket": str,
+    "cache_prefix": str,
+    "inline_dv_bytes": int,
+    "deletes_in_parquet": str,
+    "equality_delete_budget_seconds": float,
+    "delta_snapshots": int,
+}
+
+
+def delete_options(values: dict[str, Any]) -> DeleteOptions:
+    """The `[iceberg]` section, each value checked and a bad one named."""
+    parsed: dict[str, Any] = {}
+    for key, kind in ICEBERG_KINDS.items():
+        if values.get(key) not in (None, ""):
+            try:
+                parsed[key] = kind(values[key])
+            except ValueError as error:
+                raise ConfigError(f"invalid [iceberg] {key}: {error}") from error
+    try:
+        return DeleteOptions(**parsed)
+    except ValueError as error:
+        raise ConfigError(f"invalid [iceberg] setting: {error}") from error
+
+
+def token_hash(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    text = str(value).strip().lower()
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise ConfigError("[admin] token_hash must be the SHA-256 hex digest of the admin token")
+    return text
+
+
+def parse_bool(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() in BOOL_TRUE
+
+
+SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
+    "host": str,
+    "port": int,
+    "prefix": str,
+    "public_url": str,
+    "data_dir": Path,
+    "url_lifetime": int,
+    "secret_key": str,
+    "certfile": str,
+    "keyfile": str,
+    "workers": int,
+    "audit_log": str,
+    "proxy_hops": int,
+    "prefer_delta_format": parse_bool,
+}
+SECTION_KEYS = {
+    "admin": ("token_hash",),
+    "limits": (
+        "per_token_rps",
+        "global_rps",
+        "max_body_bytes",
+        "max_hint_nodes",
+        "hint_budget_ms",
+        "body_timeout",
+        "stream_send_timeout",
+        "stream_buffer_bytes",
+        "streams_per_token",
+        "streams_per_process",
+    ),
+    "oauth": ("access_token_lifetime",),
+    "iceberg": tuple(ICEBERG_KINDS),
+    "cache": ("snapshot_files", "files_check_seconds", "warm_on_start", "refresh_seconds"),
+    "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
+}
+STORAGE_KEYS = (
+    "type",
+    "root",
+    "endpoint",
+    "public_endpoint",
+    "region",
+    "access_key",
+    "secret_key",
+    "session_token",
+    "path_style",
+    "connect_timeout",
+    "read_timeout",
+    "max_attempts",
+)
+
+
+def read_section(
+    raw: dict[str, Any], env: dict[str, str], name: str, keys: Iterable[str], strict: bool = True
+) -> dict[str, Any]:
+    """One `[name]` table of the file, `SHARING_<NAME>_<KEY>` variables taking precedence."""
+    values = dict(raw.get(name, {}))
+    for key in keys:
+        variable = f"{ENV_PREFIX}{name.upper()}_{key.upper()}"
+        if variable in env:
+            values[key] = env[variable]
+    unknown = set(values) - set(keys)
+    if strict and unknown:
+        raise ConfigError(f"unknown [{name}] settings: {', '.join(sorted(unknown))}")
+    return values
+
+
+def read_catalogs(raw: Any) -> dict[str, dict[str, str]]:
+    """The `[catalogs.NAME]` blocks, each checked (`catalog_settings`): a bad one is named with its key."""
+    if not isinstance(raw, dict):
+        raise ConfigError("catalogs: catalogs are [catalogs.NAME] blocks of settings")
+    for key, value in raw.items():
+        if not isinstance(value, dict):
+            raise ConfigError(f"[catalogs] {key}: a catalog's settings go in its own block, [catalogs.NAME]")
+    try:
+        return {name: catalog_settings(name, block) for name, block in raw.items()}
+    except CatalogError as error:
+        raise ConfigError(error.message) from None
