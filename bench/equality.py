@@ -26,7 +26,9 @@ def bench_equality_deletes(megabytes: int, keys: int = 100_000) -> None:
     from pyiceberg.typedef import Record
     from pyiceberg.types import LongType, NestedField, StringType
 
-    from share_store.iceberg.equality import Deadline, EqualityDelete, EqualityIndex, EqualityResolver
+    from share_store.iceberg.equality import EqualityResolver
+    from share_store.iceberg.equality_deadline import Deadline
+    from share_store.iceberg.equality_index import EqualityDelete, EqualityIndex
 
     files = make_equality_data(DATA / "equality", megabytes)
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))

@@ -280,7 +280,9 @@ class IcebergTableReader:
         """The resolver of the plan's equality deletes, when it has any."""
         if not plan.equality_deletes:
             return None
-        from share_store.iceberg.equality import Deadline, EqualityIndex, EqualityResolver
+        from share_store.iceberg.equality import EqualityResolver
+        from share_store.iceberg.equality_deadline import Deadline
+        from share_store.iceberg.equality_index import EqualityIndex
 
         return EqualityResolver(
             EqualityIndex(plan.equality_deletes, schema),

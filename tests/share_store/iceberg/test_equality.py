@@ -18,17 +18,11 @@ from pyiceberg.types import DateType, DoubleType, IntegerType, LongType, NestedF
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import CorruptDeleteFile
-from share_store.iceberg.equality import (
-    Deadline,
-    EqualityDelete,
-    EqualityIndex,
-    EqualityResolver,
-    KeyMatcher,
-    OverBudget,
-    comparable,
-    matching_positions,
-    may_match,
-)
+from share_store.iceberg.equality import EqualityResolver
+from share_store.iceberg.equality_deadline import Deadline, OverBudget
+from share_store.iceberg.equality_files import matching_positions
+from share_store.iceberg.equality_index import EqualityDelete, EqualityIndex, may_match
+from share_store.iceberg.equality_keys import KeyMatcher, comparable
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
