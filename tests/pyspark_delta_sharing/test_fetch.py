@@ -272,7 +272,7 @@ def spark_python_path() -> str:
     """What Spark puts on its Python workers' path: its own zips (PySpark, py4j), then the project."""
     lib = Path(pyspark.__file__).parent / "python" / "lib"
     zips = sorted(str(path) for path in lib.glob("*.zip"))
-    return os.pathsep.join([*zips, str(Path(__file__).resolve().parents[1])])
+    return os.pathsep.join([*zips, str(Path(__file__).resolve().parents[2])])
 
 
 LOOKUP = """
