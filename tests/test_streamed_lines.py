@@ -27,8 +27,7 @@ from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.tables.actions import entries
 from share_store.tables.snapshot import TableSnapshot
-from sharing_server.http.ndjson import LineBlock, line_bytes, ndjson_chunks, single_lines
-from sharing_server.observability.audit import counting_files
+from sharing_server.http.ndjson import LineBlock, counting_files, line_bytes, ndjson_chunks, single_lines
 from sharing_server.protocol.encoding import LineEncoder
 from sharing_server.protocol.paging import Pager, Paging
 from testbed.checkpoints import write_checkpoint

@@ -7,7 +7,7 @@ here; `LineBlock`s (a record batch's lines made at once) pass through whole.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -97,3 +97,30 @@ def ndjson_chunks(
             yield chunk
     if buffer:
         yield bytes(buffer)
+
+
+FILE_ACTIONS = frozenset({"file", "add", "remove", "cdf"})
+
+
+def counting_files(
+    lines: Iterable[dict[str, Any] | bytes],
+    fields: dict[str, Any],
+    file_bytes: Callable[[], int] | None = None,
+) -> Iterator[dict[str, Any] | bytes]:
+    """Pass protocol lines through, counting the file actions among them as they stream.
+
+    Lines already encoded (bytes) are file lines: only those are pre-encoded.
+    `file_bytes` tells, once the lines end, the size of the data files they
+    handed out (the encoder adds them up as it signs each one).
+    """
+    fields["files"] = 0
+    try:
+        for line in lines:
+            if type(line) is LineBlock:
+                fields["files"] += line.lines
+            elif isinstance(line, bytes) or next(iter(line)) in FILE_ACTIONS:
+                fields["files"] += 1
+            yield line
+    finally:
+        if file_bytes is not None:
+            fields["file_bytes"] = file_bytes()

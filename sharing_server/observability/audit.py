@@ -15,16 +15,12 @@ import json
 import logging
 import logging.handlers
 import sys
-from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from starlette.requests import HTTPConnection
 
-from sharing_server.http.ndjson import LineBlock
-
 logger = logging.getLogger("sharing_server.observability.audit")
-FILE_ACTIONS = frozenset({"file", "add", "remove", "cdf"})
 #: The audit fields of the request being served. Worker threads (`run_in_threadpool`)
 #: run in a copy of the request's context, so they see the same dictionary.
 current_fields: ContextVar[dict[str, Any] | None] = ContextVar("audit_fields", default=None)
@@ -40,30 +36,6 @@ def note(**fields: Any) -> None:
 def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
     """The mutable audit record of the request being served."""
     return connection.scope.setdefault("state", {}).setdefault("audit", {})
-
-
-def counting_files(
-    lines: Iterable[dict[str, Any] | bytes],
-    fields: dict[str, Any],
-    file_bytes: Callable[[], int] | None = None,
-) -> Iterator[dict[str, Any] | bytes]:
-    """Pass protocol lines through, counting the file actions among them as they stream.
-
-    Lines already encoded (bytes) are file lines: only those are pre-encoded.
-    `file_bytes` tells, once the lines end, the size of the data files they
-    handed out (the encoder adds them up as it signs each one).
-    """
-    fields["files"] = 0
-    try:
-        for line in lines:
-            if type(line) is LineBlock:
-                fields["files"] += line.lines
-            elif isinstance(line, bytes) or next(iter(line)) in FILE_ACTIONS:
-                fields["files"] += 1
-            yield line
-    finally:
-        if file_bytes is not None:
-            fields["file_bytes"] = file_bytes()
 
 
 class AuditLog:

@@ -18,9 +18,9 @@ from share_store.signing.token_codec import TokenCodec
 from sharing_server.auth.bearer import authenticate, authorize_share, authorize_table
 from sharing_server.http.disconnects import DisconnectWatch
 from sharing_server.http.errors import ClientGone
-from sharing_server.http.ndjson import JSON, NDJSON, dumps, ndjson_chunks
+from sharing_server.http.ndjson import JSON, NDJSON, counting_files, dumps, ndjson_chunks
 from sharing_server.http.stream_slots import Stream
-from sharing_server.observability.audit import audit_fields, counting_files
+from sharing_server.observability.audit import audit_fields
 from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
 from sharing_server.protocol.queries import TableQueries
 from sharing_server.protocol.requests import ChangesRequest, QueryRequest, parse_max_results
