@@ -5,9 +5,10 @@ each shared table's `TableReader` (`reader`), which answers with neutral
 values, chiefly the `TableSnapshot` (`snapshot`). What those values mean in
 the Delta Sharing protocol's terms lives here too: file actions and their
 lines (`actions`, `active_files`), change-feed rules (`changes`), commit times
-(`commits`), predicate hints (`predicates`, `compiled_hints`), persisted head
-summaries (`summaries`), the settings the formats read (`options`), and what
-an Iceberg REST recipient may read of a table (`iceberg_grants`).
+(`commits`), predicate hints (`predicates`, `compiled_hints`, `hint_leaves`,
+`hint_intervals`), persisted head summaries (`summaries`), the settings the
+formats read (`options`), and what an Iceberg REST recipient may read of a
+table (`iceberg_grants`).
 
 Only `readers` and `iceberg_grants` name a format's own modules
 (`share_store.delta`, `share_store.iceberg`); those formats import from here,

@@ -7,7 +7,8 @@ runs before one that does, and a file's stats are parsed only when a check
 reaches them. Equalities on one column under one OR become a single set (for
 partition values) or a bisection of sorted literals (for min/max stats); ranges
 (`lower AND upper` bounds) on one column under one OR become one set of
-intervals, searched by bisection as well.
+intervals, searched by bisection as well (`hint_intervals`). What a leaf tests of a
+partition value or of min/max stats is in `hint_leaves`.
 
 Results are three-valued as in `predicates`: True (every row matches), False
 (no row can) and None (unknown); a file is skipped only on False. AND and OR
@@ -18,24 +19,20 @@ that leaf would.
 
 from __future__ import annotations
 
-import operator
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from share_store.tables.actions import FileEntry
+from share_store.tables.hint_intervals import Interval, Intervals
+from share_store.tables.hint_leaves import PARTITION_TESTS, STATS_TESTS, PartitionTest, StatsTest
 from share_store.tables.predicates import COMPARISONS, MIRRORED, PredicateError, convert
 
 #: A compiled node: (the file's partition values, the file) -> True, False or None.
 Check = Callable[[Mapping[str, Any], FileEntry], bool | None]
 #: What the caller asks of each file: True/None keep it, False skips it.
 FileCheck = Callable[[FileEntry], bool | None]
-#: A test of a partition value: (the value, the literal) -> result.
-PartitionTest = Callable[[Any, Any], bool | None]
-#: A test of a file's stats: (the literal, min, max, has nulls, all null) -> result.
-StatsTest = Callable[[Any, Any, Any, bool | None, bool | None], bool | None]
 
 #: Errors a value of the log may raise when converted or compared: the leaf is then unknown.
 VALUE_ERRORS = (PredicateError, ValueError, TypeError)
@@ -244,14 +241,6 @@ def _column_literal(node: Mapping[str, Any]) -> tuple[str, Mapping[str, Any], Ma
     return None
 
 
-#: A bound as a key that orders inclusive against exclusive ends at one value: a lower
-#: bound (a, 0) admits a, (a, 1) only what lies above it; an upper bound (b, 1) admits
-#: b, (b, 0) only what lies below it. A value v then passes a lower bound L when
-#: L <= (v, 0), and an upper bound U when U >= (v, 1).
-Bound = tuple[Any, int]
-#: An interval of one column's values: its lower and upper bound.
-Interval = tuple[Bound, Bound]
-
 LOWER_BOUNDS = {"greaterThanOrEqual": 0, "greaterThan": 1}
 UPPER_BOUNDS = {"lessThanOrEqual": 1, "lessThan": 0}
 
@@ -276,37 +265,6 @@ def _interval(node: Mapping[str, Any]) -> tuple[tuple[str, str], Interval] | Non
     except VALUE_ERRORS:
         return None  # compiled as it stands: its leaf is unknown
     return column, ((low, LOWER_BOUNDS[lower_op]), (high, UPPER_BOUNDS[upper_op]))
-
-
-@dataclass(frozen=True, slots=True)
-class Intervals:
-    """Intervals of one column (an OR of ranges), for "does any reach into [low, high]" by bisection.
-
-    Sorted by lower bound, with the highest upper bound seen so far at each:
-    among the intervals whose lower bound admits `high`, the one reaching
-    furthest up decides whether any admits a value at or above `low`.
-    """
-
-    lowers: list[Bound]
-    reach: list[Bound]
-
-    @classmethod
-    def of(cls, intervals: list[Interval]) -> Intervals:
-        ordered = sorted(intervals)
-        reach: list[Bound] = []
-        for _, upper in ordered:
-            reach.append(upper if not reach or upper > reach[-1] else reach[-1])
-        return cls([lower for lower, _ in ordered], reach)
-
-    def overlap(self, low: Any, high: Any) -> bool:
-        """Whether some interval holds a value of [low, high]."""
-        admitting = bisect_right(self.lowers, (high, 0))
-        return admitting > 0 and self.reach[admitting - 1] >= (low, 1)
-
-    def cover(self, low: Any, high: Any) -> bool:
-        """Whether one interval holds all of [low, high]."""
-        admitting = bisect_right(self.lowers, (low, 0))
-        return admitting > 0 and self.reach[admitting - 1] >= (high, 1)
 
 
 # -- combinators ---------------------------------------------------------------------------
@@ -357,153 +315,3 @@ def _negation(child: _Compiled) -> _Compiled:
         return None if result is None else not result
 
     return _Compiled(check, child.reads_stats)
-
-
-# -- leaves: a partition value (exact) or a file's min/max stats (a range) ---------------------
-#
-# Partition tests take the file's value (converted; None for null) and the literal; stats
-# tests take the literal, the column's min and max (converted; None when unknown), whether
-# it has nulls and whether all its values are null (each None when unknown). A comparison
-# holds for every row (True) only if no row is null; NULL compared with anything never is.
-
-
-def _partition_is_null(value: Any, literal: None) -> bool | None:
-    return value is None
-
-
-def _partition_in(value: Any, literal: tuple[frozenset[Any], list[Any]]) -> bool | None:
-    return value is not None and value in literal[0]
-
-
-def _partition_comparison(compare: Callable[[Any, Any], bool]) -> PartitionTest:
-    def test(value: Any, literal: Any) -> bool | None:
-        return False if value is None else compare(value, literal)
-
-    return test
-
-
-def _stats_is_null(
-    literal: None, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    if all_null:
-        return True
-    return False if has_nulls is False else None
-
-
-def _stats_equal(
-    literal: Any, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    if literal < low or literal > high:
-        return False
-    return True if has_nulls is False and low == high == literal else None
-
-
-def _stats_less_than(
-    literal: Any, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    if low >= literal:
-        return False
-    return True if has_nulls is False and high < literal else None
-
-
-def _stats_less_or_equal(
-    literal: Any, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    if low > literal:
-        return False
-    return True if has_nulls is False and high <= literal else None
-
-
-def _stats_greater_than(
-    literal: Any, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    if high <= literal:
-        return False
-    return True if has_nulls is False and low > literal else None
-
-
-def _stats_greater_or_equal(
-    literal: Any, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    if high < literal:
-        return False
-    return True if has_nulls is False and low >= literal else None
-
-
-def _stats_in(
-    literal: tuple[frozenset[Any], list[Any]],
-    low: Any,
-    high: Any,
-    has_nulls: bool | None,
-    all_null: bool | None,
-) -> bool | None:
-    """Any of `column = literal` for a set of literals, by bisecting them rather than testing each."""
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    members, ordered = literal
-    first = bisect_left(ordered, low)
-    if first == len(ordered) or ordered[first] > high:
-        return False  # no literal falls within the file's range
-    return True if has_nulls is False and low == high and low in members else None
-
-
-def _partition_in_ranges(value: Any, literal: Intervals) -> bool | None:
-    return value is not None and literal.overlap(value, value)
-
-
-def _stats_in_ranges(
-    literal: Intervals, low: Any, high: Any, has_nulls: bool | None, all_null: bool | None
-) -> bool | None:
-    """Any of `lower AND upper` for a set of ranges: False if none reaches into the file's [min, max],
-    True if one holds it all and no row is null, else unknown, as the OR of the ANDs would answer."""
-    if all_null:
-        return False
-    if low is None or high is None:
-        return None
-    if not literal.overlap(low, high):
-        return False
-    return True if has_nulls is False and literal.cover(low, high) else None
-
-
-PARTITION_TESTS: dict[str, PartitionTest] = {
-    "equal": _partition_comparison(operator.eq),
-    "lessThan": _partition_comparison(operator.lt),
-    "lessThanOrEqual": _partition_comparison(operator.le),
-    "greaterThan": _partition_comparison(operator.gt),
-    "greaterThanOrEqual": _partition_comparison(operator.ge),
-    "in": _partition_in,
-    "inRanges": _partition_in_ranges,
-    "isNull": _partition_is_null,
-}
-STATS_TESTS: dict[str, StatsTest] = {
-    "equal": _stats_equal,
-    "lessThan": _stats_less_than,
-    "lessThanOrEqual": _stats_less_or_equal,
-    "greaterThan": _stats_greater_than,
-    "greaterThanOrEqual": _stats_greater_or_equal,
-    "in": _stats_in,
-    "inRanges": _stats_in_ranges,
-    "isNull": _stats_is_null,
-}
