@@ -16,7 +16,7 @@ from bench.paths import BUCKET, FIRST_COMMIT, QUERY
 from bench.results import record
 from bench.servers import Server, limit_producer, running_seaweed
 from bench.timing import best_of, limit_rows, query_rows, read_ratio, timed_query
-from share_store.delta.replay import list_log
+from share_store.delta.log_listing import list_log
 from share_store.storage.s3 import S3Storage
 from testbed.deltalake_access import deltalake_options
 from testbed.seaweed import upload_tree

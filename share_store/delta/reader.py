@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from share_store.arrow_text import string_data
 from share_store.delta.deletion_vectors import dv_storage_path
-from share_store.delta.replay import LogListing, LogReader, ReplayState, collector_paused, file_identity
+from share_store.delta.log_listing import LogListing
+from share_store.delta.replay import LogReader, ReplayState, collector_paused, file_identity
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
 from share_store.tables.commits import Commit, monotonic

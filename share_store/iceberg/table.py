@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import unquote, urlparse
 
 from share_store.catalogs.registry import CatalogRegistry
-from share_store.delta.replay import LogListing
+from share_store.delta.log_listing import LogListing
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import SharedTable

@@ -13,8 +13,8 @@ import time
 from functools import partial
 
 from share_store.catalogs.registry import CatalogRegistry
+from share_store.delta.log_listing import LogListing
 from share_store.delta.reader import DeltaTableReader
-from share_store.delta.replay import LogListing
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.table import IcebergTableReader, VersionStore
 from share_store.model import SharedTable

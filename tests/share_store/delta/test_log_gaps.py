@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from share_store.delta.log_listing import list_log
 from share_store.delta.reader import DeltaTableReader
-from share_store.delta.replay import list_log
 from share_store.errors import TableLogDamaged
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage

@@ -9,8 +9,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta import reader as snapshot_module
+from share_store.delta.log_listing import list_log
 from share_store.delta.reader import DeltaTableReader
-from share_store.delta.replay import list_log
 from share_store.errors import TableFilesMissing
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.base import ObjectInfo
