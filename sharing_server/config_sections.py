@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from share_store.catalogs.registry import catalog_settings
+from share_store.catalogs.settings import catalog_settings
 from share_store.errors import CatalogError
 from share_store.tables.options import DeleteOptions
 from sharing_server.http.errors import ConfigError

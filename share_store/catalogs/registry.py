@@ -1,4 +1,4 @@
-"""Named Iceberg catalogs from the configuration, loaded lazily with pyiceberg.
+"""Named Iceberg catalogs from the configuration, loaded lazily with pyiceberg: `CatalogRegistry`.
 
     [catalogs.testice]                       # WAREHOUSE "testice" in a table spec
     type = "rest"
@@ -19,22 +19,15 @@ catalog types and options are pyiceberg's. A catalog that serves many
 warehouses (AIStor, where the warehouse is a request parameter) is loaded once
 per warehouse with `warehouse` set to the name in the spec.
 
-Each block is checked when the configuration is read (`catalog_settings`): a
-known type with the keys it needs, values that are strings (numbers and
-booleans are taken as text), and keys that pyiceberg or this server know. A
-dotted key (`s3.endpoint`, `rest.sigv4-enabled`, `header.X-Client`) is one of
-pyiceberg's many property families and is taken as is; a key without a dot
-that neither knows is a typo, and refused. Nested tables (`[catalogs.x.auth]`,
-or `s3.endpoint` left unquoted) are not supported yet. `CatalogRegistry.verify`
-then checks, without connecting, what can only be checked on the running
-machine: that `${VAR}`s are set and that a SQL catalog's driver is installed.
-Every failure is one `CatalogError` line naming the catalog and the key or
-module, never a value.
+Each block is checked when the configuration is read (`settings.catalog_settings`).
+`CatalogRegistry.verify` then checks, without connecting, what can only be checked
+on the running machine: that `${VAR}`s are set and that a SQL catalog's driver is
+installed. Every failure is one `CatalogError` line naming the catalog and the key
+or module, never a value.
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import re
@@ -44,85 +37,14 @@ from typing import Any
 
 from pyarrow.fs import AwsStandardS3RetryStrategy
 
+from share_store.catalogs.settings import OWN_PREFIX, catalog_kind, catalog_settings
 from share_store.errors import AdminError, CatalogError, NotFound, ShareStoreError
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-OWN_PREFIX = "sharing."
 
-#: pyiceberg's catalog types (`pyiceberg.catalog.CatalogType`; a test keeps the two the same).
-CATALOG_TYPES = ("rest", "sql", "glue", "hive", "dynamodb", "in-memory", "bigquery")
-#: What each type cannot load without (pyiceberg's own checks, made when the config is read).
-REQUIRED_KEYS = {
-    "rest": ("uri",),
-    "sql": ("uri",),
-    "hive": ("uri",),
-    "bigquery": ("gcp.bigquery.project-id",),
-}
-#: Our own settings: all of `sharing.*` is ours, so any other name there is a typo.
-OWN_KEYS = frozenset({"sharing.warehouses", "sharing.warehouse-template", "sharing.s3-public-endpoint"})
-#: pyiceberg's catalog properties whose names have no dot. Dotted names (`s3.*`, `client.*`,
-#: `rest.*`, `header.*`, `adls.*`, `gcs.*`, `glue.*`, `hive.*`, …) are too many to list and
-#: are all passed on as they are.
-PLAIN_KEYS = frozenset(
-    {
-        "type",
-        "uri",
-        "warehouse",
-        "py-catalog-impl",
-        "py-io-impl",
-        # REST
-        "credential",
-        "token",
-        "scope",
-        "audience",
-        "resource",
-        "prefix",
-        "oauth2-server-uri",
-        "snapshot-loading-mode",
-        "scan-planning-mode",
-        "view-endpoints-supported",
-        "rest-page-size",
-        "namespace-separator",
-        # SQL
-        "echo",
-        "pool_pre_ping",
-        "schema_version",
-        "init_catalog_tables",
-        # Hive
-        "ugi",
-        "lock-check-min-wait-time",
-        "lock-check-max-wait-time",
-        "lock-check-retries",
-        # DynamoDB
-        "table-name",
-        # Glue's and DynamoDB's older names for their AWS client's settings
-        "profile_name",
-        "region_name",
-        "aws_access_key_id",
-        "aws_secret_access_key",
-        "aws_session_token",
-    }
-)
-#: pyiceberg properties that are nested tables in its own YAML files (the REST catalog's).
-NESTED_KEYS = frozenset({"auth", "ssl"})
-#: Nested tables a later grammar of ours may take (`[catalogs.x.backend]`, `[catalogs.x.storage]`).
-PLANNED_TABLES = NESTED_KEYS | {"backend", "storage"}
-#: Dotted names offered, with the plain ones, as what a refused key may have meant.
-COMMON_DOTTED = (
-    "s3.endpoint",
-    "s3.access-key-id",
-    "s3.secret-access-key",
-    "s3.region",
-    "client.access-key-id",
-    "client.secret-access-key",
-    "client.region",
-    "rest.sigv4-enabled",
-    "rest.signing-name",
-    "rest.signing-region",
-)
 #: SQL drivers not installed with this package, by the module SQLAlchemy imports: how to get one.
 DRIVER_HINTS = {
     "pymysql": "pip install 'table-sharing-server[mysql]'",
@@ -132,98 +54,6 @@ DRIVER_HINTS = {
 #: Words in a key whose value is kept out of messages (a failed load's reason may quote values).
 SECRET_WORDS = ("secret", "password", "token", "credential", "key", "session", "sas", "connection")
 URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
-
-
-def _setting(name: str, key: str, value: Any) -> str:
-    """One value as the string pyiceberg takes: TOML's numbers and booleans as text, tables refused."""
-    if isinstance(value, dict):
-        message = f"[catalogs.{name}.{key}]: nested tables are not supported yet in a catalog block"
-        path = [key]
-        inner: Any = value
-        while isinstance(inner, dict) and inner:
-            path.append(next(iter(inner)))
-            inner = inner[path[-1]]
-        if key not in PLANNED_TABLES and len(path) > 1:
-            # `s3.endpoint = "…"` unquoted: TOML reads a table `s3` holding `endpoint`.
-            dotted = ".".join(path)
-            message += f'; a dotted property name must be quoted: "{dotted}" = …, not {dotted} = …'
-        raise CatalogError(message)
-    if key in NESTED_KEYS:
-        raise CatalogError(
-            f"[catalogs.{name}] {key}: pyiceberg takes it as a nested table, "
-            "and nested tables are not supported yet in a catalog block"
-        )
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
-    raise CatalogError(f"[catalogs.{name}] {key}: must be a string, not {kind}")
-
-
-def _check_key(name: str, key: str) -> None:
-    if key in PLAIN_KEYS or key in OWN_KEYS:
-        return
-    if "." in key and not key.startswith(OWN_PREFIX):
-        return  # one of pyiceberg's dotted property families
-    known = sorted(PLAIN_KEYS | OWN_KEYS) + list(COMMON_DOTTED)
-    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
-    meant = f" (did you mean {close[0]}?)" if close else ""
-    if key.startswith(OWN_PREFIX):
-        ours = ", ".join(sorted(OWN_KEYS))
-        raise CatalogError(f"[catalogs.{name}] {key}: unknown setting{meant}; this server's are {ours}")
-    raise CatalogError(
-        f"[catalogs.{name}] {key}: unknown setting{meant}; a name without a dot must be a pyiceberg "
-        'catalog property or one of ours, and dotted ones such as "s3.endpoint" are passed on as they are'
-    )
-
-
-def catalog_kind(props: Mapping[str, str]) -> str | None:
-    """The catalog's type as pyiceberg takes it: given, else told by the uri ("" when it tells
-    none); None for a catalog class of its own (`py-catalog-impl`)."""
-    if props.get("py-catalog-impl"):
-        return None
-    if props.get("type"):
-        return props["type"].lower()
-    uri = props.get("uri", "")
-    if uri.startswith("http"):
-        return "rest"
-    if uri.startswith("thrift"):
-        return "hive"
-    if uri.startswith(("sqlite", "postgresql")):
-        return "sql"
-    return ""
-
-
-def catalog_settings(name: str, block: Mapping[str, Any]) -> dict[str, str]:
-    """One `[catalogs.NAME]` block, checked, as the strings pyiceberg takes.
-
-    A pure function of the block: `CatalogError` names the catalog and the key
-    at fault (and no value but the type's), so that the configuration is refused
-    when read rather than at the catalog's first use.
-    """
-    props = {key: _setting(name, key, value) for key, value in block.items()}
-    for key in props:
-        _check_key(name, key)
-    types = ", ".join(CATALOG_TYPES)
-    if props.get("type") and props.get("py-catalog-impl"):
-        raise CatalogError(f"[catalogs.{name}] type, py-catalog-impl: set one of them, not both")
-    kind = catalog_kind(props)
-    if kind is None:
-        return props
-    if not kind:
-        missing = (
-            "has neither type nor uri" if not props.get("uri") else "has no type, and its uri tells none"
-        )
-        raise CatalogError(f"[catalogs.{name}] {missing}: set type ({types})")
-    if kind not in CATALOG_TYPES:
-        raise CatalogError(
-            f"[catalogs.{name}] type: '{props['type']}' is not a catalog type; use one of {types}"
-        )
-    for key in REQUIRED_KEYS.get(kind, ()):
-        if not props.get(key):
-            raise CatalogError(f"[catalogs.{name}] {key}: missing, and a {kind} catalog needs it")
-    return props
 
 
 #: The pyiceberg module each catalog type needs beyond what this package installs, and its extra.
