@@ -37,7 +37,16 @@ from sharing_server.protocol import line_templates
 from sharing_server.protocol.capabilities import Capabilities
 from sharing_server.protocol.queries import TableQueries
 from sharing_server.protocol.requests import QueryRequest
-from tests.test_encoding import ADD, DV_INLINE, DV_ON_DISK, METADATA, NOW, PROTOCOL, Signer, encoder
+from tests.sharing_server.protocol.test_encoding import (
+    ADD,
+    DV_INLINE,
+    DV_ON_DISK,
+    METADATA,
+    NOW,
+    PROTOCOL,
+    Signer,
+    encoder,
+)
 
 DV_ADD = ADD | {"path": "p=a/part-0002.parquet", "deletionVector": DV_ON_DISK}
 INLINE_ADD = ADD | {"path": "p=a/part-0003.parquet", "deletionVector": DV_INLINE}

@@ -1,24 +1,21 @@
-"""Unit tests of `sharing_server.protocol.requests`: request parsing and NDJSON encoding, without HTTP.
+"""Unit tests of `sharing_server.protocol.requests`: request parsing, without HTTP.
 
 Covered: `QueryRequest.parse` (accepted bodies, each refusal with its exact
-message, the `validate()` rules) and `QueryRequest.checksum`;
-`Capabilities.parse` and `Capabilities.response_format`; `ChangesRequest.parse`
-and its checksum; the query-string parsers `parse_file_id_hash`,
-`parse_max_results`, `parse_timestamp`, `parse_bool`; and `line_bytes` /
-`ndjson_chunks`. The same rules over real HTTP are in test_endpoints.py.
+message, the `validate()` rules) and `QueryRequest.checksum`; `ChangesRequest.parse`
+and its checksum; the query-string parsers `parse_max_results`, `parse_timestamp`,
+`parse_bool`. The same rules over real HTTP are in the test_routes_*.py beside this file;
+`Capabilities` is in test_capabilities.py, `line_bytes` and `ndjson_chunks` in
+tests/sharing_server/http/test_ndjson.py.
 """
 
 from __future__ import annotations
 
-import tracemalloc
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from share_store.errors import InvalidParameter, MalformedRequest, ShareStoreError
-from sharing_server.http.ndjson import line_bytes, ndjson_chunks
-from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
 from sharing_server.protocol.requests import (
     MAX_LIST_RESULTS,
     ChangesRequest,
@@ -274,106 +271,6 @@ def test_query_checksum_ignores_paging_and_refresh_fields(changes: dict[str, Any
     assert replace(BASE_QUERY, **changes).checksum() == BASE_QUERY.checksum()
 
 
-# -- Capabilities -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("header", "expected"),
-    [
-        (None, Capabilities()),
-        ("", Capabilities()),
-        ("responseformat=delta", Capabilities(response_formats=("delta",))),
-        ("ResponseFormat=Delta,PARQUET", Capabilities(response_formats=("delta", "parquet"))),
-        (" responseformat = parquet , delta ", Capabilities(response_formats=("parquet", "delta"))),
-        ("responseformat=", Capabilities()),
-        ("responseformat=,,", Capabilities()),
-        # Malformed entries are dropped, the rest is kept.
-        (
-            "responseformat;readerfeatures=deletionvectors",
-            Capabilities(reader_features=frozenset({"deletionvectors"})),
-        ),
-        ("responseformat=delta=parquet", Capabilities()),
-        ("garbage;responseformat=delta;x=y=z", Capabilities(response_formats=("delta",))),
-        ("unknownkey=1;responseformat=delta", Capabilities(response_formats=("delta",))),
-        (
-            "responseformat=delta;readerfeatures=deletionVectors,columnMapping",
-            Capabilities(
-                response_formats=("delta",), reader_features=frozenset({"deletionvectors", "columnmapping"})
-            ),
-        ),
-        ("includeendstreamaction=true", Capabilities(include_end_stream_action=True)),
-        ("IncludeEndStreamAction=TRUE", Capabilities(include_end_stream_action=True)),
-        ("includeendstreamaction=false", Capabilities()),
-        ("includeendstreamaction=yes", Capabilities()),
-        (
-            "responseformat=parquet;includeendstreamaction=true",
-            Capabilities(response_formats=("parquet",), include_end_stream_action=True),
-        ),
-        # The last of a repeated key wins.
-        ("responseformat=delta;responseformat=parquet", Capabilities(response_formats=("parquet",))),
-        # An empty value is no value: the default, not a 500.
-        ("includeendstreamaction=", Capabilities()),
-    ],
-)
-def test_capabilities_parse(header: str | None, expected: Capabilities) -> None:
-    assert Capabilities.parse(header) == expected
-
-
-@pytest.mark.parametrize(
-    ("formats", "min_reader_version", "expected"),
-    [
-        (("delta",), 1, "delta"),
-        (("delta",), 3, "delta"),
-        (("parquet",), 1, "parquet"),
-        (("parquet",), 3, "parquet"),  # refused later, when the table needs more than parquet can say
-        (("delta", "parquet"), 1, "parquet"),
-        (("parquet", "delta"), 1, "parquet"),
-        (("delta", "parquet"), 2, "delta"),
-        (("parquet", "delta"), 3, "delta"),
-        (("delta", "delta"), 1, "delta"),
-    ],
-)
-def test_response_format(formats: tuple[str, ...], min_reader_version: int, expected: str) -> None:
-    assert Capabilities(response_formats=formats).response_format(min_reader_version) == expected
-
-
-@pytest.mark.parametrize(
-    ("formats", "min_reader_version", "expected"),
-    [
-        (("delta", "parquet"), 1, "delta"),  # the Python client's auto-resolution
-        (("parquet", "delta"), 1, "parquet"),  # Delta Lake's Spark connector: as the reference
-        (("parquet",), 1, "parquet"),
-        (("delta", "parquet"), 3, "delta"),
-        (("parquet", "delta"), 3, "delta"),
-    ],
-)
-def test_response_format_preferring_delta(
-    formats: tuple[str, ...], min_reader_version: int, expected: str
-) -> None:
-    capabilities = Capabilities(response_formats=formats)
-    assert capabilities.response_format(min_reader_version, prefer_delta=True) == expected
-
-
-@pytest.mark.parametrize(
-    ("formats", "message"),
-    [
-        (("json",), "Unsupported responseformat: json. Supported: parquet, delta"),
-        (("parquet", "orc", "avro"), "Unsupported responseformat: avro, orc. Supported: parquet, delta"),
-    ],
-)
-def test_response_format_refuses_unknown_formats(formats: tuple[str, ...], message: str) -> None:
-    with pytest.raises(InvalidParameter) as raised:
-        Capabilities(response_formats=formats).response_format(1)
-    assert raised.value.message == message
-
-
-def test_parsed_unknown_format_is_refused_when_chosen() -> None:
-    capabilities = Capabilities.parse("responseformat=Delta,Iceberg")
-    with pytest.raises(InvalidParameter) as raised:
-        capabilities.response_format(1)
-    assert raised.value.message == "Unsupported responseformat: iceberg. Supported: parquet, delta"
-
-
 # -- ChangesRequest ------------------------------------------------------------------------------
 
 
@@ -487,29 +384,7 @@ def test_changes_checksum(changes: dict[str, Any], same: bool) -> None:
     assert (replace(BASE_CHANGES, **changes).checksum() == BASE_CHANGES.checksum()) is same
 
 
-# -- query-string and header values ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("header", "expected"),
-    [(None, None), ("parquet", "parquet"), ("delta", "delta"), (" Delta ", "delta"), ("PARQUET", "parquet")],
-)
-def test_parse_file_id_hash(header: str | None, expected: str | None) -> None:
-    assert parse_file_id_hash(header) == expected
-
-
-@pytest.mark.parametrize(
-    ("header", "message"),
-    [
-        ("md5", "Unsupported fileidhash: 'md5'. Supported: parquet, delta"),
-        ("", "Unsupported fileidhash: ''. Supported: parquet, delta"),
-        (" Sha256 ", "Unsupported fileidhash: ' Sha256 '. Supported: parquet, delta"),
-    ],
-)
-def test_parse_file_id_hash_refusals(header: str, message: str) -> None:
-    with pytest.raises(InvalidParameter) as raised:
-        parse_file_id_hash(header)
-    assert raised.value.message == message
+# -- query-string values ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -598,83 +473,3 @@ def test_parse_bool_refusals(raw: str, message: str) -> None:
     with pytest.raises(InvalidParameter) as raised:
         parse_bool(raw, "flag")
     assert raised.value.message == message
-
-
-# -- NDJSON encoding ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("payload", "expected"),
-    [
-        ({"a": 1, "b": [True, None, 1.5]}, b'{"a":1,"b":[true,null,1.5]}\n'),
-        ({"name": "café"}, '{"name":"café"}\n'.encode()),
-        ({"z": 1, "a": 2}, b'{"z":1,"a":2}\n'),  # keys keep their order
-        ({"n": 2**64 - 1}, b'{"n":18446744073709551615}\n'),
-        # Beyond 64 bits orjson gives up; the json fallback still writes the number.
-        ({"n": 2**64}, b'{"n":18446744073709551616}\n'),
-        ({"n": -(2**63) - 1}, b'{"n":-9223372036854775809}\n'),
-        ({"é": [2**70, "ü"]}, '{"é":[1180591620717411303424,"ü"]}\n'.encode()),
-    ],
-)
-def test_line_bytes(payload: Any, expected: bytes) -> None:
-    assert line_bytes(payload) == expected
-
-
-def test_ndjson_chunks_small_first_then_bigger() -> None:
-    actions = [{"i": n} for n in range(10)]  # 8 bytes a line
-    chunks = list(ndjson_chunks(actions, first_bytes=10, chunk_bytes=20))
-    assert chunks == [
-        b'{"i":0}\n{"i":1}\n',
-        b'{"i":2}\n{"i":3}\n{"i":4}\n',
-        b'{"i":5}\n{"i":6}\n{"i":7}\n',
-        b'{"i":8}\n{"i":9}\n',
-    ]
-    assert b"".join(chunks) == b"".join(line_bytes(action) for action in actions)
-
-
-def test_ndjson_chunks_one_line_per_action() -> None:
-    actions: list[dict[str, Any]] = [{"protocol": {"minReaderVersion": 1}}, {"file": {"size": 2**65}}, {}]
-    joined = b"".join(ndjson_chunks(actions, first_bytes=1, chunk_bytes=1))
-    assert joined == b'{"protocol":{"minReaderVersion":1}}\n{"file":{"size":36893488147419103232}}\n{}\n'
-    assert list(ndjson_chunks(actions, first_bytes=1, chunk_bytes=1)) == joined.splitlines(keepends=True)
-
-
-@pytest.mark.parametrize(
-    ("count", "first_bytes", "chunk_bytes", "lines_per_chunk"),
-    [
-        (0, 10, 20, []),
-        (1, 10, 20, [1]),
-        (3, 100, 200, [3]),  # never full: one chunk at the end
-        (5, 8, 8, [1, 1, 1, 1, 1]),
-        (6, 16, 1000, [2, 4]),
-    ],
-)
-def test_ndjson_chunk_sizes(
-    count: int, first_bytes: int, chunk_bytes: int, lines_per_chunk: list[int]
-) -> None:
-    chunks = list(ndjson_chunks(({"i": n} for n in range(count)), first_bytes, chunk_bytes))
-    assert [chunk.count(b"\n") for chunk in chunks] == lines_per_chunk
-    assert all(chunk.endswith(b"\n") for chunk in chunks)
-
-
-def test_a_chunk_being_made_holds_its_bytes_not_each_lines_allocation() -> None:
-    """orjson returns a 500-byte line in a 4 KB allocation: lines kept apart until a chunk is
-    full would hold eight times their size, for every stream a slow client holds up."""
-    action = {"file": {"url": "https://example.com/" + "x" * 400, "id": "f", "size": 1}}
-    length = len(line_bytes(action))
-    lines = 1_000
-    held: list[int] = []
-
-    def actions() -> Any:
-        for _ in range(lines):
-            yield action
-        held.append(tracemalloc.get_traced_memory()[0] - start)  # the chunk is still being made
-
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        (chunk,) = ndjson_chunks(actions(), first_bytes=1 << 30, chunk_bytes=1 << 30)
-    finally:
-        tracemalloc.stop()
-    assert len(chunk) == lines * length
-    assert held[0] < 2 * lines * length, f"{held[0]:,} bytes held for {lines * length:,} bytes of lines"
