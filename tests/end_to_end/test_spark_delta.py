@@ -28,9 +28,8 @@ from share_store.delta.replay import LogReader
 from share_store.model import TableSpec
 from tests.conftest import TESTDATA_BUCKET, Deployment
 from tests.dv import deleted_row_indexes
-from tests.handmade_delta import write_mapped, write_widened
-from tests.test_client_local import canonical, table_name
-from tests.test_iceberg_deletes import (
+from tests.end_to_end.test_client_local import canonical, table_name
+from tests.end_to_end.test_iceberg_deletes import (
     change_rows,
     deploy_tables,
     expected_changes,
@@ -38,7 +37,8 @@ from tests.test_iceberg_deletes import (
     spark_rows,
     stop,
 )
-from tests.test_spark import same
+from tests.end_to_end.test_spark import same
+from tests.handmade_delta import write_mapped, write_widened
 
 DV_TABLES = ["table-with-dv-small", "table_with_deletion_logs"]
 # Every table of the test data whose protocol needs the delta format and whose files are all there.

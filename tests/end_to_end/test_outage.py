@@ -39,7 +39,7 @@ from sharing_server.protocol.queries import TableResponse
 from testbed.deltalake_access import deltalake_options, table_uri
 from testbed.seaweed import SeaweedS3, start_seaweed, upload_tree
 from tests.conftest import Deployment, deploy
-from tests.test_client_local import canonical
+from tests.end_to_end.test_client_local import canonical
 
 BUCKET = "outage"
 DELTA = "simple_table_with_cdc"  # small, change data feed on: every endpoint answers for it

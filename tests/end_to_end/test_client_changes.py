@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.conftest import TESTDATA_BUCKET, Deployment
-from tests.test_client_local import canonical, table_name
+from tests.end_to_end.test_client_local import canonical, table_name
 
 SPARK_CDF_TABLES = ["cdf-table", "cdf-table-non-partitioned", "cdc_ict_table"]
 CHANGE_COLUMNS = ["_change_type", "_commit_version"]

@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.conftest import Deployment
-from tests.test_client_local import table_name
+from tests.end_to_end.test_client_local import table_name
 
 BUCKET = "streaming"
 _names = itertools.count()

@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from share_store.delta.replay import LogReader
 from tests.conftest import TESTDATA_BUCKET, Deployment
 from tests.dv import read_with_deletion_vectors
-from tests.test_client_local import READABLE, canonical, table_name
+from tests.end_to_end.test_client_local import READABLE, canonical, table_name
 
 DV_TABLES = ["table-with-dv-small", "table_with_deletion_logs"]
 DELTA_HEADER = "responseformat=delta;readerfeatures=deletionvectors,columnmapping,timestampntz"

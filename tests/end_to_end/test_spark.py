@@ -9,8 +9,8 @@ import pytest
 from share_store.model import TableSpec
 from share_store.tables.commits import format_ms
 from tests.conftest import Deployment
-from tests.test_client_local import canonical, table_name
-from tests.test_iceberg import SCHEMA, rows
+from tests.end_to_end.test_client_local import canonical, table_name
+from tests.end_to_end.test_iceberg import SCHEMA, rows
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from share_store.storage.local import LocalStorage
 from testbed.seaweed import SeaweedS3, upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 from tests.dv import read_with_deletion_vectors
-from tests.test_client_local import canonical, table_name
+from tests.end_to_end.test_client_local import canonical, table_name
 
 CHECKPOINTED = ["simple_table_with_checkpoint", "delta-1.2.1-only-struct-stats", "table_with_deletion_logs"]
 

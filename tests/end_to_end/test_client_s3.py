@@ -15,7 +15,7 @@ from share_store.storage.s3 import S3Storage
 from testbed.deltalake_access import deltalake_options, table_uri
 from testbed.seaweed import upload_tree
 from tests.conftest import TESTDATA_BUCKET, Deployment
-from tests.test_client_local import canonical, table_name
+from tests.end_to_end.test_client_local import canonical, table_name
 
 UPLOADED = [
     "delta-0.8.0-partitioned",

@@ -27,7 +27,7 @@ from share_store.storage import LocalStorage
 from share_store.tables.options import DeleteOptions, IcebergOptions
 from tests.conftest import Deployment
 from tests.dv import payload_positions
-from tests.test_iceberg_deletes import (
+from tests.end_to_end.test_iceberg_deletes import (
     CAPABILITIES,
     REPLACING,
     TABLES,

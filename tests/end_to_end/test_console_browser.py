@@ -25,7 +25,7 @@ from share_store.tokens import hash_secret
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "console"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 ADMIN_TOKEN = "dsa_browser-test-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"
 # Flags for a root user in a container, with nothing fetched from the network.

@@ -40,7 +40,7 @@ from pyiceberg.types import (
 from share_store.model import TableSpec
 from share_store.tables.commits import format_ms
 from tests.conftest import Deployment
-from tests.test_client_local import canonical
+from tests.end_to_end.test_client_local import canonical
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -31,7 +31,7 @@ from share_store.model import TableSpec
 from tests.conftest import Deployment, deploy
 
 #: Delta Spark's golden tables, kept in the repository (tests/data/README.md says whose they are).
-GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 BUCKET = "golden"
 FORMATS = ("parquet", "delta")
 
@@ -205,5 +205,5 @@ def test_the_readme_reports_these_counts() -> None:
     """Every read above is pinned ok or refused, so the counts follow from the pins."""
     reads = len(FORMATS) * (len(table_names()) + len(sibling_versions()))
     refused = len(REFUSED)
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f"{reads} reads: {reads - refused} exactly Spark's rows, {refused} refused, 0 wrong" in text

@@ -24,10 +24,10 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from share_store.model import TableSpec
 from testbed.seaweed import SeaweedS3, upload_tree
 from tests.conftest import Deployment, audit_records, deploy
+from tests.end_to_end.test_client_local import canonical
+from tests.end_to_end.test_iceberg_deletes import frame_rows, row_order, rows_of
+from tests.end_to_end.test_iceberg_s3 import CUSTOMER, customers
 from tests.iceberg_relocate import relocate_table, same_length_uri
-from tests.test_client_local import canonical
-from tests.test_iceberg_deletes import frame_rows, row_order, rows_of
-from tests.test_iceberg_s3 import CUSTOMER, customers
 
 BUCKET = "restwarehouse"
 

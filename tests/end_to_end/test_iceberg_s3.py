@@ -16,7 +16,7 @@ from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 from share_store.model import TableSpec
 from testbed.seaweed import SeaweedS3
 from tests.conftest import Deployment, deploy
-from tests.test_client_local import canonical
+from tests.end_to_end.test_client_local import canonical
 
 CUSTOMER = Schema(
     NestedField(1, "custkey", LongType(), required=True),
