@@ -1,6 +1,6 @@
 """Iceberg tables with row-level deletes, written by Spark 3.5 + Iceberg, and Spark's rows of each snapshot.
 
-Run by `tests/test_iceberg_deletes.py` with the Python of the Spark 3.5 environment that
+Run by `tests/end_to_end/test_iceberg_deletes.py` with the Python of the Spark 3.5 environment that
 `make spark-iceberg` builds (pyiceberg cannot write delete files; a real engine must):
 
     python tests/iceberg_writer.py WAREHOUSE EXPECTED_JSON

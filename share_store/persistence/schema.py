@@ -1,7 +1,7 @@
 """The store's tables, as SQLAlchemy sees them.
 
 The Alembic revisions in share_store/migrations create and change these tables
-in the database; this module is what the code queries. tests/test_migrations.py
+in the database; this module is what the code queries. tests/share_store/test_migrate.py
 checks that a migrated store matches `metadata`, so a column added here needs a
 revision too.
 """

@@ -1,4 +1,4 @@
-"""Caps on streams at once, without HTTP; over HTTP, test_hostile_streams.py tests them too."""
+"""Caps on streams at once, without HTTP; tests/end_to_end/test_hostile_streams.py tests them over HTTP."""
 
 from __future__ import annotations
 
