@@ -4,27 +4,26 @@
 snapshots by version, one version's changes, signing) so that the protocol
 layer serves both formats with the same code. Each snapshot becomes a
 `TableSnapshot` whose schema uses Delta column mapping by Iceberg field id.
+Its versions are listed by `listing`, and its files found in the storage by
+`locations`.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
-from urllib.parse import unquote, urlparse
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from share_store.catalogs.registry import CatalogRegistry
-from share_store.delta.log_listing import LogListing
-from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
-from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
+from share_store.errors import TableFilesMissing, UnsupportedOperation
+from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
+from share_store.iceberg.locations import file_location, file_uri
+from share_store.iceberg.versions import EMPTY_SNAPSHOT
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage, UrlSigning
-from share_store.storage.local import LocalStorage
 from share_store.tables.commits import Commit
 from share_store.tables.options import IcebergOptions
 from share_store.tables.snapshot import TableSnapshot
@@ -35,24 +34,6 @@ if TYPE_CHECKING:
     from share_store.iceberg.derived import DerivedFiles
     from share_store.iceberg.equality import EqualityResolver
     from share_store.iceberg.materialized import Materialized
-
-
-@dataclass
-class IcebergListing(LogListing):
-    """A listing whose "commits" are the numbered snapshots of the current ancestry."""
-
-    table: Any = None
-    snapshots: dict[int, int] = field(default_factory=dict)  # version -> snapshot id
-
-
-class VersionStore(Protocol):
-    """Where snapshot versions persist (the share store)."""
-
-    def snapshot_versions(self, table_id: str) -> list[SnapshotVersion]: ...
-
-    def add_snapshot_versions(
-        self, table_id: str, versions: list[SnapshotVersion]
-    ) -> list[SnapshotVersion]: ...
 
 
 class IcebergTableReader:
@@ -115,27 +96,7 @@ class IcebergTableReader:
         return self._load()
 
     def listing(self) -> IcebergListing:
-        from pyiceberg.table.snapshots import ancestors_of
-
-        table = self._load()
-        current = table.current_snapshot()
-        ancestry = list(reversed(list(ancestors_of(current, table.metadata)))) if current else []
-        known = self.versions.snapshot_versions(self.table.id)
-        created = int(table.metadata.last_updated_ms)
-        added = new_versions(known, [(s.snapshot_id, s.timestamp_ms) for s in ancestry], created)
-        if added:
-            known = self.versions.add_snapshot_versions(self.table.id, added)
-        visible = visible_versions(known, {s.snapshot_id for s in ancestry})
-        if ancestry:
-            visible = [v for v in visible if v.snapshot_id != EMPTY_SNAPSHOT]
-        listing = IcebergListing(table=table)
-        for entry in visible:
-            listing.commits[entry.version] = str(entry.snapshot_id)
-            listing.commit_times[entry.version] = entry.timestamp_ms
-            listing.snapshots[entry.version] = entry.snapshot_id
-        if not listing.commits:
-            raise TableFilesMissing("the Iceberg table's snapshots have all expired")
-        return listing
+        return list_snapshots(self._load(), self.table.id, self.versions)
 
     def latest_version(self, listing: IcebergListing | None = None) -> int:
         return (listing or self.listing()).latest_version
@@ -144,21 +105,7 @@ class IcebergTableReader:
         return [Commit(v, listing.commit_times[v]) for v in sorted(listing.commits)]
 
     def _snapshot_id(self, listing: IcebergListing, version: int) -> int:
-        if version in listing.snapshots:
-            return listing.snapshots[version]
-        known = {v.version: v for v in self.versions.snapshot_versions(self.table.id)}
-        if version not in known:
-            raise InvalidParameter(
-                f"Cannot load table version {version} as it does not exist. "
-                f"The latest version of the table is {listing.latest_version}."
-            )
-        if listing.table.metadata.snapshot_by_id(known[version].snapshot_id) is not None:
-            raise InvalidParameter(
-                f"Version {version} is no longer in the history of the Iceberg table (it was rolled back)."
-            )
-        raise InvalidParameter(
-            f"Version {version} of the table is no longer available: its Iceberg snapshot has expired."
-        )
+        return snapshot_id_at(listing, version, self.versions, self.table.id)
 
     # -- snapshots ----------------------------------------------------------------
 
@@ -357,25 +304,8 @@ class IcebergTableReader:
     # -- where files live --------------------------------------------------------------
 
     def locate(self, path: str) -> tuple[str, str]:
-        """Bucket and key of a data file named by an absolute Iceberg URI."""
-        parsed = urlparse(path)
-        if parsed.scheme in ("s3", "s3a", "s3n") and not isinstance(self.storage, LocalStorage):
-            return parsed.netloc, unquote(parsed.path.lstrip("/"))
-        if parsed.scheme in ("file", "") and isinstance(self.storage, LocalStorage):
-            root = str(self.storage.root)
-            # Lexically first (realpath costs ten system calls a file); serving a file
-            # resolves it fully and refuses any symlink out of its bucket.
-            for resolve in (os.path.normpath, os.path.realpath):
-                absolute = resolve(unquote(parsed.path))
-                if absolute.startswith(root + os.sep):
-                    bucket, _, key = absolute[len(root) + 1 :].partition(os.sep)
-                    if bucket and key:
-                        return bucket, key
-        # A file outside the storage this server signs for cannot be handed out.
-        raise UnsupportedOperation(
-            "the Iceberg table has data files outside the configured object storage; "
-            "configure the storage (or the catalog's s3.* settings) that holds them"
-        )
+        """Bucket and key of a data file named by an absolute Iceberg URI (see iceberg/locations.py)."""
+        return file_location(self.storage, path)
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         """Where a deletion vector file of the cache is; None for an inline vector."""
@@ -398,9 +328,7 @@ class IcebergTableReader:
 
     def _uri(self, bucket: str, key: str) -> str:
         """The absolute URI `locate` maps back to (bucket, key)."""
-        if isinstance(self.storage, LocalStorage):
-            return (self.storage.root / bucket / key).as_uri()
-        return f"s3://{bucket}/{key}"
+        return file_uri(self.storage, bucket, key)
 
     def _deletes(self, derived: DerivedFiles | None) -> DeleteFiles:
         if self._delete_files is None:

@@ -16,7 +16,8 @@ from share_store.catalogs.registry import CatalogRegistry
 from share_store.delta.log_listing import LogListing
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.table import IcebergTableReader, VersionStore
+from share_store.iceberg.listing import VersionStore
+from share_store.iceberg.table import IcebergTableReader
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
 from share_store.tables.options import IcebergOptions

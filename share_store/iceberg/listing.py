@@ -1,0 +1,76 @@
+"""An Iceberg table's snapshots as dense versions, listed as a Delta log's commits: `IcebergListing`.
+
+The snapshots of the current ancestry are numbered in order, once and for good:
+the numbers persist in the share store (`VersionStore`), and a version whose
+snapshot has since expired or was rolled back is refused, saying which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from share_store.delta.log_listing import LogListing
+from share_store.errors import InvalidParameter, TableFilesMissing
+from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
+
+
+@dataclass
+class IcebergListing(LogListing):
+    """A listing whose "commits" are the numbered snapshots of the current ancestry."""
+
+    table: Any = None
+    snapshots: dict[int, int] = field(default_factory=dict)  # version -> snapshot id
+
+
+class VersionStore(Protocol):
+    """Where snapshot versions persist (the share store)."""
+
+    def snapshot_versions(self, table_id: str) -> list[SnapshotVersion]: ...
+
+    def add_snapshot_versions(
+        self, table_id: str, versions: list[SnapshotVersion]
+    ) -> list[SnapshotVersion]: ...
+
+
+def list_snapshots(table: Any, table_id: str, versions: VersionStore) -> IcebergListing:
+    """The versions of `table` (a pyiceberg table) still in its ancestry; new snapshots numbered now."""
+    from pyiceberg.table.snapshots import ancestors_of
+
+    current = table.current_snapshot()
+    ancestry = list(reversed(list(ancestors_of(current, table.metadata)))) if current else []
+    known = versions.snapshot_versions(table_id)
+    created = int(table.metadata.last_updated_ms)
+    added = new_versions(known, [(s.snapshot_id, s.timestamp_ms) for s in ancestry], created)
+    if added:
+        known = versions.add_snapshot_versions(table_id, added)
+    visible = visible_versions(known, {s.snapshot_id for s in ancestry})
+    if ancestry:
+        visible = [v for v in visible if v.snapshot_id != EMPTY_SNAPSHOT]
+    listing = IcebergListing(table=table)
+    for entry in visible:
+        listing.commits[entry.version] = str(entry.snapshot_id)
+        listing.commit_times[entry.version] = entry.timestamp_ms
+        listing.snapshots[entry.version] = entry.snapshot_id
+    if not listing.commits:
+        raise TableFilesMissing("the Iceberg table's snapshots have all expired")
+    return listing
+
+
+def snapshot_id_at(listing: IcebergListing, version: int, versions: VersionStore, table_id: str) -> int:
+    """The snapshot `version` names; InvalidParameter for a version unknown, rolled back or expired."""
+    if version in listing.snapshots:
+        return listing.snapshots[version]
+    known = {v.version: v for v in versions.snapshot_versions(table_id)}
+    if version not in known:
+        raise InvalidParameter(
+            f"Cannot load table version {version} as it does not exist. "
+            f"The latest version of the table is {listing.latest_version}."
+        )
+    if listing.table.metadata.snapshot_by_id(known[version].snapshot_id) is not None:
+        raise InvalidParameter(
+            f"Version {version} is no longer in the history of the Iceberg table (it was rolled back)."
+        )
+    raise InvalidParameter(
+        f"Version {version} of the table is no longer available: its Iceberg snapshot has expired."
+    )
