@@ -26,7 +26,7 @@
            minute are brought up to their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
-           (share_store/catalogs/registry.py), each block checked when read
+           (share_store/catalogs/settings.py), each block checked when read
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
                         secret_key, session_token, path_style, connect_timeout,
