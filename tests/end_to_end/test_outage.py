@@ -35,7 +35,7 @@ from share_store.model import TableSpec
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
-from sharing_server.protocol.queries import TableResponse
+from sharing_server.protocol.responses import TableResponse
 from testbed.deltalake_access import deltalake_options, table_uri
 from testbed.seaweed import SeaweedS3, start_seaweed, upload_tree
 from tests.conftest import Deployment, deploy
