@@ -37,6 +37,8 @@ from share_store.tables.iceberg_grants import IcebergGrants
 from share_store.tables.options import IcebergOptions
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
+from share_store.warehouses.catalog import WarehouseCatalog
+from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
 from sharing_server.admin.commands import Admin
 from sharing_server.admin.routes import admin_routes
@@ -52,6 +54,7 @@ from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLim
 from sharing_server.http.rate_limits import RateLimiter
 from sharing_server.http.stream_slots import StreamSlots
 from sharing_server.iceberg_rest.catalog import iceberg_routes
+from sharing_server.iceberg_rest.warehouse_api import warehouse_api
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, note
 from sharing_server.observability.metrics import Metrics, metrics_endpoint
@@ -97,6 +100,7 @@ def app_routes(prefix: str) -> list[BaseRoute]:
         Mount(prefix, routes=protocol_routes()),
         Mount(paths.ADMIN_PREFIX, routes=admin_routes()),
         Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes()),
+        Mount(paths.WAREHOUSE_PREFIX, routes=warehouse_api()),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes()),
     ]
 
@@ -234,6 +238,9 @@ def create_app(
         summaries=store,
     )
     app.state.iceberg_grants = IcebergGrants(app.state.readers)
+    app.state.warehouses = WarehouseCatalog(store.engine, storage)
+    app.state.catalog_users = CatalogUsers(store.engine, secret)
+    app.state.catalog_tokens = TokenCodec(secret, "catalog-access")
     app.state.warmer = SnapshotWarmer(
         store, app.state.readers, metrics, options.warm_on_start, options.refresh_seconds
     )

@@ -56,6 +56,24 @@ ICEBERG_S3_SIGN = "/v1/aws/s3/sign"
 # Anything else under the prefix: every write endpoint of the spec lands here.
 ICEBERG_OTHER = "/{rest:path}"
 
+# -- AIStor Tables: the provider's writable Iceberg REST catalog -------------------------
+
+WAREHOUSE_PREFIX = "/_iceberg"
+WAREHOUSE_CONFIG = "/v1/config"
+WAREHOUSE_OAUTH_TOKENS = "/v1/oauth/tokens"
+WAREHOUSES = "/v1/warehouses"
+WAREHOUSE = WAREHOUSES + "/{warehouse}"
+WAREHOUSE_NAMESPACES = "/v1/{prefix}/namespaces"
+WAREHOUSE_NAMESPACE = WAREHOUSE_NAMESPACES + "/{namespace}"
+WAREHOUSE_NAMESPACE_PROPERTIES = WAREHOUSE_NAMESPACE + "/properties"
+WAREHOUSE_TABLES = WAREHOUSE_NAMESPACE + "/tables"
+WAREHOUSE_TABLE = WAREHOUSE_TABLES + "/{table}"
+WAREHOUSE_TABLE_METRICS = WAREHOUSE_TABLE + "/metrics"
+WAREHOUSE_REGISTER = WAREHOUSE_NAMESPACE + "/register"
+WAREHOUSE_RENAME = "/v1/{prefix}/tables/rename"
+WAREHOUSE_TRANSACTIONS = "/v1/{prefix}/transactions/commit"
+WAREHOUSE_OTHER = "/{rest:path}"
+
 # -- the providers' web console (HTML pages, behind the admin token) --------------------
 
 CONSOLE_PREFIX = "/console"

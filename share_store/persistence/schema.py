@@ -134,3 +134,48 @@ console_sessions_ended_table = Table(
     Column("id", String(32), primary_key=True),
     Column("until", DateTime(timezone=True), nullable=False, index=True),
 )
+
+# -- AIStor Tables: the writable catalog (see persistence/warehouses.py) --------------
+
+warehouses_table = Table(
+    "warehouses",
+    metadata,
+    Column("name", String(63), primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# A nested namespace's levels are joined with the unit separator (\x1f).
+warehouse_namespaces_table = Table(
+    "warehouse_namespaces",
+    metadata,
+    Column("warehouse", String(63), ForeignKey("warehouses.name"), primary_key=True),
+    Column("namespace", String(1024), primary_key=True),
+    Column("properties", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# The table pointer: its current metadata file, swapped by compare-and-swap on `pointer`.
+warehouse_tables_table = Table(
+    "warehouse_tables",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("warehouse", String(63), ForeignKey("warehouses.name"), nullable=False),
+    Column("namespace", String(1024), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("metadata_location", Text, nullable=False),
+    Column("pointer", BigInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("warehouse", "namespace", "name"),
+)
+
+# Catalog users sign with SigV4, so their secrets are kept sealed with the server key, not hashed.
+catalog_users_table = Table(
+    "catalog_users",
+    metadata,
+    Column("access_key", String(32), primary_key=True),
+    Column("name", String(128), nullable=False, unique=True),
+    Column("sealed_secret", Text, nullable=False),
+    Column("policy", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)

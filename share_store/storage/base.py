@@ -82,6 +82,18 @@ class ObjectStorage(ABC):
         files, their indexes) are written; a storage that refuses raises `OSError`.
         """
 
+    def create_bucket(self, bucket: str) -> None:
+        """Make the bucket if it is not there (the writable catalog's warehouses); `OSError` if refused."""
+        raise PermissionError("this storage cannot create buckets")
+
+    def delete_bucket(self, bucket: str) -> bool:
+        """Remove the bucket if it is empty; whether it went (a bucket holding objects stays)."""
+        return False
+
+    def delete(self, bucket: str, keys: Iterable[str]) -> None:
+        """Remove the objects (absent ones are no error): a dropped catalog table's files."""
+        raise PermissionError("this storage cannot delete objects")
+
     def stat(self, bucket: str, key: str) -> ObjectInfo | None:
         """The object's size and time, or None when it does not exist."""
         directory = key.rpartition("/")[0]

@@ -69,6 +69,35 @@ class LocalStorage(ObjectStorage):
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
 
+    def create_bucket(self, bucket: str) -> None:
+        path = self.resolve(bucket, "")
+        if path is None:
+            raise PermissionError(f"bucket {bucket} would be outside the storage root")
+        path.mkdir(exist_ok=True)
+
+    def delete_bucket(self, bucket: str) -> bool:
+        path = self.resolve(bucket, "")
+        if path is None or not path.is_dir():
+            return False
+        # Folders left empty by deleted tables are pruned first; any file keeps the bucket.
+        for folder in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            try:
+                folder.rmdir()
+            except OSError:
+                return False
+        try:
+            path.rmdir()
+        except OSError:
+            return False
+        return True
+
+    def delete(self, bucket: str, keys: Iterable[str]) -> None:
+        for key in keys:
+            path = self.resolve(bucket, key)
+            if path is None:
+                raise PermissionError(f"{bucket}/{key} is outside the storage root")
+            path.unlink(missing_ok=True)
+
     def write(self, bucket: str, key: str, data: bytes) -> None:
         path = self.resolve(bucket, key)
         if path is None:

@@ -169,6 +169,39 @@ class S3Storage(ObjectStorage):
         except BotoCoreError as error:
             raise StorageUnavailable(UNREACHABLE) from error
 
+    def create_bucket(self, bucket: str) -> None:
+        try:
+            self._client.create_bucket(Bucket=bucket)
+        except ClientError as error:
+            if _code(error) in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                return
+            if _code(error) in DENIED:
+                raise PermissionError(f"cannot create bucket {bucket}") from error
+            raise OSError(f"cannot create bucket {bucket}: {_code(error)}") from error
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+
+    def delete_bucket(self, bucket: str) -> bool:
+        try:
+            self._client.delete_bucket(Bucket=bucket)
+        except ClientError:
+            return False  # not empty, or not ours to delete: the bucket stays
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+        return True
+
+    def delete(self, bucket: str, keys: Iterable[str]) -> None:
+        batch = list(keys)
+        try:
+            for start in range(0, len(batch), 1000):  # DeleteObjects takes 1,000 keys at most
+                objects = [{"Key": key} for key in batch[start : start + 1000]]
+                self._client.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+        except ClientError as error:
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+
     def write(self, bucket: str, key: str, data: bytes) -> None:
         # A PUT replaces the object atomically: readers see the old object or the new.
         try:

@@ -26,7 +26,7 @@ from sharing_server.observability.audit import audit_fields
 FORM = "application/x-www-form-urlencoded"
 
 
-def _oauth_error(status: int, error: str, message: str) -> Response:
+def oauth_error(status: int, error: str, message: str) -> Response:
     headers = {"Cache-Control": "no-store", "Pragma": "no-cache"}
     if status == 401:
         headers["WWW-Authenticate"] = 'Basic realm="delta-sharing"'
@@ -34,7 +34,7 @@ def _oauth_error(status: int, error: str, message: str) -> Response:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _client_credentials(request: Request, form: dict[str, list[str]]) -> tuple[str, str] | None:
+def client_credentials(request: Request, form: dict[str, list[str]]) -> tuple[str, str] | None:
     """From Basic auth (RFC 6749 §2.3.1: each part form-encoded) or, failing that, the body."""
     scheme, _, encoded = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "basic":
@@ -53,22 +53,22 @@ def _client_credentials(request: Request, form: dict[str, list[str]]) -> tuple[s
 async def token_endpoint(request: Request) -> Response:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != FORM:
-        return _oauth_error(400, "invalid_request", f"the body must be {FORM}")
+        return oauth_error(400, "invalid_request", f"the body must be {FORM}")
     try:
         form = parse_qs((await request.body()).decode(), strict_parsing=False, max_num_fields=16)
     except (UnicodeDecodeError, ValueError):
-        return _oauth_error(400, "invalid_request", "the form body cannot be parsed")
+        return oauth_error(400, "invalid_request", "the form body cannot be parsed")
     if form.get("grant_type") != ["client_credentials"]:
-        return _oauth_error(400, "unsupported_grant_type", "only grant_type=client_credentials is supported")
-    credentials = _client_credentials(request, form)
+        return oauth_error(400, "unsupported_grant_type", "only grant_type=client_credentials is supported")
+    credentials = client_credentials(request, form)
     if credentials is None:
-        return _oauth_error(401, "invalid_client", "client authentication failed")
+        return oauth_error(401, "invalid_client", "client authentication failed")
     store: ShareStore = request.app.state.store
     lifetime = timedelta(seconds=request.app.state.options.access_token_lifetime)
     try:
         token, secret = await run_in_threadpool(store.issue_access_token, *credentials, lifetime)
     except Unauthenticated as error:
-        return _oauth_error(401, "invalid_client", error.message)
+        return oauth_error(401, "invalid_client", error.message)
     audit_fields(request).update(token_id=token.id, share=token.share, oauth_client=token.oauth_client_id)
     assert token.expires_at is not None and token.created_at is not None
     expires_in = int((token.expires_at - token.created_at).total_seconds())

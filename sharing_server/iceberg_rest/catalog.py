@@ -17,7 +17,6 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -25,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from share_store.errors import NotFound, ShareStoreError, Unauthenticated
+from share_store.errors import NotFound, Unauthenticated
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.signing.request_signing import SigningRefused
@@ -33,19 +32,9 @@ from share_store.tables.iceberg_grants import IcebergGrants
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import token_endpoint
+from sharing_server.iceberg_rest.errors import IcebergError, error_response, iceberg_errors
 from sharing_server.observability.audit import audit_fields
 
-#: The Iceberg REST error types by HTTP status.
-ERROR_TYPES = {
-    400: "BadRequestException",
-    401: "NotAuthorizedException",
-    403: "ForbiddenException",
-    404: "NoSuchTableException",
-    405: "MethodNotAllowedException",
-    406: "UnsupportedOperationException",
-    429: "TooManyRequestsException",
-    503: "ServiceUnavailableException",
-}
 READ_ENDPOINTS = [
     "GET /v1/{prefix}/namespaces",
     "GET /v1/{prefix}/namespaces/{namespace}",
@@ -55,50 +44,6 @@ READ_ENDPOINTS = [
     "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 ]
 FSSPEC_IO = "pyiceberg.io.fsspec.FsspecFileIO"
-
-
-class IcebergError(Exception):
-    def __init__(self, status: int, message: str, kind: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.kind = kind or ERROR_TYPES.get(status, "RESTException")
-
-
-def error_response(status: int, message: str, kind: str | None = None) -> JSONResponse:
-    kind = kind or ERROR_TYPES.get(status, "RESTException")
-    body = {"error": {"message": message, "type": kind, "code": status}}
-    return JSONResponse(body, status_code=status)
-
-
-def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
-    status = error.status_code
-    if status == 404 or error.error_code == "RESOURCE_DOES_NOT_EXIST":
-        return IcebergError(404, error.message, missing)
-    if error.error_code == "UNSUPPORTED_OPERATION":
-        return IcebergError(406, error.message)
-    return IcebergError(status if status in ERROR_TYPES else 500, error.message, None)
-
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler], Handler]:
-    """Answer the store's errors in the Iceberg REST error model, naming `missing` for a 404."""
-
-    def wrap(handler: Handler) -> Handler:
-        async def handle(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except IcebergError as error:
-                return error_response(error.status, error.message, error.kind)
-            except ShareStoreError as error:
-                mapped = _from_store_error(error, missing)
-                return error_response(mapped.status, mapped.message, mapped.kind)
-
-        return handle
-
-    return wrap
 
 
 # -- who is asking ------------------------------------------------------------------

@@ -1,0 +1,296 @@
+"""The writable catalog's rows: warehouses, namespaces, the table pointers and catalog users.
+
+A table's pointer (its current metadata location) changes only by
+compare-and-swap on its `pointer` counter, so two commits racing on one table
+cannot both win: the loser gets `CommitConflict` and retries from the new
+metadata. Every function takes the caller's connection, so that
+`ShareStore` decides what one transaction holds (a multi-table commit is one).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from share_store.errors import NotFound
+from share_store.persistence.rows import utc, utc_now
+from share_store.persistence.schema import (
+    catalog_users_table,
+    warehouse_namespaces_table,
+    warehouse_tables_table,
+    warehouses_table,
+)
+from share_store.warehouses.errors import (
+    AlreadyExists,
+    CommitConflict,
+    NoSuchNamespace,
+    NoSuchTable,
+    NoSuchWarehouse,
+    NotEmpty,
+)
+from share_store.warehouses.names import namespace_key, namespace_levels
+
+
+@dataclass(frozen=True)
+class TablePointer:
+    """Where a catalog table's current metadata is, and the counter its next commit swaps."""
+
+    id: str
+    warehouse: str
+    namespace: tuple[str, ...]
+    name: str
+    metadata_location: str
+    pointer: int
+
+
+@dataclass(frozen=True)
+class CatalogUser:
+    name: str
+    access_key: str
+    sealed_secret: str
+    policy: str  # the policy document's JSON text
+    created_at: datetime
+
+
+def _dotted(levels: tuple[str, ...]) -> str:
+    return ".".join(levels)
+
+
+# -- warehouses -----------------------------------------------------------------
+
+
+def create_warehouse(conn: Connection, name: str) -> None:
+    try:
+        with conn.begin_nested():
+            conn.execute(insert(warehouses_table).values(name=name, created_at=utc_now()))
+    except IntegrityError:
+        raise AlreadyExists(f"Warehouse already exists: {name}") from None
+
+
+def list_warehouses(conn: Connection) -> list[str]:
+    return list(conn.execute(select(warehouses_table.c.name).order_by(warehouses_table.c.name)).scalars())
+
+
+def check_warehouse_exists(conn: Connection, name: str) -> None:
+    found = conn.execute(select(warehouses_table.c.name).where(warehouses_table.c.name == name)).first()
+    if found is None:
+        raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+
+
+def drop_warehouse(conn: Connection, name: str) -> None:
+    check_warehouse_exists(conn, name)
+    held = conn.execute(
+        select(warehouse_namespaces_table.c.namespace).where(warehouse_namespaces_table.c.warehouse == name)
+    ).first()
+    if held is not None:
+        raise NotEmpty(f"Warehouse is not empty: {name} holds namespace {_dotted(namespace_levels(held[0]))}")
+    conn.execute(delete(warehouses_table).where(warehouses_table.c.name == name))
+
+
+# -- namespaces -------------------------------------------------------------------
+
+
+def create_namespace(
+    conn: Connection, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
+) -> None:
+    check_warehouse_exists(conn, warehouse)
+    if len(levels) > 1 and not namespace_exists(conn, warehouse, levels[:-1]):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels[:-1])}")
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                insert(warehouse_namespaces_table).values(
+                    warehouse=warehouse, namespace=namespace_key(levels),
+                    properties=json.dumps(properties), created_at=utc_now(),
+                )
+            )  # fmt: skip
+    except IntegrityError:
+        raise AlreadyExists(f"Namespace already exists: {_dotted(levels)}") from None
+
+
+def namespace_exists(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> bool:
+    t = warehouse_namespaces_table
+    row = conn.execute(
+        select(t.c.namespace).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
+    ).first()
+    return row is not None
+
+
+def namespace_properties(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
+    t = warehouse_namespaces_table
+    row = conn.execute(
+        select(t.c.properties).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
+    ).first()
+    if row is None:
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    return dict(json.loads(row[0]))
+
+
+def set_namespace_properties(
+    conn: Connection, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
+) -> None:
+    t = warehouse_namespaces_table
+    conn.execute(
+        update(t)
+        .where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
+        .values(properties=json.dumps(properties))
+    )
+
+
+def list_namespaces(conn: Connection, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The namespaces directly under `parent` (top-level ones without it)."""
+    check_warehouse_exists(conn, warehouse)
+    if parent and not namespace_exists(conn, warehouse, parent):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(parent)}")
+    t = warehouse_namespaces_table
+    keys = conn.execute(select(t.c.namespace).where(t.c.warehouse == warehouse).order_by(t.c.namespace))
+    found = [namespace_levels(key) for key in keys.scalars()]
+    return [levels for levels in found if len(levels) == len(parent) + 1 and levels[: len(parent)] == parent]
+
+
+def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> None:
+    if not namespace_exists(conn, warehouse, levels):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    key = namespace_key(levels)
+    t, n = warehouse_tables_table, warehouse_namespaces_table
+    table = conn.execute(select(t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == key)).first()
+    if table is not None:
+        raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds table {table[0]}")
+    children = list_namespaces(conn, warehouse, levels)
+    if children:
+        raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds namespace {_dotted(children[0])}")
+    conn.execute(delete(n).where(n.c.warehouse == warehouse, n.c.namespace == key))
+
+
+# -- tables ---------------------------------------------------------------------------
+
+
+def _pointer(row: Row[Any]) -> TablePointer:
+    return TablePointer(
+        row.id, row.warehouse, namespace_levels(row.namespace), row.name, row.metadata_location, row.pointer
+    )
+
+
+def table_pointer(conn: Connection, warehouse: str, levels: tuple[str, ...], name: str) -> TablePointer:
+    t = warehouse_tables_table
+    row = conn.execute(
+        select(t).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name)
+    ).first()
+    if row is None:
+        raise NoSuchTable(f"Table does not exist: {_dotted(levels)}.{name}")
+    return _pointer(row)
+
+
+def find_table_pointer(
+    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str
+) -> TablePointer | None:
+    try:
+        return table_pointer(conn, warehouse, levels, name)
+    except NoSuchTable:
+        return None
+
+
+def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> list[str]:
+    if not namespace_exists(conn, warehouse, levels):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    t = warehouse_tables_table
+    query = select(t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
+    return list(conn.execute(query.order_by(t.c.name)).scalars())
+
+
+def insert_table(
+    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str, metadata_location: str
+) -> TablePointer:
+    if not namespace_exists(conn, warehouse, levels):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    now = utc_now()
+    table_id = str(uuid.uuid4())
+    values: dict[str, object] = {
+        "id": table_id, "warehouse": warehouse, "namespace": namespace_key(levels), "name": name,
+        "metadata_location": metadata_location, "pointer": 1, "created_at": now, "updated_at": now,
+    }  # fmt: skip
+    try:
+        with conn.begin_nested():
+            conn.execute(insert(warehouse_tables_table).values(**values))
+    except IntegrityError:
+        raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
+    return TablePointer(table_id, warehouse, levels, name, metadata_location, 1)
+
+
+def swap_table_pointer(conn: Connection, current: TablePointer, metadata_location: str) -> TablePointer:
+    """Point the table at `metadata_location` if nobody committed since `current` was read."""
+    t = warehouse_tables_table
+    result = conn.execute(
+        update(t)
+        .where(t.c.id == current.id, t.c.pointer == current.pointer)
+        .values(metadata_location=metadata_location, pointer=current.pointer + 1, updated_at=utc_now())
+    )
+    if result.rowcount != 1:
+        raise CommitConflict(
+            f"Commit failed: table {_dotted(current.namespace)}.{current.name} was changed by another "
+            "commit; refresh it and retry"
+        )
+    return TablePointer(
+        current.id, current.warehouse, current.namespace, current.name, metadata_location, current.pointer + 1
+    )
+
+
+def rename_table(conn: Connection, current: TablePointer, levels: tuple[str, ...], name: str) -> None:
+    if not namespace_exists(conn, current.warehouse, levels):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    t = warehouse_tables_table
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name)
+            )
+    except IntegrityError:
+        raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
+
+
+def delete_table(conn: Connection, current: TablePointer) -> None:
+    conn.execute(delete(warehouse_tables_table).where(warehouse_tables_table.c.id == current.id))
+
+
+# -- catalog users ------------------------------------------------------------------------
+
+
+def create_user(conn: Connection, user: CatalogUser) -> None:
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                insert(catalog_users_table).values(
+                    name=user.name, access_key=user.access_key, sealed_secret=user.sealed_secret,
+                    policy=user.policy, created_at=user.created_at,
+                )
+            )  # fmt: skip
+    except IntegrityError:
+        raise AlreadyExists(f"Catalog user already exists: {user.name}") from None
+
+
+def _user(row: Row[Any]) -> CatalogUser:
+    return CatalogUser(row.name, row.access_key, row.sealed_secret, row.policy, utc(row.created_at))
+
+
+def user_by_access_key(conn: Connection, access_key: str) -> CatalogUser | None:
+    t = catalog_users_table
+    row = conn.execute(select(t).where(t.c.access_key == access_key)).first()
+    return _user(row) if row is not None else None
+
+
+def list_users(conn: Connection) -> list[CatalogUser]:
+    t = catalog_users_table
+    return [_user(row) for row in conn.execute(select(t).order_by(t.c.name))]
+
+
+def delete_user(conn: Connection, name: str) -> None:
+    t = catalog_users_table
+    if conn.execute(delete(t).where(t.c.name == name)).rowcount != 1:
+        raise NotFound(f"Catalog user does not exist: {name}")

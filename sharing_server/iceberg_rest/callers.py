@@ -1,0 +1,145 @@
+"""Who is calling the writable catalog, and whether their policy allows what they ask.
+
+Three ways in, checked in this order:
+
+* **SigV4** (`Authorization: AWS4-HMAC-SHA256 ...`, signing name `s3tables`, any
+  region), as AIStor Tables takes it: the request is signed again with the
+  catalog user's secret and compared in constant time;
+* **a catalog access token** (`Authorization: Bearer ...`) from
+  `/_iceberg/v1/oauth/tokens`, for engines that cannot sign SigV4 (Spark
+  without the AWS bundle, DuckDB, ClickHouse): the user's keys are its client
+  id and secret; the token expires, and stops working when the user is removed;
+* **the admin token** as a bearer token: the provider, allowed everything.
+
+Anything else is a 401. A user's policy is checked for every request, deny by
+default (`share_store.warehouses.policies`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.signing.sigv4_verify import SignatureRejected, verify_request
+from share_store.signing.token_codec import TokenCodec
+from share_store.tokens import matches_hash
+from share_store.warehouses.policies import Policy
+from share_store.warehouses.users import CatalogUsers
+from sharing_server.auth.oauth import FORM, client_credentials, oauth_error
+from sharing_server.iceberg_rest.errors import IcebergError
+from sharing_server.observability.audit import audit_fields
+
+ACCESS_TOKEN_SECONDS = 3600
+SIGV4 = "aws4-hmac-sha256"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller: a catalog user with a policy, or the provider (no policy: all)."""
+
+    name: str
+    policy: Policy | None
+
+    def require(self, action: str, resource: str) -> None:
+        if self.policy is not None and not self.policy.allows(action, resource):
+            raise IcebergError(
+                403, f"{self.name} is not allowed to {action} on {resource}", "ForbiddenException"
+            )
+
+
+def _users(request: Request) -> CatalogUsers:
+    return request.app.state.catalog_users  # type: ignore[no-any-return]
+
+
+def _tokens(request: Request) -> TokenCodec:
+    return request.app.state.catalog_tokens  # type: ignore[no-any-return]
+
+
+async def caller_of(request: Request) -> Caller:
+    header = request.headers.get("authorization", "")
+    scheme, _, credentials = header.strip().partition(" ")
+    if scheme.lower() == SIGV4:
+        return await _signed(request)
+    if scheme.lower() == "bearer" and credentials.strip():
+        return await _bearer(request, credentials.strip())
+    raise IcebergError(401, "Authentication required: sign with SigV4 (s3tables) or send a bearer token",
+                       "NotAuthorizedException")  # fmt: skip
+
+
+async def _signed(request: Request) -> Caller:
+    users = _users(request)
+    body = await request.body()
+    try:
+        signed = await run_in_threadpool(
+            verify_request,
+            request.method,
+            request.scope.get("raw_path") or request.url.path.encode(),
+            request.scope.get("query_string", b""),
+            request.headers,
+            body,
+            users.secret_for,
+        )
+    except SignatureRejected as error:
+        raise IcebergError(403, error.message, "ForbiddenException") from None
+    user = await run_in_threadpool(users.known, signed.access_key)
+    if user is None:  # removed between the two lookups
+        raise IcebergError(403, "unknown access key", "ForbiddenException")
+    audit_fields(request).update(catalog_user=user.name)
+    return Caller(user.name, user.policy)
+
+
+async def _bearer(request: Request, secret: str) -> Caller:
+    expected = request.app.state.options.admin_token_hash
+    if expected is not None and matches_hash(secret, expected):
+        audit_fields(request).update(catalog_user="admin")
+        return Caller("admin", None)
+    try:
+        payload = _tokens(request).decode(secret)
+    except ValueError:
+        raise IcebergError(401, "The bearer token is not valid", "NotAuthorizedException") from None
+    if int(payload.get("e", 0)) < time.time():
+        raise IcebergError(401, "The bearer token has expired", "NotAuthorizedException")
+    user = await run_in_threadpool(_users(request).known, str(payload.get("k")))
+    if user is None:
+        raise IcebergError(401, "The bearer token's user no longer exists", "NotAuthorizedException")
+    audit_fields(request).update(catalog_user=user.name)
+    return Caller(user.name, user.policy)
+
+
+async def catalog_token_endpoint(request: Request) -> Response:
+    """OAuth2 client credentials: a catalog user's keys for a short-lived bearer token."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != FORM:
+        return oauth_error(400, "invalid_request", f"the body must be {FORM}")
+    try:
+        form = parse_qs((await request.body()).decode(), max_num_fields=16)
+    except (UnicodeDecodeError, ValueError):
+        return oauth_error(400, "invalid_request", "the form body cannot be parsed")
+    if form.get("grant_type") != ["client_credentials"]:
+        return oauth_error(400, "unsupported_grant_type", "only grant_type=client_credentials is supported")
+    credentials = client_credentials(request, form)
+    if credentials is None:
+        return oauth_error(401, "invalid_client", "client authentication failed")
+    access_key, secret = credentials
+    known = await run_in_threadpool(_users(request).secret_for, access_key)
+    # Compared even for an unknown key, so that the answer takes as long either way.
+    matched = hmac.compare_digest((known or "\x00" * len(secret)).encode(), secret.encode())
+    if known is None or not matched:
+        return oauth_error(401, "invalid_client", "client authentication failed")
+    token = _tokens(request).encode({"k": access_key, "e": int(time.time()) + ACCESS_TOKEN_SECONDS})
+    audit_fields(request).update(catalog_user=access_key)
+    return JSONResponse(
+        {
+            "access_token": token,
+            "token_type": "bearer",
+            "expires_in": ACCESS_TOKEN_SECONDS,
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        },
+        headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
+    )

@@ -1,0 +1,57 @@
+"""The route table of AIStor Tables' catalog API, mounted at `/_iceberg`.
+
+Anything else under the prefix (views, scan planning, credentials) answers 404
+in the spec's error model, so a client learns the endpoint is not served
+rather than guessing from an HTML page.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from sharing_server import paths
+from sharing_server.iceberg_rest import warehouse_routes as r
+from sharing_server.iceberg_rest import warehouse_tables as t
+from sharing_server.iceberg_rest.callers import catalog_token_endpoint
+from sharing_server.iceberg_rest.errors import error_response
+
+
+async def not_served(request: Request) -> Response:
+    return error_response(
+        404, f"No such endpoint: {request.method} {request.url.path}", "NoSuchEndpointException"
+    )
+
+
+def warehouse_api() -> list[Route]:
+    every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    return [
+        Route(paths.WAREHOUSE_CONFIG, r.get_config, methods=["GET"], name="warehouse_config"),
+        Route(paths.WAREHOUSE_OAUTH_TOKENS, catalog_token_endpoint, methods=["POST"], name="warehouse_oauth"),
+        Route(paths.WAREHOUSES, r.list_warehouses, methods=["GET"], name="warehouses_list"),
+        Route(paths.WAREHOUSES, r.create_warehouse, methods=["POST"], name="warehouses_create"),
+        Route(paths.WAREHOUSE, r.warehouse, methods=["GET", "HEAD", "DELETE"], name="warehouse"),
+        Route(paths.WAREHOUSE_NAMESPACES, r.namespaces, methods=["GET", "POST"], name="warehouse_namespaces"),
+        Route(
+            paths.WAREHOUSE_NAMESPACE,
+            r.namespace,
+            methods=["GET", "HEAD", "DELETE"],
+            name="warehouse_namespace",
+        ),
+        Route(
+            paths.WAREHOUSE_NAMESPACE_PROPERTIES,
+            r.namespace_properties,
+            methods=["POST"],
+            name="warehouse_namespace_properties",
+        ),
+        Route(paths.WAREHOUSE_TABLES, t.tables, methods=["GET", "POST"], name="warehouse_tables"),
+        Route(
+            paths.WAREHOUSE_TABLE, t.table, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_table"
+        ),
+        Route(paths.WAREHOUSE_TABLE_METRICS, t.metrics, methods=["POST"], name="warehouse_table_metrics"),
+        Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
+        Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
+        Route(paths.WAREHOUSE_TRANSACTIONS, t.transaction, methods=["POST"], name="warehouse_transactions"),
+        Route(paths.WAREHOUSE_OTHER, not_served, methods=every, name="warehouse_not_served"),
+    ]
