@@ -38,6 +38,7 @@ from share_store.tables.options import IcebergOptions
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
 from share_store.warehouses.catalog import WarehouseCatalog
+from share_store.warehouses.shared import OwnWarehouses
 from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
 from sharing_server.admin.commands import Admin
@@ -192,6 +193,7 @@ def create_app(
     options: ServiceOptions | None = None,
 ) -> Starlette:
     options = options or ServiceOptions()
+    catalogs = catalogs if catalogs is not None else CatalogRegistry({})
     metrics = Metrics()
     audit = AuditLog(options.audit_log)
     activity = ActivityRecorder(
@@ -239,6 +241,7 @@ def create_app(
     )
     app.state.iceberg_grants = IcebergGrants(app.state.readers)
     app.state.warehouses = WarehouseCatalog(store.engine, storage)
+    catalogs.own = OwnWarehouses(app.state.warehouses)
     app.state.catalog_users = CatalogUsers(store.engine, secret)
     app.state.catalog_tokens = TokenCodec(secret, "catalog-access")
     app.state.warmer = SnapshotWarmer(

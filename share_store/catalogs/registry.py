@@ -33,7 +33,7 @@ import os
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from pyarrow.fs import AwsStandardS3RetryStrategy
 
@@ -165,6 +165,16 @@ def same_endpoint(a: str | None, b: str | None) -> bool:
     return a.rstrip("/").lower() == b.rstrip("/").lower()
 
 
+class OwnCatalogs(Protocol):
+    """The server's own warehouses (`share_store.warehouses.shared.OwnWarehouses`)."""
+
+    def serves(self, warehouse: str) -> bool: ...
+
+    def names(self) -> list[str]: ...
+
+    def tables(self, warehouse: str) -> Any: ...
+
+
 class CatalogRegistry:
     """The configured catalogs, each loaded once (per warehouse), and the storage of their files.
 
@@ -185,6 +195,16 @@ class CatalogRegistry:
         self._catalogs: dict[str, Any] = {}
         self._storages: dict[str, ObjectStorage | None] = {}
         self._lock = threading.Lock()
+        #: The server's own warehouses (AIStor Tables), named before any configured catalog.
+        self.own: OwnCatalogs | None = None
+
+    def _own_serves(self, warehouse: str) -> bool:
+        return self.own is not None and self.own.serves(warehouse)
+
+    def names(self) -> list[str]:
+        """Every warehouse a table can name: the server's own, then the configured catalogs."""
+        own = self.own.names() if self.own is not None else []
+        return own + sorted(name for name in self.configs if name not in own)
 
     def _config_for(self, warehouse: str) -> tuple[str, dict[str, str]]:
         if warehouse in self.configs:
@@ -198,7 +218,9 @@ class CatalogRegistry:
         raise NotFound(f"no Iceberg catalog is configured for warehouse '{warehouse}'")
 
     def check_warehouse(self, warehouse: str) -> None:
-        """AdminError unless a configured catalog serves `warehouse` (no connection made)."""
+        """AdminError unless the server's own warehouse or a configured catalog serves `warehouse`."""
+        if self._own_serves(warehouse):
+            return
         try:
             self._config_for(warehouse)
         except NotFound as error:
@@ -220,6 +242,9 @@ class CatalogRegistry:
             check_installed(name, self.properties(name))
 
     def catalog(self, warehouse: str) -> Any:
+        if self._own_serves(warehouse):
+            assert self.own is not None
+            return self.own.tables(warehouse)
         with self._lock:
             if warehouse in self._catalogs:
                 return self._catalogs[warehouse]
@@ -244,6 +269,8 @@ class CatalogRegistry:
 
     def storage(self, warehouse: str) -> ObjectStorage | None:
         """An S3 store signed with the catalog's own credentials, when it names them."""
+        if self._own_serves(warehouse):
+            return None  # the server's own warehouses are buckets of its own storage
         with self._lock:
             if warehouse in self._storages:
                 return self._storages[warehouse]

@@ -71,7 +71,7 @@ def pick_page(call: Call) -> Page:
         "bucket": bucket,
         "warehouse": warehouse,
         "prefix": prefix,
-        "warehouses": sorted(readers.catalogs.configs),
+        "warehouses": readers.catalogs.names(),
         "links": links,
         "searched": bool(bucket or warehouse),
         "active": "shares",

@@ -1,0 +1,69 @@
+"""The server's own warehouses as the catalog registry sees them, so that their tables are shared.
+
+`NAME:uniform:WAREHOUSE:NAMESPACE:TABLE` names one of these warehouses first,
+with no `[catalogs]` block: the registry asks `OwnWarehouses` whether it serves
+the warehouse and gets a catalog that loads tables as pyiceberg `Table`s, read
+through a FileIO over the server's own storage (`file_io`).
+"""
+
+from __future__ import annotations
+
+from pyiceberg.catalog.noop import NoopCatalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.table import Table
+
+from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.errors import NoSuchNamespace, NoSuchTable, NoSuchWarehouse
+from share_store.warehouses.file_io import file_io_for
+
+
+class WarehouseTables(NoopCatalog):
+    """One warehouse as a read-only pyiceberg catalog: it loads and lists; every write is refused
+    (`NoopCatalog`'s), since writes go through the REST API and its compare-and-swap."""
+
+    def __init__(self, catalog: WarehouseCatalog, warehouse: str) -> None:
+        super().__init__(warehouse)
+        self.catalog = catalog
+        self.warehouse = warehouse
+
+    def load_table(self, identifier: str | tuple[str, ...]) -> Table:
+        parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
+        *namespace, name = parts
+        try:
+            loaded = self.catalog.load_table(TableName.of(self.warehouse, tuple(namespace), name))
+        except NoSuchTable as error:
+            raise NoSuchTableError(error.message) from None
+        except (NoSuchNamespace, NoSuchWarehouse) as error:
+            raise NoSuchNamespaceError(error.message) from None
+        return Table(
+            identifier=parts,
+            metadata=loaded.metadata,
+            metadata_location=loaded.metadata_location or "",
+            io=file_io_for(self.catalog.storage),
+            catalog=self,
+        )
+
+    def list_namespaces(self, namespace: str | tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        return self.catalog.list_namespaces(self.warehouse, _levels(namespace))
+
+    def list_tables(self, namespace: str | tuple[str, ...]) -> list[tuple[str, ...]]:
+        levels = _levels(namespace)
+        return [(*levels, name) for name in self.catalog.list_tables(self.warehouse, levels)]
+
+
+class OwnWarehouses:
+    def __init__(self, catalog: WarehouseCatalog) -> None:
+        self.catalog = catalog
+
+    def serves(self, warehouse: str) -> bool:
+        return self.catalog.has_warehouse(warehouse)
+
+    def names(self) -> list[str]:
+        return self.catalog.list_warehouses()
+
+    def tables(self, warehouse: str) -> WarehouseTables:
+        return WarehouseTables(self.catalog, warehouse)
+
+
+def _levels(namespace: str | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)
