@@ -24,7 +24,12 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
-from pyiceberg.table.update import AddSnapshotUpdate, AssertCreate, update_table_metadata
+from pyiceberg.table.update import (
+    AddSnapshotUpdate,
+    AssertCreate,
+    UpgradeFormatVersionUpdate,
+    update_table_metadata,
+)
 from pyiceberg.typedef import IcebergBaseModel
 
 from share_store.errors import InvalidParameter
@@ -119,10 +124,13 @@ def committed_metadata(
             requirement.validate(base)
         except CommitFailedException as error:
             raise CommitConflict(f"Requirement failed: {error}") from None
+    start, updates = _upgraded_to_v3(
+        base if base is not None else MetastoreCatalog._empty_table_metadata(), request.updates
+    )
     try:
         updated = update_table_metadata(
-            base_metadata=base if base is not None else MetastoreCatalog._empty_table_metadata(),
-            updates=request.updates,
+            base_metadata=start,
+            updates=updates,
             enforce_validation=base is None,
             metadata_location=base_location,
         )
@@ -130,6 +138,21 @@ def committed_metadata(
         raise InvalidParameter(f"invalid commit: {error}") from None
     added = [u.snapshot for u in request.updates if isinstance(u, AddSnapshotUpdate)]
     return with_row_lineage(updated, base, added)
+
+
+def _upgraded_to_v3(base: TableMetadata, updates: tuple[Any, ...]) -> tuple[TableMetadata, tuple[Any, ...]]:
+    """An upgrade to v3 applied by hand, ahead of the other updates (pyiceberg 0.12 refuses it).
+
+    Moved first, the other updates apply to the v3 table as they would after
+    it: none of them reads the format version but to allow v3-only fields. A
+    create at v3 through a staged transaction upgrades the empty metadata this way.
+    """
+    upgrades = [u for u in updates if isinstance(u, UpgradeFormatVersionUpdate) and u.format_version == 3]
+    if not upgrades or base.format_version == 3:
+        return base, updates
+    fields = {"format_version": 3, "next_row_id": 0}
+    upgraded = TableMetadataUtil._construct_without_validation(base.model_copy(update=fields))
+    return upgraded, tuple(u for u in updates if not any(u is up for up in upgrades))
 
 
 def with_row_lineage(
