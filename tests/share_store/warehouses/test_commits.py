@@ -110,7 +110,7 @@ def test_a_snapshot_starting_below_next_row_id_is_a_conflict_to_retry() -> None:
 
 
 def test_a_v3_snapshot_without_first_row_id_or_added_rows_is_refused() -> None:
-    with pytest.raises(InvalidParameter, match="first-row-id|first row id"):
+    with pytest.raises(InvalidParameter, match=r"first-row-id|first row id"):
         committed_metadata(created(), "x/00000-a.metadata.json", append(1, None, 10))
     with pytest.raises(InvalidParameter, match="added-rows"):
         committed_metadata(created(), "x/00000-a.metadata.json", append(1, 0, None))
@@ -211,7 +211,7 @@ def test_a_staged_create_at_v3_upgrades_the_empty_metadata_by_hand() -> None:
 
 def test_an_existing_v2_table_upgraded_to_v3_alone_starts_its_lineage_at_zero() -> None:
     base = committed_metadata(created(2), "x/00000-a.metadata.json", append(1, None, None))
-    upgraded = committed_metadata(base, "x/00001-b.metadata.json",
-                                  commit({"action": "upgrade-format-version", "format-version": 3}))  # fmt: skip
+    upgrade = commit({"action": "upgrade-format-version", "format-version": 3})
+    upgraded = committed_metadata(base, "x/00001-b.metadata.json", upgrade)
     assert upgraded.format_version == 3 and metadata_dict(upgraded)["next-row-id"] == 0
     assert len(upgraded.snapshots) == 1
