@@ -1,0 +1,119 @@
+"""The writable catalog's guarantees, on local storage and SQLite: compare-and-swap, crash safety, names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.table import CommitTableRequest
+from pyiceberg.types import LongType, NestedField
+
+from share_store.errors import InvalidParameter
+from share_store.persistence import ShareStore, sqlite_url
+from share_store.persistence import warehouses as rows
+from share_store.signing.file_urls import UrlSigner
+from share_store.storage.local import LocalStorage
+from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.commits import parse_model
+from share_store.warehouses.errors import AlreadyExists, CommitConflict, NotEmpty
+
+SCHEMA = Schema(NestedField(1, "id", LongType()))
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> WarehouseCatalog:
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    (tmp_path / "root").mkdir()
+    storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
+    catalog = WarehouseCatalog(store.engine, storage)
+    catalog.create_warehouse("whs")
+    catalog.create_namespace("whs", ("ns",), {})
+    return catalog
+
+
+def properties(key: str, value: str) -> CommitTableRequest:
+    body = {"identifier": {"namespace": ["ns"], "name": "t"},
+            "updates": [{"action": "set-properties", "updates": {key: value}}]}  # fmt: skip
+    return parse_model(CommitTableRequest, body, "commit")
+
+
+def metadata_files(catalog: WarehouseCatalog) -> list[Path]:
+    root = catalog.storage.root  # type: ignore[attr-defined]
+    return sorted(root.glob("whs/ns/*/metadata/*.metadata.json"))
+
+
+def test_a_commit_that_loses_the_race_is_a_conflict_and_the_winner_stays(catalog: WarehouseCatalog) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    with catalog.engine.connect() as conn:
+        stale = rows.table_pointer(conn, "whs", ("ns",), "t")
+    catalog.commit(name, properties("first", "1"))
+    with catalog.engine.begin() as conn, pytest.raises(CommitConflict, match="changed by another commit"):
+        rows.swap_table_pointer(conn, stale, "file:///elsewhere.metadata.json")
+    assert catalog.load_table(name).metadata.properties["first"] == "1"
+
+
+def test_a_crash_between_the_file_and_the_swap_leaves_the_old_metadata(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+
+    def fail(*args: Any) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(rows, "swap_table_pointer", fail)
+    with pytest.raises(RuntimeError):
+        catalog.commit(name, properties("lost", "yes"))
+    loaded = catalog.load_table(name)
+    assert loaded.metadata_location == created.metadata_location
+    assert "lost" not in loaded.metadata.properties
+    assert len(metadata_files(catalog)) == 1  # the new file written before the swap was taken back
+
+
+def test_the_pointer_always_names_a_file_that_exists(catalog: WarehouseCatalog) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(name, SCHEMA, None, None, None, {})
+    for n in range(3):
+        loaded = catalog.commit(name, properties("n", str(n)))
+        assert loaded.metadata_location is not None
+        assert Path(loaded.metadata_location.removeprefix("file://")).exists()
+    assert catalog.load_table(name).metadata.properties["n"] == "2"
+    assert len(catalog.load_table(name).metadata.metadata_log) == 3
+
+
+def test_names_that_could_escape_or_hide_are_refused(catalog: WarehouseCatalog) -> None:
+    for bad in ("..", "a/b", "a\nb", "x" * 256, ".dot", ""):
+        with pytest.raises(InvalidParameter):
+            TableName.of("whs", ("ns",), bad)
+    for warehouse in ("UPPER", "a", "has space", "config", "warehouses", "../x"):
+        with pytest.raises(InvalidParameter):
+            catalog.create_warehouse(warehouse)
+    assert catalog.list_warehouses() == ["whs"]
+
+
+def test_a_location_outside_the_warehouse_is_refused(catalog: WarehouseCatalog, tmp_path: Path) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    for location in ((tmp_path / "root" / "other" / "t").as_uri(), (tmp_path / "elsewhere").as_uri(),
+                     (tmp_path / "root" / "whs" / ".." / "other").as_uri()):  # fmt: skip
+        with pytest.raises(InvalidParameter, match="not inside warehouse"):
+            catalog.create_table(name, SCHEMA, None, None, location, {})
+    assert not catalog.table_exists(name)
+
+
+def test_namespaces_and_warehouses_go_only_when_empty(catalog: WarehouseCatalog) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(name, SCHEMA, None, None, None, {})
+    with pytest.raises(NotEmpty):
+        catalog.drop_namespace("whs", ("ns",))
+    with pytest.raises(NotEmpty):
+        catalog.drop_warehouse("whs")
+    with pytest.raises(AlreadyExists):
+        catalog.create_table(name, SCHEMA, None, None, None, {})
+    catalog.drop_table(name, purge=True)
+    assert metadata_files(catalog) == []
+    catalog.drop_namespace("whs", ("ns",))
+    catalog.drop_warehouse("whs")
+    assert catalog.list_warehouses() == []
