@@ -1,5 +1,8 @@
 """The demo share of `make run`: a partitioned Delta table and an Iceberg table, with history.
 
+The Iceberg table is written through the server's own catalog (AIStor Tables),
+whose connection details (URI, warehouse, a demo user's keys) are printed.
+
 Idempotent: a second run finds the table, share and profile in place and
 changes nothing (a profile whose token no longer works is replaced).
 """
@@ -20,10 +23,14 @@ from share_store.errors import Unauthenticated
 from share_store.model import TableSpec, parse_create_args
 from share_store.persistence import ShareStore
 from share_store.tokens import new_secret
+from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.shared import WarehouseTables
+from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
 from sharing_server.admin.commands import ADMIN_TOKEN_PREFIX
 from sharing_server.auth.profiles import write_profile
 from sharing_server.config import ServerConfig
+from sharing_server.startup import server_secret
 
 DEMO_BUCKET = "demo"
 DEMO_PATH = "sales/orders"
@@ -31,7 +38,10 @@ DEMO_SHARE = "demo"
 DEMO_SCHEMA = "sales"
 DEMO_TABLE = "orders"
 DEMO_ICEBERG_TABLE = "customers"
-DEMO_ICEBERG_SPEC = f"{DEMO_SCHEMA}:{DEMO_ICEBERG_TABLE}:uniform:default:sales:customers"
+#: The demo's Iceberg table lives in the server's own catalog (AIStor Tables), in this warehouse.
+DEMO_WAREHOUSE = "demo-warehouse"
+DEMO_ICEBERG_SPEC = f"{DEMO_SCHEMA}:{DEMO_ICEBERG_TABLE}:uniform:{DEMO_WAREHOUSE}:sales:customers"
+DEMO_CATALOG_KEYS = "demo-catalog.keys"
 
 
 def _orders(start: int, count: int, regions: list[str]) -> pa.Table:
@@ -63,21 +73,25 @@ def write_demo_table(root: Path) -> Path:
     return location
 
 
-def write_demo_iceberg_table(config: ServerConfig) -> None:
-    """`sales.customers` in the embedded catalog: two snapshots, partitioned by nation."""
-    from pyiceberg.exceptions import NoSuchTableError
+def write_demo_iceberg_table(config: ServerConfig, store: ShareStore) -> WarehouseCatalog:
+    """`sales.customers` in the server's own catalog: two snapshots, partitioned by nation.
+
+    Written through the same catalog (and compare-and-swap) the REST API serves,
+    at format version 2: pyiceberg, which writes the rows, cannot write v3 data yet.
+    """
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.schema import Schema
     from pyiceberg.transforms import IdentityTransform
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-    catalog = config.make_catalogs().catalog("default")
-    catalog.create_namespace_if_not_exists("sales")
-    try:
-        catalog.load_table("sales.customers")
-        return
-    except NoSuchTableError:
-        pass
+    catalog = WarehouseCatalog(store.engine, config.make_storage(server_secret(config)))
+    if DEMO_WAREHOUSE not in catalog.list_warehouses():
+        catalog.create_warehouse(DEMO_WAREHOUSE)
+    if ("sales",) not in catalog.list_namespaces(DEMO_WAREHOUSE):
+        catalog.create_namespace(DEMO_WAREHOUSE, ("sales",), {"comment": "the demo's tables"})
+    name = TableName.of(DEMO_WAREHOUSE, ("sales",), "customers")
+    if catalog.table_exists(name):
+        return catalog
     schema = Schema(
         NestedField(1, "custkey", LongType(), required=True),
         NestedField(2, "name", StringType()),
@@ -85,7 +99,8 @@ def write_demo_iceberg_table(config: ServerConfig) -> None:
         NestedField(4, "acctbal", DoubleType()),
     )
     spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "nation"))
-    table = catalog.create_table("sales.customers", schema, partition_spec=spec)
+    catalog.create_table(name, schema, spec, None, None, {"format-version": "2"})
+    table = WarehouseTables(catalog, DEMO_WAREHOUSE).load_table(("sales", "customers"))
     for start in (0, 10):
         keys = list(range(start, start + 10))
         batch = pa.table(
@@ -97,6 +112,42 @@ def write_demo_iceberg_table(config: ServerConfig) -> None:
             }
         )
         table.append(batch.cast(table.schema().as_arrow()))
+    return catalog
+
+
+def demo_catalog_keys(config: ServerConfig, store: ShareStore) -> tuple[str, str]:
+    """The demo catalog user's access key and secret, made once and kept (owner-readable) like the
+    demo admin token; made again if the user was removed."""
+    users = CatalogUsers(store.engine, server_secret(config))
+    path = config.data_dir / DEMO_CATALOG_KEYS
+    if path.exists():
+        access_key, _, secret_key = path.read_text().strip().partition(":")
+        if users.known(access_key) is not None:
+            return access_key, secret_key
+    if any(user.name == "demo" for user in users.list()):
+        users.remove("demo")
+    issued = users.create("demo")
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{issued.access_key}:{issued.secret_key}\n")
+    return issued.access_key, issued.secret_key
+
+
+def print_catalog(config: ServerConfig, keys: tuple[str, str]) -> None:
+    """How to connect pyiceberg (and other engines) to the demo warehouse."""
+    uri = f"{config.base_url}{paths.WAREHOUSE_PREFIX}"
+    print(f"Iceberg catalog (AIStor Tables): {uri}, warehouse {DEMO_WAREHOUSE}")
+    print(f"  Access key: {keys[0]}")
+    print(f"  Secret key: {keys[1]}  (kept in {(config.data_dir / DEMO_CATALOG_KEYS).resolve()})")
+    code = (
+        "from pyiceberg.catalog import load_catalog; "
+        f'c = load_catalog("demo", uri="{uri}", warehouse="{DEMO_WAREHOUSE}", '
+        f'credential="{keys[0]}:{keys[1]}"); '
+        'print(c.load_table("sales.customers").scan().to_pandas())'
+    )
+    print(f"  {shlex.quote(interpreter())} -c {shlex.quote(code)}")
+    print("  (or sign with SigV4 as AIStor's clients do: rest.sigv4-enabled, rest.signing-name=s3tables)")
 
 
 DEMO_ADMIN_TOKEN_FILE = "demo-admin.token"  # noqa: S105 - a file name
@@ -148,7 +199,7 @@ def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
     if config.storage.get("type", "local") != "local":
         raise SystemExit("the demo share needs local storage")
     write_demo_table(config.storage_root())
-    write_demo_iceberg_table(config)
+    write_demo_iceberg_table(config, store)
     if not any(share.name == DEMO_SHARE for share in store.list_shares()):
         delta_spec = f"{DEMO_TABLE}:delta:{DEMO_BUCKET}:{DEMO_PATH}"
         store.create_share(DEMO_SHARE, parse_create_args([DEMO_SCHEMA, delta_spec]))
@@ -165,6 +216,7 @@ def seed_demo(config: ServerConfig, store: ShareStore) -> Path:
         code = f'import delta_sharing; print(delta_sharing.load_as_pandas("{url}"))'
         print(f"  {shlex.quote(interpreter())} -c {shlex.quote(code)}")
     print("Elsewhere: pip install delta-sharing, then the same line with that Python.")
+    print_catalog(config, demo_catalog_keys(config, store))
     return profile
 
 

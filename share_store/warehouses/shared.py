@@ -9,17 +9,25 @@ through a FileIO over the server's own storage (`file_io`).
 from __future__ import annotations
 
 from pyiceberg.catalog.noop import NoopCatalog
-from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-from pyiceberg.table import Table
+from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.table import (
+    CommitTableRequest,
+    CommitTableResponse,
+    Namespace,
+    Table,
+    TableIdentifier,
+    TableRequirement,
+    TableUpdate,
+)
 
 from share_store.warehouses.catalog import TableName, WarehouseCatalog
-from share_store.warehouses.errors import NoSuchNamespace, NoSuchTable, NoSuchWarehouse
+from share_store.warehouses.errors import CommitConflict, NoSuchNamespace, NoSuchTable, NoSuchWarehouse
 from share_store.warehouses.file_io import file_io_for
 
 
 class WarehouseTables(NoopCatalog):
-    """One warehouse as a read-only pyiceberg catalog: it loads and lists; every write is refused
-    (`NoopCatalog`'s), since writes go through the REST API and its compare-and-swap."""
+    """One warehouse as an in-process pyiceberg catalog: it loads, lists and commits (through the
+    catalog's own compare-and-swap, as the REST API does); anything else is `NoopCatalog`'s refusal."""
 
     def __init__(self, catalog: WarehouseCatalog, warehouse: str) -> None:
         super().__init__(warehouse)
@@ -41,6 +49,20 @@ class WarehouseTables(NoopCatalog):
             metadata_location=loaded.metadata_location or "",
             io=file_io_for(self.catalog.storage),
             catalog=self,
+        )
+
+    def commit_table(
+        self, table: Table, requirements: tuple[TableRequirement, ...], updates: tuple[TableUpdate, ...]
+    ) -> CommitTableResponse:
+        *namespace, name = table.name()
+        identifier = TableIdentifier(namespace=Namespace(root=list(namespace)), name=name)
+        request = CommitTableRequest(identifier=identifier, requirements=requirements, updates=updates)
+        try:
+            loaded = self.catalog.commit(TableName.of(self.warehouse, tuple(namespace), name), request)
+        except CommitConflict as error:
+            raise CommitFailedException(error.message) from None
+        return CommitTableResponse.model_validate(
+            {"metadata": loaded.metadata, "metadata-location": loaded.metadata_location or ""}
         )
 
     def list_namespaces(self, namespace: str | tuple[str, ...] = ()) -> list[tuple[str, ...]]:
