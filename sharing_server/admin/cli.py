@@ -1,4 +1,4 @@
-"""`sharing-server`: serve, and administer shares, tokens and OAuth clients.
+"""`sharing-server`: serve, and administer shares, tokens, OAuth clients and AIStor Tables.
 
 The grammar follows MinIO AIStor's `mc table share`, so its users can reuse
 their commands:
@@ -11,8 +11,19 @@ their commands:
     sharing-server oauth list SHARE | revoke SHARE CLIENT_ID
     sharing-server admin-token          (a new admin API token and the hash to configure)
 
+and, after AIStor's `mc table` (the ALIAS is optional, and ignored):
+
+    sharing-server table warehouse create|list|remove [ALIAS] WAREHOUSE
+    sharing-server table namespace create|remove [ALIAS] WAREHOUSE NAMESPACE   (dotted: sales.eu)
+    sharing-server table namespace list [ALIAS] WAREHOUSE [PARENT] | list WAREHOUSE --parent PARENT
+    sharing-server table create [ALIAS] WAREHOUSE NAMESPACE TABLE --schema JSON
+                                [--partition FIELD[:TRANSFORM] ...] [--format-version 1|2|3] [--location URI]
+    sharing-server table list [ALIAS] WAREHOUSE NAMESPACE | info ... TABLE | remove ... TABLE [--purge]
+    sharing-server table user create NAME [--policy FILE] | list | remove NAME   (on the store only)
+
 Admin commands work on the configured store, or on a running server's admin
-API with `--server URL` (token from SHARING_ADMIN_TOKEN or `--admin-token`).
+API with `--server URL` (token from SHARING_ADMIN_TOKEN or `--admin-token`);
+`table` commands then go through its catalog API, `/_iceberg/v1`, as the admin.
 Bad input prints one line and exits with status 2, leaving the store as it was.
 """
 
@@ -271,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.server and args.command in ("share", "token", "oauth"):
             run_admin(RemoteAdmin(args.server, args.admin_token or "", cafile=args.cafile), args)
             return 0
+        if args.server and args.command == "table":
+            # Imported here: pyiceberg's models take a third of a second that other commands never need.
+            from sharing_server.admin.table_commands import run_remote
+
+            run_remote(args)
+            return 0
         config_path, config_source = find_config(args.config)
         config = load_config(config_path)
         if args.command == "serve":
@@ -285,13 +302,17 @@ def main(argv: list[str] | None = None) -> int:
                 from sharing_server.demo import seed_demo
 
                 seed_demo(config, store)
+            elif args.command == "table":
+                from sharing_server.admin.table_commands import run_local
+
+                run_local(args, store, config)
             else:
                 run_admin(local_admin(store, config), args)
         finally:
             store.close()
     except ShareStoreError as error:
         # Which configuration was used: a store or catalog other than meant is the usual cause.
-        admin = args.command in ("share", "token", "oauth") and not args.server
+        admin = args.command in ("share", "token", "oauth", "table") and not args.server
         suffix = f" (configuration: {config_source})" if admin else ""
         print(f"error: {error.message}{suffix}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
 It follows MinIO AIStor's `mc table share`, so its users can reuse their
 commands (see `sharing_server.admin.cli` for the list); `cli` runs what is parsed here.
+The `table` commands (AIStor Tables, after `mc table`) are in `table_grammar`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
+from sharing_server.admin.table_grammar import add_table_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     orevoke = oauth.add_parser("revoke", help="revoke an OAuth client and its access tokens")
     orevoke.add_argument("share", type=share_argument)
     orevoke.add_argument("client_id")
+
+    add_table_commands(commands)
     return parser
 
 
