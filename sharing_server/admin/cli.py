@@ -40,6 +40,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
@@ -136,7 +137,16 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
 
         return config.make_storage(server_secret(config))
 
-    return Admin(store, config.endpoint, config.make_catalogs, storage)
+    def catalogs() -> CatalogRegistry:
+        # The server's own warehouses first, as the running server resolves them.
+        from share_store.warehouses.catalog import WarehouseCatalog
+        from share_store.warehouses.shared import OwnWarehouses
+
+        registry = config.make_catalogs()
+        registry.own = OwnWarehouses(WarehouseCatalog(store.engine, storage()))
+        return registry
+
+    return Admin(store, config.endpoint, catalogs, storage)
 
 
 def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:

@@ -399,3 +399,16 @@ def test_the_server_option_goes_through_the_catalog_api(
         main(["--server", server.server.url, "--admin-token", "dsa_wrong", "table", "warehouse", "list"]) == 2
     )
     assert "bearer token is not valid" in capsys.readouterr().err
+
+
+def test_a_table_of_an_own_warehouse_is_shared_without_a_catalogs_block(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output(config, capsys, "table", "warehouse", "create", "analytics")
+    output(config, capsys, "table", "namespace", "create", "analytics", "sales")
+    output(config, capsys, "table", "create", "analytics", "sales", "orders", "--schema", SCHEMA)
+    shared = output(config, capsys, "share", "create", "s", "sales", "orders:uniform:analytics:sales:orders")
+    assert "Created share 's' with 1 table(s)." in shared
+    capsys.readouterr()
+    assert run(config, "share", "create", "t", "sales", "gone:uniform:analytics:sales:gone") == 2
+    assert "no Iceberg table sales.gone in warehouse 'analytics'" in capsys.readouterr().err
