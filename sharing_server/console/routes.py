@@ -7,7 +7,16 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sharing_server.console import activity, health, picker, recipients, shares, signin, tables
+from sharing_server.console import (
+    activity,
+    health,
+    picker,
+    recipients,
+    shares,
+    signin,
+    tables,
+    warehouses,
+)
 from sharing_server.console.web import View, console_endpoint
 
 STATIC = Path(__file__).parent / "static"
@@ -44,6 +53,8 @@ def console_routes() -> list[BaseRoute]:
         _page(SHARE + "/oauth-clients", recipients.create_oauth_client, "POST"),
         _page(CLIENT + "/revoke", recipients.confirm_revoke_client),
         _page(CLIENT + "/revoke", recipients.revoke_oauth_client, "POST"),
+        _page("/tables", warehouses.tables_page),
+        _page("/tables/share", warehouses.share_table_page),
         _page("/activity", activity.activity_page),
         _page("/health", health.health_page),
         Mount("/static", StaticFiles(directory=STATIC), name="console_static"),

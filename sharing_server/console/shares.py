@@ -39,7 +39,9 @@ def checked(call: Call) -> bool:
 
 
 def list_shares(call: Call) -> Page:
-    return Page("shares.html", {"shares": call.admin.list_shares(), "active": "shares"})
+    # `?tables=` fills the create form's tables (the Tables page's "a new share" link).
+    tables = call.request.query_params.get("tables", "")
+    return Page("shares.html", {"shares": call.admin.list_shares(), "tables": tables, "active": "shares"})
 
 
 def create_share(call: Call) -> Redirect:

@@ -1,0 +1,205 @@
+"""The Tables page: the provider's own warehouses (AIStor Tables), their namespaces and tables.
+
+Read-only. Each table is shown from its current metadata file (format version,
+snapshots, the current snapshot's time and `total-records`, location) with a
+"Share…" link: a page that lists the shares and opens a share's "Add a table"
+form with the table's spec filled in (`SCHEMA:NAME:uniform:WAREHOUSE:NAMESPACE:TABLE`).
+A table whose names a spec cannot carry (a `.`, `:` or other characters outside
+the share names' letters, digits, `_` and `-`) is listed without the link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlencode
+
+from pyiceberg.table.snapshots import Summary
+
+from share_store.errors import AdminError, ShareStoreError
+from share_store.model import NAME_PATTERN, TableSpec
+from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from sharing_server.console.shares import share_url
+from sharing_server.console.web import Call, Page
+
+# A page, not a crawler: namespaces walked and table metadata files read at most in one request.
+MAX_NAMESPACES = 1000
+MAX_TABLES = 500
+TABLES_URL = "/console/tables"
+SHARE_TABLE_URL = TABLES_URL + "/share"
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """One table as the page shows it; `problem` says why its metadata could not be read."""
+
+    name: str
+    format_version: int | None = None
+    snapshots: int | None = None
+    snapshot_time: int | None = None  # epoch milliseconds
+    rows: int | None = None
+    location: str = ""
+    spec: str | None = None
+    problem: str = ""
+
+    @property
+    def share_link(self) -> str | None:
+        return f"{SHARE_TABLE_URL}?{urlencode({'spec': self.spec})}" if self.spec else None
+
+
+@dataclass
+class NamespaceEntry:
+    levels: tuple[str, ...]
+    tables: list[TableEntry] = field(default_factory=list)
+    problem: str = ""
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.levels)
+
+
+@dataclass
+class WarehouseEntry:
+    name: str
+    namespaces: list[NamespaceEntry] = field(default_factory=list)
+    problem: str = ""
+
+    @property
+    def table_count(self) -> int:
+        return sum(len(namespace.tables) for namespace in self.namespaces)
+
+
+@dataclass
+class Budget:
+    """What is left of one request's walk; `cut` once anything was left out."""
+
+    namespaces: int = MAX_NAMESPACES
+    tables: int = MAX_TABLES
+    cut: bool = False
+
+
+def table_spec(warehouse: str, levels: tuple[str, ...], name: str) -> str | None:
+    """The spec sharing this table (schema from the innermost level), or None if a spec cannot name it.
+
+    A spec joins namespace levels with `.` and its parts with `:`, and the share model takes only
+    letters, digits, `_` and `-` in them: a level or table name with anything else has no spec.
+    """
+    if not all(NAME_PATTERN.fullmatch(part) for part in (*levels, name)):
+        return None
+    where = f"{warehouse}:{'.'.join(levels)}:{name}"
+    spec = f"{levels[-1]}:{name}:uniform:{where}"  # the names are already share names
+    try:
+        TableSpec.parse(spec)
+    except AdminError:
+        return None
+    return spec
+
+
+def _problem(error: Exception) -> str:
+    """A short reason for the page; storage errors by kind only (their messages may hold credentials)."""
+    if isinstance(error, ShareStoreError):
+        return error.message
+    return f"metadata unreadable ({type(error).__name__})"
+
+
+def _records(summary: Summary | None) -> int | None:
+    """The `total-records` of a snapshot's summary, if it has a whole number there."""
+    value = summary.get("total-records") if summary is not None else None
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def table_entry(catalog: WarehouseCatalog, warehouse: str, levels: tuple[str, ...], name: str) -> TableEntry:
+    spec = table_spec(warehouse, levels, name)
+    try:
+        metadata = catalog.load_table(TableName(warehouse, levels, name)).metadata
+    except Exception as error:  # noqa: BLE001 - one unreadable table must not hide the others
+        return TableEntry(name, spec=spec, problem=_problem(error))
+    current = metadata.current_snapshot()
+    return TableEntry(
+        name,
+        format_version=metadata.format_version,
+        snapshots=len(metadata.snapshots),
+        snapshot_time=current.timestamp_ms if current else None,
+        rows=_records(current.summary) if current else None,
+        location=metadata.location,
+        spec=spec,
+    )
+
+
+def _walk(catalog: WarehouseCatalog, entry: WarehouseEntry, parent: tuple[str, ...], budget: Budget) -> None:
+    """Add the namespaces under `parent`, each followed by its own nested ones (depth first)."""
+    try:
+        children = sorted(catalog.list_namespaces(entry.name, parent))
+    except ShareStoreError as error:  # dropped while we walked
+        if not parent:
+            entry.problem = error.message
+        return
+    for levels in children:
+        if budget.namespaces <= 0:
+            budget.cut = True
+            return
+        budget.namespaces -= 1
+        namespace = NamespaceEntry(levels)
+        entry.namespaces.append(namespace)
+        try:
+            names = catalog.list_tables(entry.name, levels)
+        except ShareStoreError as error:
+            namespace.problem = error.message
+            names = []
+        for name in names:
+            if budget.tables <= 0:
+                budget.cut = True
+                break
+            budget.tables -= 1
+            namespace.tables.append(table_entry(catalog, entry.name, levels, name))
+        _walk(catalog, entry, levels, budget)
+
+
+def warehouse_entries(catalog: WarehouseCatalog) -> tuple[list[WarehouseEntry], bool]:
+    """Every warehouse with its namespaces and tables, and whether the walk was cut short."""
+    budget = Budget()
+    entries = []
+    for name in sorted(catalog.list_warehouses()):
+        entry = WarehouseEntry(name)
+        entries.append(entry)
+        _walk(catalog, entry, (), budget)
+    return entries, budget.cut
+
+
+def tables_page(call: Call) -> Page:
+    catalog: WarehouseCatalog = call.request.app.state.warehouses
+    entries, cut = warehouse_entries(catalog)
+    context = {
+        "warehouses": entries,
+        "cut": cut,
+        "max_namespaces": MAX_NAMESPACES,
+        "max_tables": MAX_TABLES,
+        "active": "tables",
+    }
+    return Page("warehouses.html", context)
+
+
+def share_table_page(call: Call) -> Page:
+    """Pick the share to add a table to: links to each share's "Add a table" form with the spec."""
+    spec = call.request.query_params.get("spec", "").strip()
+    if not spec:
+        raise AdminError("no table spec given: pick a table on the Tables page")
+    parsed = TableSpec.parse(spec)  # AdminError (shown as a 400 page) for a spec the form would refuse
+    namespace, _, table = parsed.path.rpartition("/")
+    shares = [
+        (share["name"], f"{share_url(share['name'])}?spec={quote(spec)}#add-table")
+        for share in call.admin.list_shares()
+    ]
+    # `share create` takes a schema line, then the spec without its schema.
+    lines = f"{parsed.schema}\n{spec.split(':', 1)[1]}"
+    context = {
+        "spec": spec,
+        "label": f"{namespace}.{table}" if parsed.format == "uniform" else parsed.path,
+        "warehouse": parsed.bucket,
+        "shares": shares,
+        "new_share": f"/console/shares?{urlencode({'tables': lines})}#create-share",
+        "active": "tables",
+    }
+    return Page("share_table.html", context)

@@ -1,0 +1,167 @@
+"""The console's Tables page: the own warehouses' namespaces and tables, their share links, escaping."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
+
+import httpx
+import pytest
+from markupsafe import escape
+from pyiceberg.schema import Schema
+from pyiceberg.table import CommitTableRequest
+from pyiceberg.types import LongType, NestedField
+
+from share_store.tokens import hash_secret
+from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.commits import parse_model
+from sharing_server.console.warehouses import table_spec
+from tests.conftest import Deployment, deploy
+from tests.sharing_server.console.test_routes import ADMIN_TOKEN, csrf_of, signed_in
+
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+V2 = {"format-version": "2"}
+SNAPSHOT_MS = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+# Allowed in catalog names (no '/' or control characters), refused by the share spec grammar.
+ODD_NAMESPACE = "a<b>&\"c'"
+ODD_TABLE = "<img src=x onerror=alert(1)>"
+
+
+def esc(text: str) -> str:
+    """`text` as the pages' autoescape writes it."""
+    return str(escape(text))
+
+
+def _deploy(tmp: Path) -> Deployment:
+    (tmp / "buckets").mkdir()
+    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
+    return deploy(tmp, {"type": "local", "root": str(tmp / "buckets")}, env=env)
+
+
+def _appended(rows: int) -> CommitTableRequest:
+    """A commit adding one snapshot (its manifest list is never read here) and making it current."""
+    snapshot = {
+        "snapshot-id": 42, "sequence-number": 1, "timestamp-ms": SNAPSHOT_MS,
+        "manifest-list": "file:///nowhere/snap-42.avro", "schema-id": 0,
+        "summary": {"operation": "append", "added-records": str(rows), "total-records": str(rows)},
+    }  # fmt: skip
+    body = {
+        "identifier": {"namespace": ["sales", "eu"], "name": "orders"},
+        "updates": [
+            {"action": "add-snapshot", "snapshot": snapshot},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 42},
+        ],
+    }
+    return parse_model(CommitTableRequest, body, "commit")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    deployment = _deploy(tmp_path_factory.mktemp("console-tables"))
+    catalog = WarehouseCatalog(deployment.store.engine, deployment.storage)
+    catalog.create_warehouse("whs")
+    catalog.create_namespace("whs", ("sales",), {})
+    catalog.create_namespace("whs", ("sales", "eu"), {})
+    catalog.create_namespace("whs", (ODD_NAMESPACE,), {})
+    orders = TableName.of("whs", ("sales", "eu"), "orders")
+    catalog.create_table(orders, SCHEMA, None, None, None, V2)
+    catalog.commit(orders, _appended(3))
+    v1 = {"format-version": "1"}
+    catalog.create_table(TableName.of("whs", ("sales",), "empty"), SCHEMA, None, None, None, v1)
+    catalog.create_table(TableName.of("whs", (ODD_NAMESPACE,), ODD_TABLE), SCHEMA, None, None, None, V2)
+    catalog.create_warehouse("bare")
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def _row(page: httpx.Response, namespace: str, table: str) -> str:
+    body = re.search(rf'<tbody data-namespace="{re.escape(esc(namespace))}">(.*?)</tbody>', page.text, re.S)
+    assert body, page.text
+    row = re.search(rf'<tr data-table="{re.escape(esc(table))}">(.*?)</tr>', body.group(1), re.S)
+    assert row, body.group(1)
+    return row.group(1)
+
+
+def test_the_page_lists_warehouses_nested_namespaces_and_tables(server: Deployment) -> None:
+    page = signed_in(server).get("/console/tables")
+    assert page.status_code == 200
+    assert '<a href="/console/tables" aria-current="page">Tables</a>' in page.text
+    assert 'data-warehouse="whs"' in page.text
+    namespaces = re.findall(r'<tbody data-namespace="([^"]*)">', page.text)
+    assert namespaces == [esc(ODD_NAMESPACE), "sales", "sales.eu"]  # parents before their children
+    orders = _row(page, "sales.eu", "orders")
+    cells = [re.sub(r"<[^>]+>", "", td).strip() for td in re.findall(r"<td[^>]*>(.*?)</td>", orders, re.S)]
+    assert cells[1:5] == ["Iceberg v2", "1", "2023-11-14 22:13:20 UTC", "3"]
+    location = server.storage.root / "whs" / "sales" / "eu"  # type: ignore[attr-defined]
+    assert "/whs/sales/eu/orders-" in cells[5] and location.is_dir()
+    empty = _row(page, "sales", "empty")
+    assert "Iceberg v1" in empty and "none yet" in empty and "—" in empty
+    # A warehouse without namespaces says how to make one.
+    assert "sharing-server table namespace create bare NAMESPACE" in page.text
+
+
+def test_the_share_link_carries_the_spec_into_a_shares_add_form(server: Deployment) -> None:
+    client = signed_in(server)
+    server.store.create_share("linked")
+    orders = _row(client.get("/console/tables"), "sales.eu", "orders")
+    match = re.search(r'<a class="share-link" href="([^"]+)"[^>]*>Share…</a>', orders)
+    assert match
+    href = html.unescape(match.group(1))
+    spec = "eu:orders:uniform:whs:sales.eu:orders"
+    parts = urlsplit(href)
+    assert parts.path == "/console/tables/share" and parse_qs(parts.query) == {"spec": [spec]}
+    chooser = client.get(href)
+    assert chooser.status_code == 200 and f'<code id="spec">{spec}</code>' in chooser.text
+    add = f"/console/shares/linked?spec={quote(spec)}#add-table"
+    assert f'href="{esc(add)}"' in chooser.text
+    # The share's own form opens filled in, and adding through it shares the table.
+    share_page = client.get(add.split("#")[0])
+    assert f'name="spec" required value="{spec}"' in share_page.text
+    added = client.post("/console/shares/linked/tables", data={"csrf": csrf_of(share_page), "spec": spec})
+    assert added.status_code == 303
+    (table,) = server.store.list_tables("linked")
+    assert (table.schema, table.name, table.bucket, table.path) == ("eu", "orders", "whs", "sales.eu/orders")
+    # "A new share" opens the create form with the table as `share create` takes it.
+    new = re.search(r'<a href="([^"]+)" id="new-share">', chooser.text)
+    assert new
+    create = client.get(html.unescape(new.group(1)).split("#")[0])
+    assert ">eu\norders:uniform:whs:sales.eu:orders</textarea>" in create.text
+
+
+def test_names_with_html_are_escaped_and_offered_no_spec(server: Deployment) -> None:
+    page = signed_in(server).get("/console/tables")
+    assert ODD_TABLE not in page.text and ODD_NAMESPACE not in page.text
+    assert esc(ODD_TABLE) in page.text and esc(ODD_NAMESPACE) in page.text
+    odd = _row(page, ODD_NAMESPACE, ODD_TABLE)
+    assert "Share…" not in odd and "no spec for this name" in odd
+    assert table_spec("whs", ("sales.eu",), "t") is None  # a dot would name another namespace
+    assert table_spec("whs", ("sales", "eu"), "t") == "eu:t:uniform:whs:sales.eu:t"
+
+
+def test_a_bad_spec_is_a_message(server: Deployment) -> None:
+    client = signed_in(server)
+    answer = client.get("/console/tables/share", params={"spec": "<b>:x"})
+    assert answer.status_code == 400 and "<b>" not in answer.text and "&lt;b&gt;" in answer.text
+
+
+def test_signed_out_tables_pages_redirect_to_sign_in(server: Deployment) -> None:
+    for path in ("/console/tables", "/console/tables/share?spec=a:b:uniform:whs:sales:t"):
+        answer = httpx.get(server.server.url + path)
+        assert answer.status_code == 303, path
+        assert answer.headers["location"] == f"/console/sign-in?next={quote(urlsplit(path).path)}"
+
+
+def test_no_warehouses_explains_how_to_create_one(tmp_path: Path) -> None:
+    empty = _deploy(tmp_path)
+    try:
+        page = signed_in(empty).get("/console/tables")
+        assert page.status_code == 200 and 'id="no-warehouses"' in page.text
+        assert "sharing-server table warehouse create NAME" in page.text
+        assert "POST /_iceberg/v1/warehouses" in page.text
+    finally:
+        empty.server.stop()
+        empty.store.close()
