@@ -8,8 +8,10 @@ OpenAPI 3.0.3 rather than 3.1: schemathesis 3.x supports 3.1 only
 experimentally.
 
 `document` walks the app's routes and looks each one up in the areas' specs:
-`protocol` (under the prefix: the protocol, OAuth and file URLs), `admin` and
-`service`, written with `shapes` and sharing `components`.
+`protocol` (under the prefix: the protocol, OAuth and file URLs), `admin`,
+`iceberg` (the read-only catalog), `warehouses` (AIStor Tables' writable
+catalog, its bodies in `warehouse_schemas`) and `service`, written with
+`shapes` and sharing `components`.
 """
 
 from sharing_server.openapi.document import SpecMismatch, openapi_document, openapi_endpoint

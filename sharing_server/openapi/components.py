@@ -34,6 +34,8 @@ ERRORS: dict[int, tuple[str, str]] = {
 PROTOCOL_AUTH: Security = [{"recipientBearer": []}]
 ADMIN_AUTH: Security = [{"adminBearer": []}]
 CLIENT_AUTH: Security = [{"oauthClientBasic": []}]
+# AIStor Tables' catalog under `/_iceberg` (`sharing_server.iceberg_rest.callers`): any one of these.
+CATALOG_AUTH: Security = [{"catalogSigV4": []}, {"catalogBearer": []}, {"adminBearer": []}]
 NO_AUTH: Security = []
 
 SECURITY_SCHEMES: dict[str, Schema] = {
@@ -47,6 +49,21 @@ SECURITY_SCHEMES: dict[str, Schema] = {
         "type": "http",
         "scheme": "basic",
         "description": "Client id and secret (or `client_id`/`client_secret` in the form).",
+    },
+    # OpenAPI 3.0 has no scheme for AWS signatures: described as the header that carries one.
+    "catalogSigV4": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "AWS Signature Version 4 (`AWS4-HMAC-SHA256`) with signing name `s3tables`, any "
+        "region, by a catalog user's access and secret keys, as botocore and pyiceberg sign requests. "
+        "The user's IAM-style policy is checked on every request.",
+    },
+    "catalogBearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A catalog access token from `POST /_iceberg/v1/oauth/tokens` (a catalog user's "
+        "keys as client credentials), valid for an hour and checked against the user's policy.",
     },
 }
 

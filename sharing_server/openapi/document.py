@@ -1,10 +1,10 @@
 """The OpenAPI document of an app, built by walking its routes, and the endpoint serving it.
 
 Paths and methods come from the route table alone; each area (`protocol`,
-`admin`, `service`) only says what its operations take and answer, found by
-route name and method. A route without a spec, or a spec no route serves,
-stops the build, so the document cannot describe a server other than the one
-it is built from.
+`admin`, `iceberg`, `warehouses`, `service`) only says what its operations
+take and answer, found by route name and method. A route without a spec, or a
+spec no route serves, stops the build, so the document cannot describe a
+server other than the one it is built from.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from sharing_server import __version__, paths
-from sharing_server.openapi import admin, iceberg, protocol, service
+from sharing_server.openapi import admin, iceberg, protocol, service, warehouses
 from sharing_server.openapi.components import SECURITY_SCHEMES, error_responses, shared_schemas
 from sharing_server.openapi.shapes import Area, OperationKey, Schema
 
@@ -35,7 +35,7 @@ class SpecMismatch(LookupError):
 
 def openapi_document(prefix: str, routes: Sequence[BaseRoute]) -> dict[str, Any]:
     """The description of `routes`, an app serving the protocol under `prefix` (e.g. `/delta-sharing`)."""
-    areas = (protocol.area(), admin.area(), iceberg.area(), service.area())
+    areas = (protocol.area(), admin.area(), iceberg.area(), warehouses.area(), service.area())
     document = {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -43,7 +43,8 @@ def openapi_document(prefix: str, routes: Sequence[BaseRoute]) -> dict[str, Any]
             "version": __version__,
             "description": "The Delta Sharing protocol under `" + prefix + "`, its OAuth token endpoint "
             "and local file URLs, the admin API under `" + paths.ADMIN_PREFIX + "`, a read-only Iceberg REST "
-            "catalog under `" + paths.ICEBERG_PREFIX + "`, and the service probes.",
+            "catalog under `" + paths.ICEBERG_PREFIX + "`, AIStor Tables' writable Iceberg REST catalog "
+            "under `" + paths.WAREHOUSE_PREFIX + "`, and the service probes.",
         },
         "tags": [
             {"name": name, "description": description}

@@ -28,7 +28,8 @@ from sharing_server.openapi.shapes import (
 TAG = "iceberg"
 
 
-def _error(description: str) -> Schema:
+def iceberg_error(description: str) -> Schema:
+    """A refusal in the Iceberg REST error model, which both catalogs answer with."""
     return response(description, json_content(model("IcebergError")))
 
 
@@ -41,7 +42,7 @@ def _iceberg_errors(*statuses: int) -> dict[str, Schema]:
         406: "The table cannot be served to Iceberg clients (local storage).",
         503: "Storage or the table's catalog cannot be reached right now.",
     }
-    return {str(status): _error(described[status]) for status in statuses}
+    return {str(status): iceberg_error(described[status]) for status in statuses}
 
 
 NAMESPACE = parameter("namespace", "path", NAME, "A schema of the token's share.")
@@ -149,8 +150,8 @@ def area() -> Area:
                     TAG,
                     PROTOCOL_AUTH,
                     {
-                        "403": _error("The catalog is read-only."),
-                        "404": _error("No such endpoint."),
+                        "403": iceberg_error("The catalog is read-only."),
+                        "404": iceberg_error("No such endpoint."),
                         **_iceberg_errors(401),
                         **errors(429),
                     },

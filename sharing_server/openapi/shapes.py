@@ -1,8 +1,9 @@
 """The building blocks of the OpenAPI document: common schemas and the dicts OpenAPI nests.
 
-Every area's operations (`protocol`, `admin`, `service`) and the shared
-`components` are written with these, so that an operation spec reads as its
-summary, responses and parameters rather than as OpenAPI's nesting.
+Every area's operations (`protocol`, `admin`, `iceberg`, `warehouses`,
+`service`) and the shared `components` are written with these, so that an
+operation spec reads as its summary, responses and parameters rather than as
+OpenAPI's nesting.
 """
 
 from __future__ import annotations
@@ -81,14 +82,12 @@ def operation(
     responses: dict[str, Schema],
     parameters: list[Schema] | None = None,
     body: Schema | None = None,
+    description: str | None = None,
 ) -> Schema:
-    spec: Schema = {
-        "operationId": operation_id,
-        "summary": summary,
-        "tags": [tag],
-        "security": security,
-        "responses": responses,
-    }
+    spec: Schema = {"operationId": operation_id, "summary": summary}
+    if description:
+        spec["description"] = description
+    spec.update({"tags": [tag], "security": security, "responses": responses})
     if parameters:
         spec["parameters"] = parameters
     if body is not None:

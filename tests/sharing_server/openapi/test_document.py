@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import unquote
 
 import httpx
@@ -69,7 +70,8 @@ def test_document_is_valid_openapi():
 
 
 def _app(prefix: str):
-    return create_app(None, None, b"k" * 32, prefix)  # routing only: no request reaches a store
+    # Routing only: no request reaches a store; the writable catalog's parts only keep its engine.
+    return create_app(SimpleNamespace(engine=None), None, b"k" * 32, prefix)
 
 
 def _served(app) -> set[tuple[str, str]]:
