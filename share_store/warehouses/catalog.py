@@ -265,7 +265,10 @@ class WarehouseCatalog:
             pointer = rows.table_pointer(conn, source.warehouse, source.namespace, source.name)
             rows.rename_table(conn, pointer, target.namespace, target.name)
 
-    def register_table(self, table: TableName, metadata_location: str) -> LoadedTable:
+    def register_table(
+        self, table: TableName, metadata_location: str, overwrite: bool = False
+    ) -> LoadedTable:
+        """The table pointed at an existing metadata file; with `overwrite`, an existing table too."""
         self._check_location(table.warehouse, metadata_location.rpartition("/")[0])
         try:
             metadata = self._metadata_at(metadata_location)
@@ -273,7 +276,11 @@ class WarehouseCatalog:
             raise InvalidParameter(f"no metadata file at {metadata_location}") from None
         self._check_location(table.warehouse, metadata.location)
         with self._change() as conn:
-            rows.insert_table(conn, table.warehouse, table.namespace, table.name, metadata_location)
+            current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
+            if current is not None and overwrite:
+                rows.swap_table_pointer(conn, current, metadata_location)
+            else:
+                rows.insert_table(conn, table.warehouse, table.namespace, table.name, metadata_location)
         return LoadedTable(metadata_location, metadata)
 
     # -- files --------------------------------------------------------------------------

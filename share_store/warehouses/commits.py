@@ -50,8 +50,10 @@ def parse_model(model: type[Any], body: bytes | dict[str, Any], what: str) -> An
         first = error.errors()[0]
         where = ".".join(str(part) for part in first.get("loc", ())) or "body"
         raise InvalidParameter(f"invalid {what}: {where}: {first.get('msg', 'invalid value')}") from None
-    except ValueError as error:
-        raise InvalidParameter(f"invalid {what}: {error}") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        # pyiceberg's validators raise these on shapes they do not expect (a field type of
+        # null, a statistics update without its statistics): the body's fault, never a 500.
+        raise InvalidParameter(f"invalid {what}: {type(error).__name__}: {error}") from None
 
 
 def metadata_json(metadata: TableMetadata) -> bytes:
@@ -134,7 +136,7 @@ def committed_metadata(
             enforce_validation=base is None,
             metadata_location=base_location,
         )
-    except (ValueError, ValidationError) as error:
+    except (ValueError, ValidationError, TypeError, KeyError, AttributeError) as error:
         raise InvalidParameter(f"invalid commit: {error}") from None
     added = [u.snapshot for u in request.updates if isinstance(u, AddSnapshotUpdate)]
     return with_row_lineage(updated, base, added)

@@ -23,6 +23,7 @@ ERROR_TYPES = {
     404: "NoSuchTableException",
     405: "MethodNotAllowedException",
     406: "UnsupportedOperationException",
+    413: "RequestTooLargeException",
     429: "TooManyRequestsException",
     503: "ServiceUnavailableException",
 }

@@ -119,10 +119,16 @@ def _with_identifier(body: dict[str, Any], name: TableName) -> dict[str, Any]:
 async def register(request: Request) -> Response:
     caller = await caller_of(request)
     warehouse, levels = warehouse_of(request), namespace_of(request)
-    body = parse_model(RegisterTableRequest, await request.body(), "register table request")
+    # The spec makes `overwrite` optional; pyiceberg's model wants it present.
+    raw = {"overwrite": False, **await json_body(request)}
+    body = parse_model(RegisterTableRequest, raw, "register table request")
     name = TableName.of(warehouse, levels, body.name)
     caller.require(actions.REGISTER_TABLE, _arn(name))
-    loaded = await run_in_threadpool(catalog(request).register_table, name, body.metadata_location)
+    if body.overwrite:
+        caller.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(name))
+    loaded = await run_in_threadpool(
+        catalog(request).register_table, name, body.metadata_location, body.overwrite
+    )
     return JSONResponse(load_result(loaded))
 
 

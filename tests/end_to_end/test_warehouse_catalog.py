@@ -343,3 +343,18 @@ def test_warehouses_namespaces_and_config(s3: Deployment, owner: IssuedUser, cat
     assert {"name": name} not in listed and {"name": WAREHOUSE} in listed
     unknown = signed(owner, "GET", f"{root}/v1/{WAREHOUSE}/views")
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "NoSuchEndpointException"
+
+
+def test_register_without_overwrite_field_and_with_overwrite(
+    s3: Deployment, owner: IssuedUser, catalog: Catalog, namespace: str
+) -> None:
+    first = catalog.create_table(f"{namespace}.one", schema=ROWS, properties={"format-version": "2"})
+    second = catalog.create_table(f"{namespace}.two", schema=ROWS, properties={"format-version": "2"})
+    url = f"{catalog_root(s3)}/v1/{WAREHOUSE}/namespaces/{namespace}/register"
+    body = {"name": "three", "metadata-location": first.metadata_location}
+    assert signed(owner, "POST", url, json.dumps(body).encode()).status_code == 200  # no "overwrite"
+    again = {"name": "three", "metadata-location": second.metadata_location}
+    assert signed(owner, "POST", url, json.dumps(again).encode()).status_code == 409
+    replaced = signed(owner, "POST", url, json.dumps({**again, "overwrite": True}).encode())
+    assert replaced.status_code == 200, replaced.text
+    assert catalog.load_table(f"{namespace}.three").metadata_location == second.metadata_location

@@ -215,3 +215,22 @@ def test_an_existing_v2_table_upgraded_to_v3_alone_starts_its_lineage_at_zero() 
     upgraded = committed_metadata(base, "x/00001-b.metadata.json", upgrade)
     assert upgraded.format_version == 3 and metadata_dict(upgraded)["next-row-id"] == 0
     assert len(upgraded.snapshots) == 1
+
+
+@pytest.mark.parametrize(
+    "updates",
+    [
+        [{"action": "set-statistics"}],
+        [
+            {
+                "action": "add-schema",
+                "schema": {"type": "struct", "fields": [{"id": 1, "name": "x", "type": None}]},
+            }
+        ],
+    ],
+)
+def test_shapes_pyiceberg_does_not_expect_are_400s_not_500s(updates: list[dict[str, Any]]) -> None:
+    with pytest.raises(InvalidParameter):
+        parse_model(
+            CommitTableRequest, {"identifier": {"namespace": ["ns"], "name": "t"}, "updates": updates}, "c"
+        )
