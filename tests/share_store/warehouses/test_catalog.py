@@ -1,4 +1,5 @@
-"""The writable catalog's guarantees, on local storage and SQLite: compare-and-swap, crash safety, names."""
+"""The writable catalog's guarantees on local storage, SQLite and PostgreSQL: compare-and-swap, crash
+safety, names, emptiness. Two replicas on one PostgreSQL race as two commits here do."""
 
 from __future__ import annotations
 
@@ -22,9 +23,15 @@ from share_store.warehouses.errors import AlreadyExists, CommitConflict, NotEmpt
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> WarehouseCatalog:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+@pytest.fixture(params=["sqlite", "postgresql"])
+def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
+    """The same guarantees on both stores the server runs on (PostgreSQL for replicas)."""
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_url")
+    else:
+        url = sqlite_url(tmp_path / "store.db")
+    store = ShareStore(url)
+    request.addfinalizer(store.close)
     (tmp_path / "root").mkdir()
     storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
     catalog = WarehouseCatalog(store.engine, storage)
@@ -82,6 +89,28 @@ def test_the_pointer_always_names_a_file_that_exists(catalog: WarehouseCatalog) 
         assert Path(loaded.metadata_location.removeprefix("file://")).exists()
     assert catalog.load_table(name).metadata.properties["n"] == "2"
     assert len(catalog.load_table(name).metadata.metadata_log) == 3
+
+
+def test_two_catalogs_on_one_store_race_as_replicas_do(catalog: WarehouseCatalog) -> None:
+    """Two replicas' catalogs over one database: each commit reads, writes its file, swaps; one loses."""
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    other = WarehouseCatalog(catalog.engine, catalog.storage)
+    base = catalog.load_table(name).metadata
+    pinned = {"type": "assert-last-assigned-field-id", "last-assigned-field-id": base.last_column_id}
+
+    def guarded(key: str) -> CommitTableRequest:
+        body = {"identifier": {"namespace": ["ns"], "name": "t"}, "requirements": [pinned],
+                "updates": [{"action": "add-schema", "schema": {"type": "struct", "schema-id": 1,
+                             "fields": [{"id": 1, "name": "id", "type": "long", "required": False},
+                                        {"id": 2, "name": key, "type": "string", "required": False}]},
+                             "last-column-id": 2}]}  # fmt: skip
+        return parse_model(CommitTableRequest, body, "commit")
+
+    catalog.commit(name, guarded("a"))
+    with pytest.raises(CommitConflict):
+        other.commit(name, guarded("b"))  # its requirement no longer holds: refresh and retry
+    assert [f.name for f in catalog.load_table(name).metadata.schemas[-1].fields] == ["id", "a"]
 
 
 def test_names_that_could_escape_or_hide_are_refused(catalog: WarehouseCatalog) -> None:
