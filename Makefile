@@ -13,7 +13,7 @@ SPARK_ICEBERG_SETUP := testbed/spark_iceberg
 SPARK_ICEBERG_DIR := .cache/spark-iceberg
 SPARK_ICEBERG := $(SPARK_ICEBERG_DIR)/.installed-stamp
 
-.PHONY: install postgres chromium spark-iceberg run demo test lint format pipeline bench clean
+.PHONY: install postgres chromium httpclient5 spark-iceberg run demo test lint format pipeline bench clean
 
 install: $(STAMP)
 
@@ -44,11 +44,19 @@ ifeq ($(wildcard /usr/bin/chromium),)
 endif
 
 ## A Spark 3.5 + Iceberg environment (pyspark 3.5 and the Iceberg runtime jar from PyPI wheels),
-## used by the tests to write Iceberg tables with position deletes and deletion vectors.
+## used by the tests to write Iceberg tables with position deletes and deletion vectors, and to
+## drive the server's own catalog; Iceberg's REST client needs Debian's HttpClient 5 jars (apt-get).
 ## Rebuilt when its pins or build scripts change.
-spark-iceberg: $(SPARK_ICEBERG)
+spark-iceberg: httpclient5 $(SPARK_ICEBERG)
 
-$(SPARK_ICEBERG): $(addprefix $(SPARK_ICEBERG_SETUP)/,setup.sh requirements.txt relocate_jackson.py)
+httpclient5:
+ifeq ($(wildcard /usr/share/java/httpclient5.jar /usr/share/java/httpcore5-h2.jar),)
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		libhttpclient5-java libhttpcore5-java
+endif
+
+$(SPARK_ICEBERG): $(addprefix $(SPARK_ICEBERG_SETUP)/,setup.sh requirements.txt relocate_jackson.py relocate_httpclient5.py)
 	bash $(SPARK_ICEBERG_SETUP)/setup.sh $(SPARK_ICEBERG_DIR)
 	touch $@
 

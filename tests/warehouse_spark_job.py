@@ -27,28 +27,14 @@ libhttpcore5-java`), relocated beside the venv as `setup.sh` does for Jackson.
 from __future__ import annotations
 
 import json
-import struct
 import sys
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 # The jars come from the repository's testbed: this script runs in the Spark 3.5 environment of
 # `make spark-iceberg`, where the project is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from testbed.spark_iceberg.relocate_jackson import DOUBLE, FIXED_SIZES, LONG, POOL_COUNT_AT, SERVICES, UTF8
-from testbed.spark_iceberg.session import jackson_jar, runtime_jar
-
-#: Debian's HttpClient 5 jars (packages libhttpclient5-java and libhttpcore5-java).
-DEBIAN_HTTPCLIENT5 = tuple(Path("/usr/share/java") / name
-                           for name in ("httpclient5.jar", "httpcore5.jar", "httpcore5-h2.jar"))  # fmt: skip
-HTTPCLIENT5_JAR = "iceberg-httpclient5.jar"
-HC = (b"org/apache/hc/", b"org/apache/iceberg/shaded/org/apache/hc/")
-HC_DOTTED = (b"org.apache.hc.", b"org.apache.iceberg.shaded.org.apache.hc.")
-#: An interface of HttpClient 5.4 that Iceberg's HTTPClient names (only when it configures TLS):
-#: the verifier loads it, so 5.2 needs an empty one.
-TLS_SOCKET_STRATEGY = "org/apache/iceberg/shaded/org/apache/hc/client5/http/ssl/TlsSocketStrategy"
+from testbed.spark_iceberg.session import httpclient5_jar, jackson_jar, runtime_jar
 
 CATALOG = "lake"
 NAMESPACE = "db"
@@ -56,84 +42,6 @@ MERGE_ON_READ = (
     "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
     "'write.merge.mode'='merge-on-read'"
 )
-
-
-def relocate_hc(text: bytes) -> bytes:
-    if HC[1] in text or HC_DOTTED[1] in text:
-        return text
-    return text.replace(HC[0], HC[1]).replace(HC_DOTTED[0], HC_DOTTED[1])
-
-
-def relocate_class(data: bytes, relocate: Callable[[bytes], bytes]) -> bytes:
-    """A class file with its UTF-8 constants relocated (as `relocate_jackson` does for Jackson)."""
-    (count,) = struct.unpack_from(">H", data, POOL_COUNT_AT)
-    out = [data[: POOL_COUNT_AT + 2]]
-    at, index = POOL_COUNT_AT + 2, 1
-    while index < count:
-        tag = data[at]
-        if tag == UTF8:
-            (length,) = struct.unpack_from(">H", data, at + 1)
-            text = relocate(data[at + 3 : at + 3 + length])
-            out.append(struct.pack(">BH", UTF8, len(text)) + text)
-            at += 3 + length
-        else:
-            out.append(data[at : at + 1 + FIXED_SIZES[tag]])
-            at += 1 + FIXED_SIZES[tag]
-        index += 2 if tag in (LONG, DOUBLE) else 1
-    out.append(data[at:])
-    return b"".join(out)
-
-
-def empty_interface(name: str) -> bytes:
-    """The class file of `public interface NAME {}` (Java 8 format)."""
-
-    def utf8(text: str) -> bytes:
-        return struct.pack(">BH", UTF8, len(text)) + text.encode()
-
-    pool = [struct.pack(">BH", 7, 2), utf8(name), struct.pack(">BH", 7, 4), utf8("java/lang/Object")]
-    header = struct.pack(">IHHH", 0xCAFEBABE, 0, 52, len(pool) + 1)
-    # public abstract interface; this = #1, super = #3; no interfaces, fields, methods, attributes
-    return header + b"".join(pool) + struct.pack(">7H", 0x0601, 1, 3, 0, 0, 0, 0)
-
-
-def httpclient5_jar() -> Path:
-    """HttpClient 5 relocated where Iceberg's runtime jar looks for it, made once beside the venv.
-
-    The runtime jar of `snowpark-connect-deps-iceberg` ships without its shaded HttpClient 5
-    (as without Jackson): the REST catalog then fails with `NoClassDefFoundError:
-    org/apache/iceberg/shaded/org/apache/hc/core5/http/Method`. Debian's 5.2 jars, relocated,
-    serve plain-HTTP catalogs.
-    """
-    out = Path(sys.prefix).parent / HTTPCLIENT5_JAR
-    if out.is_file() and out.stat().st_mtime > Path(__file__).stat().st_mtime:
-        return out
-    missing = [str(jar) for jar in DEBIAN_HTTPCLIENT5 if not jar.is_file()]
-    if missing:
-        raise SystemExit(
-            f"{', '.join(missing)} missing: apt-get install libhttpclient5-java libhttpcore5-java"
-        )
-    draft = out.with_name(out.name + ".part")
-    written: set[str] = set()
-    with zipfile.ZipFile(draft, "w", zipfile.ZIP_DEFLATED) as shaded:
-        for path in DEBIAN_HTTPCLIENT5:
-            with zipfile.ZipFile(path) as jar:
-                for entry in jar.infolist():
-                    name, data = entry.filename, jar.read(entry)
-                    if entry.is_dir() or name.endswith("module-info.class"):
-                        continue
-                    if name.startswith(SERVICES):
-                        name = SERVICES + relocate_hc(name.removeprefix(SERVICES).encode()).decode()
-                        data = relocate_hc(data)
-                    elif name.startswith("META-INF/"):
-                        continue
-                    elif name.endswith(".class"):
-                        name, data = relocate_hc(name.encode()).decode(), relocate_class(data, relocate_hc)
-                    if name not in written:
-                        shaded.writestr(name, data)
-                        written.add(name)
-        shaded.writestr(TLS_SOCKET_STRATEGY + ".class", empty_interface(TLS_SOCKET_STRATEGY))
-    draft.replace(out)
-    return out
 
 
 def session(config: dict[str, Any]) -> Any:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 #: Iceberg's Spark runtime for Spark 3.5 and Scala 2.12, the Scala of pyspark 3.5's jars.
 RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-*.jar"
 #: The shaded Jackson that runtime needs, which setup.sh writes beside the venv.
+HTTPCLIENT5_JAR = "iceberg-httpclient5.jar"
 JACKSON_JAR = "iceberg-jackson.jar"
 
 
@@ -37,6 +38,14 @@ def runtime_jar() -> Path:
 def jackson_jar() -> Path:
     """The relocated Jackson jar, in the folder that holds this venv (`setup.sh DIR` makes DIR/venv)."""
     jar = Path(sys.prefix).parent / JACKSON_JAR
+    if not jar.is_file():
+        raise RuntimeError(f"{jar} is missing: run `make spark-iceberg`")
+    return jar
+
+
+def httpclient5_jar() -> Path:
+    """HttpClient 5 relocated for Iceberg's REST client (`relocate_httpclient5.py`), beside this venv."""
+    jar = Path(sys.prefix).parent / HTTPCLIENT5_JAR
     if not jar.is_file():
         raise RuntimeError(f"{jar} is missing: run `make spark-iceberg`")
     return jar

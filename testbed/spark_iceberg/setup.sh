@@ -4,6 +4,9 @@
 #
 #   DIR/venv                  pyspark 3.5 and Iceberg's Spark runtime jar (requirements.txt)
 #   DIR/iceberg-jackson.jar   Jackson relocated where that jar looks for it (relocate_jackson.py)
+#   DIR/iceberg-httpclient5.jar   HttpClient 5 relocated likewise, from Debian's jars, for Iceberg's
+#                             REST catalog client (relocate_httpclient5.py; `make spark-iceberg`
+#                             installs libhttpclient5-java and libhttpcore5-java)
 #
 # Usage: setup.sh DIR        (`make spark-iceberg` runs it with DIR = .cache/spark-iceberg)
 # Idempotent: a second run installs nothing new, and rebuilds the Jackson jar only when
@@ -37,12 +40,22 @@ make_jackson_jar() (
     "$dir/venv/bin/python" "$here/relocate_jackson.py" "$download"/snowpark_connect_deps_2-*.whl "$jar"
 )
 
+# The relocated HttpClient 5 jar, unless one newer than its script is there already.
+make_httpclient5_jar() {
+    local dir=$1 jar=$1/iceberg-httpclient5.jar
+    if [ -s "$jar" ] && [ "$jar" -nt "$here/relocate_httpclient5.py" ]; then
+        return 0
+    fi
+    "$dir/venv/bin/python" "$here/relocate_httpclient5.py" "$jar"
+}
+
 main() {
     local dir=${1:?usage: setup.sh DIR}
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     make_venv "$dir"
     make_jackson_jar "$dir"
+    make_httpclient5_jar "$dir"
     echo "$dir/venv/bin/python"
 }
 
