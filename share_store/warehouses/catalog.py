@@ -181,9 +181,10 @@ class WarehouseCatalog:
                 rows.check_warehouse_exists(conn, table.warehouse)
             if rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None:
                 raise AlreadyExists(f"Table already exists: {table}")
-            rows.list_tables(conn, table.warehouse, table.namespace)  # NoSuchNamespace when missing
+            defaults = rows.namespace_properties(conn, table.warehouse, table.namespace)
         where = self._check_location(table.warehouse, location) if location else self.default_location(table)
-        metadata = created_metadata(schema, partition_spec, sort_order, where, _string_properties(properties))
+        given = table_defaults(defaults) | _string_properties(properties)
+        metadata = created_metadata(schema, partition_spec, sort_order, where, given)
         if stage:
             return LoadedTable(None, metadata)
         metadata_location = metadata_file_location(metadata, 0)
@@ -325,6 +326,20 @@ class WarehouseCatalog:
                 by_bucket.setdefault(bucket, []).append(key)
         for bucket, keys in by_bucket.items():
             self.storage.delete(bucket, keys)
+
+
+def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
+    """The namespace's `table-default.*` properties, which tables created in it start with.
+
+    Iceberg's own convention (its catalogs' `table-default.` prefix), taken from the
+    namespace so that engines which cannot ask for a property get it anyway:
+    `table-default.format-version = 2` lets DuckDB 1.4, which writes only v2, create
+    tables it can then write. A table's own properties win.
+    """
+    prefix = "table-default."
+    return {
+        key[len(prefix) :]: value for key, value in namespace_properties.items() if key.startswith(prefix)
+    }
 
 
 def _one(location: tuple[str, str]) -> tuple[str, list[str]]:

@@ -455,6 +455,22 @@ def test_duckdb_creates_v3_tables_by_default_and_cannot_insert_into_them(
         duck.execute("INSERT INTO lake.sales.made_by_duckdb VALUES (1)")
 
 
+def test_duckdb_creates_and_writes_tables_in_a_namespace_defaulting_to_v2(
+    server: Deployment, api: httpx.Client, duck: Any
+) -> None:
+    """`table-default.format-version = 2` on the namespace: DuckDB's own CREATE TABLE gets v2."""
+    body = {"namespace": ["duck_v2"], "properties": {"table-default.format-version": "2"}}
+    assert api.post(f"/{DUCK_WAREHOUSE}/namespaces", json=body).status_code == 200
+    duck.execute("CREATE TABLE lake.duck_v2.made_by_duckdb (id BIGINT, name VARCHAR)")
+    metadata = api.get(f"/{DUCK_WAREHOUSE}/namespaces/duck_v2/tables/made_by_duckdb").json()["metadata"]
+    assert metadata["format-version"] == 2
+    duck.execute("INSERT INTO lake.duck_v2.made_by_duckdb VALUES (1, 'a'), (2, 'b')")
+    rows = duck_rows(duck, "SELECT id, name FROM lake.duck_v2.made_by_duckdb")
+    assert rows == [[1, "a"], [2, "b"]]
+    url = share(server, DUCK_WAREHOUSE, "duck_v2", "made_by_duckdb")
+    assert frame_rows(shared_read(url), ["id", "name"]) == rows
+
+
 def test_duckdb_reads_sparks_v2_table_with_the_admin_token(server: Deployment, spark_run: SparkRun) -> None:
     """The provider's admin token as DuckDB's bearer token; Spark's position deletes applied."""
     connection = duckdb_connection()

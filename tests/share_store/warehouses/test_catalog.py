@@ -146,3 +146,22 @@ def test_namespaces_and_warehouses_go_only_when_empty(catalog: WarehouseCatalog)
     catalog.drop_namespace("whs", ("ns",))
     catalog.drop_warehouse("whs")
     assert catalog.list_warehouses() == []
+
+
+def test_namespace_table_defaults_apply_to_new_tables_and_the_tables_own_properties_win(
+    catalog: WarehouseCatalog,
+) -> None:
+    catalog.create_namespace(
+        "whs", ("v2",), {"table-default.format-version": "2", "table-default.owner": "x"}
+    )
+    plain = catalog.create_table(TableName.of("whs", ("v2",), "a"), SCHEMA, None, None, None, {})
+    assert plain.metadata.format_version == 2 and plain.metadata.properties["owner"] == "x"
+    asked = catalog.create_table(TableName.of("whs", ("v2",), "b"), SCHEMA, None, None, None,
+                                 {"format-version": "3", "owner": "y"})  # fmt: skip
+    assert asked.metadata.format_version == 3 and asked.metadata.properties["owner"] == "y"
+    assert (
+        catalog.create_table(
+            TableName.of("whs", ("ns",), "c"), SCHEMA, None, None, None, {}
+        ).metadata.format_version
+        == 3
+    )
