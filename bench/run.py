@@ -4,8 +4,9 @@ Every comparison is a ratio measured side by side in the same run, since shared
 machines are noisy. Prints a table and writes it to bench/RESULTS.md. Run as
 `python -m bench.run` from the project root, which puts `share_store` and `testbed`
 on sys.path. BENCH_SIZES, BENCH_LOG_ENTRIES, BENCH_ICEBERG_FILES, BENCH_HINT_FILES,
-BENCH_EQUALITY_MB and BENCH_STALLED make a shorter run; `python -m bench.run hints s3`
-runs only the scenarios named (printed, not written: RESULTS.md holds whole runs).
+BENCH_EQUALITY_MB, BENCH_STALLED and BENCH_WAREHOUSE=small make a shorter run;
+`python -m bench.run hints s3` runs only the scenarios named (printed, not written:
+RESULTS.md holds whole runs).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bench.results import RESULTS, machine, write_results
 from bench.rows import readable_rows
 from bench.s3_queries import bench_s3
 from bench.spark_reads import bench_spark
+from bench.warehouse_catalog import bench_warehouse
 
 
 def scenarios() -> dict[str, Callable[[], None]]:
@@ -50,6 +52,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg": lambda: bench_iceberg(rows(), iceberg_files),
         "iceberg-deletes": lambda: bench_iceberg_deletes(iceberg_files),
         "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
+        "warehouse": bench_warehouse,
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
         "writer": bench_writer_commits,
