@@ -29,6 +29,7 @@ or module, never a value.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import threading
@@ -165,6 +166,19 @@ def same_endpoint(a: str | None, b: str | None) -> bool:
     return a.rstrip("/").lower() == b.rstrip("/").lower()
 
 
+#: The backends pyiceberg lacks: our own read-only catalogs, by `sharing.backend`.
+OWN_BACKENDS = {
+    "hadoop": ("share_store.catalogs.hadoop", "HadoopCatalog"),
+    "s3tables": ("share_store.catalogs.s3tables", "S3TablesCatalog"),
+}
+
+
+def own_backend(backend: str, name: str, props: dict[str, Any]) -> Any:
+    """One of our own read-only catalogs (`hadoop`, `s3tables`), made like pyiceberg's."""
+    module, class_name = OWN_BACKENDS[backend]
+    return getattr(importlib.import_module(module), class_name)(name, **props)
+
+
 class OwnCatalogs(Protocol):
     """The server's own warehouses (`share_store.warehouses.shared.OwnWarehouses`)."""
 
@@ -250,14 +264,22 @@ class CatalogRegistry:
                 return self._catalogs[warehouse]
         from pyiceberg.catalog import load_catalog
 
-        name, _ = self._config_for(warehouse)
-        props = self.properties(warehouse)
+        name, raw = self._config_for(warehouse)
+        props: dict[str, Any] = self.properties(warehouse)
+        own = {key: expand_environment(value, where=f"[catalogs.{name}] {key}")
+               for key, value in raw.items() if key.startswith(OWN_PREFIX)}  # fmt: skip
+        if own.get("sharing.auth"):
+            props["auth"] = json.loads(own["sharing.auth"])  # pyiceberg takes it as a table
         # pyiceberg would report a missing SQL driver as SQLAlchemy itself missing.
         check_installed(name, props)
         # A failed load is not cached: the next request tries again.
         try:
             with outages_unavailable(f"the Iceberg catalog for warehouse '{warehouse}'"):
-                catalog = load_catalog(name, **fail_fast(props))
+                backend = own.get("sharing.backend")
+                if backend:
+                    catalog = own_backend(backend, name, {**props, **own})
+                else:
+                    catalog = load_catalog(name, **fail_fast(props))
         except ShareStoreError:
             raise
         except Exception as error:

@@ -5,7 +5,8 @@ that are strings (numbers and booleans are taken as text), and keys that pyicebe
 or this server know. A dotted key (`s3.endpoint`, `rest.sigv4-enabled`,
 `header.X-Client`) is one of pyiceberg's many property families and is taken as is;
 a key without a dot that neither knows is a typo, and refused. Nested tables
-(`[catalogs.x.auth]`, or `s3.endpoint` left unquoted) are not supported yet. Every
+are the documented grammar's (`backend`, `auth`, `storage`: `grammar.py`), which a
+block may not mix with pyiceberg's keys; an unquoted `s3.endpoint` is refused. Every
 failure is one `CatalogError` line naming the catalog and the key, never a value.
 What can only be checked on the running machine is the registry's
 (`CatalogRegistry.verify`).
@@ -17,6 +18,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from share_store.catalogs.grammar import documented_settings, uses_grammar
 from share_store.errors import CatalogError
 
 OWN_PREFIX = "sharing."
@@ -31,7 +33,18 @@ REQUIRED_KEYS = {
     "bigquery": ("gcp.bigquery.project-id",),
 }
 #: Our own settings: all of `sharing.*` is ours, so any other name there is a typo.
-OWN_KEYS = frozenset({"sharing.warehouses", "sharing.warehouse-template", "sharing.s3-public-endpoint"})
+OWN_KEYS = frozenset(
+    {
+        "sharing.warehouses",
+        "sharing.warehouse-template",
+        "sharing.s3-public-endpoint",
+        # Made from the documented grammar (`grammar.py`), not written by hand.
+        "sharing.backend",
+        "sharing.table-bucket-arn",
+        "sharing.endpoint-url",
+        "sharing.auth",
+    }
+)
 #: pyiceberg's catalog properties whose names have no dot. Dotted names (`s3.*`, `client.*`,
 #: `rest.*`, `header.*`, `adls.*`, `gcs.*`, `glue.*`, `hive.*`, …) are too many to list and
 #: are all passed on as they are.
@@ -162,6 +175,8 @@ def catalog_settings(name: str, block: Mapping[str, Any]) -> dict[str, str]:
     at fault (and no value but the type's), so that the configuration is refused
     when read rather than at the catalog's first use.
     """
+    if uses_grammar(block):
+        return documented_settings(name, block)
     props = {key: _setting(name, key, value) for key, value in block.items()}
     for key in props:
         _check_key(name, key)

@@ -44,9 +44,12 @@ BAD_BLOCKS = [
     ('uri = "mysql+pymysql://db/ice"', "[catalogs.wh] has no type, and its uri tells none: set type"),
     (
         'type = "rest"\nuri = "http://x"\n[catalogs.wh.auth]\ntype = "basic"',
-        "[catalogs.wh.auth]: nested tables",
+        "[catalogs.wh] type: a block written in the documented grammar (backend, auth, storage) may not mix",
     ),
-    ('type = "rest"\nuri = "http://x"\n[catalogs.wh.backend]\ntype = "sql"', "[catalogs.wh.backend]: nested"),
+    (
+        'type = "rest"\nuri = "http://x"\n[catalogs.wh.backend]\ntype = "sql"',
+        "may not mix in pyiceberg's keys",
+    ),
     ('type = "rest"\nuri = "http://x"\ns3.endpoint = "http://y"', 'must be quoted: "s3.endpoint" = …'),
     ('type = "rest"\nuri = "http://x"\nauth = "basic"', "[catalogs.wh] auth: pyiceberg takes it as a nested"),
     ('type = "rest"\nuir = "http://x"', "[catalogs.wh] uir: unknown setting (did you mean uri?)"),
@@ -74,16 +77,23 @@ def test_a_bad_catalog_block_is_refused_when_the_config_is_read(
     assert "\n" not in raised.value.message
 
 
-def test_a_nested_table_for_a_later_grammar_says_only_that_it_is_not_supported_yet(tmp_path: Path) -> None:
-    for key in ("auth", "backend", "storage", "ssl"):
+def test_the_grammars_tables_beside_pyicebergs_keys_are_a_mixed_block(tmp_path: Path) -> None:
+    """`backend`, `auth` and `storage` are the documented grammar's (test_grammar.py), not pyiceberg's."""
+    for key in ("auth", "backend", "storage"):
         path = write_config(
             tmp_path, f'[catalogs.wh]\ntype = "rest"\nuri = "http://x"\n[catalogs.wh.{key}]\na = "b"\n'
         )
         with pytest.raises(ConfigError) as raised:
             load_config(path)
         assert raised.value.message == (
-            f"[catalogs.wh.{key}]: nested tables are not supported yet in a catalog block"
+            "[catalogs.wh] type: a block written in the documented grammar (backend, auth, storage) "
+            "may not mix in pyiceberg's keys (the backend's type goes in [catalogs.wh.backend])"
         )
+    path = write_config(
+        tmp_path, '[catalogs.wh]\ntype = "rest"\nuri = "http://x"\n[catalogs.wh.ssl]\na = "b"\n'
+    )
+    with pytest.raises(ConfigError, match=r"\[catalogs.wh.ssl\]: nested tables are not supported"):
+        load_config(path)
 
 
 def test_settings_that_work_are_kept_as_the_strings_pyiceberg_takes() -> None:
