@@ -79,7 +79,11 @@ def health_page(call: Call) -> Page:
     delta_tables = [(table.bucket, table.path) for table in admin.store.all_tables() if not table.is_iceberg]
     storage = _storage_probes(readers, delta_tables)
     catalogs = [
-        probe(name, str(props.get("type", "rest")), partial(_namespaces, readers, name))
+        probe(
+            name,
+            str(props.get("sharing.backend") or props.get("type", "rest")),
+            partial(_namespaces, readers, name),
+        )
         for name, props in readers.catalogs.configs.items()
     ]
     until = datetime.now(UTC)
