@@ -35,6 +35,16 @@ ifeq ($(PG_INITDB),)
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql
 endif
 
+## Debian's MariaDB server (apt-get), unless a mariadbd or mysqld is already installed, for the
+## Iceberg SQL catalog tests: they run their own throwaway server on loopback (tests/mariadb.py).
+MARIADBD := $(wildcard /usr/sbin/mariadbd /usr/sbin/mysqld)$(shell command -v mariadbd mysqld 2>/dev/null)
+.PHONY: mariadb
+mariadb:
+ifeq ($(MARIADBD),)
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mariadb-server
+endif
+
 ## Debian's Chromium (apt-get), for the console's browser tests (Playwright drives
 ## /usr/bin/chromium; no browser is downloaded).
 chromium:
@@ -78,7 +88,7 @@ format: install
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback,
 ## and a headless Chromium for the console; screenshots go to test-artifacts/).
-test: install lint postgres chromium spark-iceberg
+test: install lint postgres mariadb chromium spark-iceberg
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas,
