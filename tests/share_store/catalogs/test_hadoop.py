@@ -253,9 +253,11 @@ def test_spark_hadoop_warehouse_shared(tmp_path: Path) -> None:
         text=True,
     )
     log: list[str] = []
+    # The documented grammar, as a provider writes it: the registry makes the HadoopCatalog itself.
     deployment = deploy(
         tmp_path / "server",
         {"type": "local", "root": str(root)},
+        catalogs={"sparkwh": {"backend": {"type": "hadoop", "warehouse": str(warehouse)}}},
         env={"SHARING_ICEBERG_CACHE_BUCKET": "sharing-cache"},
     )
     try:
@@ -269,12 +271,7 @@ def test_spark_hadoop_warehouse_shared(tmp_path: Path) -> None:
         assert loaded.metadata_location.endswith(f"/v{hinted}.metadata.json")
         summaries = [snapshot.summary for snapshot in loaded.snapshots() if snapshot.summary]
         assert any(s.additional_properties.get("added-position-delete-files") for s in summaries)
-        # Until the config grammar (`[catalogs.x] backend type = "hadoop"`) is wired into the registry:
-        # a placeholder block makes `_config_for` (hence `check_warehouse` and `storage`, which is None
-        # without keys: the server's own storage signs the files) pass, and the pre-filled catalog is
-        # what `catalog()` returns, so the REST catalog of the placeholder is never loaded.
-        deployment.catalogs.configs["sparkwh"] = {"type": "rest", "uri": "http://unused"}
-        deployment.catalogs._catalogs["sparkwh"] = catalog
+        assert isinstance(deployment.catalogs.catalog("sparkwh"), HadoopCatalog)
         specs = parse_create_args(["db", "events:uniform:sparkwh:db:events"])
         deployment.store.create_share("hadoop", specs, history_shared=True)
         profile = deployment.profile("hadoop")

@@ -18,6 +18,7 @@ from pyiceberg.table import Table
 from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.catalogs.s3tables import S3TablesCatalog
+from share_store.catalogs.settings import catalog_settings
 from share_store.errors import CatalogError, StorageUnavailable
 from share_store.model import parse_create_args
 from testbed.seaweed import SeaweedS3
@@ -189,19 +190,24 @@ def test_bad_settings_are_clear(bucket: Bucket, seaweed: SeaweedS3) -> None:
 
 
 @pytest.fixture
-def shared_catalog(bucket: Bucket, seaweed: SeaweedS3, s3: Deployment) -> Iterator[str]:
-    """The bucket's catalog in the server's registry, under a warehouse name of its own."""
+def shared_catalog(
+    bucket: Bucket, seaweed: SeaweedS3, s3: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The bucket's catalog in the server's registry, as a provider writes it in the documented grammar:
+    the S3 Tables API's keys from the AWS provider chain (`auth = aws`), the files' from `[storage]`."""
     name = f"s3t{uuid.uuid4().hex[:6]}"
-    # Stands in for `[catalogs.NAME] type = "s3tables"` in the configuration, which
-    # share_store/catalogs/registry.py does not read yet: its settings, and the catalog pre-loaded.
-    s3.catalogs.configs[name] = {
-        "sharing.table-bucket-arn": bucket.arn,
-        "sharing.endpoint-url": seaweed.endpoint,
-        "client.access-key-id": seaweed.access_key,
-        "client.secret-access-key": seaweed.secret_key,
-        **s3_properties(seaweed),
-    }
-    s3.catalogs._catalogs[name] = bucket.reading(seaweed)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweed.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweed.secret_key)
+    block = {
+        "backend": {"type": "s3tables"},
+        "table_bucket_arn": bucket.arn,
+        "endpoint_url": seaweed.endpoint,
+        "auth": {"type": "aws"},
+        "storage": {"s3_endpoint": seaweed.endpoint, "s3_region": seaweed.region,
+                    "s3_access_key": seaweed.access_key, "s3_secret_key": seaweed.secret_key},
+    }  # fmt: skip
+    s3.catalogs.configs[name] = catalog_settings(name, block)
+    assert isinstance(s3.catalogs.catalog(name), S3TablesCatalog)  # made by the registry itself
     yield name
     s3.catalogs._catalogs.pop(name, None)
     s3.catalogs._storages.pop(name, None)
