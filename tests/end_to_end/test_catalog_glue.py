@@ -95,9 +95,16 @@ def provider_chain(
         patch.setenv("AWS_ACCESS_KEY_ID", seaweed.access_key)
         patch.setenv("AWS_SECRET_ACCESS_KEY", seaweed.secret_key)
         patch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance metadata lookups off loopback
-        props = catalog_properties(glue, seaweed, with_keys=False)
-        assert not any("access-key" in key or "secret" in key for key in props)
-        deployment = serve(tmp_path_factory.mktemp("glue-chain"), seaweed, props)
+        # Written in the documented grammar, as the example: `auth = aws`, no keys anywhere.
+        block = {
+            "backend": {"type": "glue", "region": seaweed.region, "warehouse": f"s3://{BUCKET}/glue",
+                        "endpoint": glue.endpoint},
+            "auth": {"type": "aws"},
+            "storage": {"s3_endpoint": seaweed.endpoint, "s3_region": seaweed.region},
+        }  # fmt: skip
+        deployment = serve(tmp_path_factory.mktemp("glue-chain"), seaweed, block)  # type: ignore[arg-type]
+        props = deployment.catalogs.configs["glue"]
+        assert props["type"] == "glue" and not any("access-key" in key or "secret" in key for key in props)
         try:
             yield deployment
         finally:

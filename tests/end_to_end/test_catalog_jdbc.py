@@ -47,7 +47,16 @@ def catalog_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue(f"{request.param}_url")
 
 
-def test_a_sql_catalog_table_is_shared_with_its_rows(catalog_uri: str, tmp_path: Path) -> None:
+def jdbc_url(uri: str) -> str:
+    """The documented grammar's `url` for a SQLAlchemy URI: the driver is the grammar's to choose."""
+    for ours, theirs in (("mysql+pymysql://", "mysql://"), ("postgresql+psycopg://", "postgresql://")):
+        if uri.startswith(ours):
+            return theirs + uri.removeprefix(ours)
+    return "sqlite:" + uri.removeprefix("sqlite:///")  # sqlite:/abs/path.db
+
+
+@pytest.mark.parametrize("form", ["pyiceberg keys", "documented grammar"])
+def test_a_sql_catalog_table_is_shared_with_its_rows(catalog_uri: str, tmp_path: Path, form: str) -> None:
     root = tmp_path / "buckets"
     warehouse = root / "lake" / "wh"
     warehouse.mkdir(parents=True)
@@ -62,7 +71,10 @@ def test_a_sql_catalog_table_is_shared_with_its_rows(catalog_uri: str, tmp_path:
     expected = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["custkey"])
     writer.engine.dispose()
 
-    deployment = deploy(tmp_path, {"type": "local", "root": str(root)}, catalogs={"jdbc": props})
+    block: dict[str, object] = dict(props)
+    if form == "documented grammar":
+        block = {"backend": {"type": "jdbc"}, "url": jdbc_url(catalog_uri), "warehouse": warehouse.as_uri()}
+    deployment = deploy(tmp_path, {"type": "local", "root": str(root)}, catalogs={"jdbc": block})
     try:
         deployment.store.create_share("j", parse_create_args(["ns", "t:uniform:jdbc:ns:t"]))
         profile = deployment.profile("j")
