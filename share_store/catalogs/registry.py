@@ -33,6 +33,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -211,6 +212,8 @@ class CatalogRegistry:
         self._lock = threading.Lock()
         #: The server's own warehouses (AIStor Tables), named before any configured catalog.
         self.own: OwnCatalogs | None = None
+        #: Why each catalog last failed to load, and when (epoch seconds), for the console's health page.
+        self.last_errors: dict[str, tuple[float, str]] = {}
 
     def _own_serves(self, warehouse: str) -> bool:
         return self.own is not None and self.own.serves(warehouse)
@@ -280,14 +283,23 @@ class CatalogRegistry:
                     catalog = own_backend(backend, name, {**props, **own})
                 else:
                     catalog = load_catalog(name, **fail_fast(props))
-        except ShareStoreError:
+        except ShareStoreError as error:
+            self._failed(name, error.message)
             raise
         except Exception as error:
             reason = _reason(error, props)
-            raise CatalogError(f"the Iceberg catalog '{name}' cannot load: {reason}") from error
+            failure = CatalogError(f"the Iceberg catalog '{name}' cannot load: {reason}")
+            self._failed(name, failure.message)
+            raise failure from error
         with self._lock:
             self._catalogs[warehouse] = catalog
+            self.last_errors.pop(name, None)
         return catalog
+
+    def _failed(self, name: str, message: str) -> None:
+        """Remember why the catalog last failed to load (messages never hold a setting's value)."""
+        with self._lock:
+            self.last_errors[name] = (time.time(), message)
 
     def storage(self, warehouse: str) -> ObjectStorage | None:
         """An S3 store signed with the catalog's own credentials, when it names them."""

@@ -42,6 +42,16 @@ def probe(name: str, kind: str, check: Callable[[], Any]) -> Probe:
     return Probe(name, kind, ok, round((time.perf_counter() - started) * 1000, 1), detail)
 
 
+def _with_last_error(found: Probe, last: tuple[float, str] | None) -> Probe:
+    """The probe, with why the catalog last failed to load for a recipient, if it did since it last loaded."""
+    if last is None:
+        return found
+    when = datetime.fromtimestamp(last[0], UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return Probe(
+        found.name, found.kind, found.ok, found.milliseconds, f"{found.detail}; last error {when}: {last[1]}"
+    )
+
+
 def _first_object(storage: ObjectStorage, bucket: str, prefix: str) -> None:
     next(iter(storage.list(bucket, prefix)), None)
 
@@ -79,10 +89,13 @@ def health_page(call: Call) -> Page:
     delta_tables = [(table.bucket, table.path) for table in admin.store.all_tables() if not table.is_iceberg]
     storage = _storage_probes(readers, delta_tables)
     catalogs = [
-        probe(
-            name,
-            str(props.get("sharing.backend") or props.get("type", "rest")),
-            partial(_namespaces, readers, name),
+        _with_last_error(
+            probe(
+                name,
+                str(props.get("sharing.backend") or props.get("type", "rest")),
+                partial(_namespaces, readers, name),
+            ),
+            readers.catalogs.last_errors.get(name),
         )
         for name, props in readers.catalogs.configs.items()
     ]

@@ -295,6 +295,10 @@ def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
         refused = httpx.patch(url + "/far", json={"add": ["s:t:uniform:gone:ns:t"]}, headers=api)
         assert refused.status_code == 400, refused.text
         assert "cannot look for Iceberg table ns.t" in refused.json()["message"]
+        # The health page now says when and why the catalog last failed, besides its live probe.
+        again = signed_in(behind).get("/console/health").text
+        catalogs = again[again.index('id="catalogs"') :].split("</table>")[0]
+        assert "last error" in catalogs and "is unreachable" in catalogs
     finally:
         behind.server.stop()
         behind.store.close()
