@@ -78,9 +78,13 @@ def list_warehouses(conn: Connection) -> list[str]:
     return list(conn.execute(select(warehouses_table.c.name).order_by(warehouses_table.c.name)).scalars())
 
 
-def check_warehouse_exists(conn: Connection, name: str) -> None:
+def warehouse_exists(conn: Connection, name: str) -> bool:
     found = conn.execute(select(warehouses_table.c.name).where(warehouses_table.c.name == name)).first()
-    if found is None:
+    return found is not None
+
+
+def check_warehouse_exists(conn: Connection, name: str) -> None:
+    if not warehouse_exists(conn, name):
         raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
 
 
@@ -101,8 +105,8 @@ def create_namespace(
     conn: Connection, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
 ) -> None:
     check_warehouse_exists(conn, warehouse)
-    if len(levels) > 1 and not namespace_exists(conn, warehouse, levels[:-1]):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels[:-1])}")
+    if len(levels) > 1:
+        require_namespace(conn, warehouse, levels[:-1])
     try:
         with conn.begin_nested():
             conn.execute(
@@ -121,6 +125,11 @@ def namespace_exists(conn: Connection, warehouse: str, levels: tuple[str, ...]) 
         select(t.c.namespace).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
     ).first()
     return row is not None
+
+
+def require_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> None:
+    if not namespace_exists(conn, warehouse, levels):
+        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
 
 
 def namespace_properties(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
@@ -147,8 +156,8 @@ def set_namespace_properties(
 def list_namespaces(conn: Connection, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """The namespaces directly under `parent` (top-level ones without it)."""
     check_warehouse_exists(conn, warehouse)
-    if parent and not namespace_exists(conn, warehouse, parent):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(parent)}")
+    if parent:
+        require_namespace(conn, warehouse, parent)
     t = warehouse_namespaces_table
     keys = conn.execute(select(t.c.namespace).where(t.c.warehouse == warehouse).order_by(t.c.namespace))
     found = [namespace_levels(key) for key in keys.scalars()]
@@ -156,8 +165,7 @@ def list_namespaces(conn: Connection, warehouse: str, parent: tuple[str, ...] = 
 
 
 def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> None:
-    if not namespace_exists(conn, warehouse, levels):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    require_namespace(conn, warehouse, levels)
     key = namespace_key(levels)
     t, n = warehouse_tables_table, warehouse_namespaces_table
     table = conn.execute(select(t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == key)).first()
@@ -198,8 +206,7 @@ def find_table_pointer(
 
 
 def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> list[str]:
-    if not namespace_exists(conn, warehouse, levels):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    require_namespace(conn, warehouse, levels)
     t = warehouse_tables_table
     query = select(t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
     return list(conn.execute(query.order_by(t.c.name)).scalars())
@@ -208,8 +215,7 @@ def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> li
 def insert_table(
     conn: Connection, warehouse: str, levels: tuple[str, ...], name: str, metadata_location: str
 ) -> TablePointer:
-    if not namespace_exists(conn, warehouse, levels):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    require_namespace(conn, warehouse, levels)
     now = utc_now()
     table_id = str(uuid.uuid4())
     values: dict[str, object] = {
@@ -243,8 +249,7 @@ def swap_table_pointer(conn: Connection, current: TablePointer, metadata_locatio
 
 
 def rename_table(conn: Connection, current: TablePointer, levels: tuple[str, ...], name: str) -> None:
-    if not namespace_exists(conn, current.warehouse, levels):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
+    require_namespace(conn, current.warehouse, levels)
     t = warehouse_tables_table
     try:
         with conn.begin_nested():

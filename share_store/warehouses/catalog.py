@@ -73,6 +73,8 @@ class WarehouseCatalog:
         self.storage = storage
         self._metadata: OrderedDict[str, TableMetadata] = OrderedDict()
         self._lock = threading.Lock()
+        #: Counts warehouses made or dropped here, so that a cached list of them knows it is stale.
+        self.warehouse_changes = 0
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -95,6 +97,7 @@ class WarehouseCatalog:
                 self.storage.create_bucket(name)
             except PermissionError as error:
                 raise UnsupportedOperation(f"the storage refused to create bucket {name}: {error}") from None
+        self.warehouse_changes += 1
 
     def list_warehouses(self) -> list[str]:
         with self._read() as conn:
@@ -102,11 +105,12 @@ class WarehouseCatalog:
 
     def has_warehouse(self, name: str) -> bool:
         with self._read() as conn:
-            return name in rows.list_warehouses(conn)
+            return rows.warehouse_exists(conn, name)
 
     def drop_warehouse(self, name: str) -> None:
         with self._change() as conn:
             rows.drop_warehouse(conn, name)
+        self.warehouse_changes += 1
         self.storage.delete_bucket(name)  # only if empty: objects left by others stay
 
     # -- namespaces ---------------------------------------------------------------------
@@ -217,7 +221,7 @@ class WarehouseCatalog:
         staged: list[tuple[TableName, TablePointer | None, str, TableMetadata]] = []
         with self._read() as conn:
             for table, _ in changes:
-                rows.list_tables(conn, table.warehouse, table.namespace)  # the namespace exists
+                rows.require_namespace(conn, table.warehouse, table.namespace)
             pointers = [rows.find_table_pointer(conn, t.warehouse, t.namespace, t.name) for t, _ in changes]
         for (table, request), current in zip(changes, pointers, strict=True):
             base_location = current.metadata_location if current else None

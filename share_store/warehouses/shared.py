@@ -8,6 +8,9 @@ through a FileIO over the server's own storage (`file_io`).
 
 from __future__ import annotations
 
+import threading
+import time
+
 from pyiceberg.catalog.noop import NoopCatalog
 from pyiceberg.exceptions import CommitFailedException, NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.table import (
@@ -73,12 +76,28 @@ class WarehouseTables(NoopCatalog):
         return [(*levels, name) for name in self.catalog.list_tables(self.warehouse, levels)]
 
 
+#: How long the registry trusts the set of own warehouses it read. It asks on every Iceberg
+#: table load, which would otherwise cost a store query each time; a warehouse made or dropped
+#: through this process's catalog is seen at once, one made on another replica this much later.
+NAMES_SECONDS = 2.0
+
+
 class OwnWarehouses:
     def __init__(self, catalog: WarehouseCatalog) -> None:
         self.catalog = catalog
+        self._names: frozenset[str] = frozenset()
+        self._read: tuple[int, float] = (-1, float("-inf"))  # (catalog's changes, when)
+        self._lock = threading.Lock()
 
     def serves(self, warehouse: str) -> bool:
-        return self.catalog.has_warehouse(warehouse)
+        changes, now = self.catalog.warehouse_changes, time.monotonic()
+        with self._lock:
+            if self._read[0] == changes and now - self._read[1] < NAMES_SECONDS:
+                return warehouse in self._names
+        names = frozenset(self.catalog.list_warehouses())
+        with self._lock:
+            self._names, self._read = names, (changes, now)
+        return warehouse in names
 
     def names(self) -> list[str]:
         return self.catalog.list_warehouses()
