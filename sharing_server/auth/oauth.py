@@ -50,7 +50,8 @@ def client_credentials(request: Request, form: dict[str, list[str]]) -> tuple[st
     return None
 
 
-async def token_endpoint(request: Request) -> Response:
+async def client_credentials_grant(request: Request) -> tuple[str, str] | Response:
+    """A client-credentials token request's client id and secret, or the OAuth error that refuses it."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != FORM:
         return oauth_error(400, "invalid_request", f"the body must be {FORM}")
@@ -63,6 +64,13 @@ async def token_endpoint(request: Request) -> Response:
     credentials = client_credentials(request, form)
     if credentials is None:
         return oauth_error(401, "invalid_client", "client authentication failed")
+    return credentials
+
+
+async def token_endpoint(request: Request) -> Response:
+    credentials = await client_credentials_grant(request)
+    if isinstance(credentials, Response):
+        return credentials
     store: ShareStore = request.app.state.store
     lifetime = timedelta(seconds=request.app.state.options.access_token_lifetime)
     try:
