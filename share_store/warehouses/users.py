@@ -61,10 +61,15 @@ class CatalogUsers:
 
     def secret_for(self, access_key: str) -> str | None:
         """The plain secret of `access_key`, for SigV4; None for an unknown key."""
-        user = self._user(access_key)
-        return None if user is None else open_sealed(self._server_key, access_key, user.sealed_secret)
+        found = self.lookup(access_key)
+        return None if found is None else found[1]
 
     def known(self, access_key: str) -> KnownUser | None:
+        found = self.lookup(access_key)
+        return None if found is None else found[0]
+
+    def lookup(self, access_key: str) -> tuple[KnownUser, str] | None:
+        """The user of `access_key` and its plain secret, from one read of the store."""
         user = self._user(access_key)
         if user is None:
             return None
@@ -73,7 +78,8 @@ class CatalogUsers:
             if cached is None or cached[0] != user.policy:
                 cached = (user.policy, parse_policy(user.policy))
                 self._policies[access_key] = cached
-        return KnownUser(user.name, user.access_key, cached[1])
+        secret = open_sealed(self._server_key, access_key, user.sealed_secret)
+        return KnownUser(user.name, user.access_key, cached[1]), secret
 
     def list(self) -> list[KnownUser]:
         with self.engine.connect() as conn:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hmac
 import time
 from dataclasses import dataclass
-from urllib.parse import parse_qs
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -30,8 +29,8 @@ from share_store.signing.sigv4_verify import SignatureRejected, verify_request
 from share_store.signing.token_codec import TokenCodec
 from share_store.tokens import matches_hash
 from share_store.warehouses.policies import Policy
-from share_store.warehouses.users import CatalogUsers
-from sharing_server.auth.oauth import FORM, client_credentials, oauth_error
+from share_store.warehouses.users import CatalogUsers, KnownUser
+from sharing_server.auth.oauth import client_credentials_grant, oauth_error
 from sharing_server.iceberg_rest.errors import IcebergError
 from sharing_server.observability.audit import audit_fields
 
@@ -75,6 +74,16 @@ async def caller_of(request: Request) -> Caller:
 async def _signed(request: Request) -> Caller:
     users = _users(request)
     body = await request.body()
+    # The user read to check the signature is the caller: one read of the store, not two.
+    found: dict[str, KnownUser] = {}
+
+    def secret_for(access_key: str) -> str | None:
+        hit = users.lookup(access_key)
+        if hit is None:
+            return None
+        found[access_key] = hit[0]
+        return hit[1]
+
     try:
         signed = await run_in_threadpool(
             verify_request,
@@ -83,13 +92,11 @@ async def _signed(request: Request) -> Caller:
             request.scope.get("query_string", b""),
             request.headers,
             body,
-            users.secret_for,
+            secret_for,
         )
     except SignatureRejected as error:
         raise IcebergError(403, error.message, "ForbiddenException") from None
-    user = await run_in_threadpool(users.known, signed.access_key)
-    if user is None:  # removed between the two lookups
-        raise IcebergError(403, "unknown access key", "ForbiddenException")
+    user = found[signed.access_key]
     audit_fields(request).update(catalog_user=user.name)
     return Caller(user.name, user.policy)
 
@@ -114,18 +121,9 @@ async def _bearer(request: Request, secret: str) -> Caller:
 
 async def catalog_token_endpoint(request: Request) -> Response:
     """OAuth2 client credentials: a catalog user's keys for a short-lived bearer token."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != FORM:
-        return oauth_error(400, "invalid_request", f"the body must be {FORM}")
-    try:
-        form = parse_qs((await request.body()).decode(), max_num_fields=16)
-    except (UnicodeDecodeError, ValueError):
-        return oauth_error(400, "invalid_request", "the form body cannot be parsed")
-    if form.get("grant_type") != ["client_credentials"]:
-        return oauth_error(400, "unsupported_grant_type", "only grant_type=client_credentials is supported")
-    credentials = client_credentials(request, form)
-    if credentials is None:
-        return oauth_error(401, "invalid_client", "client authentication failed")
+    credentials = await client_credentials_grant(request)
+    if isinstance(credentials, Response):
+        return credentials
     access_key, secret = credentials
     known = await run_in_threadpool(_users(request).secret_for, access_key)
     # Compared even for an unknown key, so that the answer takes as long either way.
