@@ -35,6 +35,7 @@ import json
 import os
 import sys
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,7 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
     """The admin operations on the configured store; storage and catalogs are made only to check
     added tables (`Admin` checks them, here as through the admin API and the console)."""
 
+    @cache  # made once, whether the own warehouses or the table check asks first
     def storage() -> ObjectStorage:
         from sharing_server.startup import server_secret
 

@@ -18,18 +18,20 @@ from share_store.errors import AdminError, AdminNotFound
 from sharing_server import paths
 
 
-class RemoteAdmin:
-    def __init__(self, server: str, token: str, timeout: float = 30, cafile: str | None = None) -> None:
+class JsonApi:
+    """A server's JSON API called with a bearer token, over urllib: the CLI's runtime has no HTTP
+    client library of its own. Errors come back as the server's messages, in either error shape
+    (`{"message"}`, or the Iceberg REST catalog's `{"error": {"message"}}`)."""
+
+    def __init__(self, server: str, prefix: str, token: str, timeout: float, cafile: str | None) -> None:
         if not server.startswith(("http://", "https://")):
             raise AdminError(f"invalid --server {server!r}: expected http(s)://HOST[:PORT]")
-        if not token:
-            raise AdminError("the admin API needs a token: set SHARING_ADMIN_TOKEN or pass --admin-token")
-        self.base = server.rstrip("/") + paths.ADMIN_PREFIX
+        self.base = server.rstrip("/") + prefix
         self._token = token
         self._timeout = timeout
         self._context = ssl.create_default_context(cafile=cafile) if cafile else None
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(  # noqa: S310 - the scheme is checked in __init__
             self.base + path, data=data, method=method
@@ -48,6 +50,15 @@ class RemoteAdmin:
             reason = getattr(error, "reason", error)
             raise AdminError(f"cannot reach {self.base}: {reason}") from None
         return json.loads(payload) if payload else None
+
+
+class RemoteAdmin:
+    def __init__(self, server: str, token: str, timeout: float = 30, cafile: str | None = None) -> None:
+        api = JsonApi(server, paths.ADMIN_PREFIX, token, timeout, cafile)
+        if not token:
+            raise AdminError("the admin API needs a token: set SHARING_ADMIN_TOKEN or pass --admin-token")
+        self.base = api.base
+        self._call = api.call
 
     def list_shares(self) -> list[dict[str, Any]]:
         return self._call("GET", paths.ADMIN_SHARES)["items"]
@@ -102,7 +113,8 @@ def _path(template: str, **names: str) -> str:
 
 def _error_from(error: urllib.error.HTTPError) -> AdminError:
     try:
-        message = json.loads(error.read())["message"]
+        body = json.loads(error.read())
+        message = body["message"] if "message" in body else body["error"]["message"]
     except (ValueError, KeyError, TypeError):
         message = f"HTTP {error.code} {error.reason}"
     if error.code == 404:

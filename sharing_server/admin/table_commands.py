@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -44,6 +43,7 @@ from share_store.warehouses.names import LEVEL_SEPARATOR, check_namespace, check
 from share_store.warehouses.policies import FULL_ACCESS_POLICY, Policy, parse_policy
 from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
+from sharing_server.admin.client import JsonApi
 from sharing_server.config import ServerConfig
 
 __all__ = ["RemoteTables", "TableBackend", "run_local", "run_remote", "run_table"]
@@ -77,41 +77,16 @@ class TableBackend(Protocol):
 
 
 class RemoteTables:
-    """The operations through a running server's `/_iceberg/v1`, as the admin.
-
-    urllib, as `client.RemoteAdmin`: the CLI's runtime has no HTTP client library of its own.
-    """
+    """The operations through a running server's `/_iceberg/v1`, as the admin (`client.JsonApi`)."""
 
     def __init__(self, server: str, token: str, timeout: float = 60, cafile: str | None = None) -> None:
-        if not server.startswith(("http://", "https://")):
-            raise AdminError(f"invalid --server {server!r}: expected http(s)://HOST[:PORT]")
+        api = JsonApi(server, paths.WAREHOUSE_PREFIX + "/v1", token, timeout, cafile)
         if not token:
             raise AdminError(
                 "the catalog API needs the admin token: set SHARING_ADMIN_TOKEN or pass --admin-token"
             )
-        self.base = server.rstrip("/") + paths.WAREHOUSE_PREFIX + "/v1"
-        self._token = token
-        self._timeout = timeout
-        self._context = ssl.create_default_context(cafile=cafile) if cafile else None
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base + path, data=data, method=method)  # noqa: S310
-        request.add_header("Authorization", f"Bearer {self._token}")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout, context=self._context) as response:  # noqa: S310
-                payload = response.read()
-        except urllib.error.HTTPError as error:
-            try:
-                message = json.loads(error.read())["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = f"HTTP {error.code} {error.reason}"
-            raise (AdminNotFound if error.code == 404 else AdminError)(message) from None
-        except (urllib.error.URLError, OSError) as error:
-            raise AdminError(f"cannot reach {self.base}: {getattr(error, 'reason', error)}") from None
-        return json.loads(payload) if payload else None
+        self.base = api.base
+        self._call = api.call
 
     def has_warehouse(self, name: str) -> bool:
         try:
