@@ -15,10 +15,9 @@ from __future__ import annotations
 import struct
 import sys
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
-from relocate_jackson import DOUBLE, FIXED_SIZES, LONG, POOL_COUNT_AT, SERVICES, UTF8
+from relocate_jackson import SERVICES, UTF8, relocate_class
 
 #: Debian's HttpClient 5 jars (packages libhttpclient5-java and libhttpcore5-java).
 DEBIAN_HTTPCLIENT5 = tuple(Path("/usr/share/java") / name
@@ -35,26 +34,6 @@ def relocate_hc(text: bytes) -> bytes:
     if HC[1] in text or HC_DOTTED[1] in text:
         return text
     return text.replace(HC[0], HC[1]).replace(HC_DOTTED[0], HC_DOTTED[1])
-
-
-def relocate_class(data: bytes, relocate: Callable[[bytes], bytes]) -> bytes:
-    """A class file with its UTF-8 constants relocated (as `relocate_jackson` does for Jackson)."""
-    (count,) = struct.unpack_from(">H", data, POOL_COUNT_AT)
-    out = [data[: POOL_COUNT_AT + 2]]
-    at, index = POOL_COUNT_AT + 2, 1
-    while index < count:
-        tag = data[at]
-        if tag == UTF8:
-            (length,) = struct.unpack_from(">H", data, at + 1)
-            text = relocate(data[at + 3 : at + 3 + length])
-            out.append(struct.pack(">BH", UTF8, len(text)) + text)
-            at += 3 + length
-        else:
-            out.append(data[at : at + 1 + FIXED_SIZES[tag]])
-            at += 1 + FIXED_SIZES[tag]
-        index += 2 if tag in (LONG, DOUBLE) else 1
-    out.append(data[at:])
-    return b"".join(out)
 
 
 def empty_interface(name: str) -> bytes:

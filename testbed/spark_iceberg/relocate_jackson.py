@@ -25,7 +25,7 @@ import io
 import struct
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -72,8 +72,8 @@ def relocate(text: bytes) -> bytes:
     return text
 
 
-def relocate_class(data: bytes) -> bytes:
-    """A class file with its UTF-8 constants relocated.
+def relocate_class(data: bytes, relocate: Callable[[bytes], bytes] = relocate) -> bytes:
+    """A class file with its UTF-8 constants relocated (by `relocate`: Jackson's, by default).
 
     Only the constant pool changes size, and nothing in a class file points at a byte
     offset inside it, so everything after the pool is copied unchanged.
