@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import boto3
 import httpx
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -111,30 +110,14 @@ def our_side(seaweed: SeaweedS3) -> Iterator[tuple[Side, int]]:
         yield Side("ours", connect), server.process.pid
 
 
-def iceberg_port(seaweed: SeaweedS3) -> int:
-    """The port `weed mini` serves its Iceberg REST catalog on (testbed.seaweed picks it free)."""
-    for arg in seaweed.args:
-        if arg.startswith("-s3.port.iceberg="):
-            port = int(arg.split("=", 1)[1])
-            if port:
-                return port
-    raise RuntimeError("testbed.seaweed starts weed mini without an Iceberg port (-s3.port.iceberg)")
-
-
 def seaweed_side(seaweed: SeaweedS3, timeout: float = 60.0) -> Side:
     """SeaweedFS's own catalog: its table bucket made, then a namespace once the catalog sees it.
 
     Raises (with the reason) when the catalog cannot be set up; the caller then keeps
     our figures alone.
     """
-    port = iceberg_port(seaweed)
-    tables = boto3.client(
-        "s3tables",
-        endpoint_url=seaweed.endpoint,
-        aws_access_key_id=seaweed.access_key,
-        aws_secret_access_key=seaweed.secret_key,
-        region_name=seaweed.region,
-    )
+    port = seaweed.iceberg_port
+    tables = seaweed.tables_client()
     try:
         tables.create_table_bucket(name=TABLE_BUCKET)
     except ClientError as error:

@@ -92,6 +92,24 @@ class SeaweedS3:
             ),
         )
 
+    @property
+    def iceberg_port(self) -> int:
+        """The port `weed mini` serves its own Iceberg REST catalog on (`-s3.port.iceberg`)."""
+        for arg in self.args:
+            if arg.startswith("-s3.port.iceberg="):
+                return int(arg.split("=", 1)[1])
+        raise RuntimeError("weed mini was started without -s3.port.iceberg")
+
+    def tables_client(self):  # boto3 makes its client classes at run time
+        """boto3's S3 Tables client (table buckets, namespaces, tables) on this server's S3 port."""
+        return boto3.client(
+            "s3tables",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=self.region,
+        )
+
     def stop(self) -> None:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import boto3
 import delta_sharing
 import httpx
 import pyarrow as pa
@@ -36,23 +35,12 @@ def customers(start: int, count: int) -> pa.Table:
     )
 
 
-def iceberg_port(seaweed: SeaweedS3) -> int:
-    args = open(f"/proc/{seaweed.process.pid}/cmdline").read().split("\0")
-    return int(next(a for a in args if a.startswith("-s3.port.iceberg=")).split("=")[1])
-
-
 @pytest.fixture(scope="module")
 def catalog_configs(
     seaweed: SeaweedS3, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, dict[str, str]]:
     seaweed.client().create_bucket(Bucket="sqlwarehouse")
-    tables = boto3.client(
-        "s3tables",
-        endpoint_url=seaweed.endpoint,
-        aws_access_key_id=seaweed.access_key,
-        aws_secret_access_key=seaweed.secret_key,
-        region_name=seaweed.region,
-    )
+    tables = seaweed.tables_client()
     tables.create_table_bucket(name="testice")
     s3 = {
         "s3.endpoint": seaweed.endpoint,
@@ -66,7 +54,7 @@ def catalog_configs(
         # The AIStor form of the seeds, pointed at SeaweedFS: one REST catalog, many warehouses.
         "aistor": {
             "type": "rest",
-            "uri": f"http://127.0.0.1:{iceberg_port(seaweed)}",
+            "uri": f"http://127.0.0.1:{seaweed.iceberg_port}",
             "rest.sigv4-enabled": "true",
             "rest.signing-name": "s3tables",
             "rest.signing-region": seaweed.region,
@@ -154,5 +142,5 @@ def test_rest_catalog_with_sigv4(deployment: Deployment, seaweed: SeaweedS3, cat
 
 def test_unsigned_rest_access_is_refused(seaweed: SeaweedS3) -> None:
     """The catalog really demands SigV4: what we sign is what gets us in."""
-    response = httpx.get(f"http://127.0.0.1:{iceberg_port(seaweed)}/v1/testice/namespaces")
+    response = httpx.get(f"http://127.0.0.1:{seaweed.iceberg_port}/v1/testice/namespaces")
     assert response.status_code in (401, 403)

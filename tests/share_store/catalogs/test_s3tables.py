@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import boto3
 import delta_sharing
 import pyarrow as pa
 import pytest
@@ -35,14 +34,6 @@ def rows(start: int, count: int) -> pa.Table:
         {"id": pa.array(ids, pa.int64()), "item": [f"item-{i}" for i in ids]},
         schema=SCHEMA.as_arrow(),
     )
-
-
-def iceberg_port(seaweed: SeaweedS3) -> int:
-    """The port of SeaweedFS's own Iceberg REST catalog (`weed mini -s3.port.iceberg=`)."""
-    for arg in seaweed.args:
-        if arg.startswith("-s3.port.iceberg="):
-            return int(arg.split("=", 1)[1])
-    raise RuntimeError("testbed.seaweed starts weed mini without -s3.port.iceberg")
 
 
 def s3_properties(seaweed: SeaweedS3) -> dict[str, str]:
@@ -79,17 +70,11 @@ class Bucket:
 @pytest.fixture(scope="module")
 def bucket(seaweed: SeaweedS3) -> Bucket:
     name = f"s3t-{uuid.uuid4().hex[:8]}"
-    api = boto3.client(
-        "s3tables",
-        endpoint_url=seaweed.endpoint,
-        aws_access_key_id=seaweed.access_key,
-        aws_secret_access_key=seaweed.secret_key,
-        region_name=seaweed.region,
-    )
+    api = seaweed.tables_client()
     arn = api.create_table_bucket(name=name)["arn"]
     writer = load_catalog(
         f"writer-{name}",
-        uri=f"http://127.0.0.1:{iceberg_port(seaweed)}",
+        uri=f"http://127.0.0.1:{seaweed.iceberg_port}",
         warehouse=f"s3://{name}",
         **{
             "rest.sigv4-enabled": "true",
