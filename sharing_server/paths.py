@@ -42,6 +42,7 @@ ADMIN_TOKEN = ADMIN_TOKENS + "/{token_id}"
 ADMIN_TOKEN_ROTATE = ADMIN_TOKEN + "/rotate"
 ADMIN_OAUTH_CLIENTS = ADMIN_SHARE + "/oauth-clients"
 ADMIN_OAUTH_CLIENT = ADMIN_OAUTH_CLIENTS + "/{client_id}"
+ADMIN_HEALTH = "/health"
 
 # -- the Iceberg REST catalog over the same shares, under a fixed prefix of its own -----
 

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from pyarrow.fs import AwsStandardS3RetryStrategy
 
 from share_store.catalogs.settings import OWN_PREFIX, catalog_kind, catalog_settings
+from share_store.catalogs.vended import VendedS3Storage, vended_credentials, vended_storage
 from share_store.errors import AdminError, CatalogError, NotFound, ShareStoreError
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage
@@ -296,13 +297,47 @@ class CatalogRegistry:
             self.last_errors.pop(name, None)
         return catalog
 
+    def health(self) -> list[dict[str, Any]]:
+        """Each configured catalog: its backend, whether it is loaded, and why it last failed to load
+        (until it loads again). Nothing is connected to."""
+        with self._lock:
+            loaded = set(self._catalogs)
+            errors = dict(self.last_errors)
+        entries = []
+        for name, props in sorted(self.configs.items()):
+            failed = errors.get(name)
+            entries.append(
+                {
+                    "name": name,
+                    "backend": props.get("sharing.backend") or catalog_kind(props) or "rest",
+                    "loaded": name in loaded or any(w in loaded for w in self._served_by(name)),
+                    "lastError": failed[1] if failed else None,
+                    "lastErrorAt": failed[0] if failed else None,
+                }
+            )
+        return entries
+
+    def _served_by(self, name: str) -> list[str]:
+        """The warehouses loaded through catalog `name` under other names (`sharing.warehouses`)."""
+        return [w for w in self._catalogs if w not in self.configs and self._owner(w) == name]
+
+    def _owner(self, warehouse: str) -> str | None:
+        try:
+            return self._config_for(warehouse)[0]
+        except NotFound:
+            return None
+
     def _failed(self, name: str, message: str) -> None:
         """Remember why the catalog last failed to load (messages never hold a setting's value)."""
         with self._lock:
             self.last_errors[name] = (time.time(), message)
 
     def storage(self, warehouse: str) -> ObjectStorage | None:
-        """An S3 store signed with the catalog's own credentials, when it names them."""
+        """An S3 store signed with the catalog's own credentials, when it names them.
+
+        A Glue or S3 Tables catalog without keys reads with the AWS provider chain; its
+        files are signed with the chain too unless they are in `[storage]`'s store.
+        """
         if self._own_serves(warehouse):
             return None  # the server's own warehouses are buckets of its own storage
         with self._lock:
@@ -310,15 +345,21 @@ class CatalogRegistry:
                 return self._storages[warehouse]
         props = self.properties(warehouse)
         own = self._config_for(warehouse)[1]
+        access_key = props.get("s3.access-key-id") or props.get("client.access-key-id")
+        on_aws_chain = not access_key and self._on_aws_chain(props, own)
         storage = None
-        if props.get("s3.access-key-id") or props.get("client.access-key-id"):
+        if access_key or on_aws_chain:
             storage = S3Storage(
                 S3Settings(
                     endpoint=props.get("s3.endpoint"),
                     public_endpoint=self._public_endpoint(props.get("s3.endpoint"), own),
-                    region=props.get("s3.region") or props.get("client.region") or "us-east-1",
-                    access_key=props.get("s3.access-key-id") or props.get("client.access-key-id"),
+                    region=props.get("s3.region")
+                    or props.get("client.region")
+                    or props.get("glue.region")
+                    or "us-east-1",
+                    access_key=access_key,
                     secret_key=props.get("s3.secret-access-key") or props.get("client.secret-access-key"),
+                    session_token=props.get("s3.session-token") or None,
                     path_style=props.get("s3.force-virtual-addressing", "false").lower() != "true",
                 ),
                 self.url_lifetime,
@@ -326,6 +367,31 @@ class CatalogRegistry:
         with self._lock:
             self._storages[warehouse] = storage
         return storage
+
+    def _on_aws_chain(self, props: Mapping[str, str], own: Mapping[str, str]) -> bool:
+        """Whether a catalog without keys reads its files with the AWS provider chain, elsewhere than
+        `[storage]`'s store (whose keys then sign, as they always did)."""
+        aws = catalog_kind(props) == "glue" or own.get("sharing.backend") == "s3tables"
+        return aws and not same_endpoint(props.get("s3.endpoint"), self.storage_endpoints[0])
+
+    def vended_storage(
+        self, warehouse: str, table_properties: Mapping[str, str], current: VendedS3Storage | None = None
+    ) -> VendedS3Storage | None:
+        """The store signed with the keys the catalog vended with a table, if it did (see `vended.py`).
+
+        `current` is kept while the table comes with the same keys.
+        """
+        if self._own_serves(warehouse):
+            return None
+        props = self.properties(warehouse)
+        credentials = vended_credentials(table_properties, props)
+        if credentials is None:
+            return None
+        if current is not None and current.credentials == credentials:
+            return current
+        public = self._public_endpoint(credentials.endpoint, self._config_for(warehouse)[1])
+        region = props.get("s3.region") or props.get("client.region") or "us-east-1"
+        return vended_storage(credentials, public, region, self.url_lifetime)
 
     def _public_endpoint(self, endpoint: str | None, own: dict[str, str]) -> str | None:
         """What recipients reach: the catalog's own setting, else `[storage]`'s for the same store."""

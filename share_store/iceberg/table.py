@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from share_store.catalogs.registry import CatalogRegistry
+from share_store.catalogs.vended import VendedS3Storage
 from share_store.errors import TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
 from share_store.iceberg.locations import file_location, file_uri
@@ -52,7 +53,10 @@ class IcebergTableReader:
         self.warehouse, self.name, self.namespace = table.iceberg_identifier
         self.catalogs = catalogs
         self.versions = versions
-        self.storage = catalogs.storage(self.warehouse) or storage
+        #: The catalog's storage (`[catalogs.x.storage]`), else the server's.
+        self.configured_storage = catalogs.storage(self.warehouse) or storage
+        #: The keys the catalog vended with the table, which win over both while they last.
+        self._vended: VendedS3Storage | None = None
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -61,6 +65,21 @@ class IcebergTableReader:
         self._derived: DerivedFiles | None = None
         self._copies: Materialized | None = None
         self._parquet_commits: dict[int, list[dict[str, Any]]] = {}
+
+    @property
+    def storage(self) -> ObjectStorage:
+        """Where the table's files are read and signed: with vended keys while they last.
+
+        Keys about to expire are replaced by loading the table again, which is when a
+        REST catalog vends new ones.
+        """
+        vended = self._vended
+        if vended is not None and not vended.fresh():
+            self._load()
+            vended = self._vended
+        if vended is not None and vended.fresh():
+            return vended
+        return self.configured_storage
 
     @property
     def holds_snapshot(self) -> bool:
@@ -84,12 +103,15 @@ class IcebergTableReader:
         # Loading asks the catalog, then (SQL catalogs) reads the metadata file from storage.
         try:
             with self._reading(f"the Iceberg catalog or the storage of warehouse '{self.warehouse}'"):
-                return catalog.load_table((*self.namespace, self.name))
+                table = catalog.load_table((*self.namespace, self.name))
         except (NoSuchTableError, NoSuchNamespaceError) as error:
             name = ".".join((*self.namespace, self.name))
             raise TableFilesMissing(
                 f"Iceberg table {name} not found in warehouse '{self.warehouse}'"
             ) from error
+        io_properties = getattr(getattr(table, "io", None), "properties", None) or {}
+        self._vended = self.catalogs.vended_storage(self.warehouse, io_properties, self._vended)
+        return table
 
     def catalog_table(self) -> Any:
         """The pyiceberg table as its catalog has it now (what the Iceberg REST facade hands out)."""
@@ -162,7 +184,7 @@ class IcebergTableReader:
             from share_store.iceberg.materialized import Materialized
 
             assert self._derived is not None  # made with the first snapshot that has vectors
-            self._copies = Materialized(self._derived, self.storage.read, self.locate, self.locate_dv)
+            self._copies = Materialized(self._derived, self._read_file, self.locate, self.locate_dv)
         return self._copies
 
     def _schema_for(self, table: Any, snapshot_id: int) -> Any:
@@ -323,7 +345,9 @@ class IcebergTableReader:
             from share_store.iceberg.derived import DerivedFiles
 
             bucket = self.options.deletes.cache_bucket or self.locate(table.metadata_location)[0]
-            self._derived = DerivedFiles(self.storage, bucket, self.options.deletes.cache_prefix, self._uri)
+            # Written with the configured keys: vended ones are commonly read-only.
+            storage = self.configured_storage
+            self._derived = DerivedFiles(storage, bucket, self.options.deletes.cache_prefix, self._uri)
         return self._derived
 
     def _uri(self, bucket: str, key: str) -> str:
@@ -338,6 +362,9 @@ class IcebergTableReader:
             self._delete_files = DeleteFiles(self._read_delete_file, inline_bytes=inline)
         self._delete_files.derived = self._delete_files.derived or derived
         return self._delete_files
+
+    def _read_file(self, bucket: str, key: str) -> bytes:
+        return self.storage.read(bucket, key)
 
     def _read_delete_file(self, path: str) -> bytes:
         # Called within `_build`'s `_reading`, which turns a missing file into TableFilesMissing.

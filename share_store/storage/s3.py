@@ -310,21 +310,27 @@ class S3Storage(ObjectStorage):
                 raise StorageUnavailable(UNREACHABLE)
         raise StorageUnavailable(UNREACHABLE)
 
+    def lifetime(self, now: float) -> int:
+        """Seconds a URL signed at `now` stays valid (temporary keys cap it: `VendedS3Storage`)."""
+        return self.url_lifetime
+
     def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
+        lifetime = self.lifetime(now)
         if self._presigner is not None:
-            url = self._presigner.presign(bucket, key, self.url_lifetime)
-            return url, int(now + self.url_lifetime) * 1000
+            url = self._presigner.presign(bucket, key, lifetime)
+            return url, int(now + lifetime) * 1000
         assert self._signing_client is not None  # made whenever the fast signer is not
         url = self._signing_client.generate_presigned_url(
-            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=self.url_lifetime
+            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=lifetime
         )
         # botocore signs with its own clock; `now` only sets the advertised expiry.
-        return url, int(now + self.url_lifetime) * 1000
+        return url, int(now + lifetime) * 1000
 
     def url_signer(self, now: float) -> UrlSigning:
         if self._presigner is None:
             return super().url_signer(now)
-        sign, expiration = self._presigner.signing(self.url_lifetime), int(now + self.url_lifetime) * 1000
+        lifetime = self.lifetime(now)
+        sign, expiration = self._presigner.signing(lifetime), int(now + lifetime) * 1000
 
         def signed(bucket: str, key: str) -> tuple[str, int]:
             return sign(bucket, key), expiration

@@ -28,8 +28,10 @@ class VersionListing(Protocol):
 class TableReader(Protocol):
     """One shared table's versions, snapshots, commits and file locations."""
 
-    #: Where the table's files are read from (an Iceberg catalog may name storage of its own).
-    storage: ObjectStorage
+    @property
+    def storage(self) -> ObjectStorage:
+        """Where the table's files are read from (an Iceberg catalog may name storage of its own)."""
+        ...
 
     @property
     def holds_snapshot(self) -> bool:

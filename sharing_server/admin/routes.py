@@ -12,6 +12,7 @@
     GET    /shares/{share}/oauth-clients
     POST   /shares/{share}/oauth-clients  {expires, description} -> client secret, shown once
     DELETE /shares/{share}/oauth-clients/{id}
+    GET    /health                                   the store, and each catalog's backend and last error
 
 Tables added are checked to be there unless `check` is false (the CLI's
 `--no-check`), by `Admin` as on every other path. The API is off unless
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -32,7 +34,7 @@ from starlette.routing import Route
 from share_store.errors import MalformedRequest, Unauthenticated
 from share_store.tokens import matches_hash
 from sharing_server import paths
-from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin
+from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
 from sharing_server.auth.bearer import bearer_secret
 from sharing_server.http.errors import AdminDisabled
 from sharing_server.http.json_text import has_lone_surrogate
@@ -159,6 +161,16 @@ def revoke_oauth_client(request: Request, _body: dict[str, Any]) -> None:
     _admin(request).revoke_oauth_client(_share(request), request.path_params["client_id"])
 
 
+def health(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    """Whether the store answers, and each Iceberg catalog with its backend and last load error."""
+    admin = _admin(request)
+    catalogs = request.app.state.readers.catalogs.health()
+    for entry in catalogs:
+        if entry["lastErrorAt"] is not None:
+            entry["lastErrorAt"] = iso(datetime.fromtimestamp(entry["lastErrorAt"], UTC))
+    return {"store": admin.store.ping(), "catalogs": catalogs}
+
+
 def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route:
     # The route takes its name, admin_<handler>, from the endpoint.
     return Route(path, endpoint(handler, status), methods=[method])
@@ -178,4 +190,5 @@ def admin_routes() -> list[Route]:
         _route(paths.ADMIN_OAUTH_CLIENTS, list_oauth_clients, "GET"),
         _route(paths.ADMIN_OAUTH_CLIENTS, create_oauth_client, "POST", 201),
         _route(paths.ADMIN_OAUTH_CLIENT, revoke_oauth_client, "DELETE"),
+        _route(paths.ADMIN_HEALTH, health, "GET"),
     ]

@@ -133,6 +133,13 @@ def area() -> Area:
                 [*in_share, client_id],
                 status=204,
             ),
+            ("admin_health", "GET"): _admin(
+                "adminHealth",
+                "The share store, and each Iceberg catalog with its backend and last load error",
+                _returns("Health.", "AdminHealth"),
+                (),
+                [],
+            ),
         },
         schemas=_schemas(),
         parameters={"adminShare": parameter("share", "path", NAME, "Share name.")},
@@ -167,6 +174,26 @@ def _returns(description: str, body: str) -> Schema:
 def _schemas() -> dict[str, Schema]:
     token_state = {"type": "string", "enum": ["active", "rotating", "expired", "revoked"]}
     return {
+        "CatalogHealth": object_schema(
+            {
+                "name": STRING,
+                "backend": {**STRING, "description": "rest, sql, glue, hive, hadoop, s3tables, …"},
+                "loaded": BOOLEAN,
+                "lastError": {
+                    **STRING,
+                    "nullable": True,
+                    "description": "Why it last failed to load, "
+                    "until it loads again; never a setting's value.",
+                },
+                "lastErrorAt": NULLABLE_DATE_TIME,
+            }
+        ),
+        "AdminHealth": object_schema(
+            {
+                "store": {**STRING, "description": "The store's database (sqlite, postgresql)."},
+                "catalogs": array(model("CatalogHealth")),
+            }
+        ),
         # The profiles `sharing_server.auth.profiles` writes, as issued tokens and clients carry them.
         "BearerProfile": object_schema(
             {

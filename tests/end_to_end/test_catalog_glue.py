@@ -9,6 +9,7 @@ server's environment) then signs for Glue and for the files alike.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import delta_sharing
@@ -84,9 +85,9 @@ def with_keys(
     deployment.store.close()
 
 
-@pytest.fixture(scope="module")
-def provider_chain(
-    tmp_path_factory: pytest.TempPathFactory, glue: GlueServer, seaweed: SeaweedS3, written: list
+@contextmanager
+def on_provider_chain(
+    tmp: Any, glue: GlueServer, seaweed: SeaweedS3, storage: dict[str, str]
 ) -> Iterator[Deployment]:
     """No keys in the catalog block: the in-process server's environment has them (moto takes any)."""
     with pytest.MonkeyPatch.context() as patch:
@@ -102,7 +103,8 @@ def provider_chain(
             "auth": {"type": "aws"},
             "storage": {"s3_endpoint": seaweed.endpoint, "s3_region": seaweed.region},
         }  # fmt: skip
-        deployment = serve(tmp_path_factory.mktemp("glue-chain"), seaweed, block)  # type: ignore[arg-type]
+        deployment = deploy(tmp, storage, catalogs={"glue": block})  # type: ignore[dict-item]
+        deployment.store.create_share("g", parse_create_args(["ns", "t:uniform:glue:ns:t"]))
         props = deployment.catalogs.configs["glue"]
         assert props["type"] == "glue" and not any("access-key" in key or "secret" in key for key in props)
         try:
@@ -110,6 +112,15 @@ def provider_chain(
         finally:
             deployment.server.stop()
             deployment.store.close()
+
+
+@pytest.fixture(scope="module")
+def provider_chain(
+    tmp_path_factory: pytest.TempPathFactory, glue: GlueServer, seaweed: SeaweedS3, written: list
+) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("glue-chain")
+    with on_provider_chain(tmp, glue, seaweed, seaweed.storage_config(path_style="true")) as deployment:
+        yield deployment
 
 
 def bearer(deployment: Deployment, share: str) -> dict[str, str]:
@@ -151,3 +162,14 @@ def test_a_glue_catalog_on_the_aws_provider_chain(
     assert all(f"{seaweed.endpoint}/{BUCKET}/glue/" in line for line in files)
     shared = delta_sharing.load_as_pandas(f"{provider_chain.profile('g')}#g.ns.t")
     assert rows(shared.to_dict("records")) == written
+
+
+def test_a_glue_catalog_on_the_provider_chain_beside_local_storage(
+    tmp_path_factory: pytest.TempPathFactory, glue: GlueServer, seaweed: SeaweedS3, written: list
+) -> None:
+    """The server's own storage is a local folder: the Glue table's files are signed with the chain."""
+    tmp = tmp_path_factory.mktemp("glue-local")
+    with on_provider_chain(tmp, glue, seaweed, {}) as deployment:
+        assert deployment.config.storage.get("type", "local") == "local"
+        shared = delta_sharing.load_as_pandas(f"{deployment.profile('g')}#g.ns.t")
+        assert rows(shared.to_dict("records")) == written

@@ -299,6 +299,14 @@ def test_health_reports_an_unreachable_catalog(tmp_path: Path) -> None:
         again = signed_in(behind).get("/console/health").text
         catalogs = again[again.index('id="catalogs"') :].split("</table>")[0]
         assert "last error" in catalogs and "is unreachable" in catalogs
+        # The admin API's health says the same: backend, not loaded, the last error and when.
+        health = httpx.get(behind.server.url + "/admin/v1/health", headers=api)
+        assert health.status_code == 200, health.text
+        assert health.json()["store"] == "sqlite"
+        [gone] = health.json()["catalogs"]
+        assert (gone["name"], gone["backend"], gone["loaded"]) == ("gone", "rest", False)
+        assert "is unreachable" in gone["lastError"] and gone["lastErrorAt"].endswith("Z")
+        assert httpx.get(behind.server.url + "/admin/v1/health").status_code == 401
     finally:
         behind.server.stop()
         behind.store.close()
