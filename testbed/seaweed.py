@@ -27,6 +27,53 @@ from share_store.storage.s3 import S3Settings
 
 ACCESS_KEY = "sharing-test-access"
 SECRET_KEY = "sharing-test-secret-0123456789"
+#: SeaweedFS's account id for its own IAM (`sts.accountId` left at its default).
+ACCOUNT = "000000000000"
+#: A role the test identity may assume for reading, as a provider's `[iceberg] credential_role_arn`:
+#: the keys it vends are the role's rights cut by each AssumeRole's session policy.
+READER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ShareReader"
+#: The role SeaweedFS's Iceberg catalog assumes to vend keys with its tables (`-s3.iceberg.credentialRole`).
+CATALOG_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/IcebergVend"
+
+
+def iam_config() -> dict:
+    """SeaweedFS's advanced IAM: STS, and the two roles above (the s3.json identities keep their rights)."""
+
+    def allow(actions: list[str]) -> dict:
+        statement = {"Effect": "Allow", "Action": actions, "Resource": ["arn:aws:s3:::*"]}
+        return {"Version": "2012-10-17", "Statement": [statement]}
+
+    def trust(principal: dict, action: str) -> dict:
+        statement = {"Effect": "Allow", "Principal": principal, "Action": [action]}
+        return {"Version": "2012-10-17", "Statement": [statement]}
+
+    return {
+        "sts": {
+            "tokenDuration": "1h",
+            "maxSessionLength": "12h",
+            "issuer": "seaweedfs-sts",
+            "signingKey": "c2hhcmluZy10ZXN0LXN0cy1zaWduaW5nLWtleS0zMmI=",
+        },
+        "policy": {"defaultEffect": "Deny"},
+        "policies": [
+            {"name": "ReadAll", "document": allow(["s3:GetObject", "s3:ListBucket"])},
+            {"name": "TablesAll", "document": allow(["s3:*"])},
+        ],
+        "roles": [
+            {
+                "roleName": "ShareReader",
+                "roleArn": READER_ROLE_ARN,
+                "attachedPolicies": ["ReadAll"],
+                "trustPolicy": trust({"AWS": f"arn:aws:iam::{ACCOUNT}:user/tester"}, "sts:AssumeRole"),
+            },
+            {
+                "roleName": "IcebergVend",
+                "roleArn": CATALOG_ROLE_ARN,
+                "attachedPolicies": ["TablesAll"],
+                "trustPolicy": trust({"Federated": "iceberg-catalog"}, "sts:AssumeRoleWithCredentials"),
+            },
+        ],
+    }
 
 
 def free_port() -> int:
@@ -177,6 +224,8 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
     }
     config_path = workdir / "s3.json"
     config_path.write_text(json.dumps(config))
+    iam_path = workdir / "iam.json"
+    iam_path.write_text(json.dumps(iam_config()))
     s3_port = free_port()
     ports = {
         "master.port": free_port(),
@@ -200,6 +249,9 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
         "-ip=127.0.0.1",
         "-ip.bind=127.0.0.1",
         f"-s3.config={config_path}",
+        f"-s3.iam.config={iam_path}",
+        f"-s3.iceberg.credentialRole={CATALOG_ROLE_ARN}",
+        "-s3.iceberg.credentialDurationSeconds=900",
         "-webdav=false",
         "-admin.ui=false",
         "-master.telemetry=false",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qs, urlparse
 
 import delta_sharing
 import httpx
@@ -136,6 +137,13 @@ def test_rest_catalog_with_sigv4(deployment: Deployment, seaweed: SeaweedS3, cat
     )
     url = json.loads(response.text.splitlines()[2])["file"]["url"]
     assert url.startswith(f"{seaweed.endpoint}/testice/") and "X-Amz-Signature=" in url
+    # SeaweedFS's catalog vends keys with the table (`-s3.iceberg.credentialRole`): they sign, not the
+    # configured ones, and the URL ends no later than they do.
+    query = parse_qs(urlparse(url).query)
+    assert "X-Amz-Security-Token" in query
+    assert not query["X-Amz-Credential"][0].startswith(seaweed.access_key + "/")
+    assert int(query["X-Amz-Expires"][0]) <= 900
+    assert httpx.get(url).status_code == 200
     changes = delta_sharing.load_table_changes_as_pandas(f"{profile}#test.tpch.customer", starting_version=0)
     assert sorted(changes["custkey"]) == [1, 2, 3, 4] and set(changes["_change_type"]) == {"insert"}
 
