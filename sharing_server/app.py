@@ -31,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
+from share_store.signing.sts_vending import CredentialVendor
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from share_store.tables.iceberg_grants import IcebergGrants
@@ -239,7 +240,8 @@ def create_app(
         files_check_seconds=options.files_check_seconds,
         summaries=store,
     )
-    app.state.iceberg_grants = IcebergGrants(app.state.readers)
+    vendor = CredentialVendor(options.vending) if options.vending.enabled else None
+    app.state.iceberg_grants = IcebergGrants(app.state.readers, vendor)
     app.state.warehouses = WarehouseCatalog(store.engine, storage)
     catalogs.own = OwnWarehouses(app.state.warehouses)
     app.state.catalog_users = CatalogUsers(store.engine, secret)

@@ -18,7 +18,9 @@
            equality_delete_budget_seconds (how long resolving one snapshot's
            equality deletes may take before it is refused; default 30),
            delta_snapshots (a Delta table's newest versions shown as snapshots
-           to Iceberg REST clients; default 10)
+           to Iceberg REST clients; default 10), credential_vending ("off" or
+           "sts": keys scoped to a table for engines that ask), credential_role_arn,
+           credential_sts_endpoint (default: the store's), credential_duration (900)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds),
            warm_on_start (build every shared table's snapshot in the background at
@@ -46,6 +48,7 @@ from typing import Any
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
+from share_store.signing.sts_vending import VendingSettings
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
 from share_store.tables.options import DeleteOptions
@@ -61,6 +64,7 @@ from sharing_server.config_sections import (
     read_catalogs,
     read_section,
     token_hash,
+    vending_settings,
 )
 from sharing_server.http.errors import ConfigError
 from sharing_server.protocol.hint_filter import HintLimits
@@ -102,6 +106,7 @@ class ServiceOptions:
     # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
     proxy_hops: int = 0
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
+    vending: VendingSettings = field(default_factory=VendingSettings)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
     # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
@@ -174,7 +179,7 @@ class ServerConfig:
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
         iceberg = delete_options(self.iceberg)
-        options = dataclasses.replace(options, iceberg=iceberg)
+        options = dataclasses.replace(options, iceberg=iceberg, vending=vending_settings(self.iceberg))
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
             # would have them fetch a new token before every request.

@@ -12,6 +12,7 @@ from typing import Any
 
 from share_store.catalogs.settings import catalog_settings
 from share_store.errors import CatalogError
+from share_store.signing.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
 from sharing_server.http.errors import ConfigError
 
@@ -40,6 +41,30 @@ def delete_options(values: dict[str, Any]) -> DeleteOptions:
                 raise ConfigError(f"invalid [iceberg] {key}: {error}") from error
     try:
         return DeleteOptions(**parsed)
+    except ValueError as error:
+        raise ConfigError(f"invalid [iceberg] setting: {error}") from error
+
+
+#: `[iceberg]`'s credential vending keys (`share_store/signing/sts_vending.py`), by `VendingSettings` field.
+VENDING_KEYS = {
+    "credential_vending": ("mode", str),
+    "credential_role_arn": ("role_arn", str),
+    "credential_sts_endpoint": ("sts_endpoint", str),
+    "credential_duration": ("duration", int),
+}
+
+
+def vending_settings(values: dict[str, Any]) -> VendingSettings:
+    """`[iceberg] credential_*`, each value checked and a bad one named."""
+    parsed: dict[str, Any] = {}
+    for key, (name, kind) in VENDING_KEYS.items():
+        if values.get(key) not in (None, ""):
+            try:
+                parsed[name] = kind(values[key])
+            except ValueError as error:
+                raise ConfigError(f"invalid [iceberg] {key}: {error}") from error
+    try:
+        return VendingSettings(**parsed)
     except ValueError as error:
         raise ConfigError(f"invalid [iceberg] setting: {error}") from error
 
@@ -87,7 +112,7 @@ SECTION_KEYS = {
         "streams_per_process",
     ),
     "oauth": ("access_token_lifetime",),
-    "iceberg": tuple(ICEBERG_KINDS),
+    "iceberg": (*ICEBERG_KINDS, *VENDING_KEYS),
     "cache": ("snapshot_files", "files_check_seconds", "warm_on_start", "refresh_seconds"),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
 }

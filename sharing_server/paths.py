@@ -53,6 +53,7 @@ ICEBERG_NAMESPACES = "/v1/namespaces"
 ICEBERG_NAMESPACE = ICEBERG_NAMESPACES + "/{namespace}"
 ICEBERG_TABLES = ICEBERG_NAMESPACE + "/tables"
 ICEBERG_TABLE = ICEBERG_TABLES + "/{table}"
+ICEBERG_CREDENTIALS = ICEBERG_TABLE + "/credentials"
 ICEBERG_S3_SIGN = "/v1/aws/s3/sign"
 # Anything else under the prefix: every write endpoint of the spec lands here.
 ICEBERG_OTHER = "/{rest:path}"

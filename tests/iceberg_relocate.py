@@ -113,8 +113,20 @@ def relocate_position_deletes(data: bytes, old: str, new: str) -> bytes:
     field = table.schema.field(index)
     table = table.set_column(index, field, pa.array(paths, field.type))
     sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
+    # Small enough to pad: no Arrow schema copy, no statistics (the originals are Spark's, with both).
+    pq.write_table(table, sink, compression="zstd", store_schema=False, write_statistics=False)
+    return same_size(sink.getvalue(), len(data))
+
+
+def same_size(parquet: bytes, size: int) -> bytes:
+    """`parquet` padded to `size` bytes, as the manifests record it (engines such as DuckDB read the
+    footer at the recorded size). The padding goes before the footer: column chunks are found by
+    their offsets from the start, so bytes between the last one and the footer are never read."""
+    footer_length = int.from_bytes(parquet[-8:-4], "little")
+    footer_start = len(parquet) - 8 - footer_length
+    padding = size - len(parquet)
+    assert padding >= 0, "the rewritten delete file is larger than the original"
+    return parquet[:footer_start] + b"\0" * padding + parquet[footer_start:]
 
 
 def relocate_table(table_dir: Path, local_prefix: str, s3_prefix: str, s3: Any, bucket: str) -> str:

@@ -111,9 +111,13 @@ class ReadableFiles:
     def allows(self, bucket: str, key: str) -> bool:
         if any(bucket == b and key.startswith(prefix) for b, prefix in self.bucket_prefixes):
             return True
+        return (bucket, key) in self.objects()
+
+    def objects(self) -> frozenset[tuple[str, str]]:
+        """The single objects readable beside the prefixes (the snapshots' files, listed once)."""
         if self._exact is None:
             self._exact = reachable_files(self._snapshots, self._io, self._live_only)
-        return (bucket, key) in self._exact
+        return self._exact
 
 
 def _prefixes(locations: Iterable[str]) -> list[tuple[str, str]]:
@@ -142,6 +146,16 @@ def reachable_files(snapshots: Iterable[Any], io: Any, live_only: bool = False) 
     return frozenset(object_location(path) for path in paths | manifests)
 
 
+def table_locations(table: Any) -> list[str]:
+    """Where a table's files are written: its location, and its data and metadata paths if set apart."""
+    metadata = table.metadata
+    locations = [metadata.location]
+    for setting in ("write.data.path", "write.metadata.path"):
+        if metadata.properties.get(setting):
+            locations.append(metadata.properties[setting])
+    return locations
+
+
 def readable_files(table: Any, history_shared: bool) -> ReadableFiles:
     """What the signer may sign for a pyiceberg `table` under the grant."""
     from pyiceberg.table.snapshots import ancestors_of
@@ -152,8 +166,4 @@ def readable_files(table: Any, history_shared: bool) -> ReadableFiles:
         return ReadableFiles()
     if not history_shared:
         return ReadableFiles(snapshots=[current], io=table.io, live_only=True)
-    locations = [metadata.location]
-    for setting in ("write.data.path", "write.metadata.path"):
-        if metadata.properties.get(setting):
-            locations.append(metadata.properties[setting])
-    return ReadableFiles(_prefixes(locations), list(ancestors_of(current, metadata)), table.io)
+    return ReadableFiles(_prefixes(table_locations(table)), list(ancestors_of(current, metadata)), table.io)

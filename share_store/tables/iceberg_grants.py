@@ -16,17 +16,28 @@ from typing import Any
 
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.catalog_view import ReadableFiles, metadata_json, readable_files, shared_metadata
+from share_store.iceberg.catalog_view import (
+    ReadableFiles,
+    metadata_json,
+    object_location,
+    readable_files,
+    shared_metadata,
+    table_locations,
+)
 from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
 from share_store.model import SharedTable
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
-from share_store.storage.s3 import S3Storage
+from share_store.signing.sts_vending import CredentialVendor, VendedKeys, VendingRefused
+from share_store.signing.vended_scope import VendingScope, narrowest, prefixes_of
+from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.tables.readers import TableReaders
 
 #: How long a table's readable files are trusted, and how soon a miss may look again.
 GRANT_SECONDS = 30.0
 RECHECK_SECONDS = 1.0
 MAX_TABLES = 256
+#: A grant of at most this many files is tried file by file in a vending session policy.
+MAX_EXACT_FILES = 12
 
 NEEDS_S3 = (
     "Iceberg REST recipients read files straight from S3 with signatures from this server; "
@@ -42,13 +53,27 @@ class TableGrant:
     signer: HeaderSigner
     endpoint: str  # the store's address as recipients reach it
     made: float
+    store: S3Settings  # the table's store, whose STS vends keys for it
+    #: What vended keys reach when an exact scope does not fit a session policy: the table's prefixes.
+    prefixes: tuple[tuple[str, str], ...] = ()
+    #: Whether the grant names few enough files to try them one by one in a session policy.
+    few_files: bool = False
+
+    def vending_scope(self) -> VendingScope:
+        """What keys vended for this grant may read: exactly its files when the policy can name them,
+        else the table's prefixes (its location and generated metadata, all versions)."""
+        loose = VendingScope(self.prefixes or self.readable.bucket_prefixes)
+        exact = None
+        if self.few_files:
+            exact = VendingScope(self.readable.bucket_prefixes, tuple(sorted(self.readable.objects())))
+        return narrowest(exact, loose)
 
     def shared_metadata(self, history_shared: bool) -> dict[str, Any]:
         """The metadata as recipients get it: without history, cut to the current snapshot."""
         return shared_metadata(self.metadata, history_shared)
 
 
-def store_signer(storage: Any) -> tuple[HeaderSigner, str]:
+def store_signer(storage: Any) -> tuple[HeaderSigner, str, S3Settings]:
     """The header signer and public endpoint of an S3 store; refused for local storage."""
     if not isinstance(storage, S3Storage):
         raise UnsupportedOperation(NEEDS_S3)
@@ -59,7 +84,19 @@ def store_signer(storage: Any) -> tuple[HeaderSigner, str]:
             "the table's S3 store has no endpoint and static keys configured, which remote signing needs"
         )
     signer = HeaderSigner(settings.region, settings.access_key, settings.secret_key, settings.session_token)
-    return signer, endpoint
+    return signer, endpoint, settings
+
+
+def _files_in_summary(table: Any) -> int:
+    """How many data and delete files the current snapshot has, as its summary says (many when unsaid)."""
+    current = table.metadata.current_snapshot()
+    summary = current.summary if current is not None else None
+    if summary is None:
+        return 0 if current is None else MAX_EXACT_FILES + 1
+    try:
+        return int(summary.get("total-data-files", "")) + int(summary.get("total-delete-files", "0"))
+    except ValueError:
+        return MAX_EXACT_FILES + 1
 
 
 def delta_readable(
@@ -72,8 +109,10 @@ def delta_readable(
 
 
 class IcebergGrants:
-    def __init__(self, readers: TableReaders) -> None:
+    def __init__(self, readers: TableReaders, vendor: CredentialVendor | None = None) -> None:
         self.readers = readers
+        #: Vends keys scoped to a grant (`[iceberg] credential_vending`); None or "off": remote signing only.
+        self.vendor = vendor
         self._grants: dict[tuple[str, bool], TableGrant] = {}
         self._lock = threading.Lock()
 
@@ -81,22 +120,49 @@ class IcebergGrants:
         """The table as it is now, with a fresh grant: an Iceberg table as its catalog has it,
         a Delta table as Iceberg metadata generated for its versions."""
         reader = self.readers.reader(table)
-        signer, endpoint = store_signer(reader.storage)  # type: ignore[attr-defined]
+        if not isinstance(reader.storage, S3Storage):
+            raise UnsupportedOperation(NEEDS_S3)
         if table.is_iceberg:
             loaded = reader.catalog_table()  # type: ignore[attr-defined]
             location, metadata = loaded.metadata_location, metadata_json(loaded)
             readable = readable_files(loaded, table.history_shared)
+            prefixes = prefixes_of(object_location(path) for path in table_locations(loaded))
+            few = _files_in_summary(loaded) <= MAX_EXACT_FILES
         else:
             assert isinstance(reader, DeltaTableReader)
             generated = self._delta(table, reader).generate(table.history_shared)
             location, metadata = generated.metadata_location, generated.metadata
             readable = delta_readable(generated, reader, table.history_shared)
-        grant = TableGrant(location, metadata, readable, signer, endpoint, time.monotonic())
+            prefixes = prefixes_of([(reader.bucket, reader.path), generated.generated_prefix])
+            few = len(generated.files) <= MAX_EXACT_FILES
+        # Read after the table is loaded: a catalog may have vended the keys its files are read with.
+        signer, endpoint, store = store_signer(reader.storage)
+        few = few and not table.history_shared
+        grant = TableGrant(
+            location, metadata, readable, signer, endpoint, time.monotonic(), store, prefixes, few
+        )
         with self._lock:
             if len(self._grants) >= MAX_TABLES:
                 self._grants.pop(next(iter(self._grants)))
             self._grants[(table.id, table.history_shared)] = grant
         return grant
+
+    @property
+    def vends(self) -> bool:
+        return self.vendor is not None and self.vendor.settings.enabled
+
+    def vended_keys(
+        self, table: SharedTable, grant: TableGrant, token_id: str, not_after: float | None
+    ) -> VendedKeys:
+        """Temporary keys that read what `grant` allows of `table` (see `sts_vending.py`)."""
+        assert self.vendor is not None and self.vendor.settings.enabled
+        try:
+            scope = grant.vending_scope()
+        except ValueError as error:
+            raise VendingRefused(f"{error}; use remote signing for this table") from None
+        # Who asked for what, as the store's audit shows the session (64 characters at most).
+        session = f"share-{token_id[:24]}-{table.id[:24]}"
+        return self.vendor.vend(grant.store, scope, session, not_after)
 
     def _delta(self, table: SharedTable, reader: Any) -> DeltaAsIceberg:
         deletes = self.readers.iceberg.deletes

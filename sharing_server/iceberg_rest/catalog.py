@@ -4,12 +4,14 @@
 /iceberg/v1/oauth/tokens                           OAuth client credentials → access tokens
 /iceberg/v1/namespaces[/{schema}]                  the token's share's schemas
 /iceberg/v1/namespaces/{schema}/tables[/{table}]   its Iceberg tables; load table
+/iceberg/v1/namespaces/{schema}/tables/{t}/credentials  fresh vended keys (credential vending on)
 /iceberg/v1/aws/s3/sign                            remote signing of the tables' file reads
 
 A share token is the catalog's bearer token and sees exactly its share, as on
 `/delta-sharing`. Loading a table returns its metadata cut to the grant (see
 `share_store/iceberg/catalog_view.py`) and a `config` that points the client's
-S3 reads at this server's signer, so recipients never hold storage keys.
+S3 reads at this server's signer, or, with credential vending on and asked for,
+keys scoped to the table (`delegation.py`); the server's own keys never leave it.
 Every write endpoint answers 403 in the spec's error model, with no effect.
 Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}`.
 """
@@ -32,6 +34,7 @@ from share_store.tables.iceberg_grants import IcebergGrants
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import token_endpoint
+from sharing_server.iceberg_rest.delegation import read_access, storage_credentials, vend
 from sharing_server.iceberg_rest.errors import IcebergError, error_response, iceberg_errors
 from sharing_server.observability.audit import audit_fields
 
@@ -43,7 +46,7 @@ READ_ENDPOINTS = [
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 ]
-FSSPEC_IO = "pyiceberg.io.fsspec.FsspecFileIO"
+VENDING_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
 
 
 # -- who is asking ------------------------------------------------------------------
@@ -73,13 +76,13 @@ async def _schema(request: Request, token: Token) -> str:
     return name
 
 
-async def _table(request: Request) -> SharedTable:
-    """The table the URL names, if the token's share holds it."""
+async def _token_and_table(request: Request) -> tuple[Token, SharedTable]:
+    """The token, and the table the URL names if the token's share holds it."""
     token = await _token(request)
     schema, name = _schema_name(request), str(request.path_params["table"])
     audit_fields(request).update(schema=schema, table=name)
     try:
-        return await run_in_threadpool(_store(request).get_table, token.share, schema, name)
+        return token, await run_in_threadpool(_store(request).get_table, token.share, schema, name)
     except NotFound:
         raise IcebergError(404, f"Table does not exist: {schema}.{name}", "NoSuchTableException") from None
 
@@ -90,7 +93,9 @@ async def _table(request: Request) -> SharedTable:
 @iceberg_errors()
 async def get_config(request: Request) -> Response:
     await _token(request)
-    return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": READ_ENDPOINTS})
+    vends = request.app.state.iceberg_grants.vends
+    endpoints = READ_ENDPOINTS + (VENDING_ENDPOINTS if vends else [])
+    return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": endpoints})
 
 
 @iceberg_errors("NoSuchNamespaceException")
@@ -123,33 +128,37 @@ async def list_tables(request: Request) -> Response:
     return JSONResponse({"identifiers": identifiers})
 
 
-def _client_config(request: Request, endpoint: str) -> dict[str, str]:
-    """How a client reads the table's files: through the store, signed by this server."""
-    catalog_uri = str(request.base_url).rstrip("/") + paths.ICEBERG_PREFIX
-    return {
-        "py-io-impl": FSSPEC_IO,  # pyiceberg's remote signing lives in its fsspec FileIO
-        "s3.signer": "S3V4RestSigner",
-        "s3.signer.uri": catalog_uri,
-        "s3.signer.endpoint": paths.ICEBERG_S3_SIGN.lstrip("/"),
-        "s3.remote-signing-enabled": "true",  # the Java client's switch
-        "s3.endpoint": endpoint,
-        "s3.path-style-access": "true",
-    }
-
-
 @iceberg_errors()
 async def load_table(request: Request) -> Response:
-    table = await _table(request)
+    token, table = await _token_and_table(request)
     if request.method == "HEAD":
         return Response(status_code=204)
     grants: IcebergGrants = request.app.state.iceberg_grants
     grant = await run_in_threadpool(grants.load, table)
+    access = await run_in_threadpool(read_access, request, grants, table, token, grant)
     body = {
         "metadata-location": grant.metadata_location,
         "metadata": grant.shared_metadata(table.history_shared),
-        "config": _client_config(request, grant.endpoint),
+        **access,
     }
-    return JSONResponse(body)
+    return JSONResponse(
+        body, headers={"Cache-Control": "no-store"} if "storage-credentials" in access else None
+    )
+
+
+@iceberg_errors()
+async def load_credentials(request: Request) -> Response:
+    """The spec's credentials refresh: fresh keys for a table, when vending is on."""
+    token, table = await _token_and_table(request)
+    grants: IcebergGrants = request.app.state.iceberg_grants
+    if not grants.vends:
+        raise IcebergError(
+            400, 'this server vends no credentials ([iceberg] credential_vending = "off"); use remote signing'
+        )
+    grant = await run_in_threadpool(grants.load, table)
+    keys = await run_in_threadpool(vend, request, grants, table, token, grant)
+    body = {"storage-credentials": storage_credentials(keys, grant)}
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
 
 # -- remote signing -------------------------------------------------------------------
@@ -248,6 +257,7 @@ def iceberg_routes() -> list[Route]:
         Route(paths.ICEBERG_NAMESPACE, get_namespace, methods=["GET", "HEAD"], name="iceberg_namespace"),
         Route(paths.ICEBERG_TABLES, list_tables, methods=["GET"], name="iceberg_tables"),
         Route(paths.ICEBERG_TABLE, load_table, methods=["GET", "HEAD"], name="iceberg_table"),
+        Route(paths.ICEBERG_CREDENTIALS, load_credentials, methods=["GET"], name="iceberg_credentials"),
         Route(paths.ICEBERG_S3_SIGN, sign_request, methods=["POST"], name="iceberg_s3_sign"),
         Route(paths.ICEBERG_OTHER, iceberg_errors()(read_only), methods=everything, name="iceberg_read_only"),
     ]

@@ -73,6 +73,12 @@ class Metrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.iceberg_vended = Counter(
+            "sharing_iceberg_vended_credentials",
+            "Iceberg REST loads answered with keys from the store's STS, by outcome (vended, refused).",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.equality_resolution = Histogram(
             "sharing_iceberg_equality_delete_resolution_seconds",
             "Time spent resolving an Iceberg snapshot's equality deletes to row positions, by outcome "

@@ -64,10 +64,20 @@ def _schemas() -> dict[str, Schema]:
         "TableIdentifiers": object_schema(
             {"identifiers": array(object_schema({"namespace": array(STRING), "name": STRING}))}
         ),
+        "StorageCredential": object_schema({"prefix": STRING, "config": STRING_MAP}),
         "LoadTableResult": object_schema(
             {"metadata": {"type": "object"}},
-            {"metadata-location": STRING, "config": STRING_MAP},
+            {
+                "metadata-location": STRING,
+                "config": STRING_MAP,
+                "storage-credentials": {
+                    **array(model("StorageCredential")),
+                    "description": "Keys scoped to the table, when the client asks for vended credentials "
+                    "(`X-Iceberg-Access-Delegation`) and `[iceberg] credential_vending` is on.",
+                },
+            },
         ),
+        "LoadCredentialsResult": object_schema({"storage-credentials": array(model("StorageCredential"))}),
         "S3SignRequest": object_schema(
             {"method": STRING, "uri": STRING, "headers": HEADERS}, {"region": STRING, "body": STRING}
         ),
@@ -135,6 +145,13 @@ def area() -> Area:
                 ("Metadata cut to the grant, and how to read it.", "LoadTableResult"),
                 (401, 404, 406, 503),
                 [NAMESPACE, TABLE, parameter("snapshots", "query", STRING, "`all` or `refs`.")],
+            ),
+            ("iceberg_credentials", "GET"): _operation(
+                "icebergLoadCredentials",
+                "Fresh keys scoped to a table (credential vending on)",
+                ("Keys and the location prefixes they serve.", "LoadCredentialsResult"),
+                (400, 401, 403, 404, 503),
+                [NAMESPACE, TABLE],
             ),
             ("iceberg_s3_sign", "POST"): _operation(
                 "icebergSignS3Request",
