@@ -156,3 +156,22 @@ def test_snapshot_warming_settings_come_from_the_cache_section(tmp_path: Path) -
     assert (set_.warm_on_start, set_.refresh_seconds) == (False, 0.0)
     with pytest.raises(ConfigError, match="cannot be negative"):
         assert local_config(tmp_path, SHARING_CACHE_REFRESH_SECONDS="-1").options
+
+
+def test_credential_vending_settings_from_the_iceberg_section(tmp_path: Path) -> None:
+    path = tmp_path / "sharing.toml"
+    path.write_text('[iceberg]\ncredential_vending = "sts"\ncredential_role_arn = "arn:aws:iam::1:role/r"\n')
+    env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "d"), "SHARING_ICEBERG_CREDENTIAL_DURATION": "1800"}
+    vending = load_config(path, env=env).options.vending
+    assert (vending.mode, vending.role_arn, vending.duration, vending.sts_endpoint) == (
+        "sts",
+        "arn:aws:iam::1:role/r",
+        1800,
+        None,
+    )
+    assert load_config(env=env).options.vending.enabled is False  # off unless set
+    for bad, message in (("SHARING_ICEBERG_CREDENTIAL_VENDING", "credential_vending must be one of"),
+                         ("SHARING_ICEBERG_CREDENTIAL_DURATION", "credential_duration")):  # fmt: skip
+        with pytest.raises(ConfigError) as raised:
+            load_config(env=env | {bad: "60" if "DURATION" in bad else "aws"}).options  # noqa: B018
+        assert message in raised.value.message
