@@ -253,7 +253,9 @@ def create_app(
     app.state.queries = TableQueries(app.state.readers, secret, hint_limits, options.prefer_delta_format)
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
-    app.state.admin = Admin(store, options.endpoint, lambda: catalogs, lambda: storage)
+    app.state.admin = Admin(
+        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime
+    )
     app.state.activity = activity
     app.state.started = time.monotonic()
     app.state.console = None

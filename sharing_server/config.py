@@ -4,7 +4,8 @@
            certfile, keyfile, workers, audit_log (a file, "-" for stdout, or "off"),
            proxy_hops (trusted proxies that set X-Forwarded-For/-Proto; default 0),
            prefer_delta_format (answer delta to clients offering `delta,parquet`; default true)
-[admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API and console off)
+[admin]    token_hash (SHA-256 hex of the admin API's bearer token; unset: API and console off),
+           max_token_lifetime (no token or OAuth client lasts longer; default 365d, "never": no bound)
 [console]  session_idle_minutes (a console session ends after this long unused; default 30),
            activity_retention_hours, activity_max_events (recipients' requests kept in
            the store for the Activity page; default 168 h and 100,000; 0 keeps none)
@@ -41,6 +42,7 @@ import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -55,11 +57,13 @@ from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from sharing_server import paths
+from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME
 from sharing_server.config_sections import (
     SECTION_KEYS,
     SERVER_KEYS,
     STORAGE_KEYS,
     delete_options,
+    max_token_lifetime,
     parse_bool,
     read_catalogs,
     read_section,
@@ -82,6 +86,8 @@ class ServiceOptions:
 
     endpoint: str = "http://127.0.0.1:8080/delta-sharing"
     admin_token_hash: str | None = None
+    # No token or OAuth client may last longer (None: "never", no bound).
+    max_token_lifetime: timedelta | None = MAX_TOKEN_LIFETIME
     # AIStor's defaults: 100 requests/s per token, 1000/s for the whole server.
     per_token_rps: float = 100.0
     global_rps: float = 1000.0
@@ -157,6 +163,7 @@ class ServerConfig:
             options = ServiceOptions(
                 endpoint=self.endpoint,
                 admin_token_hash=token_hash(self.admin.get("token_hash")),
+                max_token_lifetime=max_token_lifetime(self.admin.get("max_token_lifetime")),
                 per_token_rps=limit("per_token_rps", float),
                 global_rps=limit("global_rps", float),
                 max_body_bytes=limit("max_body_bytes", int),

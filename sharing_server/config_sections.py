@@ -7,13 +7,15 @@ unknown key or a bad value is a `ConfigError` naming it, at load time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from share_store.catalogs.settings import catalog_settings
-from share_store.errors import CatalogError
+from share_store.errors import AdminError, CatalogError
 from share_store.signing.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
+from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
 from sharing_server.http.errors import ConfigError
 
 ENV_PREFIX = "SHARING_"
@@ -69,6 +71,16 @@ def vending_settings(values: dict[str, Any]) -> VendingSettings:
         raise ConfigError(f"invalid [iceberg] setting: {error}") from error
 
 
+def max_token_lifetime(value: Any) -> timedelta | None:
+    """`[admin] max_token_lifetime`: a duration (`365d`), or "never" for no bound."""
+    if value in (None, ""):
+        return MAX_TOKEN_LIFETIME
+    try:
+        return parse_duration(str(value))
+    except AdminError as error:
+        raise ConfigError(f"invalid [admin] max_token_lifetime: {error.message}") from None
+
+
 def token_hash(value: Any) -> str | None:
     if value in (None, ""):
         return None
@@ -98,7 +110,7 @@ SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
     "prefer_delta_format": parse_bool,
 }
 SECTION_KEYS = {
-    "admin": ("token_hash",),
+    "admin": ("token_hash", "max_token_lifetime"),
     "limits": (
         "per_token_rps",
         "global_rps",

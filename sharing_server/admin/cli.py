@@ -148,7 +148,7 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
         registry.own = OwnWarehouses(WarehouseCatalog(store.engine, storage()))
         return registry
 
-    return Admin(store, config.endpoint, catalogs, storage)
+    return Admin(store, config.endpoint, catalogs, storage, config.options.max_token_lifetime)
 
 
 def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:

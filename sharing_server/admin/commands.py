@@ -10,7 +10,6 @@ unless told it is written later) and report the same errors.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, Protocol, TypeVar
@@ -25,6 +24,7 @@ from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths
+from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
 from sharing_server.auth.profiles import oauth_profile_document, profile_document
 
 # The CLI and the admin API default to the same lifetimes: tokens and OAuth
@@ -41,8 +41,6 @@ NO_CHECK_HINT = (
     'or the console\'s "Share before it is written")'
 )
 
-DURATION = re.compile(r"([0-9]{1,9})([smhdw])")
-UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -63,22 +61,6 @@ def admin_not_found(operation: Callable[P, R]) -> Callable[P, R]:
             raise AdminNotFound(error.message) from None
 
     return run
-
-
-def parse_duration(text: str, allow_never: bool = True) -> timedelta | None:
-    if text == "never" and allow_never:
-        return None
-    match = DURATION.fullmatch(text.strip())
-    if not match or int(match.group(1)) == 0:
-        never = " or 'never'" if allow_never else ""
-        raise AdminError(f"invalid duration {text!r}: use e.g. 3600s, 90m, 12h, 30d, 4w{never}")
-    try:
-        duration = timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
-        # Expiries are now + duration, and datetime ends at year 9999: past it, this raises.
-        datetime.now(UTC) + duration
-    except OverflowError:
-        raise AdminError(f"duration {text!r} is too long") from None
-    return duration
 
 
 def iso(value: datetime | None) -> str | None:
@@ -199,9 +181,12 @@ class Admin:
         endpoint: str,
         catalogs: Callable[[], CatalogRegistry | None],
         storage: Callable[[], ObjectStorage],
+        max_lifetime: timedelta | None = MAX_TOKEN_LIFETIME,
     ) -> None:
         self.store = store
         self.endpoint = endpoint.rstrip("/")
+        #: `[admin] max_token_lifetime`: no token or OAuth client lasts longer (None: no bound).
+        self.max_lifetime = max_lifetime
         self._catalogs = catalogs
         self._storage = storage
 
@@ -304,7 +289,8 @@ class Admin:
 
     @admin_not_found
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
-        token, secret = self.store.create_token(share, parse_duration(expires), description)
+        lifetime = bounded_lifetime(expires, self.max_lifetime)
+        token, secret = self.store.create_token(share, lifetime, description)
         return self._issued(token, secret)
 
     @admin_not_found
@@ -332,7 +318,8 @@ class Admin:
 
     @admin_not_found
     def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]:
-        client, secret = self.store.create_oauth_client(share, parse_duration(expires), description)
+        lifetime = bounded_lifetime(expires, self.max_lifetime)
+        client, secret = self.store.create_oauth_client(share, lifetime, description)
         return {
             "clientId": client.id,
             "clientSecret": secret,

@@ -175,3 +175,29 @@ def test_credential_vending_settings_from_the_iceberg_section(tmp_path: Path) ->
         with pytest.raises(ConfigError) as raised:
             load_config(env=env | {bad: "60" if "DURATION" in bad else "aws"}).options  # noqa: B018
         assert message in raised.value.message
+
+
+def test_max_token_lifetime_bounds_the_cli_and_is_configurable(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from share_store.errors import AdminError
+    from share_store.persistence import ShareStore, sqlite_url
+    from sharing_server.admin.cli import local_admin
+
+    env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "d")}
+    assert load_config(env=env).options.max_token_lifetime == timedelta(days=365)
+    assert (
+        load_config(env=env | {"SHARING_ADMIN_MAX_TOKEN_LIFETIME": "never"}).options.max_token_lifetime
+        is None
+    )
+    short = load_config(env=env | {"SHARING_ADMIN_MAX_TOKEN_LIFETIME": "12h"})
+    assert short.options.max_token_lifetime == timedelta(hours=12)
+    with pytest.raises(ConfigError, match=r"invalid \[admin\] max_token_lifetime"):
+        load_config(env=env | {"SHARING_ADMIN_MAX_TOKEN_LIFETIME": "forever"}).options  # noqa: B018
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    admin = local_admin(store, short)
+    admin.create_share("s", [], check=False)
+    assert admin.create_token("s", "12h", "")["expiresAt"]
+    with pytest.raises(AdminError, match="longer than \\[admin\\] max_token_lifetime \\(43200s\\)"):
+        admin.create_token("s", "1d", "")
+    store.close()

@@ -158,6 +158,16 @@ def test_bad_admin_input_is_a_clear_4xx_and_changes_nothing(
         ("PATCH", "/shares/nope", {"remove": ["s/t"]}, 404, "does not exist"),
         ("POST", "/shares/bad-input/tokens", {"expires": "soon"}, 400, "invalid duration"),
         ("POST", "/shares/bad-input/tokens", {"expires": "999999999w"}, 400, "too long"),
+        # [admin] max_token_lifetime (365d by default) bounds every lifetime, "never" included.
+        (
+            "POST",
+            "/shares/bad-input/tokens",
+            {"expires": "99999w"},
+            400,
+            "longer than [admin] max_token_lifetime",
+        ),
+        ("POST", "/shares/bad-input/tokens", {"expires": "never"}, 400, "use --expires 365d or less"),
+        ("POST", "/shares/bad-input/oauth-clients", {"expires": "366d"}, 400, "max_token_lifetime (365d)"),
         ("POST", "/shares/bad-input/tokens/nope/rotate", {}, 404, "no active token"),
         ("POST", "/shares/bad-input/tokens/x/rotate", {"grace": "never"}, 400, "invalid duration"),
         ("DELETE", "/shares/bad-input/tokens/nope", None, 404, "no active token"),
