@@ -54,6 +54,7 @@ from sharing_server.http.errors import EXCEPTION_HANDLERS
 from sharing_server.http.files import serve_file
 from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.http.rate_limits import RateLimiter
+from sharing_server.http.sign_in_throttle import SignInThrottle
 from sharing_server.http.stream_slots import StreamSlots
 from sharing_server.iceberg_rest.catalog import iceberg_routes
 from sharing_server.iceberg_rest.warehouse_api import warehouse_api
@@ -242,6 +243,7 @@ def create_app(
     )
     vendor = CredentialVendor(options.vending) if options.vending.enabled else None
     app.state.iceberg_grants = IcebergGrants(app.state.readers, vendor)
+    app.state.sign_in_throttle = SignInThrottle()
     app.state.warehouses = WarehouseCatalog(store.engine, storage)
     catalogs.own = OwnWarehouses(app.state.warehouses)
     app.state.catalog_users = CatalogUsers(store.engine, secret)

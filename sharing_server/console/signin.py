@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from sharing_server.console.web import HOME, SIGN_IN, Call, Page, Redirect, safe_path
+from sharing_server.http.errors import RateLimited
+from sharing_server.http.sign_in_throttle import SignInThrottle
+from sharing_server.observability.audit import audit_fields
 
 
 def home(_call: Call) -> Redirect:
@@ -16,11 +21,25 @@ def sign_in_page(call: Call) -> Page | Redirect:
 
 
 def sign_in(call: Call) -> Page | Redirect:
-    """Only the admin token opens the console: a recipient's token is just a wrong token here."""
+    """Only the admin token opens the console: a recipient's token is just a wrong token here.
+
+    Wrong tokens are throttled per client address and in all (`SignInThrottle`), each an audit line.
+    """
     target = safe_path(call.form.get("next"))
+    throttle: SignInThrottle = call.request.app.state.sign_in_throttle
+    address = call.request.client.host if call.request.client else ""
+    try:
+        throttle.check(address)
+    except RateLimited as error:
+        audit_fields(call.request)["sign_in"] = "throttled"
+        headers = {"Retry-After": str(math.ceil(error.retry_after))}
+        return Page("sign_in.html", {"next": target, "error": error.message}, status=429, headers=headers)
     if not call.console.token_matches(call.form.get("token", "")):
+        throttle.failed(address)
+        audit_fields(call.request)["sign_in"] = "failed"
         context = {"next": target, "error": "That is not the admin token."}
         return Page("sign_in.html", context, status=401)
+    audit_fields(call.request)["sign_in"] = "admin"
     # A fresh session, CSRF token included: nothing from before signing in carries over.
     return Redirect(target, session=call.console.sessions.signed_in())
 

@@ -101,6 +101,8 @@ class Page:
     status: int = 200
     #: A session to start (sign-in), or None to keep the current one.
     session: Session | None = None
+    #: Headers beside the page's own (a refused sign-in's Retry-After).
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,7 +149,7 @@ def render(request: Request, page: Page, session: Session | None, flash: tuple[s
         **page.context,
     }
     html = environment.get_template(page.template).render(context)
-    return HTMLResponse(html, status_code=page.status, headers=PAGE_HEADERS)
+    return HTMLResponse(html, status_code=page.status, headers={**PAGE_HEADERS, **page.headers})
 
 
 def _with_cookie(response: Response, request: Request, session: Session) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 from share_store.errors import Unauthenticated
 from share_store.tokens import hash_secret
 from sharing_server.console.sessions import MAX_AGE_SECONDS, Session, SessionCodec
-from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+from tests.conftest import TESTDATA_BUCKET, Deployment, audit_records, deploy
 
 ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"
@@ -337,3 +338,30 @@ def test_picker_and_health_on_s3(tmp_path: Path, seaweed, testdata: Path) -> Non
     finally:
         on_s3.server.stop()
         on_s3.store.close()
+
+
+def test_wrong_admin_tokens_are_throttled_on_the_api_and_the_sign_in_page(tmp_path: Path) -> None:
+    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_LIMITS_PER_TOKEN_RPS": "0"}
+    served = deploy(tmp_path, {"type": "local", "root": str(tmp_path / "buckets")}, env=env)
+    try:
+        url = served.server.url
+        wrong = {"Authorization": "Bearer dsa_not-the-admin-token"}
+        answers = [httpx.get(url + "/admin/v1/shares", headers=wrong).status_code for _ in range(10)]
+        assert answers == [401] * 10
+        refused = httpx.get(url + "/admin/v1/shares", headers=wrong)
+        assert refused.status_code == 429 and 1 <= int(refused.headers["retry-after"]) <= 60
+        assert "too many wrong admin tokens from this address" in refused.json()["message"]
+        # The address waits out the window whatever it sends, the console's sign-in included.
+        right = httpx.get(url + "/admin/v1/shares", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        assert right.status_code == 429
+        client = httpx.Client(base_url=url)
+        form = client.get("/console/sign-in")
+        page = client.post("/console/sign-in", data={"csrf": csrf_of(form), "token": ADMIN_TOKEN})
+        assert page.status_code == 429 and "retry after" in page.text and page.headers["retry-after"]
+        records = audit_records(served)
+        assert sum(1 for r in records if r.get("sign_in") == "failed") == 10
+        assert any(r.get("sign_in") == "throttled" for r in records)
+        assert not any("dsa_not-the-admin-token" in json.dumps(r) for r in records)
+    finally:
+        served.server.stop()
+        served.store.close()

@@ -1,0 +1,73 @@
+"""Failed admin-token attempts, limited per client address and in all: `SignInThrottle`.
+
+The console's sign-in and the admin API both take the admin token. Wrong tokens
+are counted in a sliding window, per client address and over all addresses; once
+either count is at its limit, further attempts are refused (429, `Retry-After`)
+without looking at the token until the oldest failure leaves the window. A right
+token is never counted, and the window is a minute, so a provider signing in from
+another address is unaffected and one from the same address waits a minute at most.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+
+from sharing_server.http.errors import RateLimited
+
+WINDOW_SECONDS = 60.0
+PER_ADDRESS = 10
+GLOBAL = 100
+#: Addresses remembered at once; the least recently failed are forgotten first.
+MAX_ADDRESSES = 10_000
+
+
+class SignInThrottle:
+    def __init__(
+        self,
+        per_address: int = PER_ADDRESS,
+        overall: int = GLOBAL,
+        window: float = WINDOW_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_address, self.overall, self.window = per_address, overall, window
+        self._clock = clock
+        self._by_address: OrderedDict[str, deque[float]] = OrderedDict()
+        self._all: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def _trim(self, failures: deque[float], now: float) -> None:
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+
+    def check(self, address: str) -> None:
+        """RateLimited while `address`, or everyone, has failed too often within the window."""
+        now = self._clock()
+        with self._lock:
+            self._trim(self._all, now)
+            mine = self._by_address.get(address)
+            if mine is not None:
+                self._trim(mine, now)
+            if mine is not None and len(mine) >= self.per_address:
+                wait = mine[0] + self.window - now
+                raise RateLimited(self._message("from this address", wait), wait)
+            if len(self._all) >= self.overall:
+                wait = self._all[0] + self.window - now
+                raise RateLimited(self._message("on this server", wait), wait)
+
+    def failed(self, address: str) -> None:
+        now = self._clock()
+        with self._lock:
+            mine = self._by_address.pop(address, None) or deque()
+            mine.append(now)
+            self._by_address[address] = mine  # most recently failed last
+            while len(self._by_address) > MAX_ADDRESSES:
+                self._by_address.popitem(last=False)
+            self._all.append(now)
+
+    @staticmethod
+    def _message(where: str, wait: float) -> str:
+        return f"too many wrong admin tokens {where}: retry after {math.ceil(max(wait, 1))} s"

@@ -1,0 +1,55 @@
+"""Wrong admin tokens: limited per address and in all, for a window, never counting the right one."""
+
+from __future__ import annotations
+
+import pytest
+
+from sharing_server.http.errors import RateLimited
+from sharing_server.http.sign_in_throttle import SignInThrottle
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_address_is_refused_after_its_failures_until_the_oldest_leaves_the_window() -> None:
+    clock = Clock()
+    throttle = SignInThrottle(per_address=3, overall=100, window=60, clock=clock)
+    for _ in range(3):
+        throttle.check("10.0.0.1")
+        throttle.failed("10.0.0.1")
+        clock.now += 10
+    with pytest.raises(RateLimited) as refused:
+        throttle.check("10.0.0.1")
+    assert refused.value.retry_after == pytest.approx(30)  # the first failure, at 1000, leaves at 1060
+    assert "from this address" in refused.value.message
+    throttle.check("10.0.0.2")  # another address is not held back
+    clock.now = 1060.5
+    throttle.check("10.0.0.1")
+
+
+def test_all_addresses_together_are_limited_too() -> None:
+    clock = Clock()
+    throttle = SignInThrottle(per_address=100, overall=5, window=60, clock=clock)
+    for index in range(5):
+        throttle.failed(f"10.0.1.{index}")
+    with pytest.raises(RateLimited, match="on this server"):
+        throttle.check("10.0.2.1")
+    clock.now += 61
+    throttle.check("10.0.2.1")
+
+
+def test_addresses_remembered_are_bounded() -> None:
+    from sharing_server.http import sign_in_throttle
+
+    throttle = SignInThrottle(per_address=1, overall=10**9)
+    for index in range(sign_in_throttle.MAX_ADDRESSES + 5):
+        throttle.failed(f"a{index}")
+    assert len(throttle._by_address) == sign_in_throttle.MAX_ADDRESSES
+    throttle.check("a0")  # forgotten first
+    with pytest.raises(RateLimited):
+        throttle.check(f"a{sign_in_throttle.MAX_ADDRESSES + 4}")
