@@ -147,6 +147,14 @@ class Share:
 
 
 @dataclass(frozen=True)
+class Recipient:
+    id: str
+    name: str
+    created_at: datetime
+    shares: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SharedTable:
     id: str
     share: str
@@ -196,6 +204,9 @@ class Token(Expiring):
     oauth_client_id: str | None = None
     # Set once the token was rotated: it lives on until `expires_at`, its grace period.
     replaced_by: str | None = None
+    # Set on a named recipient's token, which opens every share granted to the recipient
+    # (`share_id` and `share` are then "").
+    recipient_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from share_store.warehouses.catalog import WarehouseCatalog
 from share_store.warehouses.shared import OwnWarehouses
 from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
+from sharing_server.admin.activation import activate
 from sharing_server.admin.commands import Admin
 from sharing_server.admin.routes import admin_routes
 from sharing_server.auth.oauth import token_endpoint
@@ -79,6 +80,7 @@ async def health(_request: object) -> Response:
 def protocol_routes() -> list[Route]:
     return [
         Route(paths.SHARES, routes.list_shares, methods=["GET"]),
+        Route(paths.ACTIVATION, activate, methods=["GET"], name="activation"),
         Route(paths.SHARE, routes.get_share, methods=["GET"]),
         Route(paths.SCHEMAS, routes.list_schemas, methods=["GET"]),
         Route(paths.TABLES, routes.list_tables, methods=["GET"]),
@@ -246,6 +248,7 @@ def create_app(
     app.state.sign_in_throttle = SignInThrottle()
     app.state.warehouses = WarehouseCatalog(store.engine, storage)
     catalogs.own = OwnWarehouses(app.state.warehouses)
+    app.state.secret = secret  # seals activation links' profiles
     app.state.catalog_users = CatalogUsers(store.engine, secret)
     app.state.catalog_tokens = TokenCodec(secret, "catalog-access")
     app.state.warmer = SnapshotWarmer(
@@ -256,7 +259,7 @@ def create_app(
     app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
     app.state.list_tokens = TokenCodec(secret, "list-page")
     app.state.admin = Admin(
-        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime
+        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret
     )
     app.state.activity = activity
     app.state.started = time.monotonic()

@@ -43,6 +43,14 @@ ADMIN_TOKEN_ROTATE = ADMIN_TOKEN + "/rotate"
 ADMIN_OAUTH_CLIENTS = ADMIN_SHARE + "/oauth-clients"
 ADMIN_OAUTH_CLIENT = ADMIN_OAUTH_CLIENTS + "/{client_id}"
 ADMIN_HEALTH = "/health"
+ADMIN_RECIPIENTS = "/recipients"
+ADMIN_RECIPIENT = ADMIN_RECIPIENTS + "/{recipient}"
+ADMIN_RECIPIENT_SHARES = ADMIN_RECIPIENT + "/shares"
+ADMIN_RECIPIENT_SHARE = ADMIN_RECIPIENT_SHARES + "/{share}"
+ADMIN_RECIPIENT_TOKENS = ADMIN_RECIPIENT + "/tokens"
+ADMIN_RECIPIENT_TOKEN = ADMIN_RECIPIENT_TOKENS + "/{token_id}"
+#: A recipient token's one-time activation link, under the protocol's prefix (no auth: the code is the key).
+ACTIVATION = "/activation/{code}"
 
 # -- the Iceberg REST catalog over the same shares, under a fixed prefix of its own -----
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Select, and_, select
+from sqlalchemy import Select, and_, exists, or_, select
 from sqlalchemy.engine import Connection, Row
 
 from share_store.errors import NotFound
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence.credentials import active_token
 from share_store.persistence.rows import columns, share_from, table_from
-from share_store.persistence.schema import shares_table, tables_table, tokens_table
+from share_store.persistence.schema import recipient_shares_table, shares_table, tables_table, tokens_table
 from share_store.persistence.shares import table_not_found
 from share_store.tokens import hash_secret
 
@@ -29,9 +29,21 @@ OnToken = Callable[[Token], None]
 
 
 def _query(digest: str, share: str, table: tuple[str, str] | None) -> Select:
-    # The share joins only if it is the token's own and has the name asked for.
-    share_join = and_(shares_table.c.id == tokens_table.c.share_id, shares_table.c.name_key == share.lower())
-    query = select(tokens_table, shares_table).outerjoin(shares_table, share_join)
+    # The share joins only if it has the name asked for and is the token's own, or granted to
+    # the named recipient whose token it is.
+    granted = (
+        exists()
+        .where(
+            recipient_shares_table.c.recipient_id == tokens_table.c.recipient_id,
+            recipient_shares_table.c.share_id == shares_table.c.id,
+        )
+        .correlate(tokens_table, shares_table)
+    )
+    share_join = and_(
+        shares_table.c.name_key == share.lower(),
+        or_(shares_table.c.id == tokens_table.c.share_id, granted),
+    )
+    query = select(tokens_table, shares_table).select_from(tokens_table).outerjoin(shares_table, share_join)
     if table is not None:
         schema_name, table_name = table
         table_join = and_(

@@ -71,6 +71,7 @@ def token_from(fields: Fields) -> Token:
         revoked_at=utc(fields["revoked_at"]),
         oauth_client_id=fields["oauth_client_id"],
         replaced_by=fields["replaced_by"],
+        recipient_id=fields.get("recipient_id"),
     )
 
 

@@ -65,6 +65,37 @@ tokens_table = Table(
     Column("revoked_at", DateTime(timezone=True)),
     Column("oauth_client_id", String(32), index=True),
     Column("replaced_by", String(32)),
+    # A named recipient's token: it opens every share granted to the recipient (share_id "").
+    Column("recipient_id", String(32), index=True),
+)
+
+recipients_table = Table(
+    "recipients",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("name_key", String(128), nullable=False, unique=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+recipient_shares_table = Table(
+    "recipient_shares",
+    metadata,
+    Column("recipient_id", String(32), ForeignKey("recipients.id", ondelete="CASCADE"), primary_key=True),
+    Column("share_id", String(36), ForeignKey("shares.id", ondelete="CASCADE"), primary_key=True, index=True),
+    Column("granted_at", DateTime(timezone=True), nullable=False),
+)
+
+#: One-time links that serve a recipient token's profile once: the secret sealed until then.
+activations_table = Table(
+    "activations",
+    metadata,
+    Column("code_hash", String(64), primary_key=True),
+    Column("token_id", String(32), nullable=False),
+    Column("sealed_profile", Text),  # cleared when used
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("used_at", DateTime(timezone=True)),
 )
 
 oauth_clients_table = Table(

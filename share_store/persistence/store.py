@@ -18,12 +18,13 @@ from sqlalchemy.exc import IntegrityError
 
 from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
-from share_store.model import OAuthClient, Share, SharedTable, TableSpec, Token
+from share_store.model import OAuthClient, Recipient, Share, SharedTable, TableSpec, Token
 from share_store.persistence import (
     access,
     activity,
     console_sessions,
     credentials,
+    recipients,
     shares,
     snapshot_summaries,
     snapshot_versions,
@@ -149,6 +150,46 @@ class ShareStore:
 
     def revoke_token(self, share: str, token_id: str) -> None:
         self._change(credentials.revoke_token, share, token_id)
+
+    # -- named recipients --------------------------------------------------------
+
+    def create_recipient(self, name: str) -> Recipient:
+        return self._change(recipients.create_recipient, name)
+
+    def list_recipients(self) -> list[Recipient]:
+        return self._read(recipients.list_recipients)
+
+    def get_recipient(self, name: str) -> Recipient:
+        return self._read(recipients.get_recipient, name)
+
+    def remove_recipient(self, name: str) -> None:
+        self._change(recipients.remove_recipient, name)
+
+    def grant_share(self, recipient: str, share: str) -> None:
+        self._change(recipients.grant_share, recipient, share)
+
+    def revoke_recipient_share(self, recipient: str, share: str) -> None:
+        self._change(recipients.revoke_share, recipient, share)
+
+    def granted_shares(self, recipient_id: str) -> list[Share]:
+        return self._read(recipients.granted_shares, recipient_id)
+
+    def create_recipient_token(
+        self, recipient: str, expires_in: timedelta | None, description: str = ""
+    ) -> tuple[Token, str]:
+        return self._change(recipients.create_token, recipient, expires_in, description)
+
+    def list_recipient_tokens(self, recipient: str) -> list[Token]:
+        return self._read(recipients.list_tokens, recipient)
+
+    def revoke_recipient_token(self, recipient: str, token_id: str) -> None:
+        self._change(recipients.revoke_token, recipient, token_id)
+
+    def create_activation(self, code: str, token_id: str, sealed_profile: str, expires_at: datetime) -> None:
+        self._change(recipients.create_activation, code, token_id, sealed_profile, expires_at)
+
+    def use_activation(self, code: str) -> str:
+        return self._change(recipients.use_activation, code)
 
     # -- OAuth clients ---------------------------------------------------------
 

@@ -54,6 +54,7 @@ from sharing_server.admin.commands import (
     AdminBackend,
     parse_duration,
 )
+from sharing_server.admin.recipient_cli import run_recipient
 from sharing_server.auth.profiles import write_profile_document
 from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
 from sharing_server.failures import describe
@@ -132,11 +133,10 @@ def find_config(given: str | None, env: dict[str, str] | None = None) -> tuple[s
 def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
     """The admin operations on the configured store; storage and catalogs are made only to check
     added tables (`Admin` checks them, here as through the admin API and the console)."""
+    from sharing_server.startup import server_secret
 
     @cache  # made once, whether the own warehouses or the table check asks first
     def storage() -> ObjectStorage:
-        from sharing_server.startup import server_secret
-
         return config.make_storage(server_secret(config))
 
     def catalogs() -> CatalogRegistry:
@@ -148,7 +148,8 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
         registry.own = OwnWarehouses(WarehouseCatalog(store.engine, storage()))
         return registry
 
-    return Admin(store, config.endpoint, catalogs, storage, config.options.max_token_lifetime)
+    key = server_secret(config)  # the same key as the server's: activation links open there
+    return Admin(store, config.endpoint, catalogs, storage, config.options.max_token_lifetime, key)
 
 
 def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
@@ -291,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "admin-token":
             print_admin_token()
             return 0
-        if args.server and args.command in ("share", "token", "oauth"):
+        if args.server and args.command in ("share", "token", "oauth", "recipient"):
             run_admin(RemoteAdmin(args.server, args.admin_token or "", cafile=args.cafile), args)
             return 0
         if args.server and args.command == "table":
@@ -324,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             store.close()
     except ShareStoreError as error:
         # Which configuration was used: a store or catalog other than meant is the usual cause.
-        admin = args.command in ("share", "token", "oauth", "table") and not args.server
+        admin = args.command in ("share", "token", "oauth", "recipient", "table") and not args.server
         suffix = f" (configuration: {config_source})" if admin else ""
         print(f"error: {error.message}{suffix}", file=sys.stderr)
         return 2
@@ -339,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_admin(admin: AdminBackend, args: argparse.Namespace) -> None:
+    if args.command == "recipient":
+        run_recipient(admin, args)  # type: ignore[arg-type]  # both backends hold its methods
+        return
     {"share": run_share, "token": run_token, "oauth": run_oauth}[args.command](admin, args)
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
+from sharing_server.admin.recipient_cli import add_recipient_commands
 from sharing_server.admin.table_grammar import add_table_commands
 
 
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     orevoke.add_argument("share", type=share_argument)
     orevoke.add_argument("client_id")
 
+    add_recipient_commands(commands)
     add_table_commands(commands)
     return parser
 

@@ -105,6 +105,38 @@ class RemoteAdmin:
     def revoke_oauth_client(self, share: str, client_id: str) -> None:
         self._call("DELETE", _path(paths.ADMIN_OAUTH_CLIENT, share=share, client_id=client_id))
 
+    # -- named recipients ---------------------------------------------------------
+
+    def create_recipient(self, name: str) -> dict[str, Any]:
+        return self._call("POST", paths.ADMIN_RECIPIENTS, {"name": name})
+
+    def list_recipients(self) -> list[dict[str, Any]]:
+        return self._call("GET", paths.ADMIN_RECIPIENTS)["items"]
+
+    def recipient_info(self, name: str) -> dict[str, Any]:
+        return self._call("GET", _path(paths.ADMIN_RECIPIENT, recipient=name))
+
+    def remove_recipient(self, name: str) -> None:
+        self._call("DELETE", _path(paths.ADMIN_RECIPIENT, recipient=name))
+
+    def grant_share(self, name: str, share: str) -> dict[str, Any]:
+        return self._call("POST", _path(paths.ADMIN_RECIPIENT_SHARES, recipient=name), {"share": share})
+
+    def revoke_recipient_share(self, name: str, share: str) -> dict[str, Any]:
+        return self._call("DELETE", _path(paths.ADMIN_RECIPIENT_SHARE, recipient=name, share=share))
+
+    def create_recipient_token(
+        self, name: str, expires: str, description: str, activation: bool = False
+    ) -> dict[str, Any]:
+        body = {"expires": expires, "description": description, "activation": activation}
+        return self._call("POST", _path(paths.ADMIN_RECIPIENT_TOKENS, recipient=name), body)
+
+    def list_recipient_tokens(self, name: str) -> list[dict[str, Any]]:
+        return self._call("GET", _path(paths.ADMIN_RECIPIENT_TOKENS, recipient=name))["items"]
+
+    def revoke_recipient_token(self, name: str, token_id: str) -> None:
+        self._call("DELETE", _path(paths.ADMIN_RECIPIENT_TOKEN, recipient=name, token_id=token_id))
+
 
 def _path(template: str, **names: str) -> str:
     """An admin path of `paths` with its `{name}` parameters filled in, each quoted as one segment."""

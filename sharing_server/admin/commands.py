@@ -9,22 +9,23 @@ unless told it is written later) and report the same errors.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.catalogs.registry import CatalogRegistry
-from share_store.errors import AdminError, AdminNotFound, NotFound, ShareStoreError
-from share_store.model import OAuthClient, SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
+from share_store.errors import AdminError, ShareStoreError
+from share_store.model import SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths
+from sharing_server.admin.entries import admin_not_found, client_entry, iso, token_entry
 from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
+from sharing_server.admin.recipient_commands import RecipientCommands
 from sharing_server.auth.profiles import oauth_profile_document, profile_document
 
 # The CLI and the admin API default to the same lifetimes: tokens and OAuth
@@ -42,41 +43,6 @@ NO_CHECK_HINT = (
 )
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def admin_not_found(operation: Callable[P, R]) -> Callable[P, R]:
-    """Report the store's `NotFound` as bad admin input: the CLI exits 2, the admin API answers 404.
-
-    The store has one `NotFound` for every caller; only here is a missing name
-    the admin's mistake rather than a recipient's.
-    """
-
-    @functools.wraps(operation)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return operation(*args, **kwargs)
-        except NotFound as error:
-            raise AdminNotFound(error.message) from None
-
-    return run
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value else None
-
-
-def token_state(token: Token | OAuthClient, now: datetime) -> str:
-    if token.revoked_at is not None:
-        return "revoked"
-    if not token.is_active(now):
-        return "expired"
-    if isinstance(token, Token) and token.replaced_by:
-        return "rotating"
-    return "active"
-
-
 def table_entry(table: SharedTable) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "schema": table.schema,
@@ -90,27 +56,6 @@ def table_entry(table: SharedTable) -> dict[str, Any]:
     else:
         entry.update(bucket=table.bucket, path=table.path)
     return entry
-
-
-def token_entry(token: Token, now: datetime) -> dict[str, Any]:
-    return {
-        "id": token.id,
-        "state": token_state(token, now),
-        "description": token.description,
-        "createdAt": iso(token.created_at),
-        "expiresAt": iso(token.expires_at),
-        "replacedBy": token.replaced_by,
-    }
-
-
-def client_entry(client: OAuthClient, now: datetime) -> dict[str, Any]:
-    return {
-        "clientId": client.id,
-        "state": token_state(client, now),
-        "description": client.description,
-        "createdAt": iso(client.created_at),
-        "expiresAt": iso(client.expires_at),
-    }
 
 
 def check_delta_table(storage: ObjectStorage, spec: TableSpec) -> None:
@@ -168,7 +113,7 @@ class AdminBackend(Protocol):
     def revoke_oauth_client(self, share: str, client_id: str) -> None: ...
 
 
-class Admin:
+class Admin(RecipientCommands):
     """Admin operations against a store, checking added tables against the storage and catalogs.
 
     `catalogs` and `storage` are called only when a table is added (the CLI
@@ -182,8 +127,11 @@ class Admin:
         catalogs: Callable[[], CatalogRegistry | None],
         storage: Callable[[], ObjectStorage],
         max_lifetime: timedelta | None = MAX_TOKEN_LIFETIME,
+        server_key: bytes | None = None,
     ) -> None:
         self.store = store
+        #: Seals activation links' profiles (`recipient_commands`); None where it cannot be read.
+        self.server_key = server_key
         self.endpoint = endpoint.rstrip("/")
         #: `[admin] max_token_lifetime`: no token or OAuth client lasts longer (None: no bound).
         self.max_lifetime = max_lifetime

@@ -13,6 +13,15 @@
     POST   /shares/{share}/oauth-clients  {expires, description} -> client secret, shown once
     DELETE /shares/{share}/oauth-clients/{id}
     GET    /health                                   the store, and each catalog's backend and last error
+    GET    /recipients                               named recipients and their shares
+    POST   /recipients             {name}
+    GET    /recipients/{r}                           shares and tokens
+    DELETE /recipients/{r}                           also revokes its tokens
+    POST   /recipients/{r}/shares  {share}           grant a share
+    DELETE /recipients/{r}/shares/{share}            revoke a share
+    GET    /recipients/{r}/tokens
+    POST   /recipients/{r}/tokens  {expires, description, activation} -> secret or one-time link
+    DELETE /recipients/{r}/tokens/{id}
 
 Tables added are checked to be there unless `check` is false (the CLI's
 `--no-check`), by `Admin` as on every other path. The API is off unless
@@ -178,6 +187,51 @@ def health(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
     return {"store": admin.store.ping(), "catalogs": catalogs}
 
 
+def _recipient(request: Request) -> str:
+    return request.path_params["recipient"]
+
+
+def list_recipients(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": _admin(request).list_recipients()}
+
+
+def create_recipient(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).create_recipient(_field(body, "name", str, None))
+
+
+def recipient_info(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).recipient_info(_recipient(request))
+
+
+def remove_recipient(request: Request, _body: dict[str, Any]) -> None:
+    _admin(request).remove_recipient(_recipient(request))
+
+
+def grant_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).grant_share(_recipient(request), _field(body, "share", str, None))
+
+
+def revoke_recipient_share(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).revoke_recipient_share(_recipient(request), _share(request))
+
+
+def list_recipient_tokens(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": _admin(request).list_recipient_tokens(_recipient(request))}
+
+
+def create_recipient_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).create_recipient_token(
+        _recipient(request),
+        _field(body, "expires", str, DEFAULT_EXPIRES),
+        _field(body, "description", str, ""),
+        _field(body, "activation", bool, False),
+    )
+
+
+def revoke_recipient_token(request: Request, _body: dict[str, Any]) -> None:
+    _admin(request).revoke_recipient_token(_recipient(request), request.path_params["token_id"])
+
+
 def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route:
     # The route takes its name, admin_<handler>, from the endpoint.
     return Route(path, endpoint(handler, status), methods=[method])
@@ -198,4 +252,13 @@ def admin_routes() -> list[Route]:
         _route(paths.ADMIN_OAUTH_CLIENTS, create_oauth_client, "POST", 201),
         _route(paths.ADMIN_OAUTH_CLIENT, revoke_oauth_client, "DELETE"),
         _route(paths.ADMIN_HEALTH, health, "GET"),
+        _route(paths.ADMIN_RECIPIENTS, list_recipients, "GET"),
+        _route(paths.ADMIN_RECIPIENTS, create_recipient, "POST", 201),
+        _route(paths.ADMIN_RECIPIENT, recipient_info, "GET"),
+        _route(paths.ADMIN_RECIPIENT, remove_recipient, "DELETE"),
+        _route(paths.ADMIN_RECIPIENT_SHARES, grant_share, "POST", 201),
+        _route(paths.ADMIN_RECIPIENT_SHARE, revoke_recipient_share, "DELETE"),
+        _route(paths.ADMIN_RECIPIENT_TOKENS, list_recipient_tokens, "GET"),
+        _route(paths.ADMIN_RECIPIENT_TOKENS, create_recipient_token, "POST", 201),
+        _route(paths.ADMIN_RECIPIENT_TOKEN, revoke_recipient_token, "DELETE"),
     ]

@@ -1,4 +1,5 @@
-"""Bearer-token authentication: a token opens exactly one share."""
+"""Bearer-token authentication: a token opens one share, a named recipient's token every share granted
+to the recipient."""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ def bearer_secret(request: Request) -> str:
 def record_token(request: Request, token: Token) -> None:
     """Put who is asking in the audit line, 404s included."""
     fields = audit_fields(request)
-    fields.update(token_id=token.id, share=token.share)
+    fields.update(token_id=token.id, share=token.share or request.path_params.get("share"))
+    if token.recipient_id:
+        fields["recipient_id"] = token.recipient_id
     if token.oauth_client_id:
         fields["oauth_client"] = token.oauth_client_id
 

@@ -60,6 +60,12 @@ async def _token(request: Request) -> Token:
     secret = bearer_secret(request)
     token = await run_in_threadpool(_store(request).authenticate, secret)
     record_token(request, token)
+    if token.recipient_id is not None:
+        raise IcebergError(
+            403,
+            "a named recipient's token opens several shares, and this catalog serves one share per token: "
+            "use a token of the share (sharing-server token create SHARE)",
+        )
     return token
 
 

@@ -46,6 +46,7 @@ def area() -> Area:
     in_share = parameter_refs("adminShare")
     token_id = parameter("token_id", "path", NAME, "Token id.")
     client_id = parameter("client_id", "path", NAME, "OAuth client id.")
+    recipient = parameter("recipient", "path", NAME, "Recipient name.")
     gone = response("Done.")
     return Area(
         tags={"admin": "Shares, tokens and OAuth clients (the admin token; off unless set)."},
@@ -133,6 +134,77 @@ def area() -> Area:
                 [*in_share, client_id],
                 status=204,
             ),
+            ("admin_list_recipients", "GET"): _admin(
+                "adminListRecipients",
+                "List named recipients",
+                _returns("Recipients.", "RecipientList"),
+                (),
+                [],
+            ),
+            ("admin_create_recipient", "POST"): _admin(
+                "adminCreateRecipient",
+                "Create a named recipient",
+                _returns("Created.", "Recipient"),
+                (409,),
+                [],
+                "CreateRecipientRequest",
+                201,
+            ),
+            ("admin_recipient_info", "GET"): _admin(
+                "adminRecipientInfo",
+                "A recipient, its shares and tokens",
+                _returns("The recipient.", "RecipientInfo"),
+                (404,),
+                [recipient],
+            ),
+            ("admin_remove_recipient", "DELETE"): _admin(
+                "adminRemoveRecipient",
+                "Remove a recipient (its tokens are revoked)",
+                gone,
+                (404,),
+                [recipient],
+                status=204,
+            ),
+            ("admin_grant_share", "POST"): _admin(
+                "adminGrantShare",
+                "Grant a share to a recipient: its tokens open it at once",
+                _returns("The recipient.", "Recipient"),
+                (404, 409),
+                [recipient],
+                "GrantShareRequest",
+                201,
+            ),
+            ("admin_revoke_recipient_share", "DELETE"): _admin(
+                "adminRevokeRecipientShare",
+                "Revoke a share from a recipient",
+                _returns("The recipient.", "Recipient"),
+                (404,),
+                [recipient, parameter("share", "path", NAME, "Share name.")],
+            ),
+            ("admin_list_recipient_tokens", "GET"): _admin(
+                "adminListRecipientTokens",
+                "A recipient's tokens",
+                _returns("Tokens.", "TokenList"),
+                (404,),
+                [recipient],
+            ),
+            ("admin_create_recipient_token", "POST"): _admin(
+                "adminCreateRecipientToken",
+                "Issue a recipient token (the secret, or a one-time activation link, shown once)",
+                _returns("Issued.", "IssuedRecipientToken"),
+                (404,),
+                [recipient],
+                "CreateRecipientTokenRequest",
+                201,
+            ),
+            ("admin_revoke_recipient_token", "DELETE"): _admin(
+                "adminRevokeRecipientToken",
+                "Revoke a recipient's token",
+                gone,
+                (404,),
+                [recipient, token_id],
+                status=204,
+            ),
             ("admin_health", "GET"): _admin(
                 "adminHealth",
                 "The share store, and each Iceberg catalog with its backend and last load error",
@@ -174,6 +246,41 @@ def _returns(description: str, body: str) -> Schema:
 def _schemas() -> dict[str, Schema]:
     token_state = {"type": "string", "enum": ["active", "rotating", "expired", "revoked"]}
     return {
+        "Recipient": object_schema(
+            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "shares": array(STRING)}
+        ),
+        "RecipientList": object_schema({"items": array(model("Recipient"))}),
+        "RecipientInfo": object_schema(
+            {
+                "name": STRING,
+                "id": STRING,
+                "createdAt": DATE_TIME,
+                "shares": array(STRING),
+                "tokens": array(model("TokenEntry")),
+            }
+        ),
+        "CreateRecipientRequest": object_schema({"name": STRING}),
+        "GrantShareRequest": object_schema({"share": STRING}),
+        "CreateRecipientTokenRequest": object_schema(
+            {},
+            {
+                "expires": DURATION,
+                "description": STRING,
+                "activation": {
+                    **BOOLEAN,
+                    "description": "Answer a one-time link to the profile, not the secret.",
+                },
+            },
+        ),
+        "IssuedRecipientToken": object_schema(
+            {"id": STRING, "recipient": STRING, "expiresAt": NULLABLE_DATE_TIME, "endpoint": STRING},
+            {
+                "token": STRING,
+                "profile": model("BearerProfile"),
+                "activationLink": STRING,
+                "activationExpiresAt": DATE_TIME,
+            },
+        ),
         "CatalogHealth": object_schema(
             {
                 "name": STRING,

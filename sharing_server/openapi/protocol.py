@@ -45,6 +45,18 @@ def area() -> Area:
         },
         operations={
             ("list_shares", "GET"): _list_operation("listShares", "List shares", "ShareList", ()),
+            ("activation", "GET"): operation(
+                "activateProfile",
+                "A recipient token's profile, served once by its one-time link",
+                "files",
+                NO_AUTH,
+                {
+                    "200": response("The `.share` profile.", json_content(model("BearerProfile"))),
+                    "410": response("The link was used or has expired.", json_content(model("Error"))),
+                    **errors(404, 429),
+                },
+                [parameter("code", "path", STRING, "The link's code (the link is the credential).")],
+            ),
             ("get_share", "GET"): operation(
                 "getShare",
                 "Get a share",

@@ -89,8 +89,12 @@ async def list_shares(request: Request) -> Response:
     def run() -> dict[str, Any]:
         store = _store(request)
         token = authenticate(store, request)
-        share = store.get_share_by_id(token.share_id)
-        items = [{"name": share.name, "id": share.id}] if share else []
+        if token.recipient_id is not None:  # a named recipient's token: every share granted to it
+            shares = store.granted_shares(token.recipient_id)
+        else:
+            found = store.get_share_by_id(token.share_id)
+            shares = [found] if found else []
+        items = [{"name": share.name, "id": share.id} for share in shares]
         return paginate(request, "shares", items)
 
     return json_response(await run_in_threadpool(run))
