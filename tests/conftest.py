@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -94,6 +94,17 @@ def audit_record(server: Deployment, request_id: str) -> dict:
         if found or time.monotonic() > deadline:
             assert found, f"no audit line for request {request_id}"
             return found[0]
+        time.sleep(0.02)
+
+
+def audit_lines(server: Deployment, matches: Callable[[dict], bool], count: int = 1) -> list[dict]:
+    """The audit lines `matches` accepts, waiting (10 s at most) until there are `count` of them: a
+    line is written after the response's last byte is sent."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = [record for record in audit_records(server) if matches(record)]
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
         time.sleep(0.02)
 
 

@@ -10,6 +10,7 @@ from starlette.staticfiles import StaticFiles
 from sharing_server.console import (
     activity,
     health,
+    named_recipients,
     picker,
     recipients,
     shares,
@@ -24,6 +25,7 @@ SHARE = "/shares/{share}"
 TABLE = SHARE + "/tables/{schema}/{table}"
 TOKEN = SHARE + "/tokens/{token_id}"
 CLIENT = SHARE + "/oauth-clients/{client_id}"
+RECIPIENT = "/recipients/{recipient}"
 
 
 def _page(path: str, view: View, method: str = "GET", public: bool = False) -> Route:
@@ -53,6 +55,16 @@ def console_routes() -> list[BaseRoute]:
         _page(SHARE + "/oauth-clients", recipients.create_oauth_client, "POST"),
         _page(CLIENT + "/revoke", recipients.confirm_revoke_client),
         _page(CLIENT + "/revoke", recipients.revoke_oauth_client, "POST"),
+        _page("/recipients", named_recipients.list_recipients),
+        _page("/recipients", named_recipients.create_recipient, "POST"),
+        _page(RECIPIENT, named_recipients.recipient_page),
+        _page(RECIPIENT + "/remove", named_recipients.confirm_remove),
+        _page(RECIPIENT + "/remove", named_recipients.remove, "POST"),
+        _page(RECIPIENT + "/shares", named_recipients.grant_share, "POST"),
+        _page(RECIPIENT + "/shares/{share}/revoke", named_recipients.revoke_share, "POST"),
+        _page(RECIPIENT + "/tokens", named_recipients.create_token, "POST"),
+        _page(RECIPIENT + "/tokens/{token_id}/revoke", named_recipients.confirm_revoke_token),
+        _page(RECIPIENT + "/tokens/{token_id}/revoke", named_recipients.revoke_token, "POST"),
         _page("/tables", warehouses.tables_page),
         _page("/tables/share", warehouses.share_table_page),
         _page("/activity", activity.activity_page),

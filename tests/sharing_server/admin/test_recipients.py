@@ -18,7 +18,7 @@ import pytest
 
 from share_store.tokens import hash_secret
 from sharing_server.admin.cli import main
-from tests.conftest import TESTDATA_BUCKET, Deployment, audit_records, deploy
+from tests.conftest import TESTDATA_BUCKET, Deployment, audit_lines, deploy
 
 ADMIN_TOKEN = "dsa_test-admin-token-for-recipients-0123456789"
 TABLES = {"orders": "delta-0.8.0-partitioned", "dates": "delta-0.8.0-date", "plain": "simple_table"}
@@ -85,7 +85,7 @@ def test_a_recipient_token_opens_every_share_granted_and_follows_grants(
     # Per-share tokens are unchanged: one share each.
     assert tables_of(Path(server.profile("north"))) == ["north.default.orders"]
     # The audit line names the recipient's token and the share of the URL.
-    record = [r for r in audit_records(server) if r.get("recipient_id") and r.get("share") == "north"]
+    record = audit_lines(server, lambda r: bool(r.get("recipient_id")) and r.get("share") == "north")
     assert record and record[-1]["token_id"] == issued.json()["id"]
 
 
