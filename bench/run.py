@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from functools import cache
 
+from bench.activity import bench_activity
 from bench.concurrency import bench_concurrency, bench_stalled_streams
 from bench.equality import bench_equality_deletes
 from bench.hints import bench_hints
@@ -58,6 +59,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "writer": bench_writer_commits,
         "rate-limits": bench_rate_limit_tricks,
         "spark": lambda: bench_spark(rows()),
+        "activity": bench_activity,
         "stalled-streams": lambda: bench_stalled_streams(int(os.environ.get("BENCH_STALLED", "1000"))),
     }
 

@@ -135,10 +135,12 @@ def _import_all(modules: tuple[str, ...]) -> None:
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    """As the server starts: heavy modules load and shared tables' snapshots are built in the
-    background, without delaying it, and connections the kernel aborts for their stalled
-    clients are logged in one line."""
+    """As the server starts: heavy modules load, shared tables' snapshots and the console's activity
+    summaries are built in the background, without delaying it, and connections the kernel aborts
+    for their stalled clients are logged in one line."""
     threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
+    if app.state.console is not None:  # the console's Activity page is the only reader
+        threading.Thread(target=app.state.activity.warm, name="warm-activity", daemon=True).start()
     quiet_aborted_connections(asyncio.get_running_loop())
     app.state.warmer.start()
     yield

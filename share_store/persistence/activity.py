@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, distinct, func, insert, literal_column, select
+from sqlalchemy import ColumnElement, and_, delete, func, insert, literal_column, select
 from sqlalchemy.engine import Connection
 
+from share_store.persistence.activity_days import DaySummaries, add_days, prune_days, summed
 from share_store.persistence.rows import utc
 from share_store.persistence.schema import activity_table
 
@@ -61,45 +62,43 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def insert_events(conn: Connection, events: Iterable[ActivityEvent]) -> None:
-    rows = [asdict(event) for event in events]
-    if rows:
-        conn.execute(insert(t), rows)
+    batch = list(events)
+    if batch:
+        conn.execute(insert(t), [asdict(event) for event in batch])
+        add_days(conn, batch)
 
 
 def _between(since: datetime, until: datetime) -> ColumnElement[bool]:
     return and_(t.c.time >= since, t.c.time < until)
 
 
-def summary(conn: Connection, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
-    """Per share, table or token: requests, distinct versions, files, bytes and errors, busiest first."""
-    keys = [t.c[name] for name in GROUPS[group]]
-    requests = func.count()
-    query = (
-        select(
-            *keys,
-            requests.label("requests"),
-            func.count(distinct(t.c.version)).label("versions"),
-            func.coalesce(func.sum(t.c.files), 0).label("files"),
-            func.coalesce(func.sum(t.c.bytes), 0).label("bytes"),
-            func.coalesce(func.sum(case((t.c.status >= 400, 1), else_=0)), 0).label("errors"),
-            func.max(t.c.time).label("last"),
-        )
-        .where(_between(since, until))
-        .group_by(*keys)
-        .order_by(requests.desc(), *keys)
-    )
-    return [
-        ActivityRow(
-            key=tuple(row[: len(keys)]),
-            requests=int(row.requests),
-            versions=int(row.versions),
-            files=int(row.files),
-            bytes=int(row.bytes),
-            errors=int(row.errors),
-            last=utc(row.last),
-        )
-        for row in conn.execute(query)
-    ]
+def summaries(
+    conn: Connection, since: datetime, until: datetime, kept: DaySummaries
+) -> dict[str, list[ActivityRow]]:
+    """Per share, table and token: requests, distinct versions, files, bytes and errors, busiest first.
+
+    Read from the day sums and the partial days' events (`activity_days`).
+    """
+    result: dict[str, list[ActivityRow]] = {}
+    for group, groups in summed(conn, since, until, kept, datetime.now(UTC)).items():
+        rows = [
+            ActivityRow(key, s.requests, len(s.versions), s.files, s.bytes, s.errors, s.last)
+            for key, s in groups.items()
+            if s.last is not None
+        ]
+        # Busiest first, then by key as SQL sorted them (NULLs first).
+        rows.sort(key=lambda row: (-row.requests, tuple((k is not None, k or "") for k in row.key)))
+        result[group] = rows
+    return result
+
+
+def summary(
+    conn: Connection, group: str, since: datetime, until: datetime, kept: DaySummaries
+) -> list[ActivityRow]:
+    """One of `summaries`."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown activity group {group!r}")
+    return summaries(conn, since, until, kept)[group]
 
 
 def hourly(conn: Connection, since: datetime, until: datetime) -> dict[datetime, int]:
@@ -140,6 +139,7 @@ def last_use(conn: Connection, token_ids: list[str]) -> dict[str, datetime]:
 def prune(conn: Connection, before: datetime, max_events: int) -> int:
     """Drop events older than `before`, then the oldest beyond `max_events`; how many went."""
     dropped = conn.execute(delete(t).where(t.c.time < before)).rowcount or 0
+    prune_days(conn, before)
     # The id of the newest event that is to go, if the table holds more than the cap.
     cutoff = conn.execute(select(t.c.id).order_by(t.c.id.desc()).offset(max_events).limit(1)).scalar()
     if cutoff is not None:

@@ -158,6 +158,25 @@ activity_table = Table(
     Column("duration_ms", Float, nullable=False),
 )
 
+#: `activity_events` summed per UTC day and (token, share, schema, table, version), kept as events
+#: are written, so that week- and month-long views read days, not events. "" and -1 stand for none
+#: (a primary key takes no NULL).
+activity_days_table = Table(
+    "activity_days",
+    metadata,
+    Column("day", DateTime(timezone=True), primary_key=True),
+    Column("token_id", String(32), primary_key=True),
+    Column("share_name", String(128), primary_key=True),
+    Column("schema_name", String(128), primary_key=True),
+    Column("table_name", String(128), primary_key=True),
+    Column("version", BigInteger, primary_key=True),
+    Column("requests", BigInteger, nullable=False),
+    Column("errors", BigInteger, nullable=False),
+    Column("files", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("last", DateTime(timezone=True), nullable=False),
+)
+
 # Console sessions signed out before their end (see persistence/console_sessions.py).
 console_sessions_ended_table = Table(
     "console_sessions_ended",

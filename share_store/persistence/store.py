@@ -31,6 +31,7 @@ from share_store.persistence import (
 )
 from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
+from share_store.persistence.activity_days import DaySummaries
 from share_store.persistence.engine import make_engine
 from share_store.tables.summaries import SnapshotSummary
 
@@ -44,6 +45,8 @@ class ShareStore:
     def __init__(self, url: str) -> None:
         self.engine: Engine = make_engine(url)
         upgrade(self.engine)
+        #: Settled days' activity summaries, made once (`activity_days`).
+        self._activity_days = DaySummaries()
 
     def close(self) -> None:
         self.engine.dispose()
@@ -251,7 +254,11 @@ class ShareStore:
 
     def activity_summary(self, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
         """Requests per `group` ("share", "table" or "token") in [since, until)."""
-        return self._read(activity.summary, group, since, until)
+        return self._read(activity.summary, group, since, until, self._activity_days)
+
+    def activity_summaries(self, since: datetime, until: datetime) -> dict[str, list[ActivityRow]]:
+        """Requests per share, table and token in [since, until), in one read."""
+        return self._read(activity.summaries, since, until, self._activity_days)
 
     def activity_per_hour(self, since: datetime, until: datetime) -> dict[datetime, int]:
         """Requests in [since, until) per hour (UTC), keyed by the hour's start."""

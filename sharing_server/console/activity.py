@@ -35,14 +35,15 @@ def time_range(params: dict[str, str], now: datetime) -> tuple[str, datetime, da
 def activity_page(call: Call) -> Page:
     chosen, since, until = time_range(dict(call.request.query_params), datetime.now(UTC))
     admin = call.admin
+    summaries = admin.activity_summaries(since, until)
     context = {
         "ranges": list(RANGES),
         "chosen": chosen,
         "since": since,
         "until": until,
-        "shares": admin.activity("share", since, until),
-        "tables": admin.activity("table", since, until),
-        "tokens": admin.activity("token", since, until),
+        "shares": summaries["share"],
+        "tables": summaries["table"],
+        "tokens": summaries["token"],
         "recent": admin.recent_activity(since, until, 50),
         "chart": hourly(admin.activity_per_hour(since, until), since, until),
         "retention": call.request.app.state.options.activity_retention_hours,

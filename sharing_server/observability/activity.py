@@ -91,6 +91,17 @@ class ActivityRecorder:
                     self._thread = threading.Thread(target=self._run, name="activity", daemon=True)
                     self._thread.start()
 
+    def warm(self) -> None:
+        """Make the settled days' summaries the console's week and month views read (`activity_days`),
+        so the first view after a start reads only its partial days."""
+        if not self.enabled:
+            return
+        now = datetime.now(UTC)
+        try:
+            self.store.activity_summaries(now - self.retention, now)
+        except Exception as error:  # noqa: BLE001 - the first view makes them instead
+            logger.warning("activity summaries not prepared: %s", type(error).__name__)
+
     def flush(self) -> None:
         """Write what is queued now (the thread calls this; tests may too)."""
         events: list[ActivityEvent] = []

@@ -64,3 +64,31 @@ def test_upgrading_twice_is_a_no_op(store_url: str) -> None:
     upgrade(engine)
     assert current_revision(engine) == head_revision()
     engine.dispose()
+
+
+def test_activity_kept_before_the_day_sums_is_summed_by_the_migration(store_url: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from share_store.persistence.activity import ActivityEvent
+    from share_store.persistence.schema import activity_table
+
+    engine = create_engine(store_url)
+    now = datetime.now(UTC).replace(microsecond=0)
+    events = [
+        ActivityEvent(time=now - timedelta(days=days, minutes=1), route="q", status=status, token_id="t",
+                      share_name="s", schema_name="d", table_name="x", version=version, files=2, bytes=10)
+        for days, status, version in ((3, 200, 1), (3, 404, 2), (2, 200, None))
+    ]  # fmt: skip
+    with engine.begin() as connection:
+        command.upgrade(_config(connection), "0006")
+        connection.execute(activity_table.insert(), [event.__dict__ for event in events])
+    engine.dispose()
+    store = ShareStore(store_url)  # upgrades to the head: 0007 sums what is kept
+    try:
+        with store.engine.connect() as connection:
+            days = connection.execute(text("SELECT requests, errors, files FROM activity_days")).all()
+        assert sorted(tuple(row) for row in days) == [(1, 0, 2), (1, 0, 2), (1, 1, 2)]
+        shares = store.activity_summaries(now - timedelta(days=5), now)["share"]
+        assert [(row.key, row.requests, row.versions, row.errors) for row in shares] == [(("s",), 3, 2, 1)]
+    finally:
+        store.close()

@@ -111,3 +111,74 @@ def test_the_recorder_keeps_recipients_requests_only(tmp_path: Path) -> None:
     )
     assert event["bytes"] == 5000  # the data files handed out, not the response's 900 bytes
     store.close()
+
+
+def expected_summaries(events: list[ActivityEvent], since: datetime, until: datetime) -> dict:
+    """What the summaries must be, straight from the events."""
+    keys = {
+        "share": lambda e: (e.share_name,),
+        "table": lambda e: (e.share_name, e.schema_name, e.table_name),
+        "token": lambda e: (e.token_id, e.share_name),
+    }
+    result: dict = {}
+    for group, key_of in keys.items():
+        sums: dict = {}
+        for e in events:
+            if since <= e.time < until:
+                s = sums.setdefault(key_of(e), [0, set(), 0, 0, 0, e.time])
+                s[0] += 1
+                if e.version is not None:
+                    s[1].add(e.version)
+                s[2] += e.files
+                s[3] += e.bytes
+                s[4] += e.status >= 400
+                s[5] = max(s[5], e.time)
+        result[group] = {k: (v[0], len(v[1]), v[2], v[3], v[4], v[5]) for k, v in sums.items()}
+    return result
+
+
+def test_week_and_month_views_read_day_sums_and_equal_the_events(store: ShareStore) -> None:
+    import random
+
+    rng = random.Random(3)
+    now = datetime.now(UTC).replace(microsecond=0)
+    events = [
+        ActivityEvent(
+            time=now - timedelta(seconds=rng.randrange(10 * 86400)),
+            route="table_query",
+            status=rng.choice([200, 200, 200, 404]),
+            token_id=rng.choice(["t1", "t2", "t3", None]),
+            share_name=rng.choice(["s1", "s2"]),
+            schema_name="db",
+            table_name=rng.choice(["a", "b", None]),
+            version=rng.choice([1, 2, 3, None]),
+            files=rng.randrange(5),
+            bytes=rng.randrange(1000),
+        )
+        for _ in range(3000)
+    ]
+    store.record_activity(events[:1500])
+    store.record_activity(events[1500:])  # a second batch adds to the same days
+    for since, until in (
+        (now - timedelta(days=7), now),
+        (now - timedelta(days=31), now),
+        (now - timedelta(hours=30), now - timedelta(hours=3)),
+        (now - timedelta(days=3, hours=5), now - timedelta(days=1, hours=2)),
+    ):
+        for _ in range(2):  # the second read comes from the settled days kept in memory
+            got = store.activity_summaries(since, until)
+            want = expected_summaries(events, since, until)
+            for group in ("share", "table", "token"):
+                rows = {
+                    r.key: (r.requests, r.versions, r.files, r.bytes, r.errors, r.last) for r in got[group]
+                }
+                assert rows == want[group], (group, since, until)
+    # A day not yet settled (today) is read again each time: a new event shows at once.
+    late = ActivityEvent(
+        time=now - timedelta(seconds=1), route="q", status=200, token_id="t9", share_name="s9"
+    )
+    store.record_activity([late])
+    tokens = {
+        r.key for r in store.activity_summaries(now - timedelta(days=7), now + timedelta(seconds=1))["token"]
+    }
+    assert ("t9", "s9") in tokens
