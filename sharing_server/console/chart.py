@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 WIDTH = 720
@@ -22,9 +22,22 @@ class Bar:
 
 
 @dataclass(frozen=True)
+class Tick:
+    """A mark of the time axis under the bars: its x and its label (UTC)."""
+
+    x: float
+    label: str
+
+
+#: Hours between the axis' marks, by the range's length in hours: about six to twelve marks.
+TICK_STEPS = ((12, 1), (48, 6), (24 * 8, 24), (24 * 32, 24 * 4))
+
+
+@dataclass(frozen=True)
 class Chart:
     bars: list[Bar]
     peak: int
+    ticks: list[Tick] = field(default_factory=list)
     width: int = WIDTH
     height: int = HEIGHT
     baseline: float = HEIGHT - MARGIN
@@ -58,4 +71,25 @@ def hourly(counts: Mapping[datetime, int], since: datetime, until: datetime) -> 
                 count=count,
             )
         )
-    return Chart(bars, peak)
+    return Chart(bars, peak, ticks(bars))
+
+
+def ticks(bars: list[Bar]) -> list[Tick]:
+    """Marks at round hours (every 1, 6, 24 or 96 hours as the range grows), labelled "HH:00" within
+    a day and "Mon DD" beyond: the chart reads as a time line, not a row of bars."""
+    if not bars:
+        return []
+    step = next((hours for limit, hours in TICK_STEPS if len(bars) <= limit), 24 * 7)
+    daily = step >= 24
+    marks = []
+    for bar in bars:
+        hour = bar.hour
+        if daily and hour.hour != 0:
+            continue
+        if not daily and hour.hour % step:
+            continue
+        if daily and (hour - bars[0].hour.replace(hour=0)).days % (step // 24):
+            continue
+        label = hour.strftime("%b %d") if daily else hour.strftime("%H:00")
+        marks.append(Tick(round(bar.x + bar.width / 2, 2), label))
+    return marks

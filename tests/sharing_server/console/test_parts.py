@@ -112,3 +112,16 @@ def test_suggested_names_are_names_the_store_accepts() -> None:
     for folder in ("orders", "café", "数据", "-data", "a b.c", ""):
         assert NAME_PATTERN.fullmatch(suggested_name(folder)), folder
     assert suggested_name("orders") == "orders"
+
+
+def test_the_chart_has_a_time_axis_that_fits_the_range() -> None:
+    start = datetime(2026, 5, 1, 0, 0, tzinfo=UTC)
+    day = hourly({}, start, start + timedelta(hours=24))
+    assert [tick.label for tick in day.ticks] == ["00:00", "06:00", "12:00", "18:00"]
+    week = hourly({}, start, start + timedelta(days=7))
+    assert [tick.label for tick in week.ticks] == [f"May {d:02d}" for d in range(1, 8)]
+    month = hourly({}, start, start + timedelta(days=31))
+    assert len(month.ticks) == 8 and month.ticks[0].label == "May 01" and month.ticks[1].label == "May 05"
+    hour = hourly({}, start + timedelta(minutes=30), start + timedelta(hours=1, minutes=30))
+    assert [tick.label for tick in hour.ticks] == ["00:00", "01:00"]
+    assert all(0 < tick.x < 720 for chart in (day, week, month) for tick in chart.ticks)
