@@ -90,6 +90,12 @@ class Unauthenticated(ShareStoreError):
     error_code = "UNAUTHENTICATED"
     status_code = 401
 
+    def __init__(self, message: str, token_id: str | None = None, share: str | None = None) -> None:
+        super().__init__(message)
+        #: A token that is known but revoked or expired: the audit line and Activity name it.
+        self.token_id = token_id
+        self.share = share
+
 
 class StorageUnavailable(ShareStoreError):
     error_code = "TEMPORARILY_UNAVAILABLE"

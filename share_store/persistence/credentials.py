@@ -32,9 +32,9 @@ def active_token(fields: Fields | None, digest: str) -> Token:
         raise Unauthenticated("The bearer token is missing, invalid or unknown.")
     token = token_from(fields)
     if token.revoked_at is not None:
-        raise Unauthenticated("The bearer token has been revoked.")
+        raise Unauthenticated("The bearer token has been revoked.", token.id, token.share or None)
     if not token.is_active(utc_now()):
-        raise Unauthenticated("The bearer token has expired.")
+        raise Unauthenticated("The bearer token has expired.", token.id, token.share or None)
     return token
 
 

@@ -24,9 +24,15 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError, StorageUnavailable, StoreDiskFull, TableLogDamaged
+from share_store.errors import (
+    ShareStoreError,
+    StorageUnavailable,
+    StoreDiskFull,
+    TableLogDamaged,
+    Unauthenticated,
+)
 from share_store.outages import disk_full, is_outage
-from sharing_server.observability.audit import audit_fields
+from sharing_server.observability.audit import audit_fields, note_refused_token
 
 logger = logging.getLogger("sharing_server")
 
@@ -118,6 +124,8 @@ async def share_store_error(request: Request, error: Exception) -> Response:
     elif isinstance(error, TableLogDamaged):
         # For the provider: which version and what is wrong (no paths or credentials in it).
         logger.error("table log damaged on %s %s: %s", request.method, request.url.path, error.detail)
+    if isinstance(error, Unauthenticated):
+        note_refused_token(request, error)
     headers = {"Retry-After": str(math.ceil(error.retry_after))} if isinstance(error, RateLimited) else None
     return error_response(request, error.status_code, error.error_code, error.message, headers)
 

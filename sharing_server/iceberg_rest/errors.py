@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError
+from share_store.errors import ShareStoreError, Unauthenticated
+from sharing_server.observability.audit import note_refused_token
 
 #: The Iceberg REST error types by HTTP status.
 ERROR_TYPES = {
@@ -68,6 +69,8 @@ def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler],
             except IcebergError as error:
                 return error_response(error.status, error.message, error.kind)
             except ShareStoreError as error:
+                if isinstance(error, Unauthenticated):
+                    note_refused_token(request, error)
                 mapped = _from_store_error(error, missing)
                 return error_response(mapped.status, mapped.message, mapped.kind)
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
+from share_store.errors import Unauthenticated
+
 logger = logging.getLogger("sharing_server.observability.audit")
 #: The audit fields of the request being served. Worker threads (`run_in_threadpool`)
 #: run in a copy of the request's context, so they see the same dictionary.
@@ -33,9 +35,25 @@ def note(**fields: Any) -> None:
         record.update(fields)
 
 
+#: The token id recorded for a bearer token no token holds.
+UNKNOWN_TOKEN = "unknown"  # noqa: S105 - a marker, not a secret
+
+
 def audit_fields(connection: HTTPConnection) -> dict[str, Any]:
     """The mutable audit record of the request being served."""
     return connection.scope.setdefault("state", {}).setdefault("audit", {})
+
+
+def note_refused_token(connection: HTTPConnection, error: Unauthenticated) -> None:
+    """Name a revoked or expired token in the audit line (its id, never its secret); an unknown one
+    is said to be unknown, so that a provider sees who keeps calling with a dead token."""
+    fields = audit_fields(connection)
+    if error.token_id is not None:
+        fields.setdefault("token_id", error.token_id)
+        if error.share:
+            fields.setdefault("share", error.share)
+    elif connection.headers.get("authorization"):
+        fields.setdefault("token_id", UNKNOWN_TOKEN)
 
 
 class AuditLog:

@@ -195,6 +195,7 @@ def test_max_token_lifetime_bounds_the_cli_and_is_configurable(tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"invalid \[admin\] max_token_lifetime"):
         load_config(env=env | {"SHARING_ADMIN_MAX_TOKEN_LIFETIME": "forever"}).options  # noqa: B018
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    (tmp_path / "d").mkdir()  # the CLI's prepare_disk: the server key is kept there
     admin = local_admin(store, short)
     admin.create_share("s", [], check=False)
     assert admin.create_token("s", "12h", "")["expiresAt"]

@@ -403,3 +403,27 @@ def test_recipients_in_the_console_grant_shares_and_issue_tokens_and_links(
     bad = console.post("/console/recipients", data={"name": "../x", "csrf": csrf}, follow_redirects=True)
     assert "invalid recipient name" in html.unescape(bad.text)
     assert "../x" not in console.get("/console/recipients").text
+
+
+def test_activity_names_revoked_tokens_and_says_unknown_ones(server: Deployment) -> None:
+    import time
+
+    server.share_tables("console-dead", {"orders": TABLE})
+    token, secret = server.store.create_token("console-dead", None, "gone")
+    server.store.revoke_token("console-dead", token.id)
+    for bearer in (secret, "dss_no-such-token-anywhere"):
+        answer = httpx.get(f"{server.endpoint}/shares", headers={"Authorization": f"Bearer {bearer}"})
+        assert answer.status_code == 401
+    revoked = audit_lines(server, lambda r: r.get("token_id") == token.id)
+    assert revoked and revoked[0]["share"] == "console-dead" and revoked[0]["status"] == 401
+    assert audit_lines(server, lambda r: r.get("token_id") == "unknown" and r["status"] == 401)
+    console = signed_in(server)
+    deadline = time.monotonic() + 10  # the activity reaches the store within about a second
+    while True:
+        page = console.get("/console/activity").text
+        if (token.id in page and "unknown token" in page) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    tokens = page[page.index('id="by-token"') :].split("</table>")[0]
+    assert token.id in tokens and "unknown token" in tokens
+    assert secret not in page
