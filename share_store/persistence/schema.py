@@ -158,6 +158,20 @@ activity_table = Table(
     Column("duration_ms", Float, nullable=False),
 )
 
+#: Providers' changes (admin API and console, every method but GET) and refused admin tokens.
+admin_events_table = Table(
+    "admin_events",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("time", DateTime(timezone=True), nullable=False, index=True),
+    Column("client", String(64), nullable=False),
+    Column("method", String(8), nullable=False),
+    Column("path", String(512), nullable=False),
+    Column("status", Integer, nullable=False),
+    #: "failed" or "throttled" for a wrong admin token; None for a change.
+    Column("sign_in", String(16)),
+)
+
 #: `activity_events` summed per UTC day and (token, share, schema, table, version), kept as events
 #: are written, so that week- and month-long views read days, not events. "" and -1 stand for none
 #: (a primary key takes no NULL).

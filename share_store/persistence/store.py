@@ -22,6 +22,7 @@ from share_store.model import OAuthClient, Recipient, Share, SharedTable, TableS
 from share_store.persistence import (
     access,
     activity,
+    admin_events,
     console_sessions,
     credentials,
     recipients,
@@ -32,6 +33,7 @@ from share_store.persistence import (
 from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.activity_days import DaySummaries
+from share_store.persistence.admin_events import AdminEvent
 from share_store.persistence.engine import make_engine
 from share_store.tables.summaries import SnapshotSummary
 
@@ -250,11 +252,19 @@ class ShareStore:
 
     def prune_activity(self, before: datetime, max_events: int) -> int:
         """Drop events older than `before`, then the oldest beyond `max_events`."""
-        return self._change(activity.prune, before, max_events)
+        with self.engine.begin() as conn:
+            admin_events.prune(conn, before)
+            return activity.prune(conn, before, max_events)
 
     def activity_summary(self, group: str, since: datetime, until: datetime) -> list[ActivityRow]:
         """Requests per `group` ("share", "table" or "token") in [since, until)."""
         return self._read(activity.summary, group, since, until, self._activity_days)
+
+    def record_admin_events(self, events: list[AdminEvent]) -> None:
+        self._change(admin_events.insert_events, events)
+
+    def recent_admin_events(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
+        return self._read(admin_events.recent, since, until, limit)
 
     def activity_summaries(self, since: datetime, until: datetime) -> dict[str, list[ActivityRow]]:
         """Requests per share, table and token in [since, until), in one read."""

@@ -298,6 +298,10 @@ class Admin(RecipientCommands):
         """`activity` for shares, tables and tokens at once (one read of the store)."""
         return self.store.activity_summaries(since, until)
 
+    def admin_events(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
+        """Providers' changes and refused admin tokens, newest first."""
+        return self.store.recent_admin_events(since, until, limit)
+
     def activity_per_hour(self, since: datetime, until: datetime) -> dict[datetime, int]:
         return self.store.activity_per_hour(since, until)
 

@@ -45,6 +45,7 @@ def activity_page(call: Call) -> Page:
         "tables": summaries["table"],
         "tokens": summaries["token"],
         "recent": admin.recent_activity(since, until, 50),
+        "admin_events": admin.admin_events(since, until, 50),
         "chart": hourly(admin.activity_per_hour(since, until), since, until),
         "retention": call.request.app.state.options.activity_retention_hours,
         "active": "activity",

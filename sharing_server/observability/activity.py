@@ -19,6 +19,7 @@ from typing import Any
 
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityEvent
+from share_store.persistence.admin_events import AdminEvent
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,29 @@ def event_of(record: dict[str, Any]) -> ActivityEvent:
     )
 
 
+#: The providers' side: the admin API and the console.
+ADMIN_PREFIXES = ("/admin/", "/console/")
+READS = frozenset({"GET", "HEAD"})
+
+
+def admin_event_of(path: str, record: dict[str, Any]) -> AdminEvent | None:
+    """A provider's change (anything but a read, under the admin API or the console) or a refused
+    admin token, as kept for the console; None for anything else."""
+    if not path.startswith(ADMIN_PREFIXES):
+        return None
+    refused = record.get("sign_in") in ("failed", "throttled")
+    if record["method"] in READS and not refused:
+        return None
+    return AdminEvent(
+        time=datetime.fromisoformat(record["time"]),
+        client=str(record.get("client") or "")[:64],
+        method=str(record["method"])[:8],
+        path=path[:512],
+        status=int(record["status"]),
+        sign_in=record.get("sign_in") if refused else None,
+    )
+
+
 class ActivityRecorder:
     """Queues recipients' requests and writes them to the store from a thread of its own."""
 
@@ -64,22 +88,26 @@ class ActivityRecorder:
         self.retention = retention
         self.max_events = max_events
         self.enabled = retention > timedelta(0) and max_events > 0
-        self._queue: queue.Queue[ActivityEvent] = queue.Queue(MAX_QUEUED)
+        self._queue: queue.Queue[ActivityEvent | AdminEvent] = queue.Queue(MAX_QUEUED)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._pruned = 0.0
 
     def offer(self, path: str, record: dict[str, Any]) -> None:
-        """Queue `record` if it is a recipient's request under one of the recipients' prefixes.
+        """Queue `record` if it is a recipient's request under one of the recipients' prefixes, or a
+        provider's change or refused admin token (`admin_event_of`).
 
         Local storage's file downloads are left out: they carry no token (a
         signed URL is enough), and the query that handed them out counted them.
         """
-        if not self.enabled or not path.startswith(self.prefixes) or record.get("route") in SKIPPED_ROUTES:
+        if not self.enabled:
+            return
+        admin = admin_event_of(path, record)
+        if admin is None and (not path.startswith(self.prefixes) or record.get("route") in SKIPPED_ROUTES):
             return
         try:
-            self._queue.put_nowait(event_of(record))
+            self._queue.put_nowait(admin or event_of(record))
         except queue.Full:
             return
         except (KeyError, ValueError, TypeError):
@@ -105,13 +133,20 @@ class ActivityRecorder:
     def flush(self) -> None:
         """Write what is queued now (the thread calls this; tests may too)."""
         events: list[ActivityEvent] = []
+        changes: list[AdminEvent] = []
         while True:
             try:
-                events.append(self._queue.get_nowait())
+                event = self._queue.get_nowait()
             except queue.Empty:
                 break
+            if isinstance(event, AdminEvent):
+                changes.append(event)
+            else:
+                events.append(event)
         if events:
             self.store.record_activity(events)
+        if changes:
+            self.store.record_admin_events(changes)
         if time.monotonic() - self._pruned > PRUNE_SECONDS:
             self._pruned = time.monotonic()
             self.store.prune_activity(datetime.now(UTC) - self.retention, self.max_events)

@@ -427,3 +427,28 @@ def test_activity_names_revoked_tokens_and_says_unknown_ones(server: Deployment)
     tokens = page[page.index('id="by-token"') :].split("</table>")[0]
     assert token.id in tokens and "unknown token" in tokens
     assert secret not in page
+
+
+def test_activity_lists_providers_changes_and_wrong_admin_tokens(server: Deployment) -> None:
+    import time
+
+    url = f"{server.server.url}/admin/v1/shares"
+    assert (
+        httpx.post(
+            url, json={"name": "audited"}, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        ).status_code
+        == 201
+    )
+    assert httpx.get(url, headers={"Authorization": "Bearer dsa_wrong-admin-token"}).status_code == 401
+    console = signed_in(server)
+    deadline = time.monotonic() + 10
+    while True:
+        page = console.get("/console/activity").text
+        table = page[page.index('id="admin-events"') :].split("</table>")[0]
+        if ("POST /admin/v1/shares" in table and "wrong admin token" in table) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert "POST /admin/v1/shares" in table and "wrong admin token" in table
+    assert "POST /console/sign-in" in table  # signing in is a change too
+    assert "GET /admin/v1/shares</code></td><td>200" not in table  # reads are not listed
+    assert "dsa_wrong-admin-token" not in page and ADMIN_TOKEN not in page

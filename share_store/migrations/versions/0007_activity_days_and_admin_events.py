@@ -1,4 +1,5 @@
-"""Activity summed per day, for the console's week- and month-long views.
+"""Activity summed per day, for the console's week- and month-long views; providers' changes and
+refused admin tokens, for its administration view.
 
 Revision ID: 0007
 Revises: 0006
@@ -30,6 +31,19 @@ def upgrade() -> None:
         sa.Column("bytes", sa.BigInteger, nullable=False),
         sa.Column("last", sa.DateTime(timezone=True), nullable=False),
     )
+    op.create_table(
+        "admin_events",
+        sa.Column(
+            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
+        ),
+        sa.Column("time", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("client", sa.String(64), nullable=False),
+        sa.Column("method", sa.String(8), nullable=False),
+        sa.Column("path", sa.String(512), nullable=False),
+        sa.Column("status", sa.Integer, nullable=False),
+        sa.Column("sign_in", sa.String(16)),
+    )
+    op.create_index("ix_admin_events_time", "admin_events", ["time"])
     # Events already kept are summed once here; new ones as they are written.
     op.execute(_BACKFILL_SQLITE if op.get_bind().dialect.name == "sqlite" else _BACKFILL_POSTGRESQL)
 
@@ -50,4 +64,6 @@ _BACKFILL_POSTGRESQL = (
 
 
 def downgrade() -> None:
+    op.drop_index("ix_admin_events_time", "admin_events")
+    op.drop_table("admin_events")
     op.drop_table("activity_days")
