@@ -190,6 +190,11 @@ def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
     elif args.action == "revoke":
         admin.revoke_token(args.share, args.token_id)
         print(f"Revoked token {args.token_id}.")
+    elif args.action == "update":
+        entry = admin.update_token(args.share, args.token_id, args.expires, args.description)
+        print(
+            f"Token {entry['id']}: expires {_when(entry['expiresAt'])}, description {entry['description']!r}."
+        )
     elif args.action == "rotate":
         issued = admin.rotate_token(args.share, args.token_id, args.grace)
         _print_issued(issued, args.profile)

@@ -92,6 +92,16 @@ class RemoteAdmin:
         path = _path(paths.ADMIN_TOKEN_ROTATE, share=share, token_id=token_id)
         return self._call("POST", path, {"grace": grace})
 
+    def update_token(
+        self, share: str, token_id: str, expires: str | None = None, description: str | None = None
+    ) -> dict[str, Any]:
+        body = {
+            key: value
+            for key, value in (("expires", expires), ("description", description))
+            if value is not None
+        }
+        return self._call("PATCH", _path(paths.ADMIN_TOKEN, share=share, token_id=token_id), body)
+
     def revoke_token(self, share: str, token_id: str) -> None:
         self._call("DELETE", _path(paths.ADMIN_TOKEN, share=share, token_id=token_id))
 

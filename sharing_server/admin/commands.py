@@ -107,6 +107,9 @@ class AdminBackend(Protocol):
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
     def list_tokens(self, share: str) -> list[dict[str, Any]]: ...
     def rotate_token(self, share: str, token_id: str, grace: str) -> dict[str, Any]: ...
+    def update_token(
+        self, share: str, token_id: str, expires: str | None = None, description: str | None = None
+    ) -> dict[str, Any]: ...
     def revoke_token(self, share: str, token_id: str) -> None: ...
     def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
     def list_oauth_clients(self, share: str) -> list[dict[str, Any]]: ...
@@ -257,6 +260,16 @@ class Admin(RecipientCommands):
             next(t.expires_at for t in self.store.list_tokens(share) if t.id == token_id)
         )
         return issued
+
+    @admin_not_found
+    def update_token(
+        self, share: str, token_id: str, expires: str | None = None, description: str | None = None
+    ) -> dict[str, Any]:
+        """Change a token's description and/or expiry (from now, bounded as a new token's)."""
+        lifetime = bounded_lifetime(expires, self.max_lifetime) if expires is not None else None
+        never = expires is not None and lifetime is None
+        token = self.store.update_token(share, token_id, description, lifetime, never)
+        return token_entry(token, datetime.now(UTC))
 
     @admin_not_found
     def revoke_token(self, share: str, token_id: str) -> None:

@@ -8,6 +8,7 @@
     GET    /shares/{share}/tokens
     POST   /shares/{share}/tokens  {expires, description}      -> secret, shown once
     POST   /shares/{share}/tokens/{id}/rotate  {grace}         -> new secret
+    PATCH  /shares/{share}/tokens/{id}  {expires, description}  expiry from now, bounded
     DELETE /shares/{share}/tokens/{id}
     GET    /shares/{share}/oauth-clients
     POST   /shares/{share}/oauth-clients  {expires, description} -> client secret, shown once
@@ -159,6 +160,15 @@ def rotate_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def update_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return _admin(request).update_token(
+        _share(request),
+        request.path_params["token_id"],
+        _field(body, "expires", str, None) if "expires" in body else None,
+        _field(body, "description", str, None) if "description" in body else None,
+    )
+
+
 def revoke_token(request: Request, _body: dict[str, Any]) -> None:
     _admin(request).revoke_token(_share(request), request.path_params["token_id"])
 
@@ -247,6 +257,7 @@ def admin_routes() -> list[Route]:
         _route(paths.ADMIN_TOKENS, list_tokens, "GET"),
         _route(paths.ADMIN_TOKENS, create_token, "POST", 201),
         _route(paths.ADMIN_TOKEN_ROTATE, rotate_token, "POST", 201),
+        _route(paths.ADMIN_TOKEN, update_token, "PATCH"),
         _route(paths.ADMIN_TOKEN, revoke_token, "DELETE"),
         _route(paths.ADMIN_OAUTH_CLIENTS, list_oauth_clients, "GET"),
         _route(paths.ADMIN_OAUTH_CLIENTS, create_oauth_client, "POST", 201),

@@ -7,6 +7,7 @@ from collections import deque
 from itertools import islice
 from urllib.parse import quote
 
+from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
 from share_store.tables.readers import TableReaders
 from sharing_server.console.shares import share_url
@@ -46,6 +47,15 @@ def suggested_name(text: str) -> str:
     return cleaned[:128] or "table"
 
 
+def shared_where(tables: list[SharedTable]) -> dict[tuple[str, str], list[str]]:
+    """The shares that already hold each table, by (bucket, path) for Delta tables and
+    (warehouse, "namespace/table") for Iceberg tables, as specs name them."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for table in tables:
+        found.setdefault((table.bucket, table.path.strip("/")), []).append(table.share)
+    return {key: sorted(set(shares)) for key, shares in found.items()}
+
+
 def pick_page(call: Call) -> Page:
     share = call.param("share")
     call.admin.share_info(share)  # 404 for an unknown share
@@ -53,19 +63,24 @@ def pick_page(call: Call) -> Page:
     bucket = call.request.query_params.get("bucket", "").strip()
     warehouse = call.request.query_params.get("warehouse", "").strip()
     prefix = call.request.query_params.get("prefix", "").strip()
-    candidates: list[tuple[str, str]] = []
+    candidates: list[tuple[str, str, tuple[str, str]]] = []
     if bucket:
         for path in delta_tables(readers.storage, bucket, prefix):
             name = suggested_name(path.rsplit("/", 1)[-1])
-            candidates.append((path, f"default:{name}:delta:{bucket}:{path}"))
+            candidates.append((path, f"default:{name}:delta:{bucket}:{path}", (bucket, path)))
     elif warehouse:
         catalog = readers.catalogs.catalog(warehouse)
         identifiers = (found for space in catalog.list_namespaces() for found in catalog.list_tables(space))
         for *space, name in islice(identifiers, MAX_TABLES):
             label = ".".join([*space, name])
             spec = f"{suggested_name(space[-1])}:{name}:uniform:{warehouse}:{'.'.join(space)}:{name}"
-            candidates.append((label, spec))
-    links = [(label, spec, f"{share_url(share)}?spec={quote(spec)}#add-table") for label, spec in candidates]
+            candidates.append((label, spec, (warehouse, f"{'.'.join(space)}/{name}")))
+    where = shared_where(call.admin.store.all_tables()) if candidates else {}
+    # Each found table says which shares already hold it, this one first.
+    links = [
+        (label, spec, f"{share_url(share)}?spec={quote(spec)}#add-table", where.get(key, []))
+        for label, spec, key in candidates
+    ]
     context = {
         "share": share,
         "bucket": bucket,

@@ -10,6 +10,7 @@ import base64
 import json
 from typing import Any
 
+from share_store.errors import AdminNotFound
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
 from sharing_server.console.shares import confirmation, share_url
 from sharing_server.console.web import Call, Page, Redirect
@@ -42,6 +43,25 @@ def rotate_token(call: Call) -> Page:
     grace = call.form.get("grace", "").strip() or DEFAULT_GRACE
     issued = call.admin.rotate_token(share, call.param("token_id"), grace)
     return _issued(share, issued, "token")
+
+
+def edit_token_page(call: Call) -> Page:
+    share, token_id = call.param("share"), call.param("token_id")
+    token = next(
+        (t for t in call.admin.list_tokens(share) if t["id"] == token_id and t["state"] == "active"), None
+    )
+    if token is None:
+        raise AdminNotFound(f"no active token '{token_id}' in share '{share}'")
+    return Page(
+        "token_edit.html", {"share": share, "token": token, "back": share_url(share), "active": "shares"}
+    )
+
+
+def edit_token(call: Call) -> Redirect:
+    share, token_id = call.param("share"), call.param("token_id")
+    expires = call.form.get("expires", "").strip() or None
+    call.admin.update_token(share, token_id, expires, call.form.get("description", "").strip())
+    return Redirect(share_url(share), flash=("ok", f"Token {token_id} updated."))
 
 
 def confirm_revoke_token(call: Call) -> Page:

@@ -50,6 +50,8 @@ def console_routes() -> list[BaseRoute]:
         _page(TABLE + "/remove", shares.remove_table, "POST"),
         _page(SHARE + "/tokens", recipients.create_token, "POST"),
         _page(TOKEN + "/rotate", recipients.rotate_token, "POST"),
+        _page(TOKEN + "/edit", recipients.edit_token_page),
+        _page(TOKEN + "/edit", recipients.edit_token, "POST"),
         _page(TOKEN + "/revoke", recipients.confirm_revoke_token),
         _page(TOKEN + "/revoke", recipients.revoke_token, "POST"),
         _page(SHARE + "/oauth-clients", recipients.create_oauth_client, "POST"),
@@ -70,4 +72,5 @@ def console_routes() -> list[BaseRoute]:
         _page("/activity", activity.activity_page),
         _page("/health", health.health_page),
         Mount("/static", StaticFiles(directory=STATIC), name="console_static"),
+        Route("/{rest:path}", console_endpoint(signin.not_found, public=True), methods=["GET", "HEAD"]),
     ]

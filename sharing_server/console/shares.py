@@ -70,9 +70,11 @@ def share_page(call: Call) -> Page:
 
 def add_table(call: Call) -> Redirect:
     share = call.param("share")
-    spec = call.form.get("spec", "").strip()
-    call.admin.update_share(share, [spec], [], history=call.form.get("history") == "on", check=checked(call))
-    return Redirect(share_url(share), flash=("ok", f"Added {spec}."))
+    # One spec per line: several tables in one change, all or none (the store's one transaction).
+    specs = [line.strip() for line in call.form.get("spec", "").splitlines() if line.strip()]
+    call.admin.update_share(share, specs, [], history=call.form.get("history") == "on", check=checked(call))
+    added = specs[0] if len(specs) == 1 else f"{len(specs)} tables"
+    return Redirect(share_url(share), flash=("ok", f"Added {added}."))
 
 
 def confirm_remove_table(call: Call) -> Page:

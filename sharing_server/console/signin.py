@@ -44,5 +44,11 @@ def sign_in(call: Call) -> Page | Redirect:
     return Redirect(target, session=call.console.sessions.signed_in())
 
 
+def not_found(call: Call) -> Page:
+    """Any other address under /console: a page, not the API's JSON."""
+    message = f"There is no console page at {call.request.url.path}."
+    return Page("error.html", {"title": "Page not found", "message": message}, status=404)
+
+
 def sign_out(_call: Call) -> Redirect:
     return Redirect(SIGN_IN, flash=("info", "Signed out."), sign_out=True)

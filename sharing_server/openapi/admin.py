@@ -134,6 +134,14 @@ def area() -> Area:
                 [*in_share, client_id],
                 status=204,
             ),
+            ("admin_update_token", "PATCH"): _admin(
+                "adminUpdateToken",
+                "Change a token's description and/or expiry (counted from now)",
+                _returns("The token.", "TokenEntry"),
+                (404,),
+                [*in_share, token_id],
+                "UpdateTokenRequest",
+            ),
             ("admin_list_recipients", "GET"): _admin(
                 "adminListRecipients",
                 "List named recipients",
@@ -374,6 +382,7 @@ def _schemas() -> dict[str, Schema]:
         "TokenList": object_schema({"items": array(model("TokenEntry"))}),
         "CreateTokenRequest": object_schema({}, {"expires": DURATION, "description": STRING}),
         "RotateTokenRequest": object_schema({}, {"grace": GRACE_PERIOD}),
+        "UpdateTokenRequest": object_schema({}, {"expires": DURATION, "description": STRING}),
         "IssuedToken": object_schema(
             {
                 "id": STRING,

@@ -248,6 +248,74 @@ def test_missing_tables_are_refused_and_a_table_is_removed(server: Deployment, p
     assert [table.name for table in server.store.list_tables("removals")] == ["parts"]
 
 
+def test_recipients_activity_views_narrow_actions_and_the_sign_in_throttle(
+    server: Deployment, page: sync_api.Page, tmp_path: Path
+) -> None:
+    """Last in the module: it ends with this address throttled for a minute."""
+    import httpx
+
+    expect = sync_api.expect
+    url = server.server.url
+    page.set_viewport_size({"width": 1200, "height": 900})
+    sign_in(page, url)
+    server.share_tables("partnered", {"parts": f"sales/{TABLE}"})
+
+    # A named recipient, granted a share, with a one-time activation link.
+    page.get_by_role("link", name="Recipients").click()
+    page.get_by_label("Name").fill("partner")
+    page.get_by_role("button", name="Create recipient").click()
+    expect(page.locator(".flash")).to_contain_text("Recipient partner created")
+    page.get_by_label("Grant a share").select_option("partnered")
+    page.get_by_role("button", name="Grant").click()
+    expect(page.locator("#granted")).to_contain_text("partnered")
+    page.get_by_label("One-time activation link").check()
+    page.get_by_role("button", name="Create token").click()
+    link = page.get_by_label("Activation link").input_value()
+    shot(page, "recipient-link")
+    profile = tmp_path / "partner.share"
+    profile.write_text(httpx.get(link).text)
+    assert httpx.get(link).status_code == 410
+    assert len(delta_sharing.load_as_pandas(f"{profile}#partnered.default.parts")) == 7
+    page.goto(f"{url}/console/recipients")
+    expect(page.locator("#recipients")).to_contain_text("partnered")
+    shot(page, "recipients")
+
+    # Activity: the week's and a month's views, on a time axis, and the provider's own changes.
+    page.goto(f"{url}/console/activity?range=7d")
+    expect(page.locator("#admin-events")).to_contain_text("POST /console/recipients")
+    assert page.locator(".chart text.tick").count() >= 6
+    start, end = "2026-01-01T00:00", "2026-02-01T00:00"
+    page.goto(f"{url}/console/activity?from={start}&to={end}")
+    assert page.locator(".chart text.tick").count() >= 6
+    shot(page, "activity-month")
+
+    # At 390 px, a token's row actions are on screen, not past its edge.
+    token, _ = server.store.create_token("partnered", None, "narrow")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{url}/console/shares/partnered")
+    revoke = page.get_by_role("link", name=f"Revoke token {token.id}")
+    revoke.scroll_into_view_if_needed()
+    box = revoke.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    remove = page.get_by_role("link", name="Remove default.parts")
+    remove.scroll_into_view_if_needed()
+    box = remove.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    shot(page, "share-390")
+
+    # Wrong admin tokens: after ten, the sign-in page answers 429 and says when to retry.
+    fresh = page.context.browser.new_context()  # type: ignore[union-attr]
+    other = fresh.new_page()
+    for attempt in range(11):
+        other.goto(f"{url}/console/sign-in")
+        other.get_by_label("Admin token").fill(f"dsa_wrong-{attempt}")
+        with other.expect_navigation():
+            other.keyboard.press("Enter")
+    expect(other.locator(".flash.error")).to_contain_text("too many wrong admin tokens")
+    shot(other, "sign-in-throttled")
+    fresh.close()
+
+
 def _delta_rows(testdata: Path) -> pd.DataFrame:
     from deltalake import DeltaTable
 

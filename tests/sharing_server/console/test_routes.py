@@ -8,7 +8,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -332,6 +332,19 @@ def test_picker_and_health_on_s3(tmp_path: Path, seaweed, testdata: Path) -> Non
         # The spec the picker offers is one the share takes.
         console.post("/console/shares/picked/tables", data={"spec": spec, "csrf": csrf})
         assert [table.path for table in on_s3.store.list_tables("picked")] == [f"lake/{TABLE}"]
+        # Found again, it is flagged as shared: here, and in another share once that holds it too.
+        console.post("/console/shares", data={"name": "other-pick", "csrf": csrf})
+        again = console.get("/console/shares/other-pick/pick", params={"bucket": "console-pick"}).text
+        assert "already in this share" not in again and "shared in picked" in again
+        mine = console.get("/console/shares/picked/pick", params={"bucket": "console-pick"}).text
+        assert "already in this share" in mine
+        # Several specs at once, one per line: all or none.
+        two = f"a:one:delta:console-pick:lake/{TABLE}\nb:two:delta:console-pick:lake/{TABLE}"
+        console.post("/console/shares/other-pick/tables", data={"spec": two, "csrf": csrf})
+        assert sorted(t.name for t in on_s3.store.list_tables("other-pick")) == ["one", "two"]
+        bad = f"c:three:delta:console-pick:lake/{TABLE}\nd:four:delta:console-pick:nowhere"
+        console.post("/console/shares/other-pick/tables", data={"spec": bad, "csrf": csrf})
+        assert sorted(t.name for t in on_s3.store.list_tables("other-pick")) == ["one", "two"]
         health = console.get("/console/health").text
         storage = health[health.index('id="storage"') :].split("</table>")[0]
         assert "console-pick" in storage and "s3" in storage and "reachable</span>" in storage
@@ -452,3 +465,47 @@ def test_activity_lists_providers_changes_and_wrong_admin_tokens(server: Deploym
     assert "POST /console/sign-in" in table  # signing in is a change too
     assert "GET /admin/v1/shares</code></td><td>200" not in table  # reads are not listed
     assert "dsa_wrong-admin-token" not in page and ADMIN_TOKEN not in page
+
+
+def test_a_token_is_edited_in_the_console_the_api_and_the_cli(server: Deployment, capsys) -> None:
+    from sharing_server.admin.cli import main
+
+    server.share_tables("console-edit", {"orders": TABLE})
+    token, secret = server.store.create_token("console-edit", timedelta(days=1), "before")
+    console = signed_in(server)
+    form = console.get(f"/console/shares/console-edit/tokens/{token.id}/edit")
+    assert form.status_code == 200 and 'value="before"' in form.text
+    saved = console.post(
+        f"/console/shares/console-edit/tokens/{token.id}/edit",
+        data={"description": "after", "expires": "10d", "csrf": csrf_of(form)},
+    )
+    assert saved.status_code == 303
+    [edited] = server.store.list_tokens("console-edit")
+    assert edited.description == "after" and edited.expires_at is not None
+    assert timedelta(days=9) < edited.expires_at - datetime.now(UTC) <= timedelta(days=10)
+    api = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    url = f"{server.server.url}/admin/v1/shares/console-edit/tokens/{token.id}"
+    assert httpx.patch(url, json={"expires": "never"}, headers=api).status_code == 400  # the lifetime bound
+    answer = httpx.patch(url, json={"description": "by api"}, headers=api)
+    assert answer.status_code == 200 and answer.json()["description"] == "by api"
+    assert httpx.patch(url, json={}, headers=api).json()["message"].startswith("nothing to change")
+    cli = ["--server", server.server.url, "--admin-token", ADMIN_TOKEN]
+    assert main([*cli, "token", "update", "console-edit", token.id, "--expires", "2h"]) == 0
+    assert "expires" in capsys.readouterr().out
+    [edited] = server.store.list_tokens("console-edit")
+    assert edited.description == "by api" and edited.expires_at - datetime.now(UTC) <= timedelta(hours=2)
+    # The same secret still works: editing changes the record, not the token.
+    assert (
+        httpx.get(f"{server.endpoint}/shares", headers={"Authorization": f"Bearer {secret}"}).status_code
+        == 200
+    )
+
+
+def test_unknown_console_pages_are_html_and_there_is_a_favicon(server: Deployment) -> None:
+    for client in (httpx.Client(base_url=server.server.url), signed_in(server)):
+        page = client.get("/console/no/such/page")
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+        assert "There is no console page at /console/no/such/page" in page.text
+    icon = httpx.get(server.server.url + "/console/static/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
+    assert 'rel="icon" href="/console/static/favicon.svg"' in signed_in(server).get("/console/shares").text
