@@ -155,6 +155,40 @@ def revoke_token(conn: Connection, share: str, token_id: str) -> None:
         raise NotFound(f"no active token '{token_id}' in share '{share}'")
 
 
+def update_token(
+    conn: Connection,
+    share: str,
+    token_id: str,
+    description: str | None,
+    expires_in: timedelta | None,
+    never: bool = False,
+) -> Token:
+    """Change an active token's description, and its expiry to now + `expires_in` (or none, `never`)."""
+    found = share_row(conn, share)
+    where = (
+        tokens_table.c.id == token_id,
+        tokens_table.c.share_id == found["id"],
+        tokens_table.c.oauth_client_id.is_(None),
+    )
+    row = conn.execute(select(tokens_table).where(*where)).mappings().first()
+    now = utc_now()
+    if row is None or not token_from(row).is_active(now):
+        raise NotFound(f"no active token '{token_id}' in share '{share}'")
+    values: dict[str, object] = {}
+    if description is not None:
+        values["description"] = description
+    if never:
+        values["expires_at"] = None
+    elif expires_in is not None:
+        values["expires_at"] = now + expires_in
+    if not values:
+        raise AdminError("nothing to change: give a description and/or an expiry")
+    conn.execute(update(tokens_table).where(*where).values(**values))
+    row = conn.execute(select(tokens_table).where(*where)).mappings().first()
+    assert row is not None
+    return token_from(row)
+
+
 def revoke_share(conn: Connection, share_id: str) -> None:
     """Revoke every token and client of a share that is going away; the rows stay for audit."""
     for credentials in (tokens_table, oauth_clients_table):

@@ -26,6 +26,7 @@ from share_store.persistence import (
     console_sessions,
     credentials,
     recipients,
+    share_listing,
     shares,
     snapshot_summaries,
     snapshot_versions,
@@ -35,6 +36,8 @@ from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.activity_days import DaySummaries
 from share_store.persistence.admin_events import AdminEvent
 from share_store.persistence.engine import make_engine
+from share_store.persistence.rows import utc_now
+from share_store.persistence.share_listing import ShareCounts
 from share_store.tables.summaries import SnapshotSummary
 
 P = ParamSpec("P")
@@ -73,6 +76,12 @@ class ShareStore:
 
     def list_shares(self) -> list[Share]:
         return self._read(shares.list_shares)
+
+    def share_counts(
+        self, search: str = "", after: str | None = None, limit: int | None = None
+    ) -> list[ShareCounts]:
+        """Shares with their table and live-token counts: searched by name, paged after a name."""
+        return self._read(share_listing.share_counts, utc_now(), search, after, limit)
 
     def get_share(self, name: str) -> Share:
         return self._read(shares.get_share, name)
@@ -152,6 +161,17 @@ class ShareStore:
 
     def list_tokens(self, share: str) -> list[Token]:
         return self._read(credentials.list_tokens, share)
+
+    def update_token(
+        self,
+        share: str,
+        token_id: str,
+        description: str | None = None,
+        expires_in: timedelta | None = None,
+        never: bool = False,
+    ) -> Token:
+        """Change an active token's description and/or expiry (`never`: no expiry)."""
+        return self._change(credentials.update_token, share, token_id, description, expires_in, never)
 
     def revoke_token(self, share: str, token_id: str) -> None:
         self._change(credentials.revoke_token, share, token_id)

@@ -169,17 +169,19 @@ class Admin(RecipientCommands):
     # -- shares ----------------------------------------------------------------
 
     @admin_not_found
-    def list_shares(self) -> list[dict[str, Any]]:
-        now = datetime.now(UTC)
+    def list_shares(
+        self, search: str = "", after: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Shares with their counts, in name order: those whose name holds `search`, after `after`."""
         return [
             {
-                "name": share.name,
-                "id": share.id,
-                "createdAt": iso(share.created_at),
-                "tables": len(self.store.list_tables(share.name)),
-                "activeTokens": sum(token.is_active(now) for token in self.store.list_tokens(share.name)),
+                "name": found.share.name,
+                "id": found.share.id,
+                "createdAt": iso(found.share.created_at),
+                "tables": found.tables,
+                "activeTokens": found.active_tokens,
             }
-            for share in self.store.list_shares()
+            for found in self.store.share_counts(search, after, limit)
         ]
 
     @admin_not_found

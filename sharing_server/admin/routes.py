@@ -1,6 +1,6 @@
 """The admin REST API under `/admin/v1`: everything the CLI does, behind the admin token.
 
-    GET    /shares                                   list shares
+    GET    /shares             ?search&after&limit   list shares (a page of them with limit)
     POST   /shares                 {name, tables, history, check}
     GET    /shares/{share}                           schemas, tables, credential counts
     PATCH  /shares/{share}         {add, remove, history, check}
@@ -113,8 +113,23 @@ def _share(request: Request) -> str:
     return request.path_params["share"]
 
 
+MAX_PAGE = 1000
+
+
 def list_shares(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return {"items": _admin(request).list_shares()}
+    """All shares, or with `limit` one page of them: `next` is the `after` of the following page."""
+    params = request.query_params
+    limit_text = params.get("limit")
+    limit = None
+    if limit_text is not None:
+        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE:
+            raise MalformedRequest(f"'limit' must be a whole number from 1 to {MAX_PAGE}")
+        limit = int(limit_text)
+    items = _admin(request).list_shares(params.get("search", ""), params.get("after"), limit)
+    answer: dict[str, Any] = {"items": items}
+    if limit is not None and len(items) == limit:
+        answer["next"] = items[-1]["name"]
+    return answer
 
 
 def create_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:

@@ -38,10 +38,25 @@ def checked(call: Call) -> bool:
     return call.form.get(UNCHECKED) != "on"
 
 
+#: Shares on one page of the list.
+PAGE = 50
+
+
 def list_shares(call: Call) -> Page:
     # `?tables=` fills the create form's tables (the Tables page's "a new share" link).
-    tables = call.request.query_params.get("tables", "")
-    return Page("shares.html", {"shares": call.admin.list_shares(), "tables": tables, "active": "shares"})
+    params = call.request.query_params
+    search, after = params.get("q", "").strip(), params.get("after") or None
+    shares = call.admin.list_shares(search, after, PAGE + 1)
+    more = len(shares) > PAGE
+    context = {
+        "shares": shares[:PAGE],
+        "search": search,
+        "after": after,
+        "next": shares[PAGE - 1]["name"] if more else None,
+        "tables": params.get("tables", ""),
+        "active": "shares",
+    }
+    return Page("shares.html", context)
 
 
 def create_share(call: Call) -> Redirect:

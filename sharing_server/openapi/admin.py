@@ -52,7 +52,19 @@ def area() -> Area:
         tags={"admin": "Shares, tokens and OAuth clients (the admin token; off unless set)."},
         operations={
             ("admin_list_shares", "GET"): _admin(
-                "adminListShares", "List shares", _returns("All shares.", "AdminShareList"), (), []
+                "adminListShares",
+                "List shares (searched by name, a page at a time with limit)",
+                _returns("Shares in name order; `next` when there may be more.", "AdminShareList"),
+                (400,),
+                [
+                    parameter(
+                        "search", "query", STRING, "Only shares whose name holds this text (any case)."
+                    ),
+                    parameter(
+                        "after", "query", STRING, "Only shares named after this one (the last `next`)."
+                    ),
+                    parameter("limit", "query", INTEGER, "At most this many (1–1000); all without it."),
+                ],
             ),
             ("admin_create_share", "POST"): _admin(
                 "adminCreateShare",
@@ -331,7 +343,7 @@ def _schemas() -> dict[str, Schema]:
         "AdminShare": object_schema(
             {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "tables": INTEGER, "activeTokens": INTEGER}
         ),
-        "AdminShareList": object_schema({"items": array(model("AdminShare"))}),
+        "AdminShareList": object_schema({"items": array(model("AdminShare"))}, {"next": STRING}),
         "CreateShareRequest": object_schema(
             {"name": STRING},
             {

@@ -509,3 +509,33 @@ def test_unknown_console_pages_are_html_and_there_is_a_favicon(server: Deploymen
     icon = httpx.get(server.server.url + "/console/static/favicon.svg")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
     assert 'rel="icon" href="/console/static/favicon.svg"' in signed_in(server).get("/console/shares").text
+
+
+def test_the_share_list_is_searched_and_paged(server: Deployment) -> None:
+    for index in range(60):
+        server.store.create_share(f"paged-{index:03d}", [])
+    server.store.create_token("paged-007", None, "")
+    console = signed_in(server)
+    first = console.get("/console/shares", params={"q": "PAGED-"}).text
+    assert (
+        first.count('href="/console/shares/paged-') == 50
+        and "paged-049" in first
+        and "paged-050" not in first
+    )
+    following = re.search(r'id="next-page" href="([^"]+)"', first)
+    assert following is not None
+    second = console.get(html.unescape(following.group(1))).text
+    assert second.count('href="/console/shares/paged-') == 10 and "paged-059" in second
+    assert 'id="next-page"' not in second
+    row = first[first.index("paged-007</a>") :].split("</tr>")[0]
+    assert "<td>1</td>" in row  # its live token, counted by the store
+    api = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    url = f"{server.server.url}/admin/v1/shares"
+    page = httpx.get(url, params={"search": "paged", "limit": 25}, headers=api).json()
+    assert len(page["items"]) == 25 and page["next"] == "paged-024"
+    rest = httpx.get(url, params={"search": "paged", "after": page["next"], "limit": 100}, headers=api).json()
+    assert rest["items"][0]["name"] == "paged-025" and len(rest["items"]) == 35 and "next" not in rest
+    assert httpx.get(url, params={"limit": "0"}, headers=api).status_code == 400
+    everything = httpx.get(url, headers=api).json()["items"]
+    assert sum(1 for s in everything if s["name"].startswith("paged-")) == 60
+    assert httpx.get(url, params={"search": "50%_"}, headers=api).json()["items"] == []  # taken literally
