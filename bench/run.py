@@ -28,6 +28,7 @@ from bench.presign import bench_presign
 from bench.results import RESULTS, machine, write_results
 from bench.rows import readable_rows
 from bench.s3_queries import bench_s3
+from bench.scale import bench_scale
 from bench.spark_reads import bench_spark
 from bench.warehouse_catalog import bench_warehouse
 
@@ -60,6 +61,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "rate-limits": bench_rate_limit_tricks,
         "spark": lambda: bench_spark(rows()),
         "activity": bench_activity,
+        "scale": bench_scale,
         "stalled-streams": lambda: bench_stalled_streams(int(os.environ.get("BENCH_STALLED", "1000"))),
     }
 

@@ -71,8 +71,20 @@ def create_recipient(conn: Connection, name: str) -> Recipient:
 
 
 def list_recipients(conn: Connection) -> list[Recipient]:
-    rows = conn.execute(select(recipients_table).order_by(recipients_table.c.name_key)).mappings()
-    return [_recipient(conn, row) for row in rows]
+    """Every recipient with its shares: two queries however many recipients there are."""
+    rows = list(conn.execute(select(recipients_table).order_by(recipients_table.c.name_key)).mappings())
+    granted: dict[str, list[str]] = {}
+    query = (
+        select(recipient_shares_table.c.recipient_id, shares_table.c.name)
+        .join(shares_table, recipient_shares_table.c.share_id == shares_table.c.id)
+        .order_by(shares_table.c.name_key)
+    )
+    for recipient_id, share in conn.execute(query):
+        granted.setdefault(recipient_id, []).append(share)
+    return [
+        Recipient(row["id"], row["name"], utc(row["created_at"]), tuple(granted.get(row["id"], ())))
+        for row in rows
+    ]
 
 
 def get_recipient(conn: Connection, name: str) -> Recipient:
