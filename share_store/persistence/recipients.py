@@ -141,6 +141,18 @@ def granted_shares(conn: Connection, recipient_id: str) -> list[Share]:
     return [share_from(row) for row in rows]
 
 
+def recipients_of_tokens(conn: Connection, token_ids: list[str]) -> dict[str, str]:
+    """The recipient's name of each of `token_ids` that is a named recipient's token."""
+    if not token_ids:
+        return {}
+    query = (
+        select(tokens_table.c.id, recipients_table.c.name)
+        .join(recipients_table, recipients_table.c.id == tokens_table.c.recipient_id)
+        .where(tokens_table.c.id.in_(token_ids))
+    )
+    return {token_id: name for token_id, name in conn.execute(query)}
+
+
 # -- tokens --------------------------------------------------------------------------
 
 

@@ -196,6 +196,9 @@ class ShareStore:
     def revoke_recipient_share(self, recipient: str, share: str) -> None:
         self._change(recipients.revoke_share, recipient, share)
 
+    def recipients_of_tokens(self, token_ids: list[str]) -> dict[str, str]:
+        return self._read(recipients.recipients_of_tokens, token_ids)
+
     def granted_shares(self, recipient_id: str) -> list[Share]:
         return self._read(recipients.granted_shares, recipient_id)
 

@@ -412,6 +412,17 @@ def test_recipients_in_the_console_grant_shares_and_issue_tokens_and_links(
     first = httpx.get(link)
     assert first.status_code == 200 and first.json()["bearerToken"].startswith("dss_")
     assert httpx.get(link).status_code == 410
+    # Activity groups the recipient's requests under its name.
+    import time
+
+    deadline = time.monotonic() + 10
+    while True:
+        page = console.get("/console/activity").text
+        if 'id="by-recipient"' in page or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    grouped = page[page.index('id="by-recipient"') :].split("</table>")[0]
+    assert "<td>globex</td>" in grouped
     # A bad name is a message on the page, and nothing is made.
     bad = console.post("/console/recipients", data={"name": "../x", "csrf": csrf}, follow_redirects=True)
     assert "invalid recipient name" in html.unescape(bad.text)
