@@ -223,7 +223,9 @@ def create_app(
             ),
             Middleware(
                 RequestLimits,
-                limiter=RateLimiter(options.per_token_rps, options.global_rps),
+                limiter=RateLimiter(
+                    options.per_token_rps, options.global_rps, options.admin_rps, options.admin_token_hash
+                ),
                 metrics=metrics,
                 max_body_bytes=options.max_body_bytes,
             ),

@@ -9,7 +9,8 @@
 [console]  session_idle_minutes (a console session ends after this long unused; default 30),
            activity_retention_hours, activity_max_events (recipients' requests kept in
            the store for the Activity page; default 168 h and 100,000; 0 keeps none)
-[limits]   per_token_rps, global_rps (0 turns a limit off), max_body_bytes,
+[limits]   per_token_rps, global_rps (0 turns a limit off), admin_rps (the admin token's own,
+           outside global_rps; default 1000), max_body_bytes,
            max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none),
            body_timeout, stream_send_timeout, stream_buffer_bytes,
            streams_per_token, streams_per_process (0 turns a cap off)
@@ -90,6 +91,8 @@ class ServiceOptions:
     max_token_lifetime: timedelta | None = MAX_TOKEN_LIFETIME
     # AIStor's defaults: 100 requests/s per token, 1000/s for the whole server.
     per_token_rps: float = 100.0
+    # The admin token's own limit (admin API, CLI over it): provisioning scripts, not recipients.
+    admin_rps: float = 1000.0
     global_rps: float = 1000.0
     max_body_bytes: int = 1024 * 1024
     # jsonPredicateHints: more nodes are refused; past the CPU budget a hint stops filtering.
@@ -165,6 +168,7 @@ class ServerConfig:
                 admin_token_hash=token_hash(self.admin.get("token_hash")),
                 max_token_lifetime=max_token_lifetime(self.admin.get("max_token_lifetime")),
                 per_token_rps=limit("per_token_rps", float),
+                admin_rps=limit("admin_rps", float),
                 global_rps=limit("global_rps", float),
                 max_body_bytes=limit("max_body_bytes", int),
                 max_hint_nodes=limit("max_hint_nodes", int),

@@ -113,6 +113,7 @@ SECTION_KEYS = {
     "admin": ("token_hash", "max_token_lifetime"),
     "limits": (
         "per_token_rps",
+        "admin_rps",
         "global_rps",
         "max_body_bytes",
         "max_hint_nodes",

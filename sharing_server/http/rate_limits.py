@@ -11,6 +11,7 @@ finds the token by, so each token (each token id) has exactly one bucket.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 import time
 from collections import OrderedDict
@@ -59,9 +60,21 @@ class TokenBuckets:
 
 
 class RateLimiter:
-    def __init__(self, per_token_rps: float, global_rps: float) -> None:
+    """Recipients' limits (per token, and the server's), and the admin token's own.
+
+    The admin token (`[admin] token_hash`, compared by the digest every bucket is
+    keyed by) draws on a bucket of `admin_rps` only, outside the server's limit:
+    a provisioning script is neither held to a recipient's rate nor slowed by
+    recipients' traffic. Wrong admin tokens are other tokens, and throttled too.
+    """
+
+    def __init__(
+        self, per_token_rps: float, global_rps: float, admin_rps: float = 0.0, admin_hash: str | None = None
+    ) -> None:
         self.per_token = TokenBuckets(per_token_rps)
         self.overall = TokenBuckets(global_rps)
+        self.admin = TokenBuckets(admin_rps, max_keys=1)
+        self.admin_hash = admin_hash
 
     def check(self, authorization: str | None) -> tuple[str, float] | None:
         """None if the request may go on, else (which limit, seconds to wait).
@@ -69,6 +82,9 @@ class RateLimiter:
         `authorization` is the request's one Authorization header, if it has one.
         """
         key = credential_key(authorization)
+        if key is not None and self.admin_hash is not None and hmac.compare_digest(key, self.admin_hash):
+            wait = self.admin.take("admin")
+            return ("admin", wait) if wait else None
         if key is not None:
             wait = self.per_token.take(key)
             if wait:
