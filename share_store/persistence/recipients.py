@@ -130,15 +130,22 @@ def revoke_share(conn: Connection, name: str, share: str) -> None:
         raise NotFound(f"share '{found['name']}' is not granted to recipient '{recipient['name']}'")
 
 
-def granted_shares(conn: Connection, recipient_id: str) -> list[Share]:
-    """The shares a recipient's token opens, in name order (`/shares` of its token)."""
-    rows = conn.execute(
+def granted_shares(
+    conn: Connection, recipient_id: str, after: str | None = None, limit: int | None = None
+) -> list[Share]:
+    """The shares a recipient's token opens, in name order (`/shares` of its token): all, or at most
+    `limit` named after `after`."""
+    query = (
         select(shares_table)
         .join(recipient_shares_table, recipient_shares_table.c.share_id == shares_table.c.id)
         .where(recipient_shares_table.c.recipient_id == recipient_id)
         .order_by(shares_table.c.name_key)
-    ).mappings()
-    return [share_from(row) for row in rows]
+    )
+    if after is not None:
+        query = query.where(shares_table.c.name_key > after)
+    if limit is not None:
+        query = query.limit(limit)
+    return [share_from(row) for row in conn.execute(query).mappings()]
 
 
 def recipients_of_tokens(conn: Connection, token_ids: list[str]) -> dict[str, str]:

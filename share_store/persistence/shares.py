@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from sqlalchemy import RowMapping, delete, insert, select
+from sqlalchemy import RowMapping, and_, delete, func, insert, or_, select
 from sqlalchemy.engine import Connection
 
 from share_store.errors import AdminConflict, NotFound
@@ -86,6 +86,43 @@ def list_tables(conn: Connection, share: str | Share, schema: str | None = None)
     if schema is not None and not tables:
         raise NotFound(f"schema '{schema}' not found")
     return tables
+
+
+def tables_page(
+    conn: Connection, share: str | Share, schema: str | None, after: tuple[str, str] | None, limit: int
+) -> list[SharedTable]:
+    """At most `limit` tables of a share (or of one schema), in (schema, name) order after `after`:
+    one page read with the share's index, not the whole list sliced. 404 for an unknown schema."""
+    share_id, share_name = _share_key(conn, share)
+    query = select(tables_table).where(tables_table.c.share_id == share_id)
+    if schema is not None:
+        query = query.where(tables_table.c.schema_key == schema.lower())
+    if after is not None:
+        schema_key, name_key = after
+        query = query.where(
+            or_(
+                tables_table.c.schema_key > schema_key,
+                and_(tables_table.c.schema_key == schema_key, tables_table.c.name_key > name_key),
+            )
+        )
+    query = query.order_by(tables_table.c.schema_key, tables_table.c.name_key).limit(limit)
+    tables = [table_from(row, share_name) for row in conn.execute(query).mappings()]
+    if schema is not None and not tables and after is None:
+        raise NotFound(f"schema '{schema}' not found")
+    return tables
+
+
+def schemas_page(
+    conn: Connection, share: str | Share, after: str | None, limit: int
+) -> list[tuple[str, str]]:
+    """At most `limit` (key, name) of a share's schemas in key order after `after`."""
+    share_id, _ = _share_key(conn, share)
+    key = tables_table.c.schema_key
+    query = select(key, func.min(tables_table.c.schema_name)).where(tables_table.c.share_id == share_id)
+    if after is not None:
+        query = query.where(key > after)
+    query = query.group_by(key).order_by(key).limit(limit)
+    return [(row[0], row[1]) for row in conn.execute(query)]
 
 
 def all_tables(conn: Connection) -> list[SharedTable]:

@@ -199,8 +199,19 @@ class ShareStore:
     def recipients_of_tokens(self, token_ids: list[str]) -> dict[str, str]:
         return self._read(recipients.recipients_of_tokens, token_ids)
 
-    def granted_shares(self, recipient_id: str) -> list[Share]:
-        return self._read(recipients.granted_shares, recipient_id)
+    def granted_shares(
+        self, recipient_id: str, after: str | None = None, limit: int | None = None
+    ) -> list[Share]:
+        return self._read(recipients.granted_shares, recipient_id, after, limit)
+
+    def tables_page(
+        self, share: str | Share, schema: str | None, after: tuple[str, str] | None, limit: int
+    ) -> list[SharedTable]:
+        """One page of a share's (or a schema's) tables, read from the store (keyset: after a key)."""
+        return self._read(shares.tables_page, share, schema, after, limit)
+
+    def schemas_page(self, share: str | Share, after: str | None, limit: int) -> list[tuple[str, str]]:
+        return self._read(shares.schemas_page, share, after, limit)
 
     def create_recipient_token(
         self, recipient: str, expires_in: timedelta | None, description: str = ""

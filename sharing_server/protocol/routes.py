@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -11,10 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from share_store.errors import InvalidParameter, ShareStoreError
+from share_store.errors import ShareStoreError
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
-from share_store.signing.token_codec import TokenCodec
 from sharing_server.auth.bearer import authenticate, authorize_share, authorize_table
 from sharing_server.http.disconnects import DisconnectWatch
 from sharing_server.http.errors import ClientGone
@@ -22,8 +22,9 @@ from sharing_server.http.ndjson import JSON, NDJSON, counting_files, dumps, ndjs
 from sharing_server.http.stream_slots import Stream
 from sharing_server.observability.audit import audit_fields
 from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
+from sharing_server.protocol.list_pages import list_page, page_body
 from sharing_server.protocol.queries import TableQueries
-from sharing_server.protocol.requests import ChangesRequest, QueryRequest, parse_max_results
+from sharing_server.protocol.requests import ChangesRequest, QueryRequest
 from sharing_server.protocol.responses import TableResponse
 
 CAPABILITIES_HEADER = "delta-sharing-capabilities"
@@ -45,31 +46,9 @@ def _queries(request: Request) -> TableQueries:
     return request.app.state.queries
 
 
-def _list_codec(request: Request) -> TokenCodec:
-    return request.app.state.list_tokens
-
-
-def paginate(request: Request, scope: str, items: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One page of `items` with a token bound to `scope`; no token on the last page."""
-    max_results = parse_max_results(request.query_params.get("maxResults"))
-    start = 0
-    token = request.query_params.get("pageToken")
-    if token:
-        try:
-            payload = _list_codec(request).decode(token)
-        except ValueError:
-            raise InvalidParameter("invalid 'nextPageToken'") from None
-        if payload.get("s") != scope:
-            raise InvalidParameter("invalid 'nextPageToken'")
-        start = int(payload["o"])
-    end = start + max_results
-    body: dict[str, Any] = {}
-    page = list(items[start:end])
-    if page:
-        body["items"] = page
-    if end < len(items):
-        body["nextPageToken"] = _list_codec(request).encode({"s": scope, "o": end})
-    return body
+def _table_key(table: SharedTable) -> tuple[str, str]:
+    """A table's place in the store's order, as a page token carries it."""
+    return table.schema.lower(), table.name.lower()
 
 
 def _table_item(
@@ -89,13 +68,15 @@ async def list_shares(request: Request) -> Response:
     def run() -> dict[str, Any]:
         store = _store(request)
         token = authenticate(store, request)
+        page = list_page(request, "shares")
         if token.recipient_id is not None:  # a named recipient's token: every share granted to it
-            shares = store.granted_shares(token.recipient_id)
+            shares = store.granted_shares(token.recipient_id, page.after, page.fetch)
         else:
             found = store.get_share_by_id(token.share_id)
-            shares = [found] if found else []
-        items = [{"name": share.name, "id": share.id} for share in shares]
-        return paginate(request, "shares", items)
+            shares = [found] if found and (page.after is None or found.name.lower() > page.after) else []
+        return page_body(
+            request, page, shares, lambda s: s.name.lower(), lambda s: {"name": s.name, "id": s.id}
+        )
 
     return json_response(await run_in_threadpool(run))
 
@@ -113,8 +94,9 @@ async def list_schemas(request: Request) -> Response:
         store = _store(request)
         _, share = authorize_share(store, request)
         url_share = request.path_params["share"]
-        items = [{"name": name, "share": url_share} for name in store.list_schemas(share)]
-        return paginate(request, f"schemas:{share.id}", items)
+        page = list_page(request, f"schemas:{share.id}")
+        schemas = store.schemas_page(share, page.after, page.fetch)
+        return page_body(request, page, schemas, lambda s: s[0], lambda s: {"name": s[1], "share": url_share})
 
     return json_response(await run_in_threadpool(run))
 
@@ -124,9 +106,11 @@ async def list_tables(request: Request) -> Response:
         store = _store(request)
         _, share = authorize_share(store, request)
         url_share, schema = request.path_params["share"], request.path_params["schema"]
-        tables = store.list_tables(share, schema)
-        items = [_table_item(t, share, url_share, schema) for t in tables]
-        return paginate(request, f"tables:{share.id}:{schema.lower()}", items)
+        page = list_page(request, f"tables:{share.id}:{schema.lower()}")
+        tables = store.tables_page(share, schema, page.after, page.fetch)
+        return page_body(
+            request, page, tables, _table_key, lambda t: _table_item(t, share, url_share, schema)
+        )
 
     return json_response(await run_in_threadpool(run))
 
@@ -136,9 +120,11 @@ async def list_all_tables(request: Request) -> Response:
         store = _store(request)
         _, share = authorize_share(store, request)
         url_share = request.path_params["share"]
-        tables = store.list_tables(share)
-        items = [_table_item(t, share, url_share) for t in tables]
-        return paginate(request, f"all-tables:{share.id}", items)
+        page = list_page(request, f"all-tables:{share.id}")
+        tables = store.tables_page(share, None, page.after, page.fetch)
+        return page_body(
+            request, page, tables, _table_key, partial(_table_item, share=share, url_share=url_share)
+        )
 
     return json_response(await run_in_threadpool(run))
 
