@@ -256,7 +256,12 @@ def create_app(
     app.state.catalog_users = CatalogUsers(store.engine, secret)
     app.state.catalog_tokens = TokenCodec(secret, "catalog-access")
     app.state.warmer = SnapshotWarmer(
-        store, app.state.readers, metrics, options.warm_on_start, options.refresh_seconds
+        store,
+        app.state.readers,
+        metrics,
+        options.warm_on_start,
+        options.refresh_seconds,
+        options.warm_window_hours * 3600,
     )
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     app.state.queries = TableQueries(app.state.readers, secret, hint_limits, options.prefer_delta_format)

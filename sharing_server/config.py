@@ -25,9 +25,10 @@
            credential_sts_endpoint (default: the store's), credential_duration (900)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds),
-           warm_on_start (build every shared table's snapshot in the background at
-           start; default true), refresh_seconds (how often tables read in the last
-           minute are brought up to their latest version; default 1, 0: never)
+           warm_on_start (build the snapshots of the tables read in the last
+           warm_window_hours, default 24, in the background at start; default true),
+           refresh_seconds (how often tables read in the last minute are brought up to
+           their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
            (share_store/catalogs/settings.py), each block checked when read
@@ -121,6 +122,8 @@ class ServiceOptions:
     # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
     warm_on_start: bool = True
     refresh_seconds: float = 1.0
+    # Tables read within this many hours before a start are the ones warmed at start.
+    warm_window_hours: float = 24.0
     # The console: how long a session lasts unused, and how much activity the store keeps.
     console_idle_minutes: float = 30.0
     activity_retention_hours: float = 168.0
@@ -233,17 +236,20 @@ class ServerConfig:
             seconds = float(self.cache.get("files_check_seconds", defaults.files_check_seconds))
             refresh = float(self.cache.get("refresh_seconds", defaults.refresh_seconds))
             warm = parse_bool(self.cache.get("warm_on_start", defaults.warm_on_start))
+            window = float(self.cache.get("warm_window_hours", defaults.warm_window_hours))
         except ValueError as error:
             raise ConfigError(f"invalid [cache] setting: {error}") from error
-        if files < 0 or not seconds >= 0 or not refresh >= 0:  # `not >=`: NaN too
+        if files < 0 or not seconds >= 0 or not refresh >= 0 or not window >= 0:  # `not >=`: NaN too
             raise ConfigError(
-                "[cache] snapshot_files, files_check_seconds and refresh_seconds cannot be negative"
+                "[cache] snapshot_files, files_check_seconds, refresh_seconds and warm_window_hours "
+                "cannot be negative"
             )
         return {
             "snapshot_cache_files": files,
             "files_check_seconds": seconds,
             "refresh_seconds": refresh,
             "warm_on_start": warm,
+            "warm_window_hours": window,
         }
 
     @property

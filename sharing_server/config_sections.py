@@ -126,7 +126,13 @@ SECTION_KEYS = {
     ),
     "oauth": ("access_token_lifetime",),
     "iceberg": (*ICEBERG_KINDS, *VENDING_KEYS),
-    "cache": ("snapshot_files", "files_check_seconds", "warm_on_start", "refresh_seconds"),
+    "cache": (
+        "snapshot_files",
+        "files_check_seconds",
+        "warm_on_start",
+        "refresh_seconds",
+        "warm_window_hours",
+    ),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
 }
 STORAGE_KEYS = (

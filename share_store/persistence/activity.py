@@ -128,6 +128,16 @@ def recent(conn: Connection, since: datetime, until: datetime, limit: int) -> li
     return [{**row._asdict(), "time": utc(row.time)} for row in conn.execute(query)]
 
 
+def read_tables(conn: Connection, since: datetime) -> set[tuple[str, str, str]]:
+    """(share, schema, table), lower-cased, of the tables recipients read successfully since `since`."""
+    query = (
+        select(t.c.share_name, t.c.schema_name, t.c.table_name)
+        .where(t.c.time >= since, t.c.table_name.is_not(None), t.c.status < 400)
+        .distinct()
+    )
+    return {(share.lower(), schema.lower(), table.lower()) for share, schema, table in conn.execute(query)}
+
+
 def last_use(conn: Connection, token_ids: list[str]) -> dict[str, datetime]:
     """When each token was last seen, among the events still kept."""
     if not token_ids:

@@ -311,6 +311,10 @@ class ShareStore:
     def recent_activity(self, since: datetime, until: datetime, limit: int = 50) -> list[dict[str, Any]]:
         return self._read(activity.recent, since, until, limit)
 
+    def read_tables(self, since: datetime) -> set[tuple[str, str, str]]:
+        """The tables recipients read since `since`, as (share, schema, table) lower-cased."""
+        return self._read(activity.read_tables, since)
+
     def token_last_use(self, token_ids: list[str]) -> dict[str, datetime]:
         return self._read(activity.last_use, token_ids)
 

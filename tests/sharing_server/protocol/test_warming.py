@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from share_store.delta.reader import DeltaTableReader
 from share_store.errors import TableFilesMissing
 from share_store.model import TableSpec
 from share_store.persistence import ShareStore
+from share_store.persistence.activity import ActivityEvent
 from share_store.persistence.engine import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
@@ -33,8 +35,16 @@ def rows(start: int, count: int) -> pa.Table:
     return pa.table({"id": pa.array(range(start, start + count), pa.int64())})
 
 
+def read_lately(store: ShareStore, share: str, names: list[str], hours_ago: float = 1.0) -> None:
+    """Recipients' reads of `names` as the activity kept in the store has them: what start warms."""
+    when = datetime.now(UTC) - timedelta(hours=hours_ago)
+    store.record_activity(
+        [ActivityEvent(when, "table_query", 200, "tok", share, "s", name) for name in names]
+    )
+
+
 def setting(
-    tmp_path: Path, tables: int, max_files: int = 1_000, check_seconds: float = 5.0
+    tmp_path: Path, tables: int, max_files: int = 1_000, check_seconds: float = 5.0, read: bool = True
 ) -> tuple[ShareStore, TableReaders, Metrics]:
     root = tmp_path / "buckets"
     for index in range(tables):
@@ -43,6 +53,8 @@ def setting(
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
     specs = [TableSpec.parse(f"s:t{index}:delta:bucket:t{index}") for index in range(tables)]
     store.create_share("warm", specs)
+    if read:
+        read_lately(store, "warm", [f"t{index}" for index in range(tables)])
     storage = LocalStorage(root, UrlSigner(b"k" * 32, "http://h/delta-sharing/files"))
     readers = TableReaders(storage, snapshots=SnapshotCache(max_files), files_check_seconds=check_seconds)
     return store, readers, Metrics()
@@ -87,6 +99,7 @@ def test_a_table_a_recipient_read_first_does_not_stop_the_warming(tmp_path: Path
 def test_a_table_that_cannot_be_read_is_counted_and_left_for_its_query(tmp_path: Path) -> None:
     store, readers, metrics = setting(tmp_path, tables=1)
     store.update_share("warm", add=[TableSpec.parse("s:gone:delta:bucket:nothing-here")], remove=[])
+    read_lately(store, "warm", ["gone"])  # read before its files went
     SnapshotWarmer(store, readers, metrics).warm_shared_tables()
     assert warms(metrics, "start", "built") == 1 and warms(metrics, "start", "failed") == 1
     store.close()
@@ -138,6 +151,12 @@ def test_a_started_server_has_warmed_its_tables_and_says_so_in_its_metrics(tmp_p
     first = deploy(tmp_path / "a", {"type": "local", "root": str(tmp_path / "buckets")})
     write_deltalake(str(tmp_path / "buckets" / "bucket" / "t"), rows(0, 10))
     first.store.create_share("warm", [TableSpec.parse("s:t:delta:bucket:t")])
+    # A recipient reads it: the activity kept says so to the next start.
+    headers = {"Authorization": f"Bearer {first.token('warm')}"}
+    assert (
+        httpx.get(f"{first.endpoint}/shares/warm/schemas/s/tables/t/version", headers=headers).status_code
+        == 200
+    )
     first.server.stop()
     first.store.close()
     # The same store and storage, restarted: the share exists before the server starts.
@@ -392,3 +411,39 @@ def test_a_summary_stands_for_its_very_commit_only(tmp_path: Path) -> None:
     assert not isinstance(again.adds, SummarizedFiles) and again.version == 2
     assert again.size != head.size
     store.close()
+
+
+def test_only_the_tables_recipients_read_lately_are_warmed_at_start(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, 4, read=False)
+    read_lately(store, "warm", ["t1"])
+    read_lately(store, "warm", ["T3"], hours_ago=2)  # the same table, however the request spelled it
+    read_lately(store, "warm", ["t2"], hours_ago=30)  # before the window: built on its first read
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    assert warms(metrics, "start", "built") == 2
+    assert [t for t in ("t0", "t1", "t2", "t3") if delta_reader(readers, store, t).holds_snapshot] == [
+        "t1",
+        "t3",
+    ]
+
+
+def test_a_path_named_by_several_shares_is_warmed_once(tmp_path: Path) -> None:
+    store, readers, metrics = setting(tmp_path, 1)
+    for share in ("again", "thrice"):
+        store.create_share(share, [TableSpec.parse("s:t0:delta:bucket:t0")])
+        read_lately(store, share, ["t0"])
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    assert warms(metrics, "start", "built") == 1
+
+
+def test_warming_at_start_takes_at_most_its_share_of_a_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, readers, metrics = setting(tmp_path, 3)
+    waits: list[float] = []
+    warmer = SnapshotWarmer(store, readers, metrics)
+    monkeypatch.setattr(warmer._stopped, "wait", lambda seconds: waits.append(seconds) or False)
+    started = time.process_time()
+    warmer.warm_shared_tables()
+    worked = time.process_time() - started
+    # It waited at least as long as it worked (START_SHARE = 0.5): half a core at most, from the start.
+    assert len(waits) == 6 and sum(waits) >= worked * (1 / warming.START_SHARE - 1) * 0.5
