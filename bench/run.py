@@ -25,6 +25,7 @@ from bench.iceberg_queries import bench_iceberg, bench_iceberg_deletes
 from bench.iceberg_rest import bench_iceberg_rest
 from bench.local_queries import bench_million, bench_server
 from bench.presign import bench_presign
+from bench.restart import bench_restart
 from bench.results import RESULTS, machine, write_results
 from bench.rows import readable_rows
 from bench.s3_queries import bench_s3
@@ -62,6 +63,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "spark": lambda: bench_spark(rows()),
         "activity": bench_activity,
         "scale": bench_scale,
+        "restart": bench_restart,
         "stalled-streams": lambda: bench_stalled_streams(int(os.environ.get("BENCH_STALLED", "1000"))),
     }
 
