@@ -11,7 +11,7 @@ import json
 from urllib.parse import quote
 
 from sharing_server.admin.commands import DEFAULT_EXPIRES
-from sharing_server.console.web import Call, Page, Redirect
+from sharing_server.console.web import Call, Page, Redirect, confirmation
 
 LIST = "/console/recipients"
 
@@ -77,14 +77,10 @@ def create_token(call: Call) -> Page:
 
 def confirm_revoke_token(call: Call) -> Page:
     name, token_id = call.param("recipient"), call.param("token_id")
-    context = {
-        "title": f"Revoke token {token_id} of {name}?",
-        "consequence": f"Every request with this token, to any of {name}'s shares, is refused from now on.",
-        "action": call.request.url.path,
-        "back": recipient_url(name),
-        "button": "Revoke token",
-    }
-    return Page("confirm.html", context)
+    consequence = f"Every request with this token, to any of {name}'s shares, is refused from now on."
+    return confirmation(
+        call, recipient_url(name), f"Revoke token {token_id} of {name}?", consequence, "Revoke token"
+    )
 
 
 def revoke_token(call: Call) -> Redirect:
@@ -95,14 +91,10 @@ def revoke_token(call: Call) -> Redirect:
 
 def confirm_remove(call: Call) -> Page:
     name = call.param("recipient")
-    context = {
-        "title": f"Remove recipient {name}?",
-        "consequence": f"All of {name}'s tokens are revoked, and its grants removed; the shares stay.",
-        "action": call.request.url.path,
-        "back": recipient_url(name),
-        "button": "Remove recipient",
-    }
-    return Page("confirm.html", context)
+    consequence = f"All of {name}'s tokens are revoked, and its grants removed; the shares stay."
+    return confirmation(
+        call, recipient_url(name), f"Remove recipient {name}?", consequence, "Remove recipient"
+    )
 
 
 def remove(call: Call) -> Redirect:

@@ -12,8 +12,8 @@ from typing import Any
 
 from share_store.errors import AdminNotFound
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
-from sharing_server.console.shares import confirmation, share_url
-from sharing_server.console.web import Call, Page, Redirect
+from sharing_server.console.shares import share_url
+from sharing_server.console.web import Call, Page, Redirect, confirmation
 
 
 def _issued(share: str, issued: dict[str, Any], kind: str) -> Page:
@@ -70,7 +70,7 @@ def confirm_revoke_token(call: Call) -> Page:
         f"Every request made with this token to {share} is refused from now on (401); "
         "recipients who hold its profile need a new one."
     )
-    return confirmation(call, share, f"Revoke token {token_id}?", consequence, "Revoke token")
+    return confirmation(call, share_url(share), f"Revoke token {token_id}?", consequence, "Revoke token")
 
 
 def revoke_token(call: Call) -> Redirect:
@@ -92,7 +92,9 @@ def confirm_revoke_client(call: Call) -> Page:
         f"The client can no longer get access tokens for {share}, and the access "
         "tokens it already has are refused from now on."
     )
-    return confirmation(call, share, f"Revoke OAuth client {client_id}?", consequence, "Revoke client")
+    return confirmation(
+        call, share_url(share), f"Revoke OAuth client {client_id}?", consequence, "Revoke client"
+    )
 
 
 def revoke_oauth_client(call: Call) -> Redirect:

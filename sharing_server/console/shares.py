@@ -10,23 +10,11 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from sharing_server.console.web import Call, Page, Redirect
+from sharing_server.console.web import Call, Page, Redirect, confirmation
 
 
 def share_url(share: str) -> str:
     return f"/console/shares/{quote(share)}"
-
-
-def confirmation(call: Call, share: str, title: str, consequence: str, button: str) -> Page:
-    """The page that asks before a removal or revocation, saying what stops working; it posts to itself."""
-    context = {
-        "title": title,
-        "consequence": consequence,
-        "action": call.request.url.path,
-        "back": share_url(share),
-        "button": button,
-    }
-    return Page("confirm.html", context)
 
 
 #: The box that shares tables before they are written (the CLI's `--no-check`).
@@ -101,7 +89,9 @@ def confirm_remove_table(call: Call) -> Page:
         f"OAuth client(s)) will no longer see {schema}.{table}: listing leaves it out and reading it "
         "answers 404. Its data stays where it is."
     )
-    return confirmation(call, share, f"Remove {schema}.{table} from {share}?", consequence, "Remove table")
+    return confirmation(
+        call, share_url(share), f"Remove {schema}.{table} from {share}?", consequence, "Remove table"
+    )
 
 
 def remove_table(call: Call) -> Redirect:
@@ -118,7 +108,7 @@ def confirm_remove_share(call: Call) -> Page:
         f"{info['activeTokens']} active token(s) and {info['activeOAuthClients']} OAuth client(s) are "
         "revoked: every recipient's next request is refused. The tables' data stays where it is."
     )
-    return confirmation(call, share, f"Remove share {share}?", consequence, "Remove share")
+    return confirmation(call, share_url(share), f"Remove share {share}?", consequence, "Remove share")
 
 
 def remove_share(call: Call) -> Redirect:

@@ -116,6 +116,18 @@ class Redirect:
 View = Callable[[Call], Page | Redirect]
 
 
+def confirmation(call: Call, back: str, title: str, consequence: str, button: str) -> Page:
+    """The page that asks before a removal or revocation, saying what stops working; it posts to itself."""
+    context = {
+        "title": title,
+        "consequence": consequence,
+        "action": call.request.url.path,
+        "back": back,
+        "button": button,
+    }
+    return Page("confirm.html", context)
+
+
 def safe_path(value: str | None, default: str = HOME) -> str:
     """`value` if it is a path of the console's own, else `default` (no open redirects)."""
     if value and value.startswith("/console/") and "//" not in value and "\\" not in value:
