@@ -272,6 +272,17 @@ class ShareStore:
     def snapshot_summary(self, table_id: str) -> SnapshotSummary | None:
         return self._read(snapshot_summaries.snapshot_summary, table_id)
 
+    def save_snapshot_summaries(self, summaries: list[tuple[str, SnapshotSummary]]) -> None:
+        """Keep many tables' summaries in one transaction (the warmer's start); if another replica
+        saved one of them meanwhile, each is kept on its own instead."""
+        try:
+            with self.engine.begin() as conn:
+                for table_id, summary in summaries:
+                    snapshot_summaries.save_snapshot_summary(conn, table_id, summary)
+        except IntegrityError:
+            for table_id, summary in summaries:
+                self.save_snapshot_summary(table_id, summary)
+
     def save_snapshot_summary(self, table_id: str, summary: SnapshotSummary) -> None:
         """Keep `summary` as the table's; if another replica saved one at the same time, keep that."""
         try:

@@ -4,7 +4,8 @@ Without it, the first query of a table after a start waits for the whole log
 replay (0.6 to 0.9 s for 100,000 files), and the first query after each commit
 waits for the commit to be applied. A thread of its own:
 
-- at start, builds the latest snapshot of the tables recipients read in the
+- at start, builds (and summarizes, in one write at the end) the latest
+  snapshot of the tables recipients read in the
   last `[cache] warm_window_hours` (as the activity kept in the store says),
   one per storage location however many shares name it, while the snapshot
   cache has room for them (it stops at 80% of the cache's bound, so it does not
@@ -111,6 +112,8 @@ class SnapshotWarmer:
         self._took: dict[str, float] = {}
         self._checks: deque[tuple[float, float]] = deque()
         self._thread: threading.Thread | None = None
+        #: Summaries made while warming at start, written together at its end (None: one by one).
+        self._pending: list[tuple[str, SnapshotSummary]] | None = None
 
     def start(self) -> None:
         if not self.warm_on_start and self.refresh_seconds <= 0:
@@ -171,7 +174,6 @@ class SnapshotWarmer:
                 self._check_ahead(table, self.readers.reader(table, used=False), snapshot, budgeted=True)
 
     def warm_shared_tables(self) -> None:
-        cache = self.readers.snapshots
         since = datetime.now(UTC) - timedelta(seconds=self.warm_window)
         try:
             tables = tables_to_warm(self.store.all_tables(), self.store.read_tables(since))
@@ -181,6 +183,23 @@ class SnapshotWarmer:
         # Every snapshot first, then their checks and lines: a query that comes meanwhile
         # more likely finds its table built, which saves it the most.
         built_here: list[tuple[SharedTable, TableSnapshot]] = []
+        self._pending = []
+        try:
+            self._build_at_start(tables, built_here)
+        finally:
+            pending, self._pending = self._pending, None
+            if pending:
+                self._save_summaries(pending)
+        for table, snapshot in built_here:
+            if self._stopped.is_set():
+                return
+            with self._sharing_a_core():
+                self._make_ready(table, snapshot, prepare=True, budgeted=False)
+
+    def _build_at_start(
+        self, tables: list[SharedTable], built_here: list[tuple[SharedTable, TableSnapshot]]
+    ) -> None:
+        cache = self.readers.snapshots
         for table in tables:
             if self._stopped.is_set() or cache.files >= cache.max_files * START_BUDGET:
                 break
@@ -189,11 +208,6 @@ class SnapshotWarmer:
                 built = self._warm(table, "start", built_here)
             if built is not None and not built.streamed and before + built.num_files > cache.max_files:
                 break  # it did not fit beside the others: warming more would only evict
-        for table, snapshot in built_here:
-            if self._stopped.is_set():
-                return
-            with self._sharing_a_core():
-                self._make_ready(table, snapshot, prepare=True, budgeted=False)
 
     @contextmanager
     def _sharing_a_core(self) -> Iterator[None]:
@@ -252,9 +266,18 @@ class SnapshotWarmer:
         """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
         try:
             summary = SnapshotSummary.of(snapshot, table.bucket, table.path, reader.listing())
-            self.store.save_snapshot_summary(table.id, summary)
+            if self._pending is not None:
+                self._pending.append((table.id, summary))
+            else:
+                self.store.save_snapshot_summary(table.id, summary)
         except Exception as error:  # noqa: BLE001 - the store down: a restart replays the log, as before
             logger.debug("saving %s's summary failed: %s", table.full_name, type(error).__name__)
+
+    def _save_summaries(self, pending: list[tuple[str, SnapshotSummary]]) -> None:
+        try:
+            self.store.save_snapshot_summaries(pending)
+        except Exception as error:  # noqa: BLE001 - the store down: a restart replays the log, as before
+            logger.debug("saving %d summaries failed: %s", len(pending), type(error).__name__)
 
     def _check_ahead(
         self, table: SharedTable, reader: TableReader, snapshot: TableSnapshot, budgeted: bool

@@ -439,11 +439,34 @@ def test_warming_at_start_takes_at_most_its_share_of_a_core(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, readers, metrics = setting(tmp_path, 3)
+    clock = [100.0]
     waits: list[float] = []
+    monkeypatch.setattr(warming.time, "monotonic", lambda: clock[0])
     warmer = SnapshotWarmer(store, readers, metrics)
     monkeypatch.setattr(warmer._stopped, "wait", lambda seconds: waits.append(seconds) or False)
-    started = time.process_time()
+    with warmer._sharing_a_core():
+        clock[0] += 1.5  # a build that took 1.5 s
+    assert waits == [1.5 * (1 / warming.START_SHARE - 1)]  # as long again: half a core
+    waits.clear()
     warmer.warm_shared_tables()
-    worked = time.process_time() - started
-    # It waited at least as long as it worked (START_SHARE = 0.5): half a core at most, from the start.
-    assert len(waits) == 6 and sum(waits) >= worked * (1 / warming.START_SHARE - 1) * 0.5
+    assert len(waits) == 6  # each of the three builds, then each check and lines, waits its turn
+
+
+def test_summaries_of_the_start_are_written_together_and_only_for_tables_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, readers, metrics = setting(tmp_path, 3, read=False)
+    read_lately(store, "warm", ["t0", "t2"])
+    batches: list[list[str]] = []
+    save = store.save_snapshot_summaries
+
+    def saved_together(pending: list) -> None:
+        batches.append([table_id for table_id, _ in pending])
+        save(pending)
+
+    monkeypatch.setattr(store, "save_snapshot_summaries", saved_together)
+    monkeypatch.setattr(store, "save_snapshot_summary", lambda *_: pytest.fail("one by one at start"))
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    ids = {store.get_table("warm", "s", name).id: name for name in ("t0", "t1", "t2")}
+    assert [[ids[t] for t in batch] for batch in batches] == [["t0", "t2"]]
+    assert store.snapshot_summary(store.get_table("warm", "s", "t1").id) is None
