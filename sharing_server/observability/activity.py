@@ -65,12 +65,13 @@ def admin_event_of(path: str, record: dict[str, Any]) -> AdminEvent | None:
     if not path.startswith(ADMIN_PREFIXES):
         return None
     refused = record.get("sign_in") in ("failed", "throttled")
-    if record["method"] in READS and not refused:
+    method = str(record.get("method", "GET"))
+    if method in READS and not refused:
         return None
     return AdminEvent(
         time=datetime.fromisoformat(record["time"]),
         client=str(record.get("client") or "")[:64],
-        method=str(record["method"])[:8],
+        method=method[:8],
         path=path[:512],
         status=int(record["status"]),
         sign_in=record.get("sign_in") if refused else None,
