@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from pyarrow.fs import AwsStandardS3RetryStrategy
 
+from share_store.catalogs.installed import check_installed
 from share_store.catalogs.settings import OWN_PREFIX, catalog_kind, catalog_settings
 from share_store.catalogs.vended import VendedS3Storage, vended_credentials, vended_storage
 from share_store.errors import AdminError, CatalogError, NotFound, ShareStoreError
@@ -48,60 +49,10 @@ from share_store.storage.s3 import S3Settings, S3Storage
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-#: SQL drivers not installed with this package, by the module SQLAlchemy imports: how to get one.
-DRIVER_HINTS = {
-    "pymysql": "pip install 'table-sharing-server[mysql]'",
-    "MySQLdb": "use mysql+pymysql:// with pip install 'table-sharing-server[mysql]'",
-    "psycopg2": "use postgresql+psycopg://, whose driver is installed",
-}
+
 #: Words in a key whose value is kept out of messages (a failed load's reason may quote values).
 SECRET_WORDS = ("secret", "password", "token", "credential", "key", "session", "sas", "connection")
 URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
-
-
-#: The pyiceberg module each catalog type needs beyond what this package installs, and its extra.
-TYPE_MODULES = {
-    "hive": ("pyiceberg.catalog.hive", "hive"),
-    "glue": ("pyiceberg.catalog.glue", "glue"),
-    "dynamodb": ("pyiceberg.catalog.dynamodb", "dynamodb"),
-    "bigquery": ("pyiceberg.catalog.bigquery_metastore", "bigquery"),
-}
-
-
-def check_installed(name: str, props: Mapping[str, str]) -> None:
-    """CatalogError unless what the catalog needs is installed: pyiceberg's support for its type
-    and, for a SQL catalog, the driver its uri names (imported; nothing is connected to)."""
-    kind = catalog_kind(props)
-    if kind in TYPE_MODULES:
-        module, extra = TYPE_MODULES[kind]
-        try:
-            importlib.import_module(module)
-        except ImportError as error:
-            raise CatalogError(
-                f"[catalogs.{name}] type: a {kind} catalog needs the module '{error.name}', "
-                f"which is not installed; pip install 'pyiceberg[{extra}]'"
-            ) from None
-    uri = props.get("uri", "")
-    if kind != "sql" or "://" not in uri:
-        return
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    scheme = uri.partition("://")[0]
-    try:
-        dialect = make_url(uri).get_dialect()
-    except NoSuchModuleError:
-        raise CatalogError(f"[catalogs.{name}] uri: SQLAlchemy knows no database '{scheme}'") from None
-    except (ArgumentError, ValueError):
-        raise CatalogError(f"[catalogs.{name}] uri: not a database URL SQLAlchemy can read") from None
-    try:
-        dialect.import_dbapi()
-    except ImportError as error:
-        module = error.name or scheme
-        hint = DRIVER_HINTS.get(module, "install the package that provides it, or use another driver")
-        raise CatalogError(
-            f"[catalogs.{name}] uri: {scheme}:// needs the module '{module}', which is not installed; {hint}"
-        ) from None
 
 
 def _reason(error: BaseException, props: Mapping[str, str]) -> str:

@@ -46,15 +46,14 @@ def area() -> Area:
     in_share = parameter_refs("adminShare")
     token_id = parameter("token_id", "path", NAME, "Token id.")
     client_id = parameter("client_id", "path", NAME, "OAuth client id.")
-    recipient = parameter("recipient", "path", NAME, "Recipient name.")
     gone = response("Done.")
     return Area(
         tags={"admin": "Shares, tokens and OAuth clients (the admin token; off unless set)."},
         operations={
-            ("admin_list_shares", "GET"): _admin(
+            ("admin_list_shares", "GET"): admin_operation(
                 "adminListShares",
                 "List shares (searched by name, a page at a time with limit)",
-                _returns("Shares in name order; `next` when there may be more.", "AdminShareList"),
+                returns("Shares in name order; `next` when there may be more.", "AdminShareList"),
                 (400,),
                 [
                     parameter(
@@ -66,31 +65,31 @@ def area() -> Area:
                     parameter("limit", "query", INTEGER, "At most this many (1–1000); all without it."),
                 ],
             ),
-            ("admin_create_share", "POST"): _admin(
+            ("admin_create_share", "POST"): admin_operation(
                 "adminCreateShare",
                 "Create a share",
-                _returns("Created.", "CreatedShare"),
+                returns("Created.", "CreatedShare"),
                 (409,),
                 [],
                 "CreateShareRequest",
                 201,
             ),
-            ("admin_share_info", "GET"): _admin(
+            ("admin_share_info", "GET"): admin_operation(
                 "adminShareInfo",
                 "A share's tables and credential counts",
-                _returns("The share.", "ShareInfo"),
+                returns("The share.", "ShareInfo"),
                 (404,),
                 in_share,
             ),
-            ("admin_update_share", "PATCH"): _admin(
+            ("admin_update_share", "PATCH"): admin_operation(
                 "adminUpdateShare",
                 "Add or remove tables",
-                _returns("Updated.", "UpdatedShare"),
+                returns("Updated.", "UpdatedShare"),
                 (404, 409),
                 in_share,
                 "UpdateShareRequest",
             ),
-            ("admin_remove_share", "DELETE"): _admin(
+            ("admin_remove_share", "DELETE"): admin_operation(
                 "adminRemoveShare",
                 "Remove a share, its tokens and clients",
                 gone,
@@ -98,47 +97,47 @@ def area() -> Area:
                 in_share,
                 status=204,
             ),
-            ("admin_list_tokens", "GET"): _admin(
-                "adminListTokens", "List tokens", _returns("Tokens.", "TokenList"), (404,), in_share
+            ("admin_list_tokens", "GET"): admin_operation(
+                "adminListTokens", "List tokens", returns("Tokens.", "TokenList"), (404,), in_share
             ),
-            ("admin_create_token", "POST"): _admin(
+            ("admin_create_token", "POST"): admin_operation(
                 "adminCreateToken",
                 "Issue a bearer token (the secret is shown once)",
-                _returns("Issued.", "IssuedToken"),
+                returns("Issued.", "IssuedToken"),
                 (404,),
                 in_share,
                 "CreateTokenRequest",
                 201,
             ),
-            ("admin_rotate_token", "POST"): _admin(
+            ("admin_rotate_token", "POST"): admin_operation(
                 "adminRotateToken",
                 "Replace a token; the old one works until the grace period ends",
-                _returns("The new token.", "IssuedToken"),
+                returns("The new token.", "IssuedToken"),
                 (404,),
                 [*in_share, token_id],
                 "RotateTokenRequest",
                 201,
             ),
-            ("admin_revoke_token", "DELETE"): _admin(
+            ("admin_revoke_token", "DELETE"): admin_operation(
                 "adminRevokeToken", "Revoke a token", gone, (404,), [*in_share, token_id], status=204
             ),
-            ("admin_list_oauth_clients", "GET"): _admin(
+            ("admin_list_oauth_clients", "GET"): admin_operation(
                 "adminListOAuthClients",
                 "List OAuth clients",
-                _returns("Clients.", "OAuthClientList"),
+                returns("Clients.", "OAuthClientList"),
                 (404,),
                 in_share,
             ),
-            ("admin_create_oauth_client", "POST"): _admin(
+            ("admin_create_oauth_client", "POST"): admin_operation(
                 "adminCreateOAuthClient",
                 "Register an OAuth client (the secret is shown once)",
-                _returns("Registered.", "IssuedOAuthClient"),
+                returns("Registered.", "IssuedOAuthClient"),
                 (404,),
                 in_share,
                 "CreateOAuthClientRequest",
                 201,
             ),
-            ("admin_revoke_oauth_client", "DELETE"): _admin(
+            ("admin_revoke_oauth_client", "DELETE"): admin_operation(
                 "adminRevokeOAuthClient",
                 "Revoke an OAuth client",
                 gone,
@@ -146,89 +145,18 @@ def area() -> Area:
                 [*in_share, client_id],
                 status=204,
             ),
-            ("admin_update_token", "PATCH"): _admin(
+            ("admin_update_token", "PATCH"): admin_operation(
                 "adminUpdateToken",
                 "Change a token's description and/or expiry (counted from now)",
-                _returns("The token.", "TokenEntry"),
+                returns("The token.", "TokenEntry"),
                 (404,),
                 [*in_share, token_id],
                 "UpdateTokenRequest",
             ),
-            ("admin_list_recipients", "GET"): _admin(
-                "adminListRecipients",
-                "List named recipients",
-                _returns("Recipients.", "RecipientList"),
-                (),
-                [],
-            ),
-            ("admin_create_recipient", "POST"): _admin(
-                "adminCreateRecipient",
-                "Create a named recipient",
-                _returns("Created.", "Recipient"),
-                (409,),
-                [],
-                "CreateRecipientRequest",
-                201,
-            ),
-            ("admin_recipient_info", "GET"): _admin(
-                "adminRecipientInfo",
-                "A recipient, its shares and tokens",
-                _returns("The recipient.", "RecipientInfo"),
-                (404,),
-                [recipient],
-            ),
-            ("admin_remove_recipient", "DELETE"): _admin(
-                "adminRemoveRecipient",
-                "Remove a recipient (its tokens are revoked)",
-                gone,
-                (404,),
-                [recipient],
-                status=204,
-            ),
-            ("admin_grant_share", "POST"): _admin(
-                "adminGrantShare",
-                "Grant a share to a recipient: its tokens open it at once",
-                _returns("The recipient.", "Recipient"),
-                (404, 409),
-                [recipient],
-                "GrantShareRequest",
-                201,
-            ),
-            ("admin_revoke_recipient_share", "DELETE"): _admin(
-                "adminRevokeRecipientShare",
-                "Revoke a share from a recipient",
-                _returns("The recipient.", "Recipient"),
-                (404,),
-                [recipient, parameter("share", "path", NAME, "Share name.")],
-            ),
-            ("admin_list_recipient_tokens", "GET"): _admin(
-                "adminListRecipientTokens",
-                "A recipient's tokens",
-                _returns("Tokens.", "TokenList"),
-                (404,),
-                [recipient],
-            ),
-            ("admin_create_recipient_token", "POST"): _admin(
-                "adminCreateRecipientToken",
-                "Issue a recipient token (the secret, or a one-time activation link, shown once)",
-                _returns("Issued.", "IssuedRecipientToken"),
-                (404,),
-                [recipient],
-                "CreateRecipientTokenRequest",
-                201,
-            ),
-            ("admin_revoke_recipient_token", "DELETE"): _admin(
-                "adminRevokeRecipientToken",
-                "Revoke a recipient's token",
-                gone,
-                (404,),
-                [recipient, token_id],
-                status=204,
-            ),
-            ("admin_health", "GET"): _admin(
+            ("admin_health", "GET"): admin_operation(
                 "adminHealth",
                 "The share store, and each Iceberg catalog with its backend and last load error",
-                _returns("Health.", "AdminHealth"),
+                returns("Health.", "AdminHealth"),
                 (),
                 [],
             ),
@@ -238,7 +166,7 @@ def area() -> Area:
     )
 
 
-def _admin(
+def admin_operation(
     operation_id: str,
     summary: str,
     ok: Schema,
@@ -246,12 +174,13 @@ def _admin(
     parameters: list[Schema],
     body: str | None = None,
     status: int = 200,
+    tag: str = "admin",
 ) -> Schema:
     extra = (400, 413) if body else ()
     return operation(
         operation_id,
         summary,
-        "admin",
+        tag,
         ADMIN_AUTH,
         {str(status): ok, **errors(*sorted({*ADMIN_ERRORS, *statuses, *extra}))},
         parameters,
@@ -259,48 +188,13 @@ def _admin(
     )
 
 
-def _returns(description: str, body: str) -> Schema:
+def returns(description: str, body: str) -> Schema:
     return response(description, json_content(model(body)))
 
 
 def _schemas() -> dict[str, Schema]:
     token_state = {"type": "string", "enum": ["active", "rotating", "expired", "revoked"]}
     return {
-        "Recipient": object_schema(
-            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "shares": array(STRING)}
-        ),
-        "RecipientList": object_schema({"items": array(model("Recipient"))}),
-        "RecipientInfo": object_schema(
-            {
-                "name": STRING,
-                "id": STRING,
-                "createdAt": DATE_TIME,
-                "shares": array(STRING),
-                "tokens": array(model("TokenEntry")),
-            }
-        ),
-        "CreateRecipientRequest": object_schema({"name": STRING}),
-        "GrantShareRequest": object_schema({"share": STRING}),
-        "CreateRecipientTokenRequest": object_schema(
-            {},
-            {
-                "expires": DURATION,
-                "description": STRING,
-                "activation": {
-                    **BOOLEAN,
-                    "description": "Answer a one-time link to the profile, not the secret.",
-                },
-            },
-        ),
-        "IssuedRecipientToken": object_schema(
-            {"id": STRING, "recipient": STRING, "expiresAt": NULLABLE_DATE_TIME, "endpoint": STRING},
-            {
-                "token": STRING,
-                "profile": model("BearerProfile"),
-                "activationLink": STRING,
-                "activationExpiresAt": DATE_TIME,
-            },
-        ),
         "CatalogHealth": object_schema(
             {
                 "name": STRING,

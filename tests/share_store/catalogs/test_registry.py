@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from share_store.catalogs.registry import CatalogRegistry, check_installed
+from share_store.catalogs.installed import check_installed
+from share_store.catalogs.registry import CatalogRegistry
 from share_store.catalogs.settings import CATALOG_TYPES, catalog_settings
 from share_store.errors import CatalogError
 from sharing_server.admin.cli import main
