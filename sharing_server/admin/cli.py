@@ -47,6 +47,7 @@ from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from share_store.tokens import hash_secret, new_secret
 from sharing_server.admin.cli_grammar import build_parser
+from sharing_server.admin.cli_output import print_issued, when
 from sharing_server.admin.client import RemoteAdmin
 from sharing_server.admin.commands import (
     ADMIN_TOKEN_PREFIX,
@@ -62,10 +63,6 @@ from sharing_server.failures import describe
 __all__ = ["main", "parse_duration"]
 
 
-def _when(value: str | None) -> str:
-    return value.replace("T", " ") if value else "never"
-
-
 def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
     if args.action == "create":
         created = admin.create_share(
@@ -79,7 +76,7 @@ def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
         print(f"Updated share '{args.share}': {updated['added']} added, {updated['removed']} removed.")
     elif args.action == "list":
         for share in admin.list_shares():
-            print(f"{share['name']}\t{share['tables']} table(s)\tcreated {_when(share['createdAt'])}")
+            print(f"{share['name']}\t{share['tables']} table(s)\tcreated {when(share['createdAt'])}")
     elif args.action == "info":
         print_share_info(admin.share_info(args.share))
     elif args.action == "remove":
@@ -152,26 +149,11 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
     return Admin(store, config.endpoint, catalogs, storage, config.options.max_token_lifetime, key)
 
 
-def _print_issued(issued: dict[str, Any], profile: Path | None) -> None:
-    print(f"Token id:   {issued['id']}")
-    print(f"Expires:    {_when(issued['expiresAt'])}")
-    print(f"Endpoint:   {issued['endpoint']}")
-    if profile:
-        write_profile_document(profile, issued["profile"])
-        print(f"Profile:    {profile} (keep it secret)")
-    else:
-        print(f"Token:      {issued['token']}")
-        print("The token is shown once; it is stored only as a hash.")
-        # What `mc table share token create` users get back: the profile, ready to save.
-        print("Profile (save as a .share file; keep it secret):")
-        print(json.dumps(issued["profile"], indent=2))
-
-
 def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
     if args.action == "create" and args.oauth:
         client = admin.create_oauth_client(args.share, args.expires, args.description)
         print(f"Client id:  {client['clientId']}")
-        print(f"Expires:    {_when(client['expiresAt'])}")
+        print(f"Expires:    {when(client['expiresAt'])}")
         print(f"Token URL:  {client['tokenEndpoint']}")
         if args.profile:
             write_profile_document(args.profile, client["profile"])
@@ -182,10 +164,10 @@ def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
             print("Profile (save as a .share file; keep it secret):")
             print(json.dumps(client["profile"], indent=2))
     elif args.action == "create":
-        _print_issued(admin.create_token(args.share, args.expires, args.description), args.profile)
+        print_issued(admin.create_token(args.share, args.expires, args.description), args.profile)
     elif args.action == "list":
         for token in admin.list_tokens(args.share):
-            expires = _when(token["expiresAt"])
+            expires = when(token["expiresAt"])
             print(f"{token['id']}\t{token['state']}\texpires {expires}\t{token['description']}")
     elif args.action == "revoke":
         admin.revoke_token(args.share, args.token_id)
@@ -193,19 +175,19 @@ def run_token(admin: AdminBackend, args: argparse.Namespace) -> None:
     elif args.action == "update":
         entry = admin.update_token(args.share, args.token_id, args.expires, args.description)
         print(
-            f"Token {entry['id']}: expires {_when(entry['expiresAt'])}, description {entry['description']!r}."
+            f"Token {entry['id']}: expires {when(entry['expiresAt'])}, description {entry['description']!r}."
         )
     elif args.action == "rotate":
         issued = admin.rotate_token(args.share, args.token_id, args.grace)
-        _print_issued(issued, args.profile)
-        print(f"Old token {args.token_id} keeps working until {_when(issued['graceEndsAt'])}.")
+        print_issued(issued, args.profile)
+        print(f"Old token {args.token_id} keeps working until {when(issued['graceEndsAt'])}.")
 
 
 def run_oauth(admin: AdminBackend, args: argparse.Namespace) -> None:
     if args.action == "list":
         for client in admin.list_oauth_clients(args.share):
             print(
-                f"{client['clientId']}\t{client['state']}\texpires {_when(client['expiresAt'])}"
+                f"{client['clientId']}\t{client['state']}\texpires {when(client['expiresAt'])}"
                 f"\t{client['description']}"
             )
     elif args.action == "revoke":

@@ -17,16 +17,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import AdminError, ShareStoreError
-from share_store.model import SharedTable, TableSpec, Token, parse_create_args, parse_table_ref
+from share_store.model import SharedTable, TableSpec, parse_create_args, parse_table_ref
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths
-from sharing_server.admin.entries import admin_not_found, client_entry, iso, token_entry
+from sharing_server.admin.entries import admin_not_found, client_entry, iso, issued_token, token_entry
 from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
 from sharing_server.admin.recipient_commands import RecipientCommands
-from sharing_server.auth.profiles import oauth_profile_document, profile_document
+from sharing_server.auth.profiles import oauth_profile_document
 
 # The CLI and the admin API default to the same lifetimes: tokens and OAuth
 # clients alike live 30 days unless told otherwise, and a rotated token works
@@ -231,20 +231,11 @@ class Admin(RecipientCommands):
 
     # -- bearer tokens -----------------------------------------------------------
 
-    def _issued(self, token: Token, secret: str) -> dict[str, Any]:
-        return {
-            "id": token.id,
-            "token": secret,
-            "expiresAt": iso(token.expires_at),
-            "endpoint": self.endpoint,
-            "profile": profile_document(self.endpoint, secret, token.expires_at),
-        }
-
     @admin_not_found
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
         lifetime = bounded_lifetime(expires, self.max_lifetime)
         token, secret = self.store.create_token(share, lifetime, description)
-        return self._issued(token, secret)
+        return issued_token(self.endpoint, token, secret)
 
     @admin_not_found
     def list_tokens(self, share: str) -> list[dict[str, Any]]:
@@ -256,7 +247,7 @@ class Admin(RecipientCommands):
         grace_period = parse_duration(grace, allow_never=False)
         assert grace_period is not None
         token, secret = self.store.rotate_token(share, token_id, grace_period)
-        issued = self._issued(token, secret)
+        issued = issued_token(self.endpoint, token, secret)
         issued["replaces"] = token_id
         issued["graceEndsAt"] = iso(
             next(t.expires_at for t in self.store.list_tokens(share) if t.id == token_id)

@@ -13,6 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from share_store.errors import AdminNotFound, NotFound
 from share_store.model import OAuthClient, Token
+from sharing_server.auth.profiles import profile_document
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -67,4 +68,15 @@ def client_entry(client: OAuthClient, now: datetime) -> dict[str, Any]:
         "description": client.description,
         "createdAt": iso(client.created_at),
         "expiresAt": iso(client.expires_at),
+    }
+
+
+def issued_token(endpoint: str, token: Token, secret: str) -> dict[str, Any]:
+    """A bearer token just made, as shown once: its secret and its `.share` profile."""
+    return {
+        "id": token.id,
+        "token": secret,
+        "expiresAt": iso(token.expires_at),
+        "endpoint": endpoint,
+        "profile": profile_document(endpoint, secret, token.expires_at),
     }

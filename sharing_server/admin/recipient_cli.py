@@ -9,12 +9,11 @@ recipient token list NAME | revoke NAME TOKEN_ID
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from sharing_server.admin.cli_output import print_issued, when
 from sharing_server.admin.commands import DEFAULT_EXPIRES
-from sharing_server.auth.profiles import write_profile_document
 
 
 class RecipientBackend(Protocol):
@@ -80,7 +79,7 @@ def run_recipient(admin: RecipientBackend, args: argparse.Namespace) -> None:
         info = admin.recipient_info(args.name)
         _print_recipient(info)
         for token in info["tokens"]:
-            print(f"  token {token['id']}\t{token['state']}\texpires {token['expiresAt'] or 'never'}")
+            print(f"  token {token['id']}\t{token['state']}\texpires {when(token['expiresAt'])}")
     elif args.action == "remove":
         admin.remove_recipient(args.name)
         print(f"Removed recipient {args.name}; its tokens are revoked.")
@@ -95,22 +94,18 @@ def run_recipient(admin: RecipientBackend, args: argparse.Namespace) -> None:
 def _run_token(admin: RecipientBackend, args: argparse.Namespace) -> None:
     if args.step == "create":
         issued = admin.create_recipient_token(args.name, args.expires, args.description, args.activation)
+        if not args.activation:
+            print_issued(issued, args.profile)
+            return
         print(f"Token id:   {issued['id']}")
-        print(f"Expires:    {issued['expiresAt'] or 'never'}")
-        if args.activation:
-            print(f"Activation: {issued['activationLink']}")
-            print(f"The link serves the profile once, until {issued['activationExpiresAt']}.")
-        elif args.profile:
-            write_profile_document(args.profile, issued["profile"])
-            print(f"Profile:    {args.profile} (keep it secret)")
-        else:
-            print("The token is shown once; it is stored only as a hash.")
-            print("Profile (save as a .share file; keep it secret):")
-            print(json.dumps(issued["profile"], indent=2))
+        print(f"Expires:    {when(issued['expiresAt'])}")
+        print(f"Activation: {issued['activationLink']}")
+        print(f"The link serves the profile once, until {when(issued['activationExpiresAt'])}.")
     elif args.step == "list":
         for token in admin.list_recipient_tokens(args.name):
-            expires = token["expiresAt"] or "never"
-            print(f"{token['id']}\t{token['state']}\texpires {expires}\t{token['description']}")
+            print(
+                f"{token['id']}\t{token['state']}\texpires {when(token['expiresAt'])}\t{token['description']}"
+            )
     elif args.step == "revoke":
         admin.revoke_recipient_token(args.name, args.token_id)
         print(f"Revoked token {args.token_id}.")

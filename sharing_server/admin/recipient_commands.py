@@ -17,9 +17,8 @@ from share_store.model import Recipient
 from share_store.persistence import ShareStore
 from share_store.signing.secret_box import open_sealed, seal
 from sharing_server import paths
-from sharing_server.admin.entries import admin_not_found, iso, token_entry
+from sharing_server.admin.entries import admin_not_found, iso, issued_token, token_entry
 from sharing_server.admin.lifetimes import bounded_lifetime
-from sharing_server.auth.profiles import profile_document
 
 #: How long an activation link may wait to be used.
 ACTIVATION_LIFETIME = timedelta(days=7)
@@ -80,15 +79,12 @@ class RecipientCommands:
             raise AdminError("activation links need the server key, which this command cannot read")
         lifetime = bounded_lifetime(expires, self.max_lifetime)
         token, secret = self.store.create_recipient_token(name, lifetime, description)
-        profile = profile_document(self.endpoint, secret, token.expires_at)
-        issued: dict[str, Any] = {
-            "id": token.id,
-            "recipient": name,
-            "expiresAt": profile.get("expirationTime"),
-            "endpoint": self.endpoint,
-        }
+        issued = issued_token(self.endpoint, token, secret) | {"recipient": name}
         if not activation:
-            return issued | {"token": secret, "profile": profile}
+            return issued
+        # The secret only behind the link: the answer holds neither it nor its profile.
+        profile = issued.pop("profile")
+        del issued["token"]
         assert self.server_key is not None
         code = secrets.token_urlsafe(32)
         expires_at = datetime.now(UTC) + ACTIVATION_LIFETIME
