@@ -42,13 +42,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.errors import MalformedRequest, Unauthenticated
-from share_store.tokens import matches_hash
 from sharing_server import paths
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
 from sharing_server.auth.bearer import bearer_secret
 from sharing_server.http.errors import AdminDisabled
 from sharing_server.http.json_text import has_lone_surrogate
-from sharing_server.http.sign_in_throttle import SignInThrottle
+from sharing_server.http.sign_in_throttle import admin_token_matches
 from sharing_server.observability.audit import audit_fields
 
 Handler = Callable[[Request, dict[str, Any]], Any]
@@ -59,13 +58,7 @@ def _authorize(request: Request) -> None:
     expected = request.app.state.options.admin_token_hash
     if expected is None:
         raise AdminDisabled("the admin API is disabled: set [admin] token_hash to enable it")
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
-    address = request.client.host if request.client else ""
-    throttle.check(address)
-    secret = bearer_secret(request)
-    if not matches_hash(secret, expected):
-        throttle.failed(address)
-        audit_fields(request)["sign_in"] = "failed"
+    if not admin_token_matches(request, bearer_secret(request), expected):
         raise Unauthenticated("invalid admin token")
     audit_fields(request)["principal"] = "admin"
 

@@ -6,7 +6,7 @@ import math
 
 from sharing_server.console.web import HOME, SIGN_IN, Call, Page, Redirect, safe_path
 from sharing_server.http.errors import RateLimited
-from sharing_server.http.sign_in_throttle import SignInThrottle
+from sharing_server.http.sign_in_throttle import admin_token_matches
 from sharing_server.observability.audit import audit_fields
 
 
@@ -26,17 +26,13 @@ def sign_in(call: Call) -> Page | Redirect:
     Wrong tokens are throttled per client address and in all (`SignInThrottle`), each an audit line.
     """
     target = safe_path(call.form.get("next"))
-    throttle: SignInThrottle = call.request.app.state.sign_in_throttle
-    address = call.request.client.host if call.request.client else ""
+    token = call.form.get("token", "").strip()
     try:
-        throttle.check(address)
+        matches = admin_token_matches(call.request, token, call.console.admin_hash)
     except RateLimited as error:
-        audit_fields(call.request)["sign_in"] = "throttled"
         headers = {"Retry-After": str(math.ceil(error.retry_after))}
         return Page("sign_in.html", {"next": target, "error": error.message}, status=429, headers=headers)
-    if not call.console.token_matches(call.form.get("token", "")):
-        throttle.failed(address)
-        audit_fields(call.request)["sign_in"] = "failed"
+    if not matches:
         context = {"next": target, "error": "That is not the admin token."}
         return Page("sign_in.html", context, status=401)
     audit_fields(call.request)["sign_in"] = "admin"

@@ -22,7 +22,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from share_store.errors import ShareStoreError
-from share_store.tokens import matches_hash
 from sharing_server.admin.commands import Admin
 from sharing_server.console import formatting
 from sharing_server.console.sessions import (
@@ -68,10 +67,6 @@ class Console:
     sessions: SessionCodec
     admin_hash: str
     environment: Environment = field(default_factory=templates)
-
-    def token_matches(self, token: str) -> bool:
-        """Whether `token` is the admin token (compared by hash, in constant time)."""
-        return matches_hash(token.strip(), self.admin_hash)
 
 
 @dataclass

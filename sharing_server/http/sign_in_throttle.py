@@ -16,7 +16,11 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
+from starlette.requests import HTTPConnection
+
+from share_store.tokens import matches_hash
 from sharing_server.http.errors import RateLimited
+from sharing_server.observability.audit import audit_fields
 
 WINDOW_SECONDS = 60.0
 PER_ADDRESS = 10
@@ -71,3 +75,21 @@ class SignInThrottle:
     @staticmethod
     def _message(where: str, wait: float) -> str:
         return f"too many wrong admin tokens {where}: retry after {math.ceil(max(wait, 1))} s"
+
+
+def admin_token_matches(connection: HTTPConnection, token: str, token_hash: str) -> bool:
+    """Whether `token` is the admin token (by hash, in constant time), the one check the admin API
+    and the console's sign-in make. `RateLimited` while its address, or everyone, failed too often;
+    each refusal is noted in the audit line, never the token."""
+    throttle: SignInThrottle = connection.app.state.sign_in_throttle
+    address = connection.client.host if connection.client else ""
+    try:
+        throttle.check(address)
+    except RateLimited:
+        audit_fields(connection)["sign_in"] = "throttled"
+        raise
+    if matches_hash(token, token_hash):
+        return True
+    throttle.failed(address)
+    audit_fields(connection)["sign_in"] = "failed"
+    return False
