@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import ColumnElement, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from share_store.errors import AdminError, NotFound, Unauthenticated
@@ -129,29 +129,31 @@ def rotate_token(conn: Connection, share: str, token_id: str, grace: timedelta) 
     return token, secret
 
 
+def tokens_where(conn: Connection, *where: ColumnElement[bool]) -> list[Token]:
+    """The bearer tokens `where` selects (a share's, a recipient's), oldest first."""
+    rows = conn.execute(select(tokens_table).where(*where).order_by(tokens_table.c.created_at)).mappings()
+    return [token_from(row) for row in rows]
+
+
+def revoke_where(conn: Connection, *where: ColumnElement[bool]) -> int:
+    """Revoke the live tokens `where` selects (the rows stay, for audit); how many were."""
+    query = (
+        update(tokens_table).where(tokens_table.c.revoked_at.is_(None), *where).values(revoked_at=utc_now())
+    )
+    return conn.execute(query).rowcount or 0
+
+
 def list_tokens(conn: Connection, share: str) -> list[Token]:
     found = share_row(conn, share)
-    rows = conn.execute(
-        select(tokens_table)
-        .where(tokens_table.c.share_id == found["id"], tokens_table.c.oauth_client_id.is_(None))
-        .order_by(tokens_table.c.created_at)
-    ).mappings()
-    return [token_from(row) for row in rows]
+    return tokens_where(
+        conn, tokens_table.c.share_id == found["id"], tokens_table.c.oauth_client_id.is_(None)
+    )
 
 
 def revoke_token(conn: Connection, share: str, token_id: str) -> None:
     found = share_row(conn, share)
-    result = conn.execute(
-        update(tokens_table)
-        .where(
-            tokens_table.c.id == token_id,
-            tokens_table.c.share_id == found["id"],
-            tokens_table.c.oauth_client_id.is_(None),
-            tokens_table.c.revoked_at.is_(None),
-        )
-        .values(revoked_at=utc_now())
-    )
-    if result.rowcount == 0:
+    of_share = (tokens_table.c.share_id == found["id"], tokens_table.c.oauth_client_id.is_(None))
+    if not revoke_where(conn, tokens_table.c.id == token_id, *of_share):
         raise NotFound(f"no active token '{token_id}' in share '{share}'")
 
 

@@ -17,8 +17,8 @@ from sqlalchemy.engine import Connection
 
 from share_store.errors import AdminConflict, AdminError, NotFound
 from share_store.model import Recipient, Share, Token
-from share_store.persistence.credentials import insert_token
-from share_store.persistence.rows import Fields, share_from, token_from, utc, utc_now
+from share_store.persistence.credentials import insert_token, revoke_where, tokens_where
+from share_store.persistence.rows import Fields, share_from, utc, utc_now
 from share_store.persistence.schema import (
     activations_table,
     recipient_shares_table,
@@ -94,11 +94,7 @@ def get_recipient(conn: Connection, name: str) -> Recipient:
 def remove_recipient(conn: Connection, name: str) -> None:
     """Remove a recipient and its grants; its tokens are revoked (their rows stay for audit)."""
     row = _recipient_row(conn, name)
-    conn.execute(
-        update(tokens_table)
-        .where(tokens_table.c.recipient_id == row["id"], tokens_table.c.revoked_at.is_(None))
-        .values(revoked_at=utc_now())
-    )
+    revoke_where(conn, tokens_table.c.recipient_id == row["id"])
     conn.execute(delete(recipient_shares_table).where(recipient_shares_table.c.recipient_id == row["id"]))
     conn.execute(delete(recipients_table).where(recipients_table.c.id == row["id"]))
 
@@ -177,27 +173,12 @@ def create_token(
 
 
 def list_tokens(conn: Connection, name: str) -> list[Token]:
-    recipient = _recipient_row(conn, name)
-    rows = conn.execute(
-        select(tokens_table)
-        .where(tokens_table.c.recipient_id == recipient["id"])
-        .order_by(tokens_table.c.created_at)
-    ).mappings()
-    return [token_from(row) for row in rows]
+    return tokens_where(conn, tokens_table.c.recipient_id == _recipient_row(conn, name)["id"])
 
 
 def revoke_token(conn: Connection, name: str, token_id: str) -> None:
     recipient = _recipient_row(conn, name)
-    result = conn.execute(
-        update(tokens_table)
-        .where(
-            tokens_table.c.id == token_id,
-            tokens_table.c.recipient_id == recipient["id"],
-            tokens_table.c.revoked_at.is_(None),
-        )
-        .values(revoked_at=utc_now())
-    )
-    if result.rowcount == 0:
+    if not revoke_where(conn, tokens_table.c.id == token_id, tokens_table.c.recipient_id == recipient["id"]):
         raise NotFound(f"no active token '{token_id}' of recipient '{recipient['name']}'")
 
 
