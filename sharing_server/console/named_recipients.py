@@ -32,7 +32,8 @@ def create_recipient(call: Call) -> Redirect:
 
 def recipient_page(call: Call) -> Page:
     info = call.admin.recipient_info(call.param("recipient"))
-    grantable = [s["name"] for s in call.admin.list_shares() if s["name"] not in info["shares"]]
+    # Names only: the shares' table and token counts are not needed to offer them.
+    grantable = [s.name for s in call.admin.store.list_shares() if s.name not in info["shares"]]
     context = {
         "recipient": info,
         "grantable": grantable,
