@@ -281,7 +281,16 @@ def test_recipients_activity_views_narrow_actions_and_the_sign_in_throttle(
     shot(page, "recipients")
 
     # Activity: the week's and a month's views, on a time axis, and the provider's own changes.
-    page.goto(f"{url}/console/activity?range=7d")
+    # Changes reach the store's activity within a second or so: reload until they show.
+    deadline = time.monotonic() + 15
+    while True:
+        page.goto(f"{url}/console/activity?range=7d")
+        if (
+            "POST /console/recipients" in page.locator("#admin-events").inner_text()
+            or time.monotonic() > deadline
+        ):
+            break
+        time.sleep(0.5)
     expect(page.locator("#admin-events")).to_contain_text("POST /console/recipients")
     assert page.locator(".chart text.tick").count() >= 6
     start, end = "2026-01-01T00:00", "2026-02-01T00:00"
