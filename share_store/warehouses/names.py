@@ -1,9 +1,15 @@
 """What may name a warehouse, a namespace level or a table: checked before anything is written.
 
-Names become object keys and URL path segments, so each is refused with a
-message saying why when it could escape its place (`/`, `..`), hide in a log
-(control characters) or outgrow a key (over 255 bytes). A warehouse is also a
-bucket of the configured storage, so its name follows the bucket rules.
+Names become object keys, URL path segments and policy ARNs, so one name must
+be one path and one ARN: a name is ASCII letters, digits, `_` and `-`,
+starting with a letter, digit or `_`, at most `MAX_NAME_BYTES` long (a table's
+folder is its name and a 33-character suffix, within a file system's 255). No
+`.` (a namespace's levels are joined with it in ARNs), no `/`, `#`, `?`, `%`
+(URL-significant: a path cut by a parser would name another table's file) and
+nothing outside ASCII (look-alikes: NFC/NFD forms, bidi controls, fullwidth
+solidus U+FF0F). S3 Tables and AIStor keep to a safe set for the same reasons. A
+warehouse is also a bucket of the configured storage, so its name follows the
+bucket rules.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ import re
 
 from share_store.errors import InvalidParameter
 
-MAX_NAME_BYTES = 255
+#: 255 bytes less a table folder's `-<32 hex digits>` suffix.
+MAX_NAME_BYTES = 200
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 MAX_NAMESPACE_LEVELS = 16
 WAREHOUSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]")
 #: Joins a nested namespace's levels where one string is needed (the REST spec's own separator).
@@ -35,15 +43,17 @@ def check_warehouse(name: str) -> str:
 
 
 def check_name(name: str, what: str = "table") -> str:
-    """A table name or one namespace level."""
+    """A table name, one namespace level or a catalog user's name."""
     if not isinstance(name, str) or not name:
         raise InvalidParameter(f"invalid {what} name: it is empty")
     if len(name.encode()) > MAX_NAME_BYTES:
-        raise InvalidParameter(f"invalid {what} name: longer than {MAX_NAME_BYTES} bytes")
-    if "/" in name or "\\" in name or name in (".", "..") or name.startswith("."):
-        raise InvalidParameter(f"invalid {what} name {name!r}: no '/', '\\' or leading '.'")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise InvalidParameter(f"invalid {what} name {name!r}: control characters are not allowed")
+        raise InvalidParameter(f"invalid {what} name: longer than {MAX_NAME_BYTES} characters")
+    if not SAFE_NAME.fullmatch(name):
+        shown = name.encode("ascii", "backslashreplace").decode()
+        raise InvalidParameter(
+            f"invalid {what} name {shown!r}: use ASCII letters, digits, '_' and '-', starting with a "
+            "letter, digit or '_' (no '.', '/', '#', '?', '%', spaces or other characters)"
+        )
     return name
 
 
