@@ -86,7 +86,7 @@ def write_demo_iceberg_table(config: ServerConfig, store: ShareStore) -> Warehou
 
     catalog = WarehouseCatalog(store.engine, config.make_storage(server_secret(config)))
     if DEMO_WAREHOUSE not in catalog.list_warehouses():
-        catalog.create_warehouse(DEMO_WAREHOUSE)
+        catalog.create_warehouse(DEMO_WAREHOUSE, adopt=True)  # the demo's own bucket, from an earlier run
     if ("sales",) not in catalog.list_namespaces(DEMO_WAREHOUSE):
         catalog.create_namespace(DEMO_WAREHOUSE, ("sales",), {"comment": "the demo's tables"})
     name = TableName.of(DEMO_WAREHOUSE, ("sales",), "customers")

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from share_store.errors import UnsupportedOperation
+from share_store.iceberg.locations import TableLocation, table_location_of
 
 MAIN_BRANCH = "main"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -101,7 +102,10 @@ class ReadableFiles:
         io: Any = None,
         live_only: bool = False,
         exact: frozenset[tuple[str, str]] = frozenset(),
+        confined: TableLocation | None = None,
     ) -> None:
+        #: An own-warehouse table's recorded location: nothing outside it is readable, whatever is named.
+        self.confined = confined
         self.bucket_prefixes = tuple(bucket_prefixes)
         self._snapshots = list(snapshots)
         self._io = io
@@ -109,6 +113,8 @@ class ReadableFiles:
         self._exact: frozenset[tuple[str, str]] | None = None if self._snapshots else exact
 
     def allows(self, bucket: str, key: str) -> bool:
+        if self.confined is not None and not self.confined.holds(bucket, key):
+            return False
         if any(bucket == b and key.startswith(prefix) for b, prefix in self.bucket_prefixes):
             return True
         return (bucket, key) in self.objects()
@@ -116,7 +122,10 @@ class ReadableFiles:
     def objects(self) -> frozenset[tuple[str, str]]:
         """The single objects readable beside the prefixes (the snapshots' files, listed once)."""
         if self._exact is None:
-            self._exact = reachable_files(self._snapshots, self._io, self._live_only)
+            found = reachable_files(self._snapshots, self._io, self._live_only)
+            if self.confined is not None:
+                found = frozenset(o for o in found if self.confined.holds(*o))
+            self._exact = found
         return self._exact
 
 
@@ -147,7 +156,13 @@ def reachable_files(snapshots: Iterable[Any], io: Any, live_only: bool = False) 
 
 
 def table_locations(table: Any) -> list[str]:
-    """Where a table's files are written: its location, and its data and metadata paths if set apart."""
+    """Where a table's files are written: its location, and its data and metadata paths if set apart.
+
+    An own-warehouse table's files are all in its recorded location, whatever its properties say.
+    """
+    confined = table_location_of(table)
+    if confined is not None:
+        return [confined.uri]
     metadata = table.metadata
     locations = [metadata.location]
     for setting in ("write.data.path", "write.metadata.path"):
@@ -164,6 +179,8 @@ def readable_files(table: Any, history_shared: bool) -> ReadableFiles:
     current = metadata.current_snapshot()
     if current is None:
         return ReadableFiles()
+    confined = table_location_of(table)
     if not history_shared:
-        return ReadableFiles(snapshots=[current], io=table.io, live_only=True)
-    return ReadableFiles(_prefixes(table_locations(table)), list(ancestors_of(current, metadata)), table.io)
+        return ReadableFiles(snapshots=[current], io=table.io, live_only=True, confined=confined)
+    ancestry = list(ancestors_of(current, metadata))
+    return ReadableFiles(_prefixes(table_locations(table)), ancestry, table.io, confined=confined)

@@ -8,6 +8,8 @@ handed out, and is refused.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from share_store.errors import UnsupportedOperation
@@ -42,3 +44,85 @@ def file_uri(storage: ObjectStorage, bucket: str, key: str) -> str:
     if isinstance(storage, LocalStorage):
         return (storage.root / bucket / key).as_uri()
     return f"s3://{bucket}/{key}"
+
+
+class OutsideTable(UnsupportedOperation):
+    """A path that is not inside the table's own location: nothing is read, written, signed or deleted."""
+
+    iceberg_type = "BadRequestException"
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """Where one table of the server's own warehouses lives, decided by the catalog and fixed for good.
+
+    `bucket` is the table's warehouse and `prefix` the key of its folder (no
+    slash at either end); `uri` is the same as Iceberg names it. Everything
+    the server writes, deletes, signs or vends for the table passes `confine`.
+    """
+
+    uri: str
+    bucket: str
+    prefix: str
+
+    def holds(self, bucket: str, key: str) -> bool:
+        """Whether the object is inside the table's folder, by its key as the storage takes it.
+
+        Dot segments and empty segments are refused outright: a store or proxy that
+        normalises `a/../b` would read another object than the one checked.
+        """
+        if bucket != self.bucket or not key.startswith(self.prefix + "/"):
+            return False
+        return all(part not in ("", ".", "..") for part in key.split("/"))
+
+    def overlaps(self, other: TableLocation) -> bool:
+        """Whether one of the two folders is inside the other (or they are the same)."""
+        if self.bucket != other.bucket:
+            return False
+        mine, theirs = self.prefix + "/", other.prefix + "/"
+        return mine.startswith(theirs) or theirs.startswith(mine)
+
+    def confine(self, storage: ObjectStorage, path: str) -> tuple[str, str]:
+        """Bucket and key of `path` if it is inside the table's folder; `OutsideTable` otherwise.
+
+        The one check for every file of an own-warehouse table the server acts on.
+        The key checked is the key acted on (`file_location`'s, decoded as it
+        decodes); on local storage the file's real path must be inside too, so a
+        symbolic link planted in the table's folder leads nowhere else.
+        """
+        # The message never names the path: it may be another table's file, and the answer may
+        # go to a recipient of this one.
+        outside = OutsideTable(f"the table names a file outside its location {self.uri}")
+        if not isinstance(path, str) or "?" in path or "#" in path:
+            raise outside
+        try:
+            bucket, key = file_location(storage, path)
+        except UnsupportedOperation:
+            raise outside from None
+        if not self.holds(bucket, key) or not self._real_path_holds(storage, bucket, key):
+            raise outside
+        return bucket, key
+
+    def holds_path(self, storage: ObjectStorage, path: str) -> bool:
+        try:
+            self.confine(storage, path)
+        except OutsideTable:
+            return False
+        return True
+
+    def _real_path_holds(self, storage: ObjectStorage, bucket: str, key: str) -> bool:
+        if not isinstance(storage, LocalStorage):
+            return True
+        real = os.path.realpath(storage.root / bucket / key)
+        folder = os.path.realpath(storage.root / bucket / self.prefix)
+        return real.startswith(folder + os.sep)
+
+
+def table_location_of(table: Any) -> TableLocation | None:
+    """The recorded location of a pyiceberg table loaded from the server's own warehouses, else None.
+
+    Own-warehouse tables are loaded with a FileIO that carries it
+    (`warehouses.file_io.ConfinedFileIO`); tables of external catalogs have none.
+    """
+    location = getattr(getattr(table, "io", None), "table_location", None)
+    return location if isinstance(location, TableLocation) else None

@@ -20,7 +20,7 @@ from share_store.catalogs.registry import CatalogRegistry
 from share_store.catalogs.vended import VendedS3Storage
 from share_store.errors import TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
-from share_store.iceberg.locations import file_location, file_uri
+from share_store.iceberg.locations import TableLocation, file_location, file_uri, table_location_of
 from share_store.iceberg.versions import EMPTY_SNAPSHOT
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
@@ -57,6 +57,9 @@ class IcebergTableReader:
         self.configured_storage = catalogs.storage(self.warehouse) or storage
         #: The keys the catalog vended with the table, which win over both while they last.
         self._vended: VendedS3Storage | None = None
+        #: For a table of the server's own warehouses, the location every file it serves must be in.
+        self._confined: TableLocation | None = None
+        self._loaded_once = False
         self._snapshots = snapshots if snapshots is not None else SnapshotCache().table()
         self._commits: dict[int, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -111,6 +114,7 @@ class IcebergTableReader:
             ) from error
         io_properties = getattr(getattr(table, "io", None), "properties", None) or {}
         self._vended = self.catalogs.vended_storage(self.warehouse, io_properties, self._vended)
+        self._confined, self._loaded_once = table_location_of(table), True
         return table
 
     def catalog_table(self) -> Any:
@@ -326,14 +330,22 @@ class IcebergTableReader:
     # -- where files live --------------------------------------------------------------
 
     def locate(self, path: str) -> tuple[str, str]:
-        """Bucket and key of a data file named by an absolute Iceberg URI (see iceberg/locations.py)."""
+        """Bucket and key of a table file named by an absolute Iceberg URI (see iceberg/locations.py).
+
+        A table of the server's own warehouses has each file confined to its recorded
+        location: a path its metadata names elsewhere is refused, never signed.
+        """
+        if not self._loaded_once:
+            self._load()
+        if self._confined is not None:
+            return self._confined.confine(self.storage, path)
         return file_location(self.storage, path)
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         """Where a deletion vector file of the cache is; None for an inline vector."""
         if descriptor.get("storageType") == "i":
             return None
-        location = self.locate(descriptor["pathOrInlineDv"])
+        location = file_location(self.storage, descriptor["pathOrInlineDv"])
         # Only files the server derived are signed; any other descriptor is a bug, not a file to hand out.
         if self._derived is None or not self._derived.holds(*location):
             raise UnsupportedOperation("a deletion vector outside the server's cache cannot be shared")

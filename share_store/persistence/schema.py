@@ -227,6 +227,9 @@ warehouse_tables_table = Table(
     Column("namespace", String(1024), nullable=False),
     Column("name", String(255), nullable=False),
     Column("metadata_location", Text, nullable=False),
+    # The table's folder inside its warehouse (a key prefix, no slashes at the ends), fixed when the
+    # table is made; NULL for tables made before revision 0008 until the catalog records it.
+    Column("location", Text),
     Column("pointer", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),

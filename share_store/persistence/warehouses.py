@@ -5,6 +5,12 @@ compare-and-swap on its `pointer` counter, so two commits racing on one table
 cannot both win: the loser gets `CommitConflict` and retries from the new
 metadata. Every function takes the caller's connection, so that
 `ShareStore` decides what one transaction holds (a multi-table commit is one).
+
+No savepoints: every refusal of an insert (`AlreadyExists`) ends the caller's
+transaction anyway, and with SQLite's Python driver a savepoint opened before
+anything else in the transaction is released as a commit of its own, which
+would keep a new row (a warehouse whose bucket is then refused, a table of a
+multi-table commit that fails on the next) that the transaction rolls back.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class TablePointer:
     name: str
     metadata_location: str
     pointer: int
+    #: The table's folder inside its warehouse, as recorded (None: made before it was recorded).
+    location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,7 @@ def _dotted(levels: tuple[str, ...]) -> str:
 
 def create_warehouse(conn: Connection, name: str) -> None:
     try:
-        with conn.begin_nested():
-            conn.execute(insert(warehouses_table).values(name=name, created_at=utc_now()))
+        conn.execute(insert(warehouses_table).values(name=name, created_at=utc_now()))
     except IntegrityError:
         raise AlreadyExists(f"Warehouse already exists: {name}") from None
 
@@ -108,13 +115,12 @@ def create_namespace(
     if len(levels) > 1:
         require_namespace(conn, warehouse, levels[:-1])
     try:
-        with conn.begin_nested():
-            conn.execute(
-                insert(warehouse_namespaces_table).values(
-                    warehouse=warehouse, namespace=namespace_key(levels),
-                    properties=json.dumps(properties), created_at=utc_now(),
-                )
-            )  # fmt: skip
+        conn.execute(
+            insert(warehouse_namespaces_table).values(
+                warehouse=warehouse, namespace=namespace_key(levels),
+                properties=json.dumps(properties), created_at=utc_now(),
+            )
+        )  # fmt: skip
     except IntegrityError:
         raise AlreadyExists(f"Namespace already exists: {_dotted(levels)}") from None
 
@@ -182,8 +188,9 @@ def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) ->
 
 def _pointer(row: Row[Any]) -> TablePointer:
     return TablePointer(
-        row.id, row.warehouse, namespace_levels(row.namespace), row.name, row.metadata_location, row.pointer
-    )
+        row.id, row.warehouse, namespace_levels(row.namespace), row.name, row.metadata_location, row.pointer,
+        row.location,
+    )  # fmt: skip
 
 
 def table_pointer(conn: Connection, warehouse: str, levels: tuple[str, ...], name: str) -> TablePointer:
@@ -213,49 +220,78 @@ def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> li
 
 
 def insert_table(
-    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str, metadata_location: str
+    conn: Connection,
+    warehouse: str,
+    levels: tuple[str, ...],
+    name: str,
+    metadata_location: str,
+    location: str,
 ) -> TablePointer:
     require_namespace(conn, warehouse, levels)
     now = utc_now()
     table_id = str(uuid.uuid4())
     values: dict[str, object] = {
         "id": table_id, "warehouse": warehouse, "namespace": namespace_key(levels), "name": name,
-        "metadata_location": metadata_location, "pointer": 1, "created_at": now, "updated_at": now,
+        "metadata_location": metadata_location, "location": location, "pointer": 1, "created_at": now,
+        "updated_at": now,
     }  # fmt: skip
     try:
-        with conn.begin_nested():
-            conn.execute(insert(warehouse_tables_table).values(**values))
+        conn.execute(insert(warehouse_tables_table).values(**values))
     except IntegrityError:
         raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
-    return TablePointer(table_id, warehouse, levels, name, metadata_location, 1)
+    return TablePointer(table_id, warehouse, levels, name, metadata_location, 1, location)
 
 
-def swap_table_pointer(conn: Connection, current: TablePointer, metadata_location: str) -> TablePointer:
-    """Point the table at `metadata_location` if nobody committed since `current` was read."""
+def swap_table_pointer(
+    conn: Connection, current: TablePointer, metadata_location: str, location: str | None = None
+) -> TablePointer:
+    """Point the table at `metadata_location` if nobody committed since `current` was read.
+
+    With `location`, the table's recorded location changes too: a register that
+    overwrites the table with metadata of its own, checked by the catalog.
+    """
     t = warehouse_tables_table
+    values: dict[str, object] = {
+        "metadata_location": metadata_location,
+        "pointer": current.pointer + 1,
+        "updated_at": utc_now(),
+    }
+    if location is not None:
+        values["location"] = location
     result = conn.execute(
-        update(t)
-        .where(t.c.id == current.id, t.c.pointer == current.pointer)
-        .values(metadata_location=metadata_location, pointer=current.pointer + 1, updated_at=utc_now())
+        update(t).where(t.c.id == current.id, t.c.pointer == current.pointer).values(**values)
     )
     if result.rowcount != 1:
         raise CommitConflict(
             f"Commit failed: table {_dotted(current.namespace)}.{current.name} was changed by another "
             "commit; refresh it and retry"
         )
+    recorded = location if location is not None else current.location
+    pointer = current.pointer + 1
     return TablePointer(
-        current.id, current.warehouse, current.namespace, current.name, metadata_location, current.pointer + 1
+        current.id, current.warehouse, current.namespace, current.name, metadata_location, pointer, recorded
     )
+
+
+def tables_in(conn: Connection, warehouse: str) -> list[TablePointer]:
+    """Every table of the warehouse, for the check that a new location overlaps none of theirs."""
+    t = warehouse_tables_table
+    return [_pointer(row) for row in conn.execute(select(t).where(t.c.warehouse == warehouse))]
+
+
+def record_location(conn: Connection, table_id: str, location: str) -> None:
+    """Record a table's location where none was (tables made before locations were recorded)."""
+    t = warehouse_tables_table
+    conn.execute(update(t).where(t.c.id == table_id, t.c.location.is_(None)).values(location=location))
 
 
 def rename_table(conn: Connection, current: TablePointer, levels: tuple[str, ...], name: str) -> None:
     require_namespace(conn, current.warehouse, levels)
     t = warehouse_tables_table
     try:
-        with conn.begin_nested():
-            conn.execute(
-                update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name)
-            )
+        conn.execute(
+            update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name)
+        )
     except IntegrityError:
         raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
 
@@ -269,13 +305,12 @@ def delete_table(conn: Connection, current: TablePointer) -> None:
 
 def create_user(conn: Connection, user: CatalogUser) -> None:
     try:
-        with conn.begin_nested():
-            conn.execute(
-                insert(catalog_users_table).values(
-                    name=user.name, access_key=user.access_key, sealed_secret=user.sealed_secret,
-                    policy=user.policy, created_at=user.created_at,
-                )
-            )  # fmt: skip
+        conn.execute(
+            insert(catalog_users_table).values(
+                name=user.name, access_key=user.access_key, sealed_secret=user.sealed_secret,
+                policy=user.policy, created_at=user.created_at,
+            )
+        )  # fmt: skip
     except IntegrityError:
         raise AlreadyExists(f"Catalog user already exists: {user.name}") from None
 

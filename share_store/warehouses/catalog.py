@@ -12,11 +12,8 @@ inside its warehouse.
 
 from __future__ import annotations
 
-import threading
-import uuid
-from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +22,7 @@ from pyiceberg.table.metadata import TableMetadata
 from sqlalchemy.engine import Connection, Engine
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg.locations import file_location, file_uri
+from share_store.iceberg.locations import TableLocation, file_location, file_uri
 from share_store.persistence import warehouses as rows
 from share_store.persistence.warehouses import TablePointer
 from share_store.storage.base import ObjectStorage
@@ -33,16 +30,22 @@ from share_store.warehouses.commits import (
     committed_metadata,
     created_metadata,
     metadata_file_location,
-    metadata_json,
+    named_files,
     next_file_version,
-    read_metadata,
+    set_locations,
 )
-from share_store.warehouses.errors import AlreadyExists, CommitConflict
+from share_store.warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing
+from share_store.warehouses.locations import (
+    LocationRefused,
+    assigned_location,
+    check_files,
+    check_no_overlap,
+    check_write_paths,
+    requested_location,
+)
+from share_store.warehouses.metadata_files import MetadataFiles
 from share_store.warehouses.names import check_name, check_namespace, check_warehouse
-from share_store.warehouses.purge import reachable_files
-
-#: Metadata files parsed and kept (they never change once written).
-METADATA_CACHE = 256
+from share_store.warehouses.purge import purge
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class LoadedTable:
 
     metadata_location: str | None
     metadata: TableMetadata
+    #: Where the table lives, when recorded (None for a table made before locations were).
+    location: TableLocation | None = None
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,7 @@ class WarehouseCatalog:
     def __init__(self, engine: Engine, storage: ObjectStorage) -> None:
         self.engine = engine
         self.storage = storage
-        self._metadata: OrderedDict[str, TableMetadata] = OrderedDict()
-        self._lock = threading.Lock()
+        self.files = MetadataFiles(storage)
         #: Counts warehouses made or dropped here, so that a cached list of them knows it is stale.
         self.warehouse_changes = 0
 
@@ -88,13 +92,25 @@ class WarehouseCatalog:
 
     # -- warehouses ---------------------------------------------------------------------
 
-    def create_warehouse(self, name: str) -> None:
+    def create_warehouse(self, name: str, adopt: bool = False) -> None:
+        """A new warehouse and its bucket. A bucket that exists already (a Delta table's, another
+        application's) is refused, since its objects would become tables' files to overwrite and
+        purge; `adopt` (the provider's own choice, never a catalog user's) takes it as it is."""
         check_warehouse(name)
+        taken = AlreadyExists(
+            f"bucket {name} already exists in the storage and is not a warehouse; the provider can adopt "
+            f"it with `sharing-server table warehouse create {name} --adopt`"
+        )
         with self._change() as conn:
             rows.create_warehouse(conn, name)
             # In the transaction: a bucket the storage refuses leaves no warehouse row behind.
+            if not adopt and self.storage.bucket_exists(name):
+                raise taken
             try:
                 self.storage.create_bucket(name)
+            except FileExistsError:
+                if not adopt:  # made by someone else since it was looked for
+                    raise taken from None
             except PermissionError as error:
                 raise UnsupportedOperation(f"the storage refused to create bucket {name}: {error}") from None
         self.warehouse_changes += 1
@@ -156,20 +172,6 @@ class WarehouseCatalog:
         with self._read() as conn:
             return rows.list_tables(conn, warehouse, levels)
 
-    def default_location(self, table: TableName) -> str:
-        key = "/".join((*table.namespace, f"{table.name}-{uuid.uuid4().hex}"))
-        return file_uri(self.storage, table.warehouse, key)
-
-    def _check_location(self, warehouse: str, location: str) -> str:
-        """`location` if it is inside the warehouse's bucket (no escape), else a 400."""
-        try:
-            bucket, key = file_location(self.storage, location.rstrip("/") + "/x")
-        except UnsupportedOperation:
-            bucket, key = "", ""
-        if bucket != warehouse or not key:
-            raise InvalidParameter(f"table location {location!r} is not inside warehouse {warehouse}")
-        return location.rstrip("/")
-
     def create_table(
         self,
         table: TableName,
@@ -186,25 +188,27 @@ class WarehouseCatalog:
             if rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None:
                 raise AlreadyExists(f"Table already exists: {table}")
             defaults = rows.namespace_properties(conn, table.warehouse, table.namespace)
-        where = self._check_location(table.warehouse, location) if location else self.default_location(table)
+        where = self._new_location(table, location)
         given = table_defaults(defaults) | _string_properties(properties)
-        metadata = created_metadata(schema, partition_spec, sort_order, where, given)
+        metadata = created_metadata(schema, partition_spec, sort_order, where.uri, given)
+        check_write_paths(self.storage, where, metadata.properties)
         if stage:
-            return LoadedTable(None, metadata)
-        metadata_location = metadata_file_location(metadata, 0)
-        self._write(metadata_location, metadata)
-        try:
-            with self._change() as conn:
-                rows.insert_table(conn, table.warehouse, table.namespace, table.name, metadata_location)
-        except Exception:
-            self._forget_file(metadata_location)
-            raise
-        return LoadedTable(metadata_location, metadata)
+            return LoadedTable(None, metadata, where)
+        metadata_location = metadata_file_location(where.uri, 0)
+        self._swap([_Staged(table, None, where, metadata_location, metadata)])
+        return LoadedTable(metadata_location, metadata, where)
 
     def load_table(self, table: TableName) -> LoadedTable:
         with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
-        return LoadedTable(pointer.metadata_location, self._metadata_at(pointer.metadata_location))
+        metadata = self.files.read(pointer.metadata_location)
+        return LoadedTable(pointer.metadata_location, metadata, self._recorded(pointer))
+
+    def table_location(self, table: TableName) -> TableLocation:
+        """Where the table lives, recording it first for a table made before locations were recorded."""
+        with self._read() as conn:
+            pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
+        return self._location_of(pointer)
 
     def table_exists(self, table: TableName) -> bool:
         with self._read() as conn:
@@ -218,50 +222,105 @@ class WarehouseCatalog:
         names = [str(table) for table, _ in changes]
         if len(set(names)) != len(names):
             raise InvalidParameter("a transaction names one table more than once")
-        staged: list[tuple[TableName, TablePointer | None, str, TableMetadata]] = []
         with self._read() as conn:
             for table, _ in changes:
                 rows.require_namespace(conn, table.warehouse, table.namespace)
             pointers = [rows.find_table_pointer(conn, t.warehouse, t.namespace, t.name) for t, _ in changes]
-        for (table, request), current in zip(changes, pointers, strict=True):
-            base_location = current.metadata_location if current else None
-            base = self._metadata_at(base_location) if base_location else None
-            metadata = committed_metadata(base, base_location, request)
-            if current is None:
-                self._check_location(table.warehouse, metadata.location)
-            staged.append((table, current, metadata_file_location(metadata, next_file_version(base_location)),
-                           metadata))  # fmt: skip
-        written: list[str] = []
+        staged = [self._staged(table, request, current)
+                  for (table, request), current in zip(changes, pointers, strict=True)]  # fmt: skip
+        self._swap(staged)
+        return [LoadedTable(s.metadata_location, s.metadata, s.location) for s in staged]
+
+    def _staged(self, table: TableName, request: CommitTableRequest, current: TablePointer | None) -> _Staged:
+        """The commit's new metadata, after every path it names was found inside the table."""
+        if current is None:
+            # A staged create: the location comes from the commit, checked as a create's.
+            asked = set_locations(request)
+            metadata = committed_metadata(None, None, request)
+            location = self._new_location(table, asked[-1] if asked else None)
+            version = 0
+        else:
+            location = self._location_of(current)
+            for moved in set_locations(request):
+                if requested_location(self.storage, table.warehouse, moved) != location:
+                    raise LocationRefused(
+                        f"a table's location cannot move: {table} lives at {location.uri}, not {moved}"
+                    )
+            base = self.files.read(current.metadata_location)
+            metadata = committed_metadata(base, current.metadata_location, request)
+            version = next_file_version(current.metadata_location)
+        check_files(self.storage, location, named_files(request))
+        check_write_paths(self.storage, location, metadata.properties)
+        if metadata.location != location.uri:
+            metadata = metadata.model_copy(update={"location": location.uri})
+        return _Staged(table, current, location, metadata_file_location(location.uri, version), metadata)
+
+    def _swap(self, staged: list[_Staged]) -> None:
+        """Write each new metadata file, then swap (or insert) every pointer in one transaction.
+
+        A failure before the transaction commits takes the files back. A failure of
+        the COMMIT itself leaves the outcome unknown (the database may have
+        committed): the pointers are read again, and no file one of them names is
+        deleted; if they all name the new files, the commit happened.
+        """
+        written: list[_Staged] = []
+        committing = False
         try:
-            for _, _, location, metadata in staged:
-                self._write(location, metadata)
-                written.append(location)
+            for change in staged:
+                self.files.write(change.location, change.metadata_location, change.metadata)
+                written.append(change)
             with self._change() as conn:
-                for table, current, location, _ in staged:
-                    if current is None:
-                        try:
-                            rows.insert_table(conn, table.warehouse, table.namespace, table.name, location)
-                        except AlreadyExists:
-                            raise CommitConflict(f"Table was created by another commit: {table}") from None
-                    else:
-                        rows.swap_table_pointer(conn, current, location)
+                for change in staged:
+                    self._point(conn, change)
+                committing = True  # what raises from here on is the COMMIT
         except Exception:
-            for location in written:
-                self._forget_file(location)
+            if committing and self._all_pointed(staged):
+                return
+            kept = self._pointed_at(written) if committing else set()
+            for change in written:
+                if change.metadata_location not in kept:
+                    self.files.forget(change.location, change.metadata_location)
             raise
-        return [LoadedTable(location, metadata) for _, _, location, metadata in staged]
+
+    def _point(self, conn: Connection, change: _Staged) -> None:
+        t = change.table
+        if change.current is not None:
+            rows.swap_table_pointer(conn, change.current, change.metadata_location)
+            return
+        check_no_overlap(change.location, self._others(conn, t.warehouse))
+        try:
+            rows.insert_table(conn, t.warehouse, t.namespace, t.name, change.metadata_location,
+                              change.location.prefix)  # fmt: skip
+        except AlreadyExists:
+            raise CommitConflict(f"Table was created by another commit: {t}") from None
+
+    def _pointed_at(self, written: list[_Staged]) -> set[str]:
+        """The written files some table now points at; all of them if the store cannot say."""
+        try:
+            with self._read() as conn:
+                found = [rows.find_table_pointer(conn, c.table.warehouse, c.table.namespace, c.table.name)
+                         for c in written]  # fmt: skip
+        except Exception:  # noqa: BLE001 (whatever the store says, it cannot say: keep every file)
+            return {c.metadata_location for c in written}
+        return {p.metadata_location for p in found if p is not None}
+
+    def _all_pointed(self, staged: list[_Staged]) -> bool:
+        pointed = self._pointed_at(staged)
+        return all(change.metadata_location in pointed for change in staged)
 
     def drop_table(self, table: TableName, purge: bool = False) -> None:
-        with self._change() as conn:
+        with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
+        location = self._location_of(pointer) if purge else None
+        with self._change() as conn:
             rows.delete_table(conn, pointer)
-        if purge:
+        if location is not None:
             # After the row is gone: a purge that fails halfway leaves files, never a table
             # pointing at deleted ones.
-            metadata = self._metadata_at(pointer.metadata_location)
-            self._purge(pointer.metadata_location, metadata)
+            self._purge(pointer.metadata_location, location)
 
     def rename_table(self, source: TableName, target: TableName) -> None:
+        """The table under another name; its files stay where its location is."""
         if source.warehouse != target.warehouse:
             raise InvalidParameter("a table cannot be renamed into another warehouse")
         with self._change() as conn:
@@ -273,63 +332,110 @@ class WarehouseCatalog:
     def register_table(
         self, table: TableName, metadata_location: str, overwrite: bool = False
     ) -> LoadedTable:
-        """The table pointed at an existing metadata file; with `overwrite`, an existing table too."""
-        self._check_location(table.warehouse, metadata_location.rpartition("/")[0])
+        """The table pointed at an existing metadata file; with `overwrite`, an existing table too.
+
+        The file must be in the warehouse and in no other table's location before it
+        is read at all; its table's location is then taken as a create's would be,
+        and the file must be inside it.
+        """
+        with self._read() as conn:
+            current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
+            others = self._others(conn, table.warehouse, but=current)
+        file_folder = requested_location(self.storage, table.warehouse, metadata_location.rpartition("/")[0])
+        check_no_overlap(file_folder, others)
         try:
-            metadata = self._metadata_at(metadata_location)
+            metadata = self.files.parse(metadata_location)
         except FileNotFoundError:
             raise InvalidParameter(f"no metadata file at {metadata_location}") from None
-        self._check_location(table.warehouse, metadata.location)
+        location = requested_location(self.storage, table.warehouse, metadata.location)
+        check_files(self.storage, location, [("metadata file", metadata_location)])
+        check_write_paths(self.storage, location, metadata.properties)
         with self._change() as conn:
-            current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
+            check_no_overlap(location, self._others(conn, table.warehouse, but=current))
             if current is not None and overwrite:
-                rows.swap_table_pointer(conn, current, metadata_location)
+                rows.swap_table_pointer(conn, current, metadata_location, location.prefix)
             else:
-                rows.insert_table(conn, table.warehouse, table.namespace, table.name, metadata_location)
-        return LoadedTable(metadata_location, metadata)
+                rows.insert_table(conn, table.warehouse, table.namespace, table.name, metadata_location,
+                                  location.prefix)  # fmt: skip
+        return LoadedTable(metadata_location, metadata, location)
 
-    # -- files --------------------------------------------------------------------------
+    # -- locations ------------------------------------------------------------------------
 
-    def _write(self, location: str, metadata: TableMetadata) -> None:
-        bucket, key = file_location(self.storage, location)
-        self.storage.write(bucket, key, metadata_json(metadata))
-        self._remember(location, metadata)
+    def _new_location(self, table: TableName, asked: str | None) -> TableLocation:
+        """A new table's location: the one asked for if the catalog takes it, else its own folder."""
+        if asked is None:
+            return assigned_location(self.storage, table.warehouse, table.namespace, table.name)
+        location = requested_location(self.storage, table.warehouse, asked)
+        with self._read() as conn:
+            check_no_overlap(location, self._others(conn, table.warehouse))
+        return location
 
-    def _forget_file(self, location: str) -> None:
-        # An orphan metadata file is harmless: the refusal that got us here is what matters.
-        with suppress(Exception):
-            self.storage.delete(*_one(file_location(self.storage, location)))
+    def _recorded(self, pointer: TablePointer) -> TableLocation | None:
+        if pointer.location is None:
+            return None
+        return TableLocation(file_uri(self.storage, pointer.warehouse, pointer.location), pointer.warehouse,
+                             pointer.location)  # fmt: skip
 
-    def _metadata_at(self, location: str) -> TableMetadata:
-        with self._lock:
-            if location in self._metadata:
-                self._metadata.move_to_end(location)
-                return self._metadata[location]
-        bucket, key = file_location(self.storage, location)
-        metadata = read_metadata(self.storage.read(bucket, key))
-        self._remember(location, metadata)
-        return metadata
+    def _location_of(self, pointer: TablePointer) -> TableLocation:
+        """The recorded location; for a table made before it was recorded, its metadata's, if taken."""
+        recorded = self._recorded(pointer)
+        if recorded is not None:
+            return recorded
+        metadata = self.files.read(pointer.metadata_location)
+        try:
+            location = requested_location(self.storage, pointer.warehouse, metadata.location)
+            with self._change() as conn:
+                check_no_overlap(location, self._others(conn, pointer.warehouse, but=pointer))
+                rows.record_location(conn, pointer.id, location.prefix)
+        except LocationRefused as error:
+            name = ".".join((*pointer.namespace, pointer.name))
+            raise LocationRefused(
+                f"table {name} was made before table locations were checked, and its location is not "
+                f"one the catalog takes ({error.message}); register its metadata again at a location of "
+                "its own"
+            ) from None
+        return location
 
-    def _remember(self, location: str, metadata: TableMetadata) -> None:
-        with self._lock:
-            self._metadata[location] = metadata
-            while len(self._metadata) > METADATA_CACHE:
-                self._metadata.popitem(last=False)
-
-    def _purge(self, metadata_location: str, metadata: TableMetadata) -> None:
-        """Delete what the table's metadata reaches inside its own location, and nothing else."""
-        inside = file_location(self.storage, metadata.location.rstrip("/") + "/x")
-        prefix = inside[1][:-1]
-        by_bucket: dict[str, list[str]] = {}
-        for path in reachable_files(metadata_location, metadata, self.storage):
-            try:
-                bucket, key = file_location(self.storage, path)
-            except UnsupportedOperation:
+    def _others(
+        self, conn: Connection, warehouse: str, but: TablePointer | None = None
+    ) -> list[tuple[str, TableLocation]]:
+        """Every other table's location in the warehouse (a table made before they were recorded
+        counts with its metadata's location, whatever it is)."""
+        found = []
+        for pointer in rows.tables_in(conn, warehouse):
+            if but is not None and pointer.id == but.id:
                 continue
-            if bucket == inside[0] and key.startswith(prefix):
-                by_bucket.setdefault(bucket, []).append(key)
-        for bucket, keys in by_bucket.items():
-            self.storage.delete(bucket, keys)
+            location = self._recorded(pointer) or self._unchecked_location(pointer)
+            if location is not None:
+                found.append((".".join((*pointer.namespace, pointer.name)), location))
+        return found
+
+    def _unchecked_location(self, pointer: TablePointer) -> TableLocation | None:
+        try:
+            metadata = self.files.read(pointer.metadata_location)
+            bucket, key = file_location(self.storage, metadata.location.rstrip("/") + "/x")
+        except (MetadataFileMissing, UnsupportedOperation):
+            return None
+        prefix = key.removesuffix("/x")
+        return TableLocation(file_uri(self.storage, bucket, prefix), bucket, prefix)
+
+    def _purge(self, metadata_location: str, location: TableLocation) -> None:
+        try:
+            metadata = self.files.parse(metadata_location)
+        except (FileNotFoundError, InvalidParameter):
+            return  # nothing reachable to find: the files stay, as any outside the location do
+        purge(self.storage, metadata_location, metadata, location)
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """One table's commit, ready to swap: its new metadata and the file it is written to."""
+
+    table: TableName
+    current: TablePointer | None
+    location: TableLocation
+    metadata_location: str
+    metadata: TableMetadata
 
 
 def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
@@ -344,10 +450,6 @@ def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
     return {
         key[len(prefix) :]: value for key, value in namespace_properties.items() if key.startswith(prefix)
     }
-
-
-def _one(location: tuple[str, str]) -> tuple[str, list[str]]:
-    return location[0], [location[1]]
 
 
 def _string_properties(properties: dict[str, Any]) -> dict[str, str]:

@@ -27,6 +27,9 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddSnapshotUpdate,
     AssertCreate,
+    SetLocationUpdate,
+    SetPartitionStatisticsUpdate,
+    SetStatisticsUpdate,
     UpgradeFormatVersionUpdate,
     update_table_metadata,
 )
@@ -97,9 +100,35 @@ def created_metadata(
     return with_row_lineage(metadata, None)
 
 
-def metadata_file_location(metadata: TableMetadata, version: int) -> str:
-    """Where the metadata file of `version` goes: `<location>/metadata/NNNNN-<uuid>.metadata.json`."""
-    return f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
+def metadata_file_location(table_location: str, version: int) -> str:
+    """Where the metadata file of `version` goes: `<location>/metadata/NNNNN-<uuid>.metadata.json`.
+
+    `table_location` is the table's recorded location, never the metadata's own field.
+    """
+    return f"{table_location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+def creates(request: CommitTableRequest) -> bool:
+    """Whether the commit creates its table (a staged create's `assert-create`)."""
+    return any(isinstance(r, AssertCreate) for r in request.requirements)
+
+
+def set_locations(request: CommitTableRequest) -> list[str]:
+    """The locations the commit's `set-location` updates ask for."""
+    return [u.location for u in request.updates if isinstance(u, SetLocationUpdate)]
+
+
+def named_files(request: CommitTableRequest) -> list[tuple[str, str]]:
+    """Every file the commit's updates name, with what it is: the catalog checks each is in the table."""
+    named: list[tuple[str, str]] = []
+    for update in request.updates:
+        if isinstance(update, AddSnapshotUpdate):
+            named.append(("manifest list", update.snapshot.manifest_list))
+        elif isinstance(update, SetStatisticsUpdate):
+            named.append(("statistics file", update.statistics.statistics_path))
+        elif isinstance(update, SetPartitionStatisticsUpdate):
+            named.append(("partition statistics file", update.partition_statistics.statistics_path))
+    return named
 
 
 def next_file_version(metadata_location: str | None) -> int:
@@ -116,10 +145,10 @@ def committed_metadata(
     Without a base (the table does not exist) only a commit that asserts
     creation applies (a staged create); otherwise the table is missing.
     """
-    if base is None and not any(isinstance(r, AssertCreate) for r in request.requirements):
+    if base is None and not creates(request):
         raise NoSuchTable(f"Table does not exist: {'.'.join(request.identifier.namespace.root)}"
                           f".{request.identifier.name}")  # fmt: skip
-    if base is not None and any(isinstance(r, AssertCreate) for r in request.requirements):
+    if base is not None and creates(request):
         raise CommitConflict("Table already exists: the commit asserts it is being created")
     for requirement in request.requirements:
         try:
@@ -136,8 +165,13 @@ def committed_metadata(
             enforce_validation=base is None,
             metadata_location=base_location,
         )
-    except (ValueError, ValidationError, TypeError, KeyError, AttributeError) as error:
+    except (ValueError, ValidationError, TypeError, KeyError, AttributeError, IndexError) as error:
         raise InvalidParameter(f"invalid commit: {error}") from None
+    except StopIteration:
+        # pyiceberg looks up the default spec, schema or sort order with next(): one the commit
+        # leaves out (a create without `add-spec`) ends the search.
+        missing = "invalid commit: it names a spec, schema or sort order it does not add"
+        raise InvalidParameter(missing) from None
     added = [u.snapshot for u in request.updates if isinstance(u, AddSnapshotUpdate)]
     return with_row_lineage(updated, base, added)
 

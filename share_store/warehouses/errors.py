@@ -53,3 +53,12 @@ class CommitConflict(CatalogRefusal):
     error_code = "COMMIT_FAILED"
     status_code = 409
     iceberg_type = "CommitFailedException"
+
+
+class MetadataFileMissing(CatalogRefusal):
+    """The pointer names a metadata file storage no longer has (or that is no metadata file):
+    the server's fault, not the request's, and named as such."""
+
+    error_code = "INTERNAL_ERROR"
+    status_code = 500
+    iceberg_type = "ServiceFailureException"

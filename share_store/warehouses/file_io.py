@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyiceberg.io.pyarrow import PyArrowFileIO
+
+from share_store.iceberg.locations import TableLocation
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Storage
 
@@ -34,3 +37,32 @@ def file_io_for(storage: ObjectStorage) -> Any:
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     return PyArrowFileIO(file_io_properties(storage))
+
+
+class ConfinedFileIO(PyArrowFileIO):  # type: ignore[misc]
+    """`file_io_for(storage)` that opens only files inside one table's recorded location.
+
+    An own-warehouse table's metadata names its manifests and their files; the
+    caller who committed it chose those names. Read through this FileIO, a
+    manifest list or manifest outside the table is refused before it is
+    opened, so sharing, signing or purging the table never reads another
+    table's manifests (and their column statistics) on the caller's behalf.
+    """
+
+    def __init__(self, storage: ObjectStorage, table_location: TableLocation) -> None:
+        super().__init__(file_io_properties(storage))
+        self.storage = storage
+        self.table_location = table_location
+
+    def new_input(self, location: str) -> Any:
+        self.table_location.confine(self.storage, location)
+        return super().new_input(location)
+
+    def new_output(self, location: str) -> Any:
+        self.table_location.confine(self.storage, location)
+        return super().new_output(location)
+
+    def delete(self, location: Any) -> None:
+        path = location if isinstance(location, str) else location.location
+        self.table_location.confine(self.storage, path)
+        super().delete(location)

@@ -1,10 +1,12 @@
-"""What a table's metadata reaches: every file a purge may delete, found from the metadata alone.
+"""What a purge deletes: the files a table's metadata reaches, inside the table's own location only.
 
 Metadata files (the current one and those in its log), statistics files,
 each snapshot's manifest list, its manifests and every data and delete file
-they name, whatever their status. The catalog deletes only those inside the
-table's own location, so a table registered over another's files, or naming
-files elsewhere, never takes them with it.
+they name, whatever their status. Manifests are read through the table's
+`ConfinedFileIO`, so one named outside the table is never opened (it is
+skipped, with everything it would have named), and only paths inside the
+recorded location are deleted: a table whose metadata names another
+table's files, by mistake or by design, never takes them with it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from collections.abc import Iterator
 
 from pyiceberg.table.metadata import TableMetadata
 
+from share_store.iceberg.locations import OutsideTable, TableLocation
 from share_store.storage.base import ObjectStorage
-from share_store.warehouses.file_io import file_io_for
+from share_store.warehouses.file_io import ConfinedFileIO
 
 
-def reachable_files(metadata_location: str, metadata: TableMetadata, storage: ObjectStorage) -> Iterator[str]:
+def reachable_files(metadata_location: str, metadata: TableMetadata, io: ConfinedFileIO) -> Iterator[str]:
     yield metadata_location
     for logged in metadata.metadata_log:
         yield logged.metadata_file
@@ -25,14 +28,33 @@ def reachable_files(metadata_location: str, metadata: TableMetadata, storage: Ob
         yield statistics.statistics_path
     for partition_statistics in metadata.partition_statistics:
         yield partition_statistics.statistics_path
-    io = file_io_for(storage)
     manifests_seen: set[str] = set()
     for snapshot in metadata.snapshots:
         yield snapshot.manifest_list
-        for manifest in snapshot.manifests(io):
+        try:
+            manifests = snapshot.manifests(io)
+        except (OutsideTable, FileNotFoundError):
+            continue
+        for manifest in manifests:
             if manifest.manifest_path in manifests_seen:
                 continue  # later snapshots list the manifests they kept: each is read once
             manifests_seen.add(manifest.manifest_path)
             yield manifest.manifest_path
-            for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+            try:
+                entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
+            except (OutsideTable, FileNotFoundError):
+                continue
+            for entry in entries:
                 yield entry.data_file.file_path
+
+
+def purge(
+    storage: ObjectStorage, metadata_location: str, metadata: TableMetadata, location: TableLocation
+) -> int:
+    """Delete every file `reachable_files` finds inside `location`; how many were asked to go."""
+    io = ConfinedFileIO(storage, location)
+    keys = [location.confine(storage, path)[1] for path in reachable_files(metadata_location, metadata, io)
+            if location.holds_path(storage, path)]  # fmt: skip
+    if keys:
+        storage.delete(location.bucket, keys)
+    return len(keys)

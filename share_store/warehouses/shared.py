@@ -3,7 +3,9 @@
 `NAME:uniform:WAREHOUSE:NAMESPACE:TABLE` names one of these warehouses first,
 with no `[catalogs]` block: the registry asks `OwnWarehouses` whether it serves
 the warehouse and gets a catalog that loads tables as pyiceberg `Table`s, read
-through a FileIO over the server's own storage (`file_io`).
+through a FileIO over the server's own storage confined to the table's
+recorded location (`file_io.ConfinedFileIO`), which the readers also take as
+the bound of every file they sign (`iceberg.locations.table_location_of`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pyiceberg.table import (
 
 from share_store.warehouses.catalog import TableName, WarehouseCatalog
 from share_store.warehouses.errors import CommitConflict, NoSuchNamespace, NoSuchTable, NoSuchWarehouse
-from share_store.warehouses.file_io import file_io_for
+from share_store.warehouses.file_io import ConfinedFileIO
 
 
 class WarehouseTables(NoopCatalog):
@@ -40,17 +42,21 @@ class WarehouseTables(NoopCatalog):
     def load_table(self, identifier: str | tuple[str, ...]) -> Table:
         parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
         *namespace, name = parts
+        table = TableName.of(self.warehouse, tuple(namespace), name)
         try:
-            loaded = self.catalog.load_table(TableName.of(self.warehouse, tuple(namespace), name))
+            loaded = self.catalog.load_table(table)
+            location = loaded.location or self.catalog.table_location(table)
         except NoSuchTable as error:
             raise NoSuchTableError(error.message) from None
         except (NoSuchNamespace, NoSuchWarehouse) as error:
             raise NoSuchNamespaceError(error.message) from None
+        # Read through a FileIO confined to the table's recorded location: whatever its metadata
+        # names, sharing it reads, signs and vends nothing of another table.
         return Table(
             identifier=parts,
             metadata=loaded.metadata,
             metadata_location=loaded.metadata_location or "",
-            io=file_io_for(self.catalog.storage),
+            io=ConfinedFileIO(self.catalog.storage, location),
             catalog=self,
         )
 

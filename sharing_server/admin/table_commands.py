@@ -53,7 +53,7 @@ class TableBackend(Protocol):
     """What the commands need of a catalog: `WarehouseCatalog` itself, or `RemoteTables`."""
 
     def has_warehouse(self, name: str) -> bool: ...
-    def create_warehouse(self, name: str) -> None: ...
+    def create_warehouse(self, name: str, adopt: bool = False) -> None: ...
     def list_warehouses(self) -> list[str]: ...
     def drop_warehouse(self, name: str) -> None: ...
     def create_namespace(
@@ -95,8 +95,8 @@ class RemoteTables:
             return False
         return True
 
-    def create_warehouse(self, name: str) -> None:
-        self._call("POST", "/warehouses", {"name": name})
+    def create_warehouse(self, name: str, adopt: bool = False) -> None:
+        self._call("POST", "/warehouses", {"name": name, **({"adopt": True} if adopt else {})})
 
     def list_warehouses(self) -> list[str]:
         return [entry["name"] for entry in self._call("GET", "/warehouses")["warehouses"]]
@@ -252,8 +252,8 @@ def run_table(args: argparse.Namespace, tables: TableBackend, users: CatalogUser
         for name in tables.list_warehouses():
             print(name)
     elif what == "warehouse create":
-        tables.create_warehouse(check_warehouse(args.warehouse))
-        print(f"Created warehouse '{args.warehouse}'.")
+        tables.create_warehouse(check_warehouse(args.warehouse), adopt=args.adopt)
+        print(f"{'Adopted bucket as' if args.adopt else 'Created'} warehouse '{args.warehouse}'.")
     elif what == "warehouse remove":
         _require_warehouse(tables, args.warehouse)
         tables.drop_warehouse(args.warehouse)

@@ -90,7 +90,12 @@ def add_table_commands(commands: Any) -> None:
 
     warehouse = table.add_parser("warehouse", help="manage warehouses (each is a bucket)")
     verbs = warehouse.add_subparsers(dest="verb", required=True)
-    _leaf(verbs, "create", "warehouse create", ("warehouse",), "create a warehouse and its bucket")
+    created = _leaf(verbs, "create", "warehouse create", ("warehouse",), "create a warehouse and its bucket")
+    created.add_argument(
+        "--adopt",
+        action="store_true",
+        help="take a bucket that already exists as the warehouse, objects and all (refused otherwise)",
+    )
     _leaf(verbs, "list", "warehouse list", (), "list warehouses")
     _leaf(verbs, "remove", "warehouse remove", ("warehouse",), "remove an empty warehouse")
 

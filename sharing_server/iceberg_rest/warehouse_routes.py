@@ -28,7 +28,7 @@ from share_store.warehouses.errors import NoSuchWarehouse
 from share_store.warehouses.names import check_namespace, check_warehouse, parse_namespace_path
 from share_store.warehouses.policies import warehouse_arn
 from sharing_server.iceberg_rest.callers import caller_of
-from sharing_server.iceberg_rest.errors import iceberg_errors
+from sharing_server.iceberg_rest.errors import IcebergError, iceberg_errors
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -99,20 +99,25 @@ async def get_config(request: Request) -> Response:
 async def list_warehouses(request: Request) -> Response:
     caller = await caller_of(request)
     names = await run_in_threadpool(catalog(request).list_warehouses)
-    visible = [n for n in names if caller.policy is None or caller.policy.allows(
-        actions.GET_TABLE_BUCKET, warehouse_arn(n))]  # fmt: skip
+    visible = [n for n in names if caller.allows(actions.LIST_TABLE_BUCKETS, warehouse_arn(n))]
     return JSONResponse({"warehouses": [{"name": name} for name in visible]})
 
 
 @iceberg_errors("NoSuchWarehouseException")
 async def create_warehouse(request: Request) -> Response:
     caller = await caller_of(request)
-    name = (await json_body(request)).get("name")
+    body = await json_body(request)
+    name, adopt = body.get("name"), body.get("adopt", False)
     if not isinstance(name, str):
         raise InvalidParameter('the body must name the warehouse: {"name": "..."}')
+    if not isinstance(adopt, bool):
+        raise InvalidParameter("adopt must be true or false")
     check_warehouse(name)
     caller.require(actions.CREATE_TABLE_BUCKET, warehouse_arn(name))
-    await run_in_threadpool(catalog(request).create_warehouse, name)
+    if adopt and caller.policy is not None:
+        # Taking a bucket as it is makes its objects a warehouse's: the provider decides that.
+        raise IcebergError(403, "only the admin token may adopt an existing bucket", "ForbiddenException")
+    await run_in_threadpool(catalog(request).create_warehouse, name, adopt)
     return JSONResponse({"name": name}, status_code=200)
 
 

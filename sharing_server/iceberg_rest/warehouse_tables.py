@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from share_store.errors import InvalidParameter
 from share_store.warehouses import policies as actions
 from share_store.warehouses.catalog import LoadedTable, TableName
-from share_store.warehouses.commits import metadata_dict, parse_model
+from share_store.warehouses.commits import creates, metadata_dict, parse_model
 from share_store.warehouses.names import check_name, check_namespace
 from share_store.warehouses.policies import table_arn, warehouse_arn
 from sharing_server.iceberg_rest.callers import caller_of
@@ -96,10 +96,13 @@ async def table(request: Request) -> Response:
     if request.method == "POST":
         caller.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(name))
         commit = parse_model(CommitTableRequest, _with_identifier(await json_body(request), name), "commit")
+        if creates(commit):  # a staged create's commit makes the table
+            caller.require(actions.CREATE_TABLE, _arn(name))
         loaded = await run_in_threadpool(catalog(request).commit, name, commit)
         return JSONResponse({"metadata-location": loaded.metadata_location,
                              "metadata": metadata_dict(loaded.metadata)})  # fmt: skip
-    caller.require(actions.GET_TABLE, _arn(name))
+    # S3 Tables' name for reading a table's metadata location is as good as GetTable.
+    caller.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(name))
     if request.method == "HEAD":
         exists = await run_in_threadpool(catalog(request).table_exists, name)
         return no_content() if exists else Response(status_code=404)
@@ -159,6 +162,8 @@ async def transaction(request: Request) -> Response:
             raise InvalidParameter("each table change must name its table (identifier)")
         name = TableName.of(warehouse, commit.identifier.namespace.root, commit.identifier.name)
         caller.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(name))
+        if creates(commit):
+            caller.require(actions.CREATE_TABLE, _arn(name))
         commits.append((name, commit))
     await run_in_threadpool(catalog(request).commit_transaction, commits)
     return no_content()

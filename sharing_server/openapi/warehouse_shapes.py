@@ -28,6 +28,7 @@ from sharing_server.openapi.shapes import (
     STRING,
     Schema,
     array,
+    header,
     json_body,
     json_content,
     model,
@@ -143,7 +144,8 @@ def catalog_operation(
         **{
             str(code): (not_found if code == 404 else iceberg_error)(text) for code, text in described.items()
         },
-        **errors(*((413, 429) if body else (429,))),
+        **errors(*((413,) if body else ())),
+        "429": too_many(),
     }
     return operation(
         operation_id,
@@ -163,6 +165,17 @@ def not_found(description: str) -> Schema:
         description + " A path with a line feed (`%0A`) reaches no route of the catalog: that 404 is the "
         "server's own (`Error`).",
         json_content({"oneOf": [model("IcebergError"), model("Error")]}),
+    )
+
+
+def too_many() -> Schema:
+    """A 429 under `/_iceberg`: the server's request rates are limited before the catalog sees the
+    request (`Error`), while too many wrong admin tokens are the catalog's own refusal, in its model."""
+    return response(
+        "Over the per-token or server-wide request rate (`Error`), or too many wrong admin tokens from "
+        "this address (`TooManyRequestsException`); see `Retry-After`.",
+        json_content({"oneOf": [model("IcebergError"), model("Error")]}),
+        {"Retry-After": header({"type": "integer", "minimum": 1})},
     )
 
 
@@ -192,7 +205,15 @@ def _catalog_schemas() -> dict[str, Schema]:
     return {
         "Warehouse": object_schema({"name": STRING}),
         "WarehouseList": object_schema({"warehouses": array(model("Warehouse"))}),
-        "CreateWarehouseRequest": object_schema({"name": WAREHOUSE}),
+        "CreateWarehouseRequest": object_schema(
+            {"name": WAREHOUSE},
+            {
+                "adopt": _described(
+                    {"type": "boolean", "default": False},
+                    "Take a bucket that exists already (the admin token only).",
+                )
+            },
+        ),
         "ListNamespacesResponse": object_schema(
             {"namespaces": array(LEVELS)},
             {"next-page-token": _described(NULLABLE_STRING, "Always null: one page holds them all.")},

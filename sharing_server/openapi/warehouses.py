@@ -98,8 +98,8 @@ def _catalog_operations() -> dict[OperationKey, Schema]:
         ("warehouses_list", "GET"): catalog_operation(
             "listWarehouses",
             "List warehouses",
-            f"The warehouses the caller's policy allows `{actions.GET_TABLE_BUCKET}` on (all of them for "
-            "the admin token).",
+            f"The warehouses the caller's policy allows `{actions.LIST_TABLE_BUCKETS}` on (all of them "
+            "for the admin token).",
             returns("Warehouses.", "WarehouseList"),
             {},
             None,
@@ -107,12 +107,13 @@ def _catalog_operations() -> dict[OperationKey, Schema]:
         ("warehouses_create", "POST"): catalog_operation(
             "createWarehouse",
             "Create a warehouse",
-            "A warehouse and the storage bucket of the same name that holds its tables.",
+            "A warehouse and the storage bucket of the same name that holds its tables. A bucket that "
+            "exists already is refused unless the admin token asks to `adopt` it.",
             returns("Created.", "Warehouse"),
             {
                 400: "An invalid name or body (`BadRequestException`).",
                 406: "The storage cannot create buckets (`UnsupportedOperationException`).",
-                409: "The warehouse exists (`AlreadyExistsException`).",
+                409: "The warehouse, or a bucket of that name, exists (`AlreadyExistsException`).",
                 503: UNAVAILABLE,
             },
             on_warehouse(actions.CREATE_TABLE_BUCKET),
@@ -249,9 +250,10 @@ def _table_operations() -> dict[OperationKey, Schema]:
             {
                 400: BAD_NAMES + ", or `snapshots` neither `all` nor `refs` (`BadRequestException`).",
                 404: NO_TABLE,
+                500: "The table's metadata file is gone from storage (`ServiceFailureException`).",
                 503: UNAVAILABLE,
             },
-            on_table(actions.GET_TABLE),
+            on_table(actions.GET_TABLE) + f" or `{actions.GET_TABLE_METADATA_LOCATION}`",
             [
                 *table,
                 query(
@@ -302,11 +304,13 @@ def _commit_operations() -> dict[OperationKey, Schema]:
             "Commit changes to a table",
             "Checks the requirements against the current metadata, applies the updates, writes the next "
             "metadata file and swaps the table's pointer to it if nobody committed meanwhile. With "
-            "`assert-create`, creates the table (a staged creation's commit).",
+            f"`assert-create`, creates the table (a staged creation's commit; `{actions.CREATE_TABLE}` "
+            "too). The table's location cannot move: `set-location`, `write.*.path` properties and the "
+            "files the commit names (manifest list, statistics) must be inside it.",
             returns("The new metadata and where it is.", "CommitTableResponse"),
             {
-                400: BAD_NAMES + ", an update that cannot apply, or a body that does not fit "
-                "(`BadRequestException`).",
+                400: BAD_NAMES + ", an update that cannot apply, a location or file outside the table, or "
+                "a body that does not fit (`BadRequestException`).",
                 404: "No such table or namespace (`NoSuchTableException`, `NoSuchNamespaceException`).",
                 409: conflict,
                 503: UNAVAILABLE,
@@ -318,11 +322,13 @@ def _commit_operations() -> dict[OperationKey, Schema]:
         ("warehouse_register", "POST"): catalog_operation(
             "warehouseRegisterTable",
             "Register a table from a metadata file",
-            "Adopts a metadata file already in the warehouse's bucket as a new table's current metadata.",
+            "Adopts a metadata file already in the warehouse's bucket as a new table's current metadata: "
+            "the file must be in no live table's location, and inside the location its metadata names.",
             returns("The table.", "LoadTableResult"),
             {
                 400: BAD_NAMES + ", no metadata file there, a file or table location outside the "
-                "warehouse, or a body that does not fit (`BadRequestException`).",
+                "warehouse or overlapping another table's, or a body that does not fit "
+                "(`BadRequestException`).",
                 404: NO_NAMESPACE,
                 409: "The table exists (`AlreadyExistsException`).",
                 503: UNAVAILABLE,

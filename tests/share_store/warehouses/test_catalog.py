@@ -3,6 +3,8 @@ safety, names, emptiness. Two replicas on one PostgreSQL race as two commits her
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +12,17 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
+from sqlalchemy import update
 
 from share_store.errors import InvalidParameter
 from share_store.persistence import ShareStore, sqlite_url
 from share_store.persistence import warehouses as rows
+from share_store.persistence.schema import warehouse_tables_table
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.warehouses.catalog import TableName, WarehouseCatalog
-from share_store.warehouses.commits import parse_model
-from share_store.warehouses.errors import AlreadyExists, CommitConflict, NotEmpty
+from share_store.warehouses.commits import metadata_json, parse_model
+from share_store.warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing, NotEmpty
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 
@@ -80,6 +84,87 @@ def test_a_crash_between_the_file_and_the_swap_leaves_the_old_metadata(
     assert len(metadata_files(catalog)) == 1  # the new file written before the swap was taken back
 
 
+class CommitFailed(RuntimeError):
+    """The database's answer to COMMIT was lost: the transaction may or may not have committed."""
+
+
+def _commit_then_fail(catalog: WarehouseCatalog, committed: bool) -> Any:
+    @contextmanager
+    def change() -> Iterator[Any]:
+        connection = catalog.engine.connect()
+        transaction = connection.begin()
+        try:
+            yield connection
+            (transaction.commit if committed else transaction.rollback)()
+        finally:
+            connection.close()
+        raise CommitFailed("server closed the connection unexpectedly")
+
+    return change
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_commit_whose_outcome_is_unknown_deletes_no_file_a_pointer_names(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch, committed: bool
+) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    monkeypatch.setattr(catalog, "_change", _commit_then_fail(catalog, committed))
+    if committed:
+        # The pointer was swapped: the commit happened, and its file stays.
+        loaded = catalog.commit(name, properties("kept", "yes"))
+        assert catalog.load_table(name).metadata_location == loaded.metadata_location
+        assert len(metadata_files(catalog)) == 2
+    else:
+        with pytest.raises(CommitFailed):
+            catalog.commit(name, properties("kept", "no"))
+        assert catalog.load_table(name).metadata_location == created.metadata_location
+        assert len(metadata_files(catalog)) == 1  # read again, found unused, taken back
+    monkeypatch.undo()
+    for path in metadata_files(catalog):
+        assert path.exists()
+    assert Path(str(catalog.load_table(name).metadata_location).removeprefix("file://")).exists()
+
+
+def test_a_multi_table_commit_that_fails_on_one_table_creates_none(catalog: WarehouseCatalog) -> None:
+    """All or nothing on SQLite too: a staged create first, then a table whose requirement fails."""
+    existing = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(existing, SCHEMA, None, None, None, {"format-version": "2"})
+    staged = catalog.create_table(TableName.of("whs", ("ns",), "new"), SCHEMA, None, None, None,
+                                  {"format-version": "2"}, stage=True)  # fmt: skip
+    assert staged.location is not None
+    create = parse_model(CommitTableRequest, {
+        "identifier": {"namespace": ["ns"], "name": "new"}, "requirements": [{"type": "assert-create"}],
+        "updates": [{"action": "assign-uuid", "uuid": str(staged.metadata.table_uuid)},
+                    {"action": "upgrade-format-version", "format-version": 2},
+                    {"action": "add-schema", "schema": staged.metadata.schemas[0].model_dump(by_alias=True)},
+                    {"action": "set-current-schema", "schema-id": -1},
+                    {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+                    {"action": "set-default-spec", "spec-id": -1},
+                    {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+                    {"action": "set-default-sort-order", "sort-order-id": -1},
+                    {"action": "set-location", "location": staged.location.uri}]}, "commit")  # fmt: skip
+    stale = parse_model(CommitTableRequest, {
+        "identifier": {"namespace": ["ns"], "name": "t"},
+        "requirements": [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}],
+        "updates": []}, "commit")  # fmt: skip
+    with pytest.raises(CommitConflict):
+        catalog.commit_transaction([(TableName.of("whs", ("ns",), "new"), create), (existing, stale)])
+    assert not catalog.table_exists(TableName.of("whs", ("ns",), "new"))
+    assert len(metadata_files(catalog)) == 1
+
+
+def test_a_warehouse_over_a_bucket_that_exists_is_refused_and_leaves_no_row(
+    catalog: WarehouseCatalog,
+) -> None:
+    (catalog.storage.root / "taken").mkdir()  # type: ignore[attr-defined]
+    with pytest.raises(AlreadyExists, match="--adopt"):
+        catalog.create_warehouse("taken")
+    assert catalog.list_warehouses() == ["whs"]
+    catalog.create_warehouse("taken", adopt=True)  # the provider's explicit choice
+    assert catalog.list_warehouses() == ["taken", "whs"]
+
+
 def test_the_pointer_always_names_a_file_that_exists(catalog: WarehouseCatalog) -> None:
     name = TableName.of("whs", ("ns",), "t")
     catalog.create_table(name, SCHEMA, None, None, None, {})
@@ -127,7 +212,7 @@ def test_a_location_outside_the_warehouse_is_refused(catalog: WarehouseCatalog, 
     name = TableName.of("whs", ("ns",), "t")
     for location in ((tmp_path / "root" / "other" / "t").as_uri(), (tmp_path / "elsewhere").as_uri(),
                      (tmp_path / "root" / "whs" / ".." / "other").as_uri()):  # fmt: skip
-        with pytest.raises(InvalidParameter, match="not inside warehouse"):
+        with pytest.raises(InvalidParameter, match=r"not inside warehouse|not a normalised path"):
             catalog.create_table(name, SCHEMA, None, None, location, {})
     assert not catalog.table_exists(name)
 
@@ -165,3 +250,38 @@ def test_namespace_table_defaults_apply_to_new_tables_and_the_tables_own_propert
         ).metadata.format_version
         == 3
     )
+
+
+def test_a_metadata_file_gone_from_storage_is_named_not_a_bare_error(catalog: WarehouseCatalog) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    path = Path(str(created.metadata_location).removeprefix("file://"))
+    path.unlink()
+    fresh = WarehouseCatalog(catalog.engine, catalog.storage)  # nothing kept in memory
+    with pytest.raises(MetadataFileMissing, match="cannot be read from storage") as refused:
+        fresh.load_table(name)
+    assert refused.value.status_code == 500 and refused.value.iceberg_type == "ServiceFailureException"
+    with pytest.raises(MetadataFileMissing):
+        fresh.commit(name, properties("k", "v"))
+
+
+def test_a_table_made_before_locations_were_recorded_gets_its_own_recorded_once(
+    catalog: WarehouseCatalog,
+) -> None:
+    name = TableName.of("whs", ("ns",), "t")
+    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    with catalog.engine.begin() as conn:  # as revision 0008 leaves a table made before it
+        conn.execute(update(warehouse_tables_table).values(location=None))
+    assert catalog.load_table(name).location is None
+    assert created.location is not None and catalog.table_location(name) == created.location
+    assert catalog.load_table(name).location == created.location  # recorded now
+    # One whose metadata names the warehouse's root (accepted before) is not taken: no commit.
+    at_root = created.metadata.model_copy(update={"location": (catalog.storage.root / "whs").as_uri()})  # type: ignore[attr-defined]
+    legacy = catalog.storage.root / "whs" / "legacy.metadata.json"  # type: ignore[attr-defined]
+    legacy.write_bytes(metadata_json(at_root))
+    with catalog.engine.begin() as conn:
+        rows.insert_table(conn, "whs", ("ns",), "at_root", legacy.as_uri(), "x")
+        conn.execute(update(warehouse_tables_table).where(warehouse_tables_table.c.name == "at_root")
+                     .values(location=None))  # fmt: skip
+    with pytest.raises(InvalidParameter, match="register its metadata again"):
+        catalog.commit(TableName.of("whs", ("ns",), "at_root"), properties("k", "v"))

@@ -183,7 +183,7 @@ def test_metadata_files_are_numbered_after_the_one_they_replace() -> None:
     assert (
         next_file_version("s3://wh/t/metadata/00007-6c97e413-d51b-4538-ac70-12fe2a85cb83.metadata.json") == 8
     )
-    location = metadata_file_location(created(), 8)
+    location = metadata_file_location(created().location, 8)
     assert location.startswith(f"{LOCATION}/metadata/00008-") and location.endswith(".metadata.json")
 
 

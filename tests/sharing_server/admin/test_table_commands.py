@@ -412,3 +412,28 @@ def test_a_table_of_an_own_warehouse_is_shared_without_a_catalogs_block(
     capsys.readouterr()
     assert run(config, "share", "create", "t", "sales", "gone:uniform:analytics:sales:gone") == 2
     assert "no Iceberg table sales.gone in warehouse 'analytics'" in capsys.readouterr().err
+
+
+def test_the_cli_goes_through_the_catalogs_location_and_bucket_rules(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The provider's CLI meets the rules HTTP callers meet: where a table lives, what is a warehouse."""
+    buckets = config.parent / "buckets"
+    (buckets / "deltalake" / "events" / "_delta_log").mkdir(parents=True)  # a bucket that is no warehouse
+    assert run(config, "table", "warehouse", "create", "deltalake") == 2
+    assert "bucket deltalake already exists in the storage and is not a warehouse" in capsys.readouterr().err
+    assert output(config, capsys, "table", "warehouse", "create", "deltalake", "--adopt") == (
+        "Adopted bucket as warehouse 'deltalake'.\n"
+    )
+    run(config, "table", "warehouse", "create", "analytics")
+    run(config, "table", "namespace", "create", "analytics", "sales")
+    before = state(config)
+    for location in (f"{(buckets / 'deltalake' / 'events').as_uri()}", f"{(buckets / 'analytics').as_uri()}",
+                     f"{(buckets / 'analytics' / 'sales' / 't').as_uri()}#"):  # fmt: skip
+        capsys.readouterr()
+        assert run(config, "table", "create", "analytics", "sales", "t", "--schema", SCHEMA,
+                   "--location", location) == 2  # fmt: skip
+        assert "table location" in capsys.readouterr().err
+    assert run(config, "table", "create", "analytics", "sales", "x.y", "--schema", SCHEMA) == 2
+    assert "invalid table name 'x.y'" in capsys.readouterr().err
+    assert state(config) == before

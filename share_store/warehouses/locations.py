@@ -1,0 +1,125 @@
+"""Where a table of the server's own warehouses lives: the catalog decides, once, and records it.
+
+A new table gets `<warehouse>/<namespace levels>/<table>-<uuid>`; a location
+asked for (a create's `location`, a staged create's `set-location`, a
+registered metadata file's `location`) is taken only if it is normalised,
+inside the table's warehouse and below its root, with no query, fragment,
+dot segment or character outside the safe set, and overlaps no other table's
+location. The result is recorded beside the table's pointer; from then on
+commits may not move it, and every file the server writes, deletes, signs or
+vends for the table must be inside it (`TableLocation.confine`). Polaris
+refuses the same by default (`ALLOW_TABLE_LOCATION_OVERLAP`,
+`ALLOW_EXTERNAL_METADATA_FILE_LOCATION` off); S3 Tables and AIStor keep each
+table inside storage they manage.
+
+Pure functions over the storage's addressing: nothing here reads or writes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+
+from share_store.errors import InvalidParameter
+from share_store.iceberg.locations import TableLocation, file_uri
+from share_store.storage.base import ObjectStorage
+from share_store.storage.local import LocalStorage
+
+#: One folder name of a location: what the catalog's own names and engines' usual paths use.
+SAFE_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_=.+-]*")
+S3_SCHEMES = ("s3://", "s3a://", "s3n://")
+#: Table properties that tell engines where to write; each must stay inside the table.
+WRITE_PATHS = (
+    "write.data.path",
+    "write.metadata.path",
+    "write.object-storage.path",
+    "write.folder-storage.path",
+)
+
+
+class LocationRefused(InvalidParameter):
+    iceberg_type = "BadRequestException"
+
+
+def assigned_location(
+    storage: ObjectStorage, warehouse: str, namespace: tuple[str, ...], name: str
+) -> TableLocation:
+    """A new table's own folder: unique by its uuid, so it overlaps no other table's."""
+    prefix = "/".join((*namespace, f"{name}-{uuid.uuid4().hex}"))
+    return TableLocation(file_uri(storage, warehouse, prefix), warehouse, prefix)
+
+
+def requested_location(storage: ObjectStorage, warehouse: str, text: object) -> TableLocation:
+    """`text` as a table location in `warehouse`, if the catalog takes it; `LocationRefused` naming why."""
+    if not isinstance(text, str) or not text:
+        raise LocationRefused("a table location must be a non-empty string")
+    if not text.isascii() or not text.isprintable() or any(c in text for c in "?#%\\ "):
+        raise LocationRefused(
+            f"table location {text!r}: only ASCII letters, digits and '/_=.+-' after the scheme "
+            "(no query, fragment, escapes or spaces)"
+        )
+    bucket, key = _bucket_and_key(storage, text.removesuffix("/"))
+    if bucket != warehouse:
+        raise LocationRefused(f"table location {text!r} is not inside warehouse {warehouse}")
+    if not key:
+        raise LocationRefused(
+            f"table location {text!r} is the warehouse's root: a table needs a folder of its own"
+        )
+    for part in key.split("/"):
+        if not SAFE_SEGMENT.fullmatch(part) or part in (".", ".."):
+            raise LocationRefused(
+                f"table location {text!r}: folder {part!r} is empty, a dot segment or starts with '.'"
+            )
+    location = TableLocation(file_uri(storage, bucket, key), bucket, key)
+    if isinstance(storage, LocalStorage):
+        # A symbolic link on the way would put the table's files somewhere else than its name says.
+        folder = storage.root / bucket / key
+        if os.path.realpath(folder) != os.path.normpath(folder):
+            raise LocationRefused(f"table location {text!r} leads through a symbolic link")
+    return location
+
+
+def _bucket_and_key(storage: ObjectStorage, text: str) -> tuple[str, str]:
+    if isinstance(storage, LocalStorage):
+        path = text.removeprefix("file://")
+        if path.startswith("//") or not path.startswith("/"):
+            raise LocationRefused(f"table location {text!r}: an absolute file:// path under the storage root")
+        root = str(storage.root) + "/"
+        if os.path.normpath(path) != path:
+            raise LocationRefused(f"table location {text!r} is not a normalised path (no '.', '..' or '//')")
+        if not path.startswith(root):
+            return "", path
+        bucket, _, key = path[len(root) :].partition("/")
+        return bucket, key
+    scheme = next((s for s in S3_SCHEMES if text.startswith(s)), None)
+    if scheme is None:
+        raise LocationRefused(f"table location {text!r}: an s3:// location in the table's warehouse")
+    bucket, _, key = text[len(scheme) :].partition("/")
+    return bucket, key
+
+
+def check_no_overlap(location: TableLocation, others: Iterable[tuple[str, TableLocation]]) -> None:
+    """`LocationRefused` if another table's folder holds this one's, or this one holds it."""
+    for name, other in others:
+        if location.overlaps(other):
+            raise LocationRefused(f"table location {location.uri} overlaps the location of table {name}")
+
+
+def check_write_paths(storage: ObjectStorage, location: TableLocation, properties: Mapping[str, str]) -> None:
+    """The table's `write.*.path` properties, if set, must name folders inside its location."""
+    for key in WRITE_PATHS:
+        value = properties.get(key)
+        if value is None:
+            continue
+        inside = value.removesuffix("/") + "/x"
+        if not location.holds_path(storage, inside):
+            raise LocationRefused(f"{key} {value!r} is outside the table's location {location.uri}")
+
+
+def check_files(storage: ObjectStorage, location: TableLocation, paths: Iterable[tuple[str, str]]) -> None:
+    """Each `(what, path)` a commit names (manifest list, statistics) must be inside the table."""
+    for what, path in paths:
+        if not location.holds_path(storage, path):
+            raise LocationRefused(f"the {what} {path!r} is outside the table's location {location.uri}")
