@@ -15,8 +15,12 @@ signature against the secret of the access key it names:
   `URLDecoder` read it) and encoded again as RFC 3986 asks, pairs sorted;
 * headers are those the client lists in `SignedHeaders`, values trimmed and
   runs of spaces squeezed, repeated headers joined with commas;
-* the payload hash is `x-amz-content-sha256` when sent (it must then match the
-  body, unless it is `UNSIGNED-PAYLOAD`), else the body's SHA-256.
+* the payload hash is the body's SHA-256, which a request with a body must
+  sign: `x-amz-content-sha256`, when sent, must name it (in hex, the header's
+  value then signed as sent; or in base64, as Iceberg's Java signer sends it
+  while signing the hex digest). `UNSIGNED-PAYLOAD` (signed as such) is taken
+  only without a body, and aws-chunked `STREAMING-...` payloads never: else a
+  request captured and replayed within the skew window could carry another body.
 
 A request is refused with `SignatureRejected` (403), whose message says what is
 wrong and never holds the secret or the signature we expected.
@@ -24,6 +28,8 @@ wrong and never holds the secret or the signature we expected.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import re
@@ -38,10 +44,13 @@ from share_store.errors import ShareStoreError
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
+#: aws-chunked bodies (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, ...): S3's.
+_STREAMING = "STREAMING-"
 AMZ_DATE_FORMAT = "%Y%m%dT%H%M%SZ"
 DEFAULT_MAX_SKEW_SECONDS = 900  # AWS's own window
 
 _HEX_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+_BASE64_SHA256 = re.compile(r"[A-Za-z0-9+/]{43}=")
 _AMZ_DATE = re.compile(r"\d{8}T\d{6}Z")
 _SCOPE_DATE = re.compile(r"\d{8}")
 
@@ -298,17 +307,50 @@ def _check_skew(stamp: str, signed_at: datetime, now: float, max_skew_seconds: i
 
 
 def _payload_hash(declared: str | None, body: bytes) -> str:
+    """The payload hash the canonical request ends with, from `x-amz-content-sha256` and the body.
+
+    A body is always bound to the signature: the header, when sent, must name the body's SHA-256
+    (hex as botocore and AWS document it, or base64 as Iceberg's Java signer sends it). Without
+    that, a request captured and replayed within the skew window could carry another body (another
+    commit). `UNSIGNED-PAYLOAD` is for requests without a body (GET, HEAD, DELETE) only.
+    """
+    actual = hashlib.sha256(body).hexdigest()
     if declared is None:
-        return hashlib.sha256(body).hexdigest()
-    if declared == UNSIGNED_PAYLOAD:
-        return declared
-    if not _HEX_SHA256.fullmatch(declared):
-        raise SignatureRejected(
-            f"unsupported x-amz-content-sha256 {declared[:40]!r}: a hex SHA-256 or {UNSIGNED_PAYLOAD}"
-        )
-    if declared.lower() != hashlib.sha256(body).hexdigest():
-        raise SignatureRejected("x-amz-content-sha256 does not match the SHA-256 of the request body")
-    return declared
+        return actual  # botocore's SigV4Auth for a service other than S3 (pyiceberg) signs this
+    if _HEX_SHA256.fullmatch(declared):
+        if declared.lower() != actual:
+            raise SignatureRejected("x-amz-content-sha256 does not match the SHA-256 of the request body")
+        return declared  # the signer ends its canonical request with the header's value, as sent
+    digest = _base64_sha256(declared)
+    if digest is not None:
+        # The AWS SDK for Java's Aws4Signer with SHA-256 checksum params (Iceberg's
+        # RESTSigV4AuthSession) sends the digest in base64 but signs the hex one.
+        if digest.hex() != actual:
+            raise SignatureRejected("x-amz-content-sha256 does not match the SHA-256 of the request body")
+        return actual
+    if declared == UNSIGNED_PAYLOAD or declared.startswith(_STREAMING):
+        if body:
+            raise SignatureRejected(
+                f"x-amz-content-sha256 is {declared[:64]} but the request has a body: sign the body's "
+                "SHA-256 (send it in hex in x-amz-content-sha256, or leave the header out), so that "
+                "the signature covers the body and a replayed request cannot carry another one"
+            )
+        if declared == UNSIGNED_PAYLOAD:
+            return declared
+    raise SignatureRejected(
+        f"unsupported x-amz-content-sha256 {declared[:40]!r}: the body's SHA-256 in hex (or base64), "
+        f"or {UNSIGNED_PAYLOAD} for a request without a body"
+    )
+
+
+def _base64_sha256(declared: str) -> bytes | None:
+    """The 32 bytes a standard base64 SHA-256 (44 characters) names; None for anything else."""
+    if not _BASE64_SHA256.fullmatch(declared):
+        return None
+    try:
+        return base64.b64decode(declared, validate=True)
+    except binascii.Error:
+        return None
 
 
 def _signing_key(secret: str, day: str, region: str, service: str) -> bytes:

@@ -1,11 +1,16 @@
 """Failed admin-token attempts, limited per client address and in all: `SignInThrottle`.
 
-The console's sign-in and the admin API both take the admin token. Wrong tokens
-are counted in a sliding window, per client address and over all addresses; once
-either count is at its limit, further attempts are refused (429, `Retry-After`)
-without looking at the token until the oldest failure leaves the window. A right
+The console's sign-in, the admin API and the writable catalog (`/_iceberg`) take
+the admin token. Wrong tokens are counted in a sliding window, per client address
+and over all addresses. An address at its own limit is refused (429,
+`Retry-After`) without its token being looked at, until its oldest failure leaves
+the window. While all addresses together are at the overall limit, every address
+that has failed within the window is refused too, but an address that has not is
+still let try: others' failures never lock the provider out, and a wrong token
+from a new address is one more failure, after which it is refused as well. A right
 token is never counted, and the window is a minute, so a provider signing in from
-another address is unaffected and one from the same address waits a minute at most.
+an address that did not fail is unaffected and one from an address that did waits
+a minute at most.
 """
 
 from __future__ import annotations
@@ -48,18 +53,24 @@ class SignInThrottle:
             failures.popleft()
 
     def check(self, address: str) -> None:
-        """RateLimited while `address`, or everyone, has failed too often within the window."""
+        """RateLimited while `address` has failed too often within the window, or has failed at all
+        while everyone together has."""
         now = self._clock()
         with self._lock:
             self._trim(self._all, now)
             mine = self._by_address.get(address)
             if mine is not None:
                 self._trim(mine, now)
-            if mine is not None and len(mine) >= self.per_address:
+            if not mine:
+                # Never refused for others' failures: an attacker failing from many addresses must
+                # not lock the provider out. Its token is looked at; a wrong one is a failure.
+                return
+            if len(mine) >= self.per_address:
                 wait = mine[0] + self.window - now
                 raise RateLimited(self._message("from this address", wait), wait)
             if len(self._all) >= self.overall:
-                wait = self._all[0] + self.window - now
+                # Free again when everyone is below the limit, or this address's failures are gone.
+                wait = min(self._all[0], mine[-1]) + self.window - now
                 raise RateLimited(self._message("on this server", wait), wait)
 
     def failed(self, address: str) -> None:
@@ -78,9 +89,10 @@ class SignInThrottle:
 
 
 def admin_token_matches(connection: HTTPConnection, token: str, token_hash: str) -> bool:
-    """Whether `token` is the admin token (by hash, in constant time), the one check the admin API
-    and the console's sign-in make. `RateLimited` while its address, or everyone, failed too often;
-    each refusal is noted in the audit line, never the token."""
+    """Whether `token` is the admin token (by hash, in constant time): the one check the admin API,
+    the console's sign-in and the writable catalog make. `RateLimited` while its address failed too
+    often, or failed at all while everyone did; each refusal is noted in the audit line, never the
+    token."""
     throttle: SignInThrottle = connection.app.state.sign_in_throttle
     address = connection.client.host if connection.client else ""
     try:

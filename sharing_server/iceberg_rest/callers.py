@@ -9,7 +9,9 @@ Three ways in, checked in this order:
   `/_iceberg/v1/oauth/tokens`, for engines that cannot sign SigV4 (Spark
   without the AWS bundle, DuckDB, ClickHouse): the user's keys are its client
   id and secret; the token expires, and stops working when the user is removed;
-* **the admin token** as a bearer token: the provider, allowed everything.
+* **the admin token** as a bearer token: the provider, allowed everything. A
+  bearer token that is not a catalog token is checked as the admin API checks
+  the admin token, so wrong ones are throttled and audited the same way (429).
 
 Anything else is a 401. A user's policy is checked for every request, deny by
 default (`share_store.warehouses.policies`).
@@ -27,10 +29,10 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.signing.sigv4_verify import SignatureRejected, verify_request
 from share_store.signing.token_codec import TokenCodec
-from share_store.tokens import matches_hash
 from share_store.warehouses.policies import Policy
 from share_store.warehouses.users import CatalogUsers, KnownUser
 from sharing_server.auth.oauth import client_credentials_grant, oauth_error
+from sharing_server.http.sign_in_throttle import admin_token_matches
 from sharing_server.iceberg_rest.errors import IcebergError
 from sharing_server.observability.audit import audit_fields
 
@@ -102,14 +104,12 @@ async def _signed(request: Request) -> Caller:
 
 
 async def _bearer(request: Request, secret: str) -> Caller:
-    expected = request.app.state.options.admin_token_hash
-    if expected is not None and matches_hash(secret, expected):
-        audit_fields(request).update(catalog_user="admin")
-        return Caller("admin", None)
+    # A catalog token first: it is HMAC-checked, cheap, and the common case. Only a token that is
+    # not one is an admin-token attempt, so catalog users' requests never count as wrong admin tokens.
     try:
         payload = _tokens(request).decode(secret)
     except ValueError:
-        raise IcebergError(401, "The bearer token is not valid", "NotAuthorizedException") from None
+        return _admin(request, secret)
     if int(payload.get("e", 0)) < time.time():
         raise IcebergError(401, "The bearer token has expired", "NotAuthorizedException")
     user = await run_in_threadpool(_users(request).known, str(payload.get("k")))
@@ -117,6 +117,17 @@ async def _bearer(request: Request, secret: str) -> Caller:
         raise IcebergError(401, "The bearer token's user no longer exists", "NotAuthorizedException")
     audit_fields(request).update(catalog_user=user.name)
     return Caller(user.name, user.policy)
+
+
+def _admin(request: Request, secret: str) -> Caller:
+    """The provider, if `secret` is the admin token: checked as the admin API and the console check
+    it (`admin_token_matches`: throttled per address and in all, audited). While throttled,
+    `RateLimited`, which `iceberg_errors` answers as a 429 with `Retry-After`."""
+    expected = request.app.state.options.admin_token_hash
+    if expected is None or not admin_token_matches(request, secret, expected):
+        raise IcebergError(401, "The bearer token is not valid", "NotAuthorizedException")
+    audit_fields(request).update(catalog_user="admin")
+    return Caller("admin", None)
 
 
 async def catalog_token_endpoint(request: Request) -> Response:

@@ -8,7 +8,8 @@ names the type the spec gives it; the store's errors carry theirs
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import math
+from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -38,10 +39,19 @@ class IcebergError(Exception):
         self.kind = kind or ERROR_TYPES.get(status, "RESTException")
 
 
-def error_response(status: int, message: str, kind: str | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, kind: str | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     kind = kind or ERROR_TYPES.get(status, "RESTException")
     body = {"error": {"message": message, "type": kind, "code": status}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _retry_after(error: ShareStoreError) -> dict[str, str] | None:
+    """`Retry-After` for a refusal that says when to come back (the server's `RateLimited`, e.g. a
+    throttled admin token), so that clients back off as they do at the other endpoints."""
+    seconds = getattr(error, "retry_after", None)
+    return None if seconds is None else {"Retry-After": str(math.ceil(max(seconds, 1)))}
 
 
 def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
@@ -72,7 +82,7 @@ def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler],
                 if isinstance(error, Unauthenticated):
                     note_refused_token(request, error)
                 mapped = _from_store_error(error, missing)
-                return error_response(mapped.status, mapped.message, mapped.kind)
+                return error_response(mapped.status, mapped.message, mapped.kind, _retry_after(error))
 
         return handle
 

@@ -248,6 +248,40 @@ def test_bad_commits_are_spec_shaped_4xx_and_change_nothing(
     assert catalog.load_table(f"{namespace}.t").metadata_location == before
 
 
+def test_a_signed_commit_replayed_with_another_body_is_refused(
+    s3: Deployment, owner: IssuedUser, catalog: Catalog, namespace: str
+) -> None:
+    """UNSIGNED-PAYLOAD would leave the body out of the signature: a captured commit could be sent
+    again within the skew window with other updates. A request with a body must sign its hash."""
+    table = catalog.create_table(f"{namespace}.t", schema=ROWS, properties={"format-version": "2"})
+    before = table.metadata_location
+    url = commit_url(s3, namespace, "t")
+
+    def commit(value: str) -> bytes:
+        return json.dumps({"requirements": [], "updates": [
+            {"action": "set-properties", "updates": {"owner": value}}]}).encode()  # fmt: skip
+
+    captured = AWSRequest(
+        method="POST",
+        url=url,
+        data=commit("alice"),
+        headers={"Content-Type": "application/json", "X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"},
+    )
+    SigV4Auth(Credentials(owner.access_key, owner.secret_key), "s3tables", "local").add_auth(captured)
+    replayed = httpx.post(url, content=commit("mallory"), headers=dict(captured.headers))
+    assert replayed.status_code == 403, replayed.text
+    error = replayed.json()["error"]
+    assert (
+        error["type"] == "ForbiddenException"
+        and "UNSIGNED-PAYLOAD but the request has a body" in error["message"]
+    )
+    unchanged = catalog.load_table(f"{namespace}.t")
+    assert unchanged.metadata_location == before and "owner" not in unchanged.properties
+    # The same commit with its body's hash signed (botocore's default, pyiceberg's) goes through.
+    assert signed(owner, "POST", url, commit("alice")).status_code == 200
+    assert catalog.load_table(f"{namespace}.t").properties["owner"] == "alice"
+
+
 @pytest.mark.parametrize("name", ["..", "a\x07b", "x" * 256, ".hidden"])
 def test_bad_names_are_refused_before_anything_is_written(
     s3: Deployment, owner: IssuedUser, namespace: str, name: str

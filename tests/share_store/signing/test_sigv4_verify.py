@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import time
@@ -185,15 +186,62 @@ def test_pyiceberg_sigv4_adapter_requests_verify() -> None:
         verify(replace(create, body=body.replace(b'"t"', b'"u"')))
 
 
-def test_unsigned_payload_is_accepted_whatever_the_body() -> None:
+@pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE"])
+def test_unsigned_payload_is_accepted_without_a_body(method: str) -> None:
+    wire = botocore_signed(
+        method, "/_iceberg/v1/wh/namespaces/n", headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"}
+    )
+    assert verify(wire).access_key == ACCESS_KEY
+
+
+@pytest.mark.parametrize("declared", ["UNSIGNED-PAYLOAD", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+                                      "STREAMING-UNSIGNED-PAYLOAD-TRAILER"])  # fmt: skip
+def test_a_body_whose_hash_is_not_signed_is_refused(declared: str) -> None:
+    """A captured request replayed within the skew window could otherwise carry another body."""
     wire = botocore_signed(
         "POST",
         "/_iceberg/v1/wh/namespaces",
         b'{"namespace": ["n"]}',
-        headers={"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"},
+        headers={"X-Amz-Content-SHA256": declared},
     )
+    error = refused(wire, f"x-amz-content-sha256 is {declared} but the request has a body")
+    assert "sign the body's SHA-256" in error.message
+    refused(replace(wire, body=b'{"namespace": ["other"]}'), "the request has a body")
+
+
+class JavaSigV4(SigV4Auth):
+    """Iceberg's Java `RESTSigV4AuthSession`: the AWS SDK's `Aws4Signer` with SHA-256 checksum
+    params sends (and signs) the body's SHA-256 in base64 in `x-amz-content-sha256`, while its
+    canonical request ends with the hex digest, as if the header were not there."""
+
+    def canonical_request(self, request: AWSRequest) -> str:
+        lines = super().canonical_request(request).split("\n")
+        lines[-1] = hashlib.sha256(request.body or b"").hexdigest()
+        return "\n".join(lines)
+
+
+def java_signed(path: str, body: bytes, declared: str) -> Wire:
+    request = AWSRequest(
+        method="POST", url=ENDPOINT + path, data=body, headers={"x-amz-content-sha256": declared}
+    )
+    JavaSigV4(Credentials(ACCESS_KEY, SECRET), "s3tables", "local").add_auth(request)
+    prepared = request.prepare()
+    sent = {"Host": urlsplit(prepared.url).netloc, **dict(prepared.headers.items())}
+    return Wire("POST", path, "", sent, body)
+
+
+def test_the_java_clients_base64_payload_hash_verifies_and_binds_the_body() -> None:
+    body = json.dumps({"requirements": [], "updates": [{"action": "set-properties", "updates": {"a": "b"}}]})
+    digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+    wire = java_signed("/_iceberg/v1/wh/namespaces/n/tables/t", body.encode(), digest)
+    assert "x-amz-content-sha256" in wire.headers["Authorization"]  # signed, as Java signs it
     assert verify(wire).access_key == ACCESS_KEY
-    assert verify(replace(wire, body=b"anything else")).access_key == ACCESS_KEY
+    refused(
+        replace(wire, body=body.replace('"b"', '"c"').encode()),
+        "does not match the SHA-256 of the request body",
+    )
+    other = base64.b64encode(hashlib.sha256(b"another body").digest()).decode()
+    refused(java_signed("/_iceberg/v1/wh/namespaces", body.encode(), other), "does not match the SHA-256")
 
 
 def test_a_declared_payload_hash_that_matches_the_body_verifies() -> None:
@@ -364,7 +412,14 @@ def test_a_payload_hash_that_does_not_match_the_body_is_refused() -> None:
         BODY,
         headers={"x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"},
     )
-    refused(streaming, "unsupported x-amz-content-sha256")
+    refused(
+        streaming, "x-amz-content-sha256 is STREAMING-AWS4-HMAC-SHA256-PAYLOAD but the request has a body"
+    )
+    for declared in ("sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", base64.b64encode(b"short").decode()):
+        without_body = botocore_signed(
+            "DELETE", "/_iceberg/v1/wh/namespaces/n", headers={"x-amz-content-sha256": declared}
+        )
+        refused(without_body, "unsupported x-amz-content-sha256")
 
 
 def test_a_path_that_is_not_utf8_is_refused(post: Wire) -> None:
