@@ -47,10 +47,25 @@ class Caller:
     name: str
     policy: Policy | None
 
+    def allows(self, action: str, resource: str) -> bool:
+        return self.policy is None or self.policy.allows(action, resource)
+
     def require(self, action: str, resource: str) -> None:
-        if self.policy is not None and not self.policy.allows(action, resource):
+        if not self.allows(action, resource):
             raise IcebergError(
                 403, f"{self.name} is not allowed to {action} on {resource}", "ForbiddenException"
+            )
+
+    def require_any(self, actions: tuple[str, ...], resource: str) -> None:
+        """One of `actions` allowed, and none denied: names for the same right (IAM's Deny wins)."""
+        if self.policy is None:
+            return
+        effects = [self.policy.effect(action, resource) for action in actions]
+        if "Deny" in effects or "Allow" not in effects:
+            raise IcebergError(
+                403,
+                f"{self.name} is not allowed to {' or '.join(actions)} on {resource}",
+                "ForbiddenException",
             )
 
 

@@ -21,7 +21,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.exceptions import CommitFailedException, ForbiddenError
+from pyiceberg.exceptions import BadRequestError, CommitFailedException, ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
@@ -344,6 +344,11 @@ def test_rename_and_register(s3: Deployment, catalog: Catalog, namespace: str) -
     catalog.rename_table(f"{namespace}.before", f"{namespace}.after")
     assert catalog.load_table(f"{namespace}.after").metadata_location == table.metadata_location
     assert not catalog.table_exists(f"{namespace}.before")
+    # A live table's files are its own: registering them under a second name is refused...
+    with pytest.raises(BadRequestError, match="overlaps the location of table"):
+        catalog.register_table(f"{namespace}.again", table.metadata_location)
+    # ...and taken once the table is dropped (without purging them).
+    catalog.drop_table(f"{namespace}.after")
     registered = catalog.register_table(f"{namespace}.again", table.metadata_location)
     assert registered.metadata.table_uuid == table.metadata.table_uuid
 
@@ -384,6 +389,9 @@ def test_register_without_overwrite_field_and_with_overwrite(
 ) -> None:
     first = catalog.create_table(f"{namespace}.one", schema=ROWS, properties={"format-version": "2"})
     second = catalog.create_table(f"{namespace}.two", schema=ROWS, properties={"format-version": "2"})
+    # Dropped without purging: their files can be registered again (a live table's cannot).
+    catalog.drop_table(f"{namespace}.one")
+    catalog.drop_table(f"{namespace}.two")
     url = f"{catalog_root(s3)}/v1/{WAREHOUSE}/namespaces/{namespace}/register"
     body = {"name": "three", "metadata-location": first.metadata_location}
     assert signed(owner, "POST", url, json.dumps(body).encode()).status_code == 200  # no "overwrite"
