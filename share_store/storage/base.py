@@ -82,8 +82,21 @@ class ObjectStorage(ABC):
         files, their indexes) are written; a storage that refuses raises `OSError`.
         """
 
+    @abstractmethod
+    def bucket_exists(self, bucket: str) -> bool:
+        """Whether the bucket is there, ours or not (the catalog takes none it did not make).
+
+        A storage that cannot tell answers True: the catalog then refuses the name
+        rather than risk taking over a bucket that holds someone's data.
+        """
+
     def create_bucket(self, bucket: str) -> None:
-        """Make the bucket if it is not there (the writable catalog's warehouses); `OSError` if refused."""
+        """Make the bucket (the writable catalog's warehouses).
+
+        `FileExistsError` when it is already there, so that a bucket made between
+        the catalog's `bucket_exists` and this call is refused too, not adopted;
+        any other `OSError` when the storage refuses.
+        """
         raise PermissionError("this storage cannot create buckets")
 
     def delete_bucket(self, bucket: str) -> bool:

@@ -69,11 +69,21 @@ class LocalStorage(ObjectStorage):
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
 
-    def create_bucket(self, bucket: str) -> None:
+    def _bucket_dir(self, bucket: str) -> Path:
         path = self.resolve(bucket, "")
         if path is None:
             raise PermissionError(f"bucket {bucket} would be outside the storage root")
-        path.mkdir(exist_ok=True)
+        return path
+
+    def bucket_exists(self, bucket: str) -> bool:
+        return self._bucket_dir(bucket).is_dir()
+
+    def create_bucket(self, bucket: str) -> None:
+        path = self._bucket_dir(bucket)
+        # mkdir fails on an existing entry atomically: of two racing creators, one is refused.
+        path.mkdir()
+        # The catalog records the warehouse once this returns: keep the directory through a crash.
+        _fsync_directory(self.root)
 
     def delete_bucket(self, bucket: str) -> bool:
         path = self.resolve(bucket, "")
@@ -102,16 +112,24 @@ class LocalStorage(ObjectStorage):
         path = self.resolve(bucket, key)
         if path is None:
             raise PermissionError(f"{bucket}/{key} is outside the storage root")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_directories(path.parent)
         # Renamed into place: a reader (or a replica sharing the directory) sees all or nothing.
+        # Durable once this returns: the catalog next points a table at this file in its
+        # database, and a pointer naming a file lost in a power cut is a corrupt table. So
+        # the data is synced before the rename (else the rename can reach the disk before
+        # the data, leaving an empty or partial file under the final name), and the
+        # directory after it (else the rename itself can be lost).
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+        _fsync_directory(path.parent)
 
     def stat(self, bucket: str, key: str) -> ObjectInfo | None:
         path = self.resolve(bucket, key)
@@ -165,6 +183,39 @@ class LocalStorage(ObjectStorage):
 
     def batch_signer(self, now: float) -> BatchSigning:
         return self.signer.batch_signing_until(int(now) + self.url_lifetime)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the entries created in or renamed into `directory` durable (POSIX: fsync the directory)."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_directories(directory: Path) -> None:
+    """`directory` and any missing parents, each new one made durable in its parent.
+
+    A directory is only as durable as its entry in its parent: a file synced into a
+    directory whose creation was lost in a crash is lost with it. Only the parents
+    of directories found missing are synced, so a write into an existing directory
+    costs nothing here; one made by a concurrent writer meanwhile is synced all the
+    same, as this write may return before that writer syncs it.
+    """
+    missing: list[Path] = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for new in reversed(missing):  # top down, each in a parent that now exists
+        try:
+            new.mkdir()
+        except FileExistsError:
+            if not new.is_dir():
+                raise
+    # Synced once all are made, so that each parent's sync holds the entry made in it.
+    for new in missing:
+        _fsync_directory(new.parent)
 
 
 def _staged(name: str) -> bool:

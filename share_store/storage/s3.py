@@ -33,6 +33,9 @@ DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", 
 UNREACHABLE = "object storage is unreachable; try again later"
 #: Codes saying an object (or its bucket) is not there.
 ABSENT = {"NoSuchKey", "404", "NoSuchBucket"}
+#: A bucket's HEAD answered by these means the bucket is there, though not for us to read
+#: (403) or not in this region (301). A HEAD has no body: the codes are often bare statuses.
+ELSEWHERE = {"301", "PermanentRedirect", "403", "Forbidden", "AccessDenied"}
 
 
 def _code(error: ClientError) -> str | None:
@@ -169,12 +172,35 @@ class S3Storage(ObjectStorage):
         except BotoCoreError as error:
             raise StorageUnavailable(UNREACHABLE) from error
 
+    def bucket_exists(self, bucket: str) -> bool:
+        try:
+            self._client.head_bucket(Bucket=bucket)
+        except ClientError as error:
+            code = _code(error)
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("404", "NoSuchBucket"):
+                return False
+            # Forbidden: someone else's bucket (names are global on AWS), or keys the store
+            # refuses, which a bodiless 403 cannot tell apart. Taken as there: the catalog
+            # then refuses the name rather than take over another's bucket.
+            if code in ELSEWHERE or status in (301, 403):
+                return True
+            _raise_if_denied(error)
+            raise
+        except BotoCoreError as error:
+            raise StorageUnavailable(UNREACHABLE) from error
+        return True
+
     def create_bucket(self, bucket: str) -> None:
         try:
             self._client.create_bucket(Bucket=bucket)
         except ClientError as error:
+            # Ours or another's, the bucket was there already: refused, so that a bucket
+            # made since the catalog's `bucket_exists` is not adopted as a new warehouse.
+            # (AWS in us-east-1 answers 200 to re-creating a bucket one owns: there the
+            # catalog's `bucket_exists` is the only check.)
             if _code(error) in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-                return
+                raise FileExistsError(f"bucket {bucket} already exists") from error
             if _code(error) in DENIED:
                 raise PermissionError(f"cannot create bucket {bucket}") from error
             raise OSError(f"cannot create bucket {bucket}: {_code(error)}") from error

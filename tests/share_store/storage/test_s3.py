@@ -13,11 +13,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from botocore.stub import Stubber
 
+from share_store.errors import StorageUnavailable
 from share_store.storage import s3
 from share_store.storage.base import common_directory
-from share_store.storage.s3 import S3Storage
-from testbed.seaweed import SeaweedS3
+from share_store.storage.s3 import S3Settings, S3Storage
+from testbed.seaweed import SeaweedS3, free_port
 
 
 @pytest.fixture
@@ -73,3 +75,52 @@ def test_a_missing_bucket_misses_everything(seaweed: SeaweedS3) -> None:
 )
 def test_common_directory(keys: list[str], expected: str) -> None:
     assert common_directory(keys) == expected
+
+
+# -- buckets -----------------------------------------------------------------------------------
+
+
+def test_bucket_exists(seaweed: SeaweedS3, bucket: str) -> None:
+    storage = S3Storage(seaweed.settings())
+    assert storage.bucket_exists(bucket)
+    assert not storage.bucket_exists(f"absent-{uuid.uuid4().hex[:12]}")
+
+
+def test_a_forbidden_bucket_is_taken_as_there(seaweed: SeaweedS3, bucket: str) -> None:
+    """A 403 (here from keys the store refuses: a HEAD's bodiless answer cannot say why) is a bucket
+    someone else holds: the catalog must not take it over, so it counts as existing."""
+    refused = S3Storage(seaweed.settings(secret_key="not-the-secret"))
+    assert refused.bucket_exists(bucket)
+
+
+def test_create_bucket_refuses_an_existing_one(seaweed: SeaweedS3, bucket: str) -> None:
+    storage = S3Storage(seaweed.settings())
+    name = f"made-{uuid.uuid4().hex[:12]}"
+    storage.create_bucket(name)
+    assert storage.bucket_exists(name)
+    # Made since a check (by this store or another client), or there all along: refused.
+    with pytest.raises(FileExistsError):
+        storage.create_bucket(name)
+    with pytest.raises(FileExistsError):
+        storage.create_bucket(bucket)
+    assert storage.missing(bucket, "t/", ["t/part-000.parquet"]) == []  # and left as it was
+
+
+@pytest.mark.parametrize(("status", "exists"), [(301, True), (403, True), (404, False)])
+def test_bucket_exists_reads_a_bodiless_answer_by_its_status(status: int, exists: bool) -> None:
+    """A HEAD's error has no body: botocore's code is then the bare status, as stubbed here."""
+    storage = S3Storage(S3Settings(endpoint="http://127.0.0.1:9", access_key="a", secret_key="b"))
+    with Stubber(storage._client) as stub:
+        stub.add_client_error("head_bucket", str(status), http_status_code=status)
+        assert storage.bucket_exists("some-bucket") is exists
+
+
+def test_bucket_exists_when_storage_fails_is_an_outage() -> None:
+    failing = S3Storage(S3Settings(endpoint="http://127.0.0.1:9", access_key="a", secret_key="b"))
+    with Stubber(failing._client) as stub, pytest.raises(StorageUnavailable):
+        stub.add_client_error("head_bucket", "503", http_status_code=503)
+        failing.bucket_exists("some-bucket")
+    settings = S3Settings(endpoint=f"http://127.0.0.1:{free_port()}", access_key="a", secret_key="b",
+                          connect_timeout=0.5, max_attempts=1)  # fmt: skip
+    with pytest.raises(StorageUnavailable):
+        S3Storage(settings).bucket_exists("some-bucket")  # nothing listens there
