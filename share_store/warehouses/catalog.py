@@ -104,9 +104,9 @@ class WarehouseCatalog:
         with self._change() as conn:
             rows.create_warehouse(conn, name)
             # In the transaction: a bucket the storage refuses leaves no warehouse row behind.
-            if not adopt and self.storage.bucket_exists(name):
-                raise taken
             try:
+                if not adopt and self.storage.bucket_exists(name):
+                    raise taken
                 self.storage.create_bucket(name)
             except FileExistsError:
                 if not adopt:  # made by someone else since it was looked for
