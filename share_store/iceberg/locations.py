@@ -95,11 +95,16 @@ class TableLocation:
         outside = OutsideTable(f"the table names a file outside its location {self.uri}")
         if not isinstance(path, str) or "?" in path or "#" in path:
             raise outside
+        # As written: what pyarrow and engines open, undecoded, must be in the folder too.
+        rest = self._below(storage, path)
+        if rest is None or any(part in ("", ".", "..") for part in rest.split("/")):
+            raise outside
         try:
             bucket, key = file_location(storage, path)
         except UnsupportedOperation:
             raise outside from None
-        if not self.holds(bucket, key) or not self._real_path_holds(storage, bucket, key):
+        # As decoded: the bucket and key the server signs, reads and deletes.
+        if not self.holds(bucket, key) or not self._real_path_holds(storage, bucket, key, path):
             raise outside
         return bucket, key
 
@@ -110,12 +115,33 @@ class TableLocation:
             return False
         return True
 
-    def _real_path_holds(self, storage: ObjectStorage, bucket: str, key: str) -> bool:
+    def _below(self, storage: ObjectStorage, path: str) -> str | None:
+        """What follows the folder in `path` as written (no decoding), or None if it is not there."""
+        if isinstance(storage, LocalStorage):
+            folder = str(storage.root / self.bucket / self.prefix)
+            written = (
+                path.removeprefix("file://") if path.startswith("file:///") else path.removeprefix("file:")
+            )
+            spellings = [folder + "/"]
+        else:
+            written = path
+            spellings = [f"{scheme}{self.bucket}/{self.prefix}/" for scheme in ("s3://", "s3a://", "s3n://")]
+        for spelling in spellings:
+            if written.startswith(spelling):
+                return written[len(spelling) :]
+        return None
+
+    def _real_path_holds(self, storage: ObjectStorage, bucket: str, key: str, path: str) -> bool:
+        """On local storage, both the decoded file and the one opened as written are in the
+        folder once symbolic links are resolved: a link planted in the folder leads nowhere else."""
         if not isinstance(storage, LocalStorage):
             return True
-        real = os.path.realpath(storage.root / bucket / key)
-        folder = os.path.realpath(storage.root / bucket / self.prefix)
-        return real.startswith(folder + os.sep)
+        folder = os.path.realpath(storage.root / bucket / self.prefix) + os.sep
+        written = urlparse(path).path if path.startswith("file:") else path
+        return all(
+            os.path.realpath(candidate).startswith(folder)
+            for candidate in (storage.root / bucket / key, written)
+        )
 
 
 def table_location_of(table: Any) -> TableLocation | None:

@@ -10,6 +10,7 @@ Its versions are listed by `listing`, and its files found in the storage by
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,13 @@ from share_store.catalogs.registry import CatalogRegistry
 from share_store.catalogs.vended import VendedS3Storage
 from share_store.errors import TableFilesMissing, UnsupportedOperation
 from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
-from share_store.iceberg.locations import TableLocation, file_location, file_uri, table_location_of
+from share_store.iceberg.locations import (
+    OutsideTable,
+    TableLocation,
+    file_location,
+    file_uri,
+    table_location_of,
+)
 from share_store.iceberg.versions import EMPTY_SNAPSHOT
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
@@ -213,7 +220,10 @@ class IcebergTableReader:
             equality = self._equality(plan, schema)
             with_deletes = bool(equality or plan.vectors or any(task.delete_files for task in plan.tasks))
             derived = self._derived_files(table) if with_deletes else None
-            uuid = str(table.metadata.table_uuid)
+            # The uuid and snapshot ids are whatever the table's committer wrote: keyed by the
+            # table's location too, one table's index can never be another's, whoever copies its uuid.
+            where = hashlib.sha256(table.metadata.location.encode()).hexdigest()[:16]
+            uuid = f"{table.metadata.table_uuid}-{where}"
             # Data files the index names are answered from it: their Puffin files need not be read.
             recorded = derived.read_index(uuid, snapshot_id) if derived else {}
             vectors = SnapshotVectors(self._deletes(derived), recorded, plan.vectors)
@@ -337,9 +347,16 @@ class IcebergTableReader:
         """
         if not self._loaded_once:
             self._load()
-        if self._confined is not None:
+        if self._confined is None:
+            return file_location(self.storage, path)
+        try:
             return self._confined.confine(self.storage, path)
-        return file_location(self.storage, path)
+        except OutsideTable:
+            # A copy materialized without its deleted rows is the server's own file in the cache.
+            location = file_location(self.storage, path)
+            if self._derived is not None and self._derived.holds(*location):
+                return location
+            raise
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         """Where a deletion vector file of the cache is; None for an inline vector."""

@@ -90,6 +90,13 @@ def warehouse_exists(conn: Connection, name: str) -> bool:
     return found is not None
 
 
+def lock_warehouse(conn: Connection, name: str) -> None:
+    """Hold the warehouse's row until the transaction ends, so that the tables' locations read next
+    are still all of them when the transaction records one more (SQLite: the write lock; PostgreSQL:
+    the row's lock)."""
+    conn.execute(update(warehouses_table).where(warehouses_table.c.name == name).values(name=name))
+
+
 def check_warehouse_exists(conn: Connection, name: str) -> None:
     if not warehouse_exists(conn, name):
         raise NoSuchWarehouse(f"Warehouse does not exist: {name}")

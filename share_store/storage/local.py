@@ -20,12 +20,19 @@ class LocalStorage(ObjectStorage):
         self.url_lifetime = url_lifetime
 
     def resolve(self, bucket: str, key: str) -> Path | None:
-        """The file for `bucket/key`, or None when it would leave the root."""
+        """The file for `bucket/key`, or None when it would leave the root or pass a symbolic link.
+
+        No link is followed, even one that stays in the bucket: a link planted after a file
+        was checked (a URL signed, a purge's list made) would make the same key another file.
+        """
         if not bucket or "/" in bucket or bucket in (".", ".."):
             return None
         bucket_dir = (self.root / bucket).resolve()
-        candidate = (bucket_dir / key).resolve()
+        lexical = os.path.normpath(bucket_dir / key)
+        candidate = Path(lexical).resolve()
         if bucket_dir.parent != self.root or not candidate.is_relative_to(bucket_dir):
+            return None
+        if str(candidate) != lexical:
             return None
         return candidate
 
@@ -102,11 +109,17 @@ class LocalStorage(ObjectStorage):
         return True
 
     def delete(self, bucket: str, keys: Iterable[str]) -> None:
+        refused = 0
         for key in keys:
             path = self.resolve(bucket, key)
             if path is None:
-                raise PermissionError(f"{bucket}/{key} is outside the storage root")
+                refused += 1  # the others still go: a purge is not stopped halfway by one
+                continue
             path.unlink(missing_ok=True)
+        if refused:
+            raise PermissionError(
+                f"{refused} key(s) of bucket {bucket} are outside it or pass a symbolic link"
+            )
 
     def write(self, bucket: str, key: str, data: bytes) -> None:
         path = self.resolve(bucket, key)

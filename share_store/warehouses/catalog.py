@@ -5,13 +5,16 @@ table at its old metadata or its new one and never points at a missing file:
 the new metadata file is written to storage first, then the pointer in the
 share store is swapped by compare-and-swap (`persistence.warehouses`). A
 multi-table transaction swaps all its pointers in one database transaction.
-A warehouse is a bucket of the configured storage; a table lives at
-`<warehouse>/<namespace levels>/<table>-<uuid>/` unless it names a location
-inside its warehouse.
+A warehouse is a bucket of the configured storage. Where a table lives is
+the catalog's decision, recorded with its pointer (`table_locations`): every
+file it writes, deletes or hands to a reader for a table is inside that
+location (`iceberg.locations.TableLocation.confine`), whatever the caller's
+metadata names.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +25,7 @@ from pyiceberg.table.metadata import TableMetadata
 from sqlalchemy.engine import Connection, Engine
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg.locations import TableLocation, file_location, file_uri
+from share_store.iceberg.locations import TableLocation
 from share_store.persistence import warehouses as rows
 from share_store.persistence.warehouses import TablePointer
 from share_store.storage.base import ObjectStorage
@@ -33,11 +36,12 @@ from share_store.warehouses.commits import (
     named_files,
     next_file_version,
     set_locations,
+    string_properties,
+    table_defaults,
 )
-from share_store.warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing
+from share_store.warehouses.errors import AlreadyExists, CommitConflict
 from share_store.warehouses.locations import (
     LocationRefused,
-    assigned_location,
     check_files,
     check_no_overlap,
     check_write_paths,
@@ -46,6 +50,9 @@ from share_store.warehouses.locations import (
 from share_store.warehouses.metadata_files import MetadataFiles
 from share_store.warehouses.names import check_name, check_namespace, check_warehouse
 from share_store.warehouses.purge import purge
+from share_store.warehouses.table_locations import TableLocations
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ class WarehouseCatalog:
         self.engine = engine
         self.storage = storage
         self.files = MetadataFiles(storage)
+        self.locations = TableLocations(engine, storage, self.files)
         #: Counts warehouses made or dropped here, so that a cached list of them knows it is stale.
         self.warehouse_changes = 0
 
@@ -134,7 +142,7 @@ class WarehouseCatalog:
     def create_namespace(self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]) -> None:
         check_namespace(levels)
         with self._change() as conn:
-            rows.create_namespace(conn, warehouse, levels, _string_properties(properties))
+            rows.create_namespace(conn, warehouse, levels, string_properties(properties))
 
     def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         with self._read() as conn:
@@ -158,7 +166,7 @@ class WarehouseCatalog:
             removed = [key for key in removals if key in properties]
             for key in removed:
                 del properties[key]
-            properties.update(_string_properties(updates))
+            properties.update(string_properties(updates))
             rows.set_namespace_properties(conn, warehouse, levels, properties)
         return sorted(updates), removed, missing
 
@@ -188,8 +196,8 @@ class WarehouseCatalog:
             if rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None:
                 raise AlreadyExists(f"Table already exists: {table}")
             defaults = rows.namespace_properties(conn, table.warehouse, table.namespace)
-        where = self._new_location(table, location)
-        given = table_defaults(defaults) | _string_properties(properties)
+        where = self.locations.new(table.warehouse, table.namespace, table.name, location)
+        given = table_defaults(defaults) | string_properties(properties)
         metadata = created_metadata(schema, partition_spec, sort_order, where.uri, given)
         check_write_paths(self.storage, where, metadata.properties)
         if stage:
@@ -202,13 +210,13 @@ class WarehouseCatalog:
         with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
         metadata = self.files.read(pointer.metadata_location)
-        return LoadedTable(pointer.metadata_location, metadata, self._recorded(pointer))
+        return LoadedTable(pointer.metadata_location, metadata, self.locations.recorded(pointer))
 
     def table_location(self, table: TableName) -> TableLocation:
         """Where the table lives, recording it first for a table made before locations were recorded."""
         with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
-        return self._location_of(pointer)
+        return self.locations.of(pointer)
 
     def table_exists(self, table: TableName) -> bool:
         with self._read() as conn:
@@ -237,10 +245,12 @@ class WarehouseCatalog:
             # A staged create: the location comes from the commit, checked as a create's.
             asked = set_locations(request)
             metadata = committed_metadata(None, None, request)
-            location = self._new_location(table, asked[-1] if asked else None)
+            location = self.locations.new(
+                table.warehouse, table.namespace, table.name, asked[-1] if asked else None
+            )
             version = 0
         else:
-            location = self._location_of(current)
+            location = self.locations.of(current)
             for moved in set_locations(request):
                 if requested_location(self.storage, table.warehouse, moved) != location:
                     raise LocationRefused(
@@ -270,6 +280,10 @@ class WarehouseCatalog:
                 self.files.write(change.location, change.metadata_location, change.metadata)
                 written.append(change)
             with self._change() as conn:
+                # New tables' warehouses first, in one order: a transaction never holds a table's row
+                # while it waits for a warehouse another holds while it waits for that table.
+                for warehouse in sorted({c.table.warehouse for c in staged if c.current is None}):
+                    rows.lock_warehouse(conn, warehouse)
                 for change in staged:
                     self._point(conn, change)
                 committing = True  # what raises from here on is the COMMIT
@@ -287,7 +301,7 @@ class WarehouseCatalog:
         if change.current is not None:
             rows.swap_table_pointer(conn, change.current, change.metadata_location)
             return
-        check_no_overlap(change.location, self._others(conn, t.warehouse))
+        self.locations.claim(conn, t.warehouse, change.location)
         try:
             rows.insert_table(conn, t.warehouse, t.namespace, t.name, change.metadata_location,
                               change.location.prefix)  # fmt: skip
@@ -311,7 +325,7 @@ class WarehouseCatalog:
     def drop_table(self, table: TableName, purge: bool = False) -> None:
         with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
-        location = self._location_of(pointer) if purge else None
+        location = self.locations.of(pointer) if purge else None
         with self._change() as conn:
             rows.delete_table(conn, pointer)
         if location is not None:
@@ -340,18 +354,18 @@ class WarehouseCatalog:
         """
         with self._read() as conn:
             current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
-            others = self._others(conn, table.warehouse, but=current)
-        file_folder = requested_location(self.storage, table.warehouse, metadata_location.rpartition("/")[0])
-        check_no_overlap(file_folder, others)
+            others = self.locations.others(conn, table.warehouse, but=current)
+        folder = metadata_location.rpartition("/")[0]
+        check_no_overlap(requested_location(self.storage, table.warehouse, folder, table.namespace), others)
         try:
             metadata = self.files.parse(metadata_location)
         except FileNotFoundError:
             raise InvalidParameter(f"no metadata file at {metadata_location}") from None
-        location = requested_location(self.storage, table.warehouse, metadata.location)
+        location = requested_location(self.storage, table.warehouse, metadata.location, table.namespace)
         check_files(self.storage, location, [("metadata file", metadata_location)])
         check_write_paths(self.storage, location, metadata.properties)
         with self._change() as conn:
-            check_no_overlap(location, self._others(conn, table.warehouse, but=current))
+            self.locations.claim(conn, table.warehouse, location, but=current)
             if current is not None and overwrite:
                 rows.swap_table_pointer(conn, current, metadata_location, location.prefix)
             else:
@@ -359,72 +373,16 @@ class WarehouseCatalog:
                                   location.prefix)  # fmt: skip
         return LoadedTable(metadata_location, metadata, location)
 
-    # -- locations ------------------------------------------------------------------------
-
-    def _new_location(self, table: TableName, asked: str | None) -> TableLocation:
-        """A new table's location: the one asked for if the catalog takes it, else its own folder."""
-        if asked is None:
-            return assigned_location(self.storage, table.warehouse, table.namespace, table.name)
-        location = requested_location(self.storage, table.warehouse, asked)
-        with self._read() as conn:
-            check_no_overlap(location, self._others(conn, table.warehouse))
-        return location
-
-    def _recorded(self, pointer: TablePointer) -> TableLocation | None:
-        if pointer.location is None:
-            return None
-        return TableLocation(file_uri(self.storage, pointer.warehouse, pointer.location), pointer.warehouse,
-                             pointer.location)  # fmt: skip
-
-    def _location_of(self, pointer: TablePointer) -> TableLocation:
-        """The recorded location; for a table made before it was recorded, its metadata's, if taken."""
-        recorded = self._recorded(pointer)
-        if recorded is not None:
-            return recorded
-        metadata = self.files.read(pointer.metadata_location)
-        try:
-            location = requested_location(self.storage, pointer.warehouse, metadata.location)
-            with self._change() as conn:
-                check_no_overlap(location, self._others(conn, pointer.warehouse, but=pointer))
-                rows.record_location(conn, pointer.id, location.prefix)
-        except LocationRefused as error:
-            name = ".".join((*pointer.namespace, pointer.name))
-            raise LocationRefused(
-                f"table {name} was made before table locations were checked, and its location is not "
-                f"one the catalog takes ({error.message}); register its metadata again at a location of "
-                "its own"
-            ) from None
-        return location
-
-    def _others(
-        self, conn: Connection, warehouse: str, but: TablePointer | None = None
-    ) -> list[tuple[str, TableLocation]]:
-        """Every other table's location in the warehouse (a table made before they were recorded
-        counts with its metadata's location, whatever it is)."""
-        found = []
-        for pointer in rows.tables_in(conn, warehouse):
-            if but is not None and pointer.id == but.id:
-                continue
-            location = self._recorded(pointer) or self._unchecked_location(pointer)
-            if location is not None:
-                found.append((".".join((*pointer.namespace, pointer.name)), location))
-        return found
-
-    def _unchecked_location(self, pointer: TablePointer) -> TableLocation | None:
-        try:
-            metadata = self.files.read(pointer.metadata_location)
-            bucket, key = file_location(self.storage, metadata.location.rstrip("/") + "/x")
-        except (MetadataFileMissing, UnsupportedOperation):
-            return None
-        prefix = key.removesuffix("/x")
-        return TableLocation(file_uri(self.storage, bucket, prefix), bucket, prefix)
-
     def _purge(self, metadata_location: str, location: TableLocation) -> None:
         try:
             metadata = self.files.parse(metadata_location)
         except (FileNotFoundError, InvalidParameter):
             return  # nothing reachable to find: the files stay, as any outside the location do
-        purge(self.storage, metadata_location, metadata, location)
+        try:
+            purge(self.storage, metadata_location, metadata, location)
+        except OSError as error:
+            # The table is dropped already; what could not go stays, and the provider is told.
+            log.warning("purge of %s left files: %s", location.uri, error)
 
 
 @dataclass(frozen=True)
@@ -436,23 +394,3 @@ class _Staged:
     location: TableLocation
     metadata_location: str
     metadata: TableMetadata
-
-
-def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
-    """The namespace's `table-default.*` properties, which tables created in it start with.
-
-    Iceberg's own convention (its catalogs' `table-default.` prefix), taken from the
-    namespace so that engines which cannot ask for a property get it anyway:
-    `table-default.format-version = 2` lets DuckDB 1.4, which writes only v2, create
-    tables it can then write. A table's own properties win.
-    """
-    prefix = "table-default."
-    return {
-        key[len(prefix) :]: value for key, value in namespace_properties.items() if key.startswith(prefix)
-    }
-
-
-def _string_properties(properties: dict[str, Any]) -> dict[str, str]:
-    if not isinstance(properties, dict):
-        raise InvalidParameter("properties must be an object of strings")
-    return {str(key): str(value) for key, value in properties.items()}

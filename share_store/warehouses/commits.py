@@ -27,6 +27,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddSnapshotUpdate,
     AssertCreate,
+    AssignUUIDUpdate,
     SetLocationUpdate,
     SetPartitionStatisticsUpdate,
     SetStatisticsUpdate,
@@ -150,6 +151,11 @@ def committed_metadata(
                           f".{request.identifier.name}")  # fmt: skip
     if base is not None and creates(request):
         raise CommitConflict("Table already exists: the commit asserts it is being created")
+    if base is not None:
+        for update in request.updates:
+            # As Iceberg's own TableMetadata refuses: a table's uuid is its identity for good.
+            if isinstance(update, AssignUUIDUpdate) and update.uuid != base.table_uuid:
+                raise InvalidParameter(f"cannot reassign a table's uuid: it is {base.table_uuid}")
     for requirement in request.requirements:
         try:
             requirement.validate(base)
@@ -217,3 +223,23 @@ def with_row_lineage(
             raise InvalidParameter(f"snapshot {snapshot.snapshot_id} has no added-rows (required in v3)")
         next_row_id = first + snapshot.added_rows
     return metadata.model_copy(update={"next_row_id": next_row_id})
+
+
+def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
+    """The namespace's `table-default.*` properties, which tables created in it start with.
+
+    Iceberg's own convention (its catalogs' `table-default.` prefix), taken from the
+    namespace so that engines which cannot ask for a property get it anyway:
+    `table-default.format-version = 2` lets DuckDB 1.4, which writes only v2, create
+    tables it can then write. A table's own properties win.
+    """
+    prefix = "table-default."
+    return {
+        key[len(prefix) :]: value for key, value in namespace_properties.items() if key.startswith(prefix)
+    }
+
+
+def string_properties(properties: dict[str, Any]) -> dict[str, str]:
+    if not isinstance(properties, dict):
+        raise InvalidParameter("properties must be an object of strings")
+    return {str(key): str(value) for key, value in properties.items()}

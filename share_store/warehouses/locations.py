@@ -51,8 +51,14 @@ def assigned_location(
     return TableLocation(file_uri(storage, warehouse, prefix), warehouse, prefix)
 
 
-def requested_location(storage: ObjectStorage, warehouse: str, text: object) -> TableLocation:
-    """`text` as a table location in `warehouse`, if the catalog takes it; `LocationRefused` naming why."""
+def requested_location(
+    storage: ObjectStorage, warehouse: str, text: object, namespace: tuple[str, ...] | None = None
+) -> TableLocation:
+    """`text` as a table location in `warehouse`, if the catalog takes it; `LocationRefused` naming why.
+
+    With `namespace`, the location must be in that namespace's folder: a user allowed one
+    namespace cannot claim another's (Polaris' `ALLOW_UNSTRUCTURED_TABLE_LOCATION` off).
+    """
     if not isinstance(text, str) or not text:
         raise LocationRefused("a table location must be a non-empty string")
     if not text.isascii() or not text.isprintable() or any(c in text for c in "?#%\\ "):
@@ -72,6 +78,9 @@ def requested_location(storage: ObjectStorage, warehouse: str, text: object) -> 
             raise LocationRefused(
                 f"table location {text!r}: folder {part!r} is empty, a dot segment or starts with '.'"
             )
+    if namespace is not None and not key.startswith("/".join(namespace) + "/"):
+        where = file_uri(storage, bucket, "/".join(namespace))
+        raise LocationRefused(f"table location {text!r} is not inside its namespace's folder {where}")
     location = TableLocation(file_uri(storage, bucket, key), bucket, key)
     if isinstance(storage, LocalStorage):
         # A symbolic link on the way would put the table's files somewhere else than its name says.
@@ -100,11 +109,13 @@ def _bucket_and_key(storage: ObjectStorage, text: str) -> tuple[str, str]:
     return bucket, key
 
 
-def check_no_overlap(location: TableLocation, others: Iterable[tuple[str, TableLocation]]) -> None:
-    """`LocationRefused` if another table's folder holds this one's, or this one holds it."""
-    for name, other in others:
-        if location.overlaps(other):
-            raise LocationRefused(f"table location {location.uri} overlaps the location of table {name}")
+def check_no_overlap(location: TableLocation, others: Iterable[TableLocation]) -> None:
+    """`LocationRefused` if another table's folder holds this one's, or this one holds it.
+
+    The other table is not named: the caller may not be allowed to know it is there.
+    """
+    if any(location.overlaps(other) for other in others):
+        raise LocationRefused(f"table location {location.uri} overlaps another table's location")
 
 
 def check_write_paths(storage: ObjectStorage, location: TableLocation, properties: Mapping[str, str]) -> None:

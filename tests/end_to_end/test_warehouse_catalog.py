@@ -345,7 +345,7 @@ def test_rename_and_register(s3: Deployment, catalog: Catalog, namespace: str) -
     assert catalog.load_table(f"{namespace}.after").metadata_location == table.metadata_location
     assert not catalog.table_exists(f"{namespace}.before")
     # A live table's files are its own: registering them under a second name is refused...
-    with pytest.raises(BadRequestError, match="overlaps the location of table"):
+    with pytest.raises(BadRequestError, match="overlaps another table's location"):
         catalog.register_table(f"{namespace}.again", table.metadata_location)
     # ...and taken once the table is dropped (without purging them).
     catalog.drop_table(f"{namespace}.after")

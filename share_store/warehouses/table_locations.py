@@ -1,0 +1,124 @@
+"""The catalog's record of where its tables live: new locations checked, old ones recorded, none overlapping.
+
+The rules of one location are pure (`locations`); this is where they meet the
+store. A location is claimed in the same database transaction that records
+it, after the warehouse's row is locked (`rows.lock_warehouse`), so two
+creates racing for overlapping folders cannot both pass the check. Tables
+made before locations were recorded count with every folder their metadata
+shows (its `location`, and the folders of its metadata log and manifest
+lists): one moved by `set-location` before the check existed keeps the files
+it left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Connection, Engine
+
+from share_store.errors import UnsupportedOperation
+from share_store.iceberg.locations import TableLocation, file_location, file_uri
+from share_store.persistence import warehouses as rows
+from share_store.persistence.warehouses import TablePointer
+from share_store.storage.base import ObjectStorage
+from share_store.warehouses.errors import MetadataFileMissing
+from share_store.warehouses.locations import (
+    LocationRefused,
+    assigned_location,
+    check_no_overlap,
+    requested_location,
+)
+from share_store.warehouses.metadata_files import MetadataFiles
+
+
+class TableLocations:
+    def __init__(self, engine: Engine, storage: ObjectStorage, files: MetadataFiles) -> None:
+        self.engine = engine
+        self.storage = storage
+        self.files = files
+
+    def new(self, warehouse: str, namespace: tuple[str, ...], name: str, asked: str | None) -> TableLocation:
+        """A new table's location: the one asked for if the catalog takes it, else a folder of its own.
+
+        Checked now, before an engine writes a file there (a staged create's data
+        files come before its commit), and claimed again when the table is recorded.
+        """
+        if asked is None:
+            location = assigned_location(self.storage, warehouse, namespace, name)
+        else:
+            location = requested_location(self.storage, warehouse, asked, namespace)
+        with self.engine.connect() as conn:
+            check_no_overlap(location, self.others(conn, warehouse))
+        return location
+
+    def claim(
+        self, conn: Connection, warehouse: str, location: TableLocation, but: TablePointer | None = None
+    ) -> None:
+        """In the transaction that records `location`: no other table's overlaps it, nor can until it ends."""
+        rows.lock_warehouse(conn, warehouse)
+        check_no_overlap(location, self.others(conn, warehouse, but))
+
+    def recorded(self, pointer: TablePointer) -> TableLocation | None:
+        if pointer.location is None:
+            return None
+        uri = file_uri(self.storage, pointer.warehouse, pointer.location)
+        return TableLocation(uri, pointer.warehouse, pointer.location)
+
+    def of(self, pointer: TablePointer) -> TableLocation:
+        """The recorded location; for a table made before it was recorded, its metadata's, if taken."""
+        recorded = self.recorded(pointer)
+        if recorded is not None:
+            return recorded
+        metadata = self.files.read(pointer.metadata_location)
+        try:
+            location = requested_location(self.storage, pointer.warehouse, metadata.location)
+            with self._change() as conn:
+                self.claim(conn, pointer.warehouse, location, but=pointer)
+                rows.record_location(conn, pointer.id, location.prefix)
+        except LocationRefused as error:
+            name = ".".join((*pointer.namespace, pointer.name))
+            raise LocationRefused(
+                f"table {name} was made before table locations were checked, and its location is not "
+                f"one the catalog takes ({error.message}); register its metadata again at a location of "
+                "its own"
+            ) from None
+        return location
+
+    def others(
+        self, conn: Connection, warehouse: str, but: TablePointer | None = None
+    ) -> list[TableLocation]:
+        """The folders of every other table of the warehouse."""
+        found: list[TableLocation] = []
+        for pointer in rows.tables_in(conn, warehouse):
+            if but is not None and pointer.id == but.id:
+                continue
+            recorded = self.recorded(pointer)
+            found.extend([recorded] if recorded is not None else self._unrecorded(pointer))
+        return found
+
+    def _unrecorded(self, pointer: TablePointer) -> list[TableLocation]:
+        """Every folder a table made before locations were recorded has files in, as its metadata shows."""
+        try:
+            metadata = self.files.read(pointer.metadata_location)
+        except MetadataFileMissing:
+            return []
+        paths = [metadata.location.rstrip("/") + "/x", pointer.metadata_location]
+        paths += [logged.metadata_file for logged in metadata.metadata_log]
+        paths += [snapshot.manifest_list for snapshot in metadata.snapshots]
+        folders = set()
+        for path in paths:
+            try:
+                bucket, key = file_location(self.storage, path)
+            except UnsupportedOperation:
+                continue
+            # A table's folder holds `metadata/`; a file elsewhere counts with its own folder.
+            folder = key.rpartition("/metadata/")[0] if "/metadata/" in key else key.rpartition("/")[0]
+            if folder:
+                folders.add((bucket, folder))
+        return [TableLocation(file_uri(self.storage, bucket, key), bucket, key) for bucket, key in folders]
+
+    @contextmanager
+    def _change(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
