@@ -53,6 +53,16 @@ def content_name(*parts: bytes | str) -> str:
     return digest.hexdigest()
 
 
+def index_identity(metadata: Any) -> str:
+    """What a table's vector index is kept under: its uuid and its location.
+
+    The uuid and snapshot ids are whatever the table's committer wrote; keyed by the
+    table's location too, one table's index is never another's, whoever copies its uuid.
+    """
+    where = hashlib.sha256(metadata.location.encode()).hexdigest()[:16]
+    return f"{metadata.table_uuid}-{where}"
+
+
 class DerivedFiles:
     """The cache location of one table: deletion vector files, materialized data files, indexes.
 

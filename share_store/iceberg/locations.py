@@ -152,3 +152,20 @@ def table_location_of(table: Any) -> TableLocation | None:
     """
     location = getattr(getattr(table, "io", None), "table_location", None)
     return location if isinstance(location, TableLocation) else None
+
+
+def locate_file(
+    storage: ObjectStorage, path: str, confined: TableLocation | None, cache: Any = None
+) -> tuple[str, str]:
+    """Bucket and key of a file a table reader serves: for a table of the server's own warehouses,
+    inside its recorded location, or one of the server's own derived files in `cache`
+    (`iceberg.derived.DerivedFiles`: copies materialized without deleted rows, vectors)."""
+    if confined is None:
+        return file_location(storage, path)
+    try:
+        return confined.confine(storage, path)
+    except OutsideTable:
+        location = file_location(storage, path)
+        if cache is not None and cache.holds(*location):
+            return location
+        raise

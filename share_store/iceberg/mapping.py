@@ -191,6 +191,18 @@ class ChangesThroughDeletes(Exception):
     """A snapshot that adds or drops delete files: its changes come from `changes_between`."""
 
 
+def snapshot_changes(
+    before: TableSnapshot | None, after: TableSnapshot, snapshot: Any, timestamp: int
+) -> list[dict[str, Any]]:
+    """One snapshot's commit as actions: its commit info, its metadata where the schema changed,
+    and `changes_between` the snapshot before it and this one."""
+    operation = snapshot.summary.operation.value if snapshot is not None and snapshot.summary else "unknown"
+    actions: list[dict[str, Any]] = [{"commitInfo": {"timestamp": timestamp, "operation": operation}}]
+    if before is None or before.metadata.get("schemaString") != after.metadata.get("schemaString"):
+        actions.append({"metaData": after.metadata})
+    return actions + changes_between(before, after, timestamp)
+
+
 def changes_between(
     before: TableSnapshot | None, after: TableSnapshot, timestamp: int
 ) -> list[dict[str, Any]]:

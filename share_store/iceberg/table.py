@@ -10,7 +10,6 @@ Its versions are listed by `listing`, and its files found in the storage by
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Iterator
@@ -20,12 +19,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.catalogs.vended import VendedS3Storage
 from share_store.errors import TableFilesMissing, UnsupportedOperation
+from share_store.iceberg.derived import index_identity
 from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
 from share_store.iceberg.locations import (
-    OutsideTable,
     TableLocation,
     file_location,
     file_uri,
+    locate_file,
     table_location_of,
 )
 from share_store.iceberg.versions import EMPTY_SNAPSHOT
@@ -220,10 +220,7 @@ class IcebergTableReader:
             equality = self._equality(plan, schema)
             with_deletes = bool(equality or plan.vectors or any(task.delete_files for task in plan.tasks))
             derived = self._derived_files(table) if with_deletes else None
-            # The uuid and snapshot ids are whatever the table's committer wrote: keyed by the
-            # table's location too, one table's index can never be another's, whoever copies its uuid.
-            where = hashlib.sha256(table.metadata.location.encode()).hexdigest()[:16]
-            uuid = f"{table.metadata.table_uuid}-{where}"
+            uuid = index_identity(table.metadata)
             # Data files the index names are answered from it: their Puffin files need not be read.
             recorded = derived.read_index(uuid, snapshot_id) if derived else {}
             vectors = SnapshotVectors(self._deletes(derived), recorded, plan.vectors)
@@ -322,14 +319,9 @@ class IcebergTableReader:
 
         earlier = [v for v in listing.snapshots if v < version]
         before = self.snapshot(max(earlier), listing) if earlier else None
-        after = self.snapshot(version, listing)
-        timestamp = listing.commit_times[version]
         snap = listing.table.metadata.snapshot_by_id(listing.snapshots[version])
-        operation = snap.summary.operation.value if snap is not None and snap.summary else "unknown"
-        actions: list[dict[str, Any]] = [{"commitInfo": {"timestamp": timestamp, "operation": operation}}]
-        if before is None or before.metadata.get("schemaString") != after.metadata.get("schemaString"):
-            actions.append({"metaData": after.metadata})
-        return actions + mapping.changes_between(before, after, timestamp)
+        timestamp = listing.commit_times[version]
+        return mapping.snapshot_changes(before, self.snapshot(version, listing), snap, timestamp)
 
     def _previous_schema(self, listing: IcebergListing, version: int) -> Any:
         earlier = [v for v in listing.snapshots if v < version]
@@ -340,23 +332,11 @@ class IcebergTableReader:
     # -- where files live --------------------------------------------------------------
 
     def locate(self, path: str) -> tuple[str, str]:
-        """Bucket and key of a table file named by an absolute Iceberg URI (see iceberg/locations.py).
-
-        A table of the server's own warehouses has each file confined to its recorded
-        location: a path its metadata names elsewhere is refused, never signed.
-        """
+        """Bucket and key of a table file named by an absolute Iceberg URI (see iceberg/locations.py);
+        an own-warehouse table's files only inside its recorded location, or the server's cache."""
         if not self._loaded_once:
             self._load()
-        if self._confined is None:
-            return file_location(self.storage, path)
-        try:
-            return self._confined.confine(self.storage, path)
-        except OutsideTable:
-            # A copy materialized without its deleted rows is the server's own file in the cache.
-            location = file_location(self.storage, path)
-            if self._derived is not None and self._derived.holds(*location):
-                return location
-            raise
+        return locate_file(self.storage, path, self._confined, self._derived)
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         """Where a deletion vector file of the cache is; None for an inline vector."""
