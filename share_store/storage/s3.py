@@ -22,39 +22,23 @@ from urllib.parse import unquote_plus
 import boto3
 import urllib3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from share_store.errors import StorageUnavailable, TableFilesMissing
-from share_store.outages import client_error_is_outage
+from share_store.errors import StorageUnavailable
 from share_store.signing.sigv4 import Credentials, S3Presigner
 from share_store.storage.base import ObjectInfo, ObjectStorage, UrlSigning
-
-DENIED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "Forbidden"}
-UNREACHABLE = "object storage is unreachable; try again later"
-#: Codes saying an object (or its bucket) is not there.
-ABSENT = {"NoSuchKey", "404", "NoSuchBucket"}
-#: A bucket's HEAD answered by these means the bucket is there, though not for us to read
-#: (403) or not in this region (301). A HEAD has no body: the codes are often bare statuses.
-ELSEWHERE = {"301", "PermanentRedirect", "403", "Forbidden", "AccessDenied"}
-
-
-def _code(error: ClientError) -> str | None:
-    """The S3 error code of a botocore error."""
-    code = error.response.get("Error", {}).get("Code")
-    return None if code is None else str(code)
-
-
-def _raise_if_denied(error: ClientError) -> None:
-    """Storage refusing us is the reference server's "permission denied", never a 500.
-
-    Storage failing (5xx even after botocore's retries) is an outage, a 503:
-    the same request may well succeed a moment later.
-    """
-    if _code(error) in DENIED:
-        raise TableFilesMissing("permission denied") from error
-    if client_error_is_outage(error):
-        raise StorageUnavailable(UNREACHABLE) from error
-
+from share_store.storage.s3_errors import (
+    ABSENT,
+    ELSEWHERE,
+    NO_BUCKET,
+    UNREACHABLE,
+    client_error,
+    error_code,
+    permission_denied,
+    s3_errors,
+    storage_error,
+    unavailable,
+)
 
 # A missing-file check lists the keys it looks for in ranges of this many, each from
 # the key before the range on, all at once: one page each when the keys are dense. A
@@ -83,7 +67,6 @@ class S3Settings:
 
 _KEY = re.compile(rb"<Key>([^<]*)</Key>")
 _TRUNCATED = re.compile(rb"<IsTruncated>\s*true\s*</IsTruncated>")
-_ERROR_CODE = re.compile(rb"<Code>([^<]*)</Code>")
 
 
 class _NoSuchBucket(Exception):
@@ -129,7 +112,7 @@ class S3Storage(ObjectStorage):
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         paginator = self._client.get_paginator("list_objects_v2")
         extra = {"StartAfter": start_after} if start_after else {}
-        try:
+        with s3_errors(({"NoSuchBucket"}, None)):  # no bucket: nothing in it
             for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/", **extra):
                 for item in page.get("Contents", []):
                     yield ObjectInfo(
@@ -137,121 +120,77 @@ class S3Storage(ObjectStorage):
                         size=item["Size"],
                         modified_ms=int(item["LastModified"].timestamp() * 1000),
                     )
-        except ClientError as error:
-            if _code(error) == "NoSuchBucket":
-                return
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
 
     def folders(self, bucket: str, prefix: str) -> builtins.list[str]:
         paginator = self._client.get_paginator("list_objects_v2")
-        try:
+        with s3_errors(({"NoSuchBucket"}, None)):
             return [
                 common["Prefix"]
                 for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
                 for common in page.get("CommonPrefixes", [])
             ]
-        except ClientError as error:
-            if _code(error) == "NoSuchBucket":
-                return []
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
+        return []  # no bucket: no folders
 
     def read(self, bucket: str, key: str) -> bytes:
-        try:
+        with s3_errors((ABSENT, FileNotFoundError(f"{bucket}/{key}"))):
             return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except ClientError as error:
-            if _code(error) in ABSENT:
-                raise FileNotFoundError(f"{bucket}/{key}") from error
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
 
     def bucket_exists(self, bucket: str) -> bool:
+        # Forbidden: someone else's bucket (names are global on AWS), or keys the store
+        # refuses, which a bodiless 403 cannot tell apart. Taken as there (no failure): the
+        # catalog then refuses the name rather than take over another's bucket.
         try:
-            self._client.head_bucket(Bucket=bucket)
-        except ClientError as error:
-            code = _code(error)
-            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if code in ("404", "NoSuchBucket"):
-                return False
-            # Forbidden: someone else's bucket (names are global on AWS), or keys the store
-            # refuses, which a bodiless 403 cannot tell apart. Taken as there: the catalog
-            # then refuses the name rather than take over another's bucket.
-            if code in ELSEWHERE or status in (301, 403):
-                return True
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
+            with s3_errors((NO_BUCKET, FileNotFoundError(bucket)), (ELSEWHERE, None)):
+                self._client.head_bucket(Bucket=bucket)
+        except FileNotFoundError:
+            return False
         return True
 
     def create_bucket(self, bucket: str) -> None:
-        try:
+        # Ours or another's, the bucket was there already: refused, so that a bucket
+        # made since the catalog's `bucket_exists` is not adopted as a new warehouse.
+        # (AWS in us-east-1 answers 200 to re-creating a bucket one owns: there the
+        # catalog's `bucket_exists` is the only check.) A store failing (5xx) cannot
+        # create it either: that is the same OSError as any other refusal.
+        taken = FileExistsError(f"bucket {bucket} already exists")
+
+        def failed(error: ClientError) -> OSError:
+            return OSError(f"cannot create bucket {bucket}: {error_code(error)}")
+
+        with s3_errors(
+            ({"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}, taken),
+            denied=PermissionError(f"cannot create bucket {bucket}"),
+            outage=failed,
+            otherwise=failed,
+        ):
             self._client.create_bucket(Bucket=bucket)
-        except ClientError as error:
-            # Ours or another's, the bucket was there already: refused, so that a bucket
-            # made since the catalog's `bucket_exists` is not adopted as a new warehouse.
-            # (AWS in us-east-1 answers 200 to re-creating a bucket one owns: there the
-            # catalog's `bucket_exists` is the only check.)
-            if _code(error) in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-                raise FileExistsError(f"bucket {bucket} already exists") from error
-            if _code(error) in DENIED:
-                raise PermissionError(f"cannot create bucket {bucket}") from error
-            raise OSError(f"cannot create bucket {bucket}: {_code(error)}") from error
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
 
     def delete_bucket(self, bucket: str) -> bool:
-        try:
+        # Any answer but success (not empty, not ours to delete, failing): the bucket stays.
+        with s3_errors(denied=None, outage=None, otherwise=None):
             self._client.delete_bucket(Bucket=bucket)
-        except ClientError:
-            return False  # not empty, or not ours to delete: the bucket stays
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
-        return True
+            return True
+        return False
 
     def delete(self, bucket: str, keys: Iterable[str]) -> None:
         batch = list(keys)
-        try:
+        with s3_errors():
             for start in range(0, len(batch), 1000):  # DeleteObjects takes 1,000 keys at most
                 objects = [{"Key": key} for key in batch[start : start + 1000]]
                 self._client.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
-        except ClientError as error:
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
 
     def write(self, bucket: str, key: str, data: bytes) -> None:
         # A PUT replaces the object atomically: readers see the old object or the new.
-        try:
+        refused = PermissionError(f"cannot write to bucket {bucket}")
+        with s3_errors(({"NoSuchBucket"}, refused), denied=refused):
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
-        except ClientError as error:
-            if _code(error) in DENIED | {"NoSuchBucket"}:
-                raise PermissionError(f"cannot write to bucket {bucket}") from error
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
 
     def stat(self, bucket: str, key: str) -> ObjectInfo | None:
-        try:
+        with s3_errors((ABSENT, None)):  # absent: no information, None
             head = self._client.head_object(Bucket=bucket, Key=key)
-        except ClientError as error:
-            if _code(error) in ABSENT:
-                return None
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
-        modified = int(head["LastModified"].timestamp() * 1000)
-        return ObjectInfo(key=key, size=int(head["ContentLength"]), modified_ms=modified)
+            modified = int(head["LastModified"].timestamp() * 1000)
+            return ObjectInfo(key=key, size=int(head["ContentLength"]), modified_ms=modified)
+        return None
 
     def open(self, bucket: str, key: str) -> BinaryIO:
         return cast(BinaryIO, S3ObjectReader(self._client, bucket, key))
@@ -261,17 +200,11 @@ class S3Storage(ObjectStorage):
         fd, name = tempfile.mkstemp(prefix="sharing-", suffix=".parquet")
         path = Path(name)
         try:
-            with os.fdopen(fd, "wb") as handle:
+            with s3_errors((ABSENT, FileNotFoundError(f"{bucket}/{key}"))), os.fdopen(fd, "wb") as handle:
                 self._client.download_fileobj(bucket, key, handle)
-        except ClientError as error:
-            path.unlink(missing_ok=True)
-            if _code(error) in ABSENT:
-                raise FileNotFoundError(f"{bucket}/{key}") from error
-            _raise_if_denied(error)
+        except BaseException:
+            path.unlink(missing_ok=True)  # whatever failed, a download cut short is no file to hand out
             raise
-        except BotoCoreError as error:
-            path.unlink(missing_ok=True)
-            raise StorageUnavailable(UNREACHABLE) from error
         return path, True
 
     def missing(self, bucket: str, prefix: str, keys: Iterable[str]) -> builtins.list[str]:
@@ -317,23 +250,25 @@ class S3Storage(ObjectStorage):
         if start_after:
             params["StartAfter"] = start_after
         url = self._client.generate_presigned_url("list_objects_v2", Params=params, ExpiresIn=300)
-        for attempt in range(max(self.settings.max_attempts, 1)):
+        attempts = max(self.settings.max_attempts, 1)
+        for attempt in range(1, attempts + 1):
             try:
                 response = self._http.request("GET", url, retries=False, timeout=self._timeout)
             except urllib3.exceptions.HTTPError as error:
-                if attempt + 1 < self.settings.max_attempts:
+                if attempt < attempts:
                     continue
                 raise StorageUnavailable(UNREACHABLE) from error
             if response.status == 200:
                 return response.data
-            code = _ERROR_CODE.search(response.data)
-            name = code.group(1).decode() if code else str(response.status)
-            if name == "NoSuchBucket":
-                raise _NoSuchBucket()
-            if name in DENIED or response.status == 403:
-                raise TableFilesMissing("permission denied")
-            if response.status < 500 or attempt + 1 >= self.settings.max_attempts:
-                raise StorageUnavailable(UNREACHABLE)
+            # Mapped as botocore's answers are, but stricter: a 403 whatever its code is a
+            # refusal, and any other answer that is not a page is the store failing to list.
+            answer = client_error(response.status, response.data, "ListObjectsV2")
+            no_bucket, refused = ({"NoSuchBucket"}, _NoSuchBucket()), ({403}, permission_denied)
+            failure = storage_error(answer, no_bucket, refused, otherwise=unavailable)
+            assert failure is not None  # every meaning here is an error
+            if isinstance(failure, StorageUnavailable) and response.status >= 500 and attempt < attempts:
+                continue  # a failing store may well answer the same request a moment later
+            raise failure from answer
         raise StorageUnavailable(UNREACHABLE)
 
     def lifetime(self, now: float) -> int:
@@ -378,15 +313,8 @@ class S3ObjectReader(io.RawIOBase):
         self.size = int(self._call(client.head_object, Bucket=bucket, Key=key)["ContentLength"])
 
     def _call(self, method: Any, **arguments: Any) -> Any:
-        try:
+        with s3_errors((ABSENT, FileNotFoundError(f"{self._bucket}/{self._key}"))):
             return method(**arguments)
-        except ClientError as error:
-            if _code(error) in ABSENT:
-                raise FileNotFoundError(f"{self._bucket}/{self._key}") from error
-            _raise_if_denied(error)
-            raise
-        except BotoCoreError as error:
-            raise StorageUnavailable(UNREACHABLE) from error
 
     def readable(self) -> bool:
         return True
