@@ -57,17 +57,17 @@ from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLim
 from sharing_server.http.rate_limits import RateLimiter
 from sharing_server.http.sign_in_throttle import SignInThrottle
 from sharing_server.http.stream_slots import StreamSlots
-from sharing_server.iceberg_rest.catalog import iceberg_routes
-from sharing_server.iceberg_rest.warehouse_api import warehouse_api
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, note
 from sharing_server.observability.metrics import Metrics, metrics_endpoint
 from sharing_server.openapi import openapi_endpoint
+from sharing_server.own_warehouses.routes import warehouse_api
 from sharing_server.protocol import routes
 from sharing_server.protocol.hint_filter import HintLimits
 from sharing_server.protocol.queries import TableQueries
 from sharing_server.protocol.warming import SnapshotWarmer
 from sharing_server.serving import quiet_aborted_connections
+from sharing_server.share_catalog.routes import iceberg_routes
 
 if TYPE_CHECKING:
     from share_store.tables.options import Resolution

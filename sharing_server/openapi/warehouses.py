@@ -1,6 +1,6 @@
 """The OpenAPI specs of AIStor Tables' writable Iceberg REST catalog under `/_iceberg`.
 
-Operations are found by the names of `sharing_server.iceberg_rest.warehouse_api`'s
+Operations are found by the names of `sharing_server.own_warehouses.routes`'s
 routes. Every one but the token endpoint and the catch-all authenticates its
 caller (SigV4 with signing name `s3tables`, a catalog access token, or the
 admin token) and checks the caller's policy for the `s3tables:` action that its

@@ -34,9 +34,9 @@ from share_store.tables.iceberg_grants import IcebergGrants
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import token_endpoint
-from sharing_server.iceberg_rest.delegation import read_access, storage_credentials, vend
-from sharing_server.iceberg_rest.errors import IcebergError, error_response, iceberg_errors
+from sharing_server.http.iceberg_errors import IcebergError, error_response, iceberg_errors
 from sharing_server.observability.audit import audit_fields
+from sharing_server.share_catalog.delegation import read_access, storage_credentials, vend
 
 READ_ENDPOINTS = [
     "GET /v1/{prefix}/namespaces",

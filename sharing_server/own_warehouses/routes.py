@@ -12,10 +12,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sharing_server import paths
-from sharing_server.iceberg_rest import warehouse_routes as r
-from sharing_server.iceberg_rest import warehouse_tables as t
-from sharing_server.iceberg_rest.callers import catalog_token_endpoint
-from sharing_server.iceberg_rest.errors import error_response
+from sharing_server.http.iceberg_errors import error_response
+from sharing_server.own_warehouses import tables as t
+from sharing_server.own_warehouses import warehouses as r
+from sharing_server.own_warehouses.callers import catalog_token_endpoint
 
 
 async def not_served(request: Request) -> Response:

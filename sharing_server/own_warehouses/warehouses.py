@@ -6,16 +6,15 @@
 /_iceberg/v1/{prefix}/namespaces[/{namespace}]          list (with parent), create, load, exists, drop
 /_iceberg/v1/{prefix}/namespaces/{namespace}/properties update properties
 
-Tables, commits and transactions are in `warehouse_tables`. Handlers are thin:
-authenticate (`callers`), check the policy, call `share_store.warehouses.catalog`
-in a thread, answer in the spec's shapes; every refusal is the spec's error model.
+Tables, commits and transactions are in `tables`; what a request names is read
+by `requests`. Handlers are thin: authenticate (`callers`), check the policy, call
+`share_store.warehouses.catalog` in a thread, answer in the spec's shapes; every
+refusal is the spec's error model.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -23,12 +22,12 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.errors import InvalidParameter
 from share_store.warehouses import policies as actions
-from share_store.warehouses.catalog import WarehouseCatalog
 from share_store.warehouses.errors import NoSuchWarehouse
 from share_store.warehouses.names import check_namespace, check_warehouse, parse_namespace_path
 from share_store.warehouses.policies import warehouse_arn
-from sharing_server.iceberg_rest.callers import caller_of
-from sharing_server.iceberg_rest.errors import IcebergError, iceberg_errors
+from sharing_server.http.iceberg_errors import IcebergError, iceberg_errors
+from sharing_server.own_warehouses.callers import caller_of
+from sharing_server.own_warehouses.requests import catalog, json_body, namespace_of, no_content, warehouse_of
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -51,32 +50,6 @@ ENDPOINTS = [
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
 ]
-
-
-def catalog(request: Request) -> WarehouseCatalog:
-    return request.app.state.warehouses  # type: ignore[no-any-return]
-
-
-def warehouse_of(request: Request) -> str:
-    return check_warehouse(request.path_params["prefix"])
-
-
-def namespace_of(request: Request) -> tuple[str, ...]:
-    return parse_namespace_path(request.path_params["namespace"])
-
-
-async def json_body(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidParameter("the request body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise InvalidParameter("the request body must be a JSON object")
-    return body
-
-
-def no_content() -> Response:
-    return Response(status_code=204)
 
 
 # -- configuration and warehouses --------------------------------------------------------

@@ -32,8 +32,8 @@ from share_store.signing.token_codec import TokenCodec
 from share_store.warehouses.policies import Policy
 from share_store.warehouses.users import CatalogUsers, KnownUser
 from sharing_server.auth.oauth import client_credentials_grant, oauth_error
+from sharing_server.http.iceberg_errors import IcebergError
 from sharing_server.http.sign_in_throttle import admin_token_matches
-from sharing_server.iceberg_rest.errors import IcebergError
 from sharing_server.observability.audit import audit_fields
 
 ACCESS_TOKEN_SECONDS = 3600

@@ -24,9 +24,9 @@ from share_store.warehouses.catalog import LoadedTable, TableName
 from share_store.warehouses.commits import creates, metadata_dict, parse_model
 from share_store.warehouses.names import check_name, check_namespace
 from share_store.warehouses.policies import table_arn, warehouse_arn
-from sharing_server.iceberg_rest.callers import caller_of
-from sharing_server.iceberg_rest.errors import iceberg_errors
-from sharing_server.iceberg_rest.warehouse_routes import (
+from sharing_server.http.iceberg_errors import iceberg_errors
+from sharing_server.own_warehouses.callers import caller_of
+from sharing_server.own_warehouses.requests import (
     catalog,
     json_body,
     namespace_of,
