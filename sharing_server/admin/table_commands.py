@@ -36,6 +36,7 @@ from pyiceberg.transforms import (
 
 from share_store.errors import AdminError, AdminNotFound, InvalidParameter
 from share_store.persistence import ShareStore
+from share_store.warehouses.access import PROVIDER, CatalogAccess
 from share_store.warehouses.catalog import LoadedTable, TableName, WarehouseCatalog
 from share_store.warehouses.commits import parse_model, read_metadata
 from share_store.warehouses.errors import NoSuchWarehouse
@@ -50,7 +51,7 @@ __all__ = ["RemoteTables", "TableBackend", "run_local", "run_remote", "run_table
 
 
 class TableBackend(Protocol):
-    """What the commands need of a catalog: `WarehouseCatalog` itself, or `RemoteTables`."""
+    """What the commands need of a catalog: `CatalogAccess` as the provider, or `RemoteTables`."""
 
     def has_warehouse(self, name: str) -> bool: ...
     def create_warehouse(self, name: str, adopt: bool = False) -> None: ...
@@ -58,7 +59,7 @@ class TableBackend(Protocol):
     def drop_warehouse(self, name: str) -> None: ...
     def create_namespace(
         self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
-    ) -> None: ...
+    ) -> object: ...
     def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]: ...
     def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None: ...
     def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]: ...
@@ -231,7 +232,8 @@ def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig)
 
     secret = server_secret(config)
     catalog = WarehouseCatalog(store.engine, config.make_storage(secret))
-    run_table(args, catalog, CatalogUsers(store.engine, secret))
+    # The provider on its own store: the same rules as every other entry point, all actions allowed.
+    run_table(args, CatalogAccess(catalog, PROVIDER), CatalogUsers(store.engine, secret))
 
 
 def run_remote(args: argparse.Namespace) -> None:

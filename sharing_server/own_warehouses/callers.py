@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hmac
 import time
-from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -29,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.signing.sigv4_verify import SignatureRejected, verify_request
 from share_store.signing.token_codec import TokenCodec
-from share_store.warehouses.policies import Policy
+from share_store.warehouses.access import Principal
 from share_store.warehouses.users import CatalogUsers, KnownUser
 from sharing_server.auth.oauth import client_credentials_grant, oauth_error
 from sharing_server.http.iceberg_errors import IcebergError
@@ -40,33 +39,8 @@ ACCESS_TOKEN_SECONDS = 3600
 SIGV4 = "aws4-hmac-sha256"
 
 
-@dataclass(frozen=True)
-class Caller:
-    """An authenticated caller: a catalog user with a policy, or the provider (no policy: all)."""
-
-    name: str
-    policy: Policy | None
-
-    def allows(self, action: str, resource: str) -> bool:
-        return self.policy is None or self.policy.allows(action, resource)
-
-    def require(self, action: str, resource: str) -> None:
-        if not self.allows(action, resource):
-            raise IcebergError(
-                403, f"{self.name} is not allowed to {action} on {resource}", "ForbiddenException"
-            )
-
-    def require_any(self, actions: tuple[str, ...], resource: str) -> None:
-        """One of `actions` allowed, and none denied: names for the same right (IAM's Deny wins)."""
-        if self.policy is None:
-            return
-        effects = [self.policy.effect(action, resource) for action in actions]
-        if "Deny" in effects or "Allow" not in effects:
-            raise IcebergError(
-                403,
-                f"{self.name} is not allowed to {' or '.join(actions)} on {resource}",
-                "ForbiddenException",
-            )
+#: The authenticated caller: a catalog user with its policy, or the provider.
+Caller = Principal
 
 
 def _users(request: Request) -> CatalogUsers:

@@ -1,5 +1,5 @@
 """What a request to the own warehouses' API names: its warehouse, namespace and JSON body, parsed
-before any handler decides anything, and the catalog every handler asks."""
+before any decision, and who is asking, as the catalog it may use (`catalog_for`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from share_store.errors import InvalidParameter
+from share_store.warehouses.access import CatalogAccess
 from share_store.warehouses.catalog import WarehouseCatalog
 from share_store.warehouses.names import check_warehouse, parse_namespace_path
+from sharing_server.own_warehouses.callers import caller_of
 
 
-def catalog(request: Request) -> WarehouseCatalog:
-    return request.app.state.warehouses  # type: ignore[no-any-return]
+async def catalog_for(request: Request) -> CatalogAccess:
+    """The catalog as the request's authenticated caller may use it (every operation checks its policy)."""
+    catalog: WarehouseCatalog = request.app.state.warehouses
+    return CatalogAccess(catalog, await caller_of(request))
 
 
 def warehouse_of(request: Request) -> str:

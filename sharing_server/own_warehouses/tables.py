@@ -19,15 +19,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import InvalidParameter
-from share_store.warehouses import policies as actions
 from share_store.warehouses.catalog import LoadedTable, TableName
-from share_store.warehouses.commits import creates, metadata_dict, parse_model
+from share_store.warehouses.commits import metadata_dict, parse_model
 from share_store.warehouses.names import check_name, check_namespace
-from share_store.warehouses.policies import table_arn, warehouse_arn
+from share_store.warehouses.policies import table_arn
 from sharing_server.http.iceberg_errors import iceberg_errors
-from sharing_server.own_warehouses.callers import caller_of
 from sharing_server.own_warehouses.requests import (
-    catalog,
+    catalog_for,
     json_body,
     namespace_of,
     no_content,
@@ -65,51 +63,43 @@ def _identifier(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
 
 @iceberg_errors("NoSuchNamespaceException")
 async def tables(request: Request) -> Response:
-    caller = await caller_of(request)
+    access = await catalog_for(request)
     warehouse, levels = warehouse_of(request), namespace_of(request)
     if request.method == "POST":
         # The spec makes these optional; pyiceberg's model wants them present.
         body = {"location": None, "partition-spec": None, "write-order": None, **await json_body(request)}
         create = parse_model(CreateTableRequest, body, "create table request")
         table = TableName.of(warehouse, levels, create.name)
-        caller.require(actions.CREATE_TABLE, _arn(table))
         loaded = await run_in_threadpool(
-            catalog(request).create_table, table, create.table_schema, create.partition_spec,
+            access.create_table, table, create.table_schema, create.partition_spec,
             create.write_order, create.location, create.properties, create.stage_create,
         )  # fmt: skip
         return JSONResponse(load_result(loaded))
-    caller.require(actions.LIST_TABLES, warehouse_arn(warehouse))
-    names = await run_in_threadpool(catalog(request).list_tables, warehouse, levels)
+    names = await run_in_threadpool(access.list_tables, warehouse, levels)
     identifiers = [{"namespace": list(levels), "name": name} for name in names]
     return JSONResponse({"identifiers": identifiers, "next-page-token": None})
 
 
 @iceberg_errors("NoSuchTableException")
 async def table(request: Request) -> Response:
-    caller = await caller_of(request)
+    access = await catalog_for(request)
     name = _table(request)
     if request.method == "DELETE":
-        caller.require(actions.DELETE_TABLE, _arn(name))
         purge = request.query_params.get("purgeRequested", "false").lower() == "true"
-        await run_in_threadpool(catalog(request).drop_table, name, purge)
+        await run_in_threadpool(access.drop_table, name, purge)
         return no_content()
     if request.method == "POST":
-        caller.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(name))
         commit = parse_model(CommitTableRequest, _with_identifier(await json_body(request), name), "commit")
-        if creates(commit):  # a staged create's commit makes the table
-            caller.require(actions.CREATE_TABLE, _arn(name))
-        loaded = await run_in_threadpool(catalog(request).commit, name, commit)
+        loaded = await run_in_threadpool(access.commit, name, commit)
         return JSONResponse({"metadata-location": loaded.metadata_location,
                              "metadata": metadata_dict(loaded.metadata)})  # fmt: skip
-    # S3 Tables' name for reading a table's metadata location is as good as GetTable.
-    caller.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(name))
     if request.method == "HEAD":
-        exists = await run_in_threadpool(catalog(request).table_exists, name)
+        exists = await run_in_threadpool(access.table_exists, name)
         return no_content() if exists else Response(status_code=404)
     snapshots = request.query_params.get("snapshots", "all")
     if snapshots not in ("all", "refs"):
         raise InvalidParameter("snapshots must be 'all' or 'refs'")
-    loaded = await run_in_threadpool(catalog(request).load_table, name)
+    loaded = await run_in_threadpool(access.load_table, name)
     return JSONResponse(load_result(loaded, snapshots))
 
 
@@ -120,37 +110,30 @@ def _with_identifier(body: dict[str, Any], name: TableName) -> dict[str, Any]:
 
 @iceberg_errors("NoSuchNamespaceException")
 async def register(request: Request) -> Response:
-    caller = await caller_of(request)
+    access = await catalog_for(request)
     warehouse, levels = warehouse_of(request), namespace_of(request)
     # The spec makes `overwrite` optional; pyiceberg's model wants it present.
     raw = {"overwrite": False, **await json_body(request)}
     body = parse_model(RegisterTableRequest, raw, "register table request")
     name = TableName.of(warehouse, levels, body.name)
-    caller.require(actions.REGISTER_TABLE, _arn(name))
-    if body.overwrite:
-        caller.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(name))
-    loaded = await run_in_threadpool(
-        catalog(request).register_table, name, body.metadata_location, body.overwrite
-    )
+    loaded = await run_in_threadpool(access.register_table, name, body.metadata_location, body.overwrite)
     return JSONResponse(load_result(loaded))
 
 
 @iceberg_errors("NoSuchTableException")
 async def rename(request: Request) -> Response:
-    caller = await caller_of(request)
+    access = await catalog_for(request)
     warehouse = warehouse_of(request)
     body = await json_body(request)
     source = TableName.of(warehouse, *_identifier(body.get("source"), "source"))
     target = TableName.of(warehouse, *_identifier(body.get("destination"), "destination"))
-    caller.require(actions.RENAME_TABLE, _arn(source))
-    caller.require(actions.CREATE_TABLE, _arn(target))
-    await run_in_threadpool(catalog(request).rename_table, source, target)
+    await run_in_threadpool(access.rename_table, source, target)
     return no_content()
 
 
 @iceberg_errors("NoSuchTableException")
 async def transaction(request: Request) -> Response:
-    caller = await caller_of(request)
+    access = await catalog_for(request)
     warehouse = warehouse_of(request)
     changes = (await json_body(request)).get("table-changes")
     if not isinstance(changes, list) or not changes:
@@ -161,19 +144,16 @@ async def transaction(request: Request) -> Response:
         if commit.identifier is None:
             raise InvalidParameter("each table change must name its table (identifier)")
         name = TableName.of(warehouse, commit.identifier.namespace.root, commit.identifier.name)
-        caller.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(name))
-        if creates(commit):
-            caller.require(actions.CREATE_TABLE, _arn(name))
         commits.append((name, commit))
-    await run_in_threadpool(catalog(request).commit_transaction, commits)
+    await run_in_threadpool(access.commit_transaction, commits)
     return no_content()
 
 
 @iceberg_errors("NoSuchTableException")
 async def metrics(request: Request) -> Response:
     """Metrics reports are accepted and dropped: the audit line already records the request."""
-    caller = await caller_of(request)
+    access = await catalog_for(request)
     name = _table(request)
-    caller.require(actions.GET_TABLE, _arn(name))
+    access.report_metrics(name)
     await json_body(request)
     return no_content()

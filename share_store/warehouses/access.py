@@ -1,0 +1,178 @@
+"""Who may do what in the own warehouses: every operation checked against its caller's policy first.
+
+`CatalogAccess` is the catalog as one `Principal` may use it. Each method
+decides, from the policy alone, whether the principal may take the
+operation's `s3tables:` actions on its resource, and only then asks the
+`WarehouseCatalog`, which applies the commit and location rules. Every entry
+point goes through it: the HTTP API with the authenticated caller, the CLI and
+the server itself as `PROVIDER`, whose rights are all of them. Lakekeeper and
+Polaris decide authorization at this layer too, under their APIs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.table import CommitTableRequest
+
+from share_store.warehouses import policies as actions
+from share_store.warehouses.catalog import LoadedTable, TableName, WarehouseCatalog
+from share_store.warehouses.commits import creates
+from share_store.warehouses.errors import CatalogRefusal
+from share_store.warehouses.policies import Policy, table_arn, warehouse_arn
+
+
+class Forbidden(CatalogRefusal):
+    error_code = "PERMISSION_DENIED"
+    status_code = 403
+    iceberg_type = "ForbiddenException"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A catalog user with a policy, or the provider (no policy: everything)."""
+
+    name: str
+    policy: Policy | None
+
+    def allows(self, action: str, resource: str) -> bool:
+        return self.policy is None or self.policy.allows(action, resource)
+
+    def require(self, action: str, resource: str) -> None:
+        if not self.allows(action, resource):
+            raise Forbidden(f"{self.name} is not allowed to {action} on {resource}")
+
+    def require_any(self, names: Sequence[str], resource: str) -> None:
+        """One of `names` allowed, and none denied: names for the same right (IAM's Deny wins)."""
+        if self.policy is None:
+            return
+        effects = [self.policy.effect(action, resource) for action in names]
+        if "Deny" in effects or "Allow" not in effects:
+            raise Forbidden(f"{self.name} is not allowed to {' or '.join(names)} on {resource}")
+
+
+#: The provider: the admin token, the CLI on the store, the server's own work.
+PROVIDER = Principal("provider", None)
+
+
+def _arn(table: TableName) -> str:
+    return table_arn(table.warehouse, table.namespace, table.name)
+
+
+class CatalogAccess:
+    def __init__(self, catalog: WarehouseCatalog, who: Principal) -> None:
+        self.catalog = catalog
+        self.who = who
+
+    # -- warehouses ---------------------------------------------------------------------
+
+    def list_warehouses(self) -> list[str]:
+        names = self.catalog.list_warehouses()
+        return [n for n in names if self.who.allows(actions.LIST_TABLE_BUCKETS, warehouse_arn(n))]
+
+    def create_warehouse(self, name: str, adopt: bool = False) -> None:
+        self.who.require(actions.CREATE_TABLE_BUCKET, warehouse_arn(name))
+        if adopt and self.who.policy is not None:
+            # Taking a bucket as it is makes its objects a warehouse's: the provider decides that.
+            raise Forbidden("only the provider (the admin token) may adopt an existing bucket")
+        self.catalog.create_warehouse(name, adopt)
+
+    def has_warehouse(self, name: str) -> bool:
+        self.who.require(actions.GET_TABLE_BUCKET, warehouse_arn(name))
+        return self.catalog.has_warehouse(name)
+
+    def drop_warehouse(self, name: str) -> None:
+        self.who.require(actions.DELETE_TABLE_BUCKET, warehouse_arn(name))
+        self.catalog.drop_warehouse(name)
+
+    # -- namespaces (their actions are on the warehouse's ARN) -------------------------------
+
+    def create_namespace(
+        self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
+    ) -> dict[str, str]:
+        """The new namespace's properties as stored (the create's own answer, with no `GetNamespace`)."""
+        self.who.require(actions.CREATE_NAMESPACE, warehouse_arn(warehouse))
+        self.catalog.create_namespace(warehouse, levels, properties)
+        return self.catalog.load_namespace(warehouse, levels)
+
+    def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        self.who.require(actions.LIST_NAMESPACES, warehouse_arn(warehouse))
+        return self.catalog.list_namespaces(warehouse, parent)
+
+    def load_namespace(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
+        self.who.require(actions.GET_NAMESPACE, warehouse_arn(warehouse))
+        return self.catalog.load_namespace(warehouse, levels)
+
+    def update_namespace_properties(
+        self, warehouse: str, levels: tuple[str, ...], removals: list[str], updates: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        self.who.require(actions.UPDATE_NAMESPACE_PROPERTIES, warehouse_arn(warehouse))
+        return self.catalog.update_namespace_properties(warehouse, levels, removals, updates)
+
+    def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None:
+        self.who.require(actions.DELETE_NAMESPACE, warehouse_arn(warehouse))
+        self.catalog.drop_namespace(warehouse, levels)
+
+    # -- tables -------------------------------------------------------------------------
+
+    def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
+        self.who.require(actions.LIST_TABLES, warehouse_arn(warehouse))
+        return self.catalog.list_tables(warehouse, levels)
+
+    def create_table(
+        self,
+        table: TableName,
+        schema: Any,
+        partition_spec: Any,
+        sort_order: Any,
+        location: str | None,
+        properties: dict[str, str],
+        stage: bool = False,
+    ) -> LoadedTable:
+        self.who.require(actions.CREATE_TABLE, _arn(table))
+        return self.catalog.create_table(
+            table, schema, partition_spec, sort_order, location, properties, stage
+        )
+
+    def load_table(self, table: TableName) -> LoadedTable:
+        # S3 Tables' name for reading a table's metadata location is as good as GetTable.
+        self.who.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(table))
+        return self.catalog.load_table(table)
+
+    def table_exists(self, table: TableName) -> bool:
+        self.who.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(table))
+        return self.catalog.table_exists(table)
+
+    def commit(self, table: TableName, request: CommitTableRequest) -> LoadedTable:
+        return self.commit_transaction([(table, request)])[0]
+
+    def commit_transaction(self, changes: list[tuple[TableName, CommitTableRequest]]) -> list[LoadedTable]:
+        for table, request in changes:
+            self.who.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(table))
+            if creates(request):  # a staged create's commit makes the table
+                self.who.require(actions.CREATE_TABLE, _arn(table))
+        return self.catalog.commit_transaction(changes)
+
+    def drop_table(self, table: TableName, purge: bool = False) -> None:
+        self.who.require(actions.DELETE_TABLE, _arn(table))
+        self.catalog.drop_table(table, purge)
+
+    def rename_table(self, source: TableName, target: TableName) -> None:
+        self.who.require(actions.RENAME_TABLE, _arn(source))
+        self.who.require(actions.CREATE_TABLE, _arn(target))
+        self.catalog.rename_table(source, target)
+
+    def register_table(
+        self, table: TableName, metadata_location: str, overwrite: bool = False
+    ) -> LoadedTable:
+        self.who.require(actions.REGISTER_TABLE, _arn(table))
+        if overwrite:
+            self.who.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(table))
+        return self.catalog.register_table(table, metadata_location, overwrite)
+
+    def report_metrics(self, table: TableName) -> None:
+        """A scan's or commit's metrics report: accepted from whoever may read the table, kept nowhere
+        (the audit line records the request)."""
+        self.who.require(actions.GET_TABLE, _arn(table))
