@@ -11,6 +11,8 @@ TOKEN_PREFIX = "dss_"  # noqa: S105 - a marker that makes leaked tokens greppabl
 
 CLIENT_SECRET_PREFIX = "dsc_"  # noqa: S105 - OAuth client secrets, told apart from bearer tokens
 
+ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - the provider's admin token, told apart from recipients'
+
 
 def new_secret(prefix: str = TOKEN_PREFIX) -> str:
     return prefix + secrets.token_urlsafe(32)

@@ -1,3 +1,3 @@
-from sharing_server.admin.cli import main
+from sharing_server.cli import main
 
 raise SystemExit(main())

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from share_store.catalogs.registry import CatalogRegistry
+from share_store.lifetimes import MAX_TOKEN_LIFETIME
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.signing.sts_vending import VendingSettings
@@ -59,7 +60,6 @@ from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from sharing_server import paths
-from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME
 from sharing_server.config_sections import (
     SECTION_KEYS,
     SERVER_KEYS,

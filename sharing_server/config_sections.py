@@ -13,9 +13,9 @@ from typing import Any
 
 from share_store.catalogs.settings import catalog_settings
 from share_store.errors import AdminError, CatalogError
+from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
 from share_store.signing.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
-from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
 from sharing_server.http.errors import ConfigError
 
 ENV_PREFIX = "SHARING_"

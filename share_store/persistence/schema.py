@@ -199,7 +199,7 @@ console_sessions_ended_table = Table(
     Column("until", DateTime(timezone=True), nullable=False, index=True),
 )
 
-# -- AIStor Tables: the writable catalog (see persistence/warehouses.py) --------------
+# -- AIStor Tables: the writable catalog (see warehouses/rows.py) --------------
 
 warehouses_table = Table(
     "warehouses",

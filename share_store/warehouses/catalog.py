@@ -3,7 +3,7 @@
 Every change follows one order, so that a crash at any point leaves each
 table at its old metadata or its new one and never points at a missing file:
 the new metadata file is written to storage first, then the pointer in the
-share store is swapped by compare-and-swap (`persistence.warehouses`). A
+share store is swapped by compare-and-swap (`rows`). A
 multi-table transaction swaps all its pointers in one database transaction.
 A warehouse is a bucket of the configured storage. Where a table lives is
 the catalog's decision, recorded with its pointer (`table_locations`): every
@@ -26,9 +26,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg.locations import TableLocation
-from share_store.persistence import warehouses as rows
-from share_store.persistence.warehouses import TablePointer
 from share_store.storage.base import ObjectStorage
+from share_store.warehouses import rows
 from share_store.warehouses.commits import (
     committed_metadata,
     created_metadata,
@@ -50,6 +49,7 @@ from share_store.warehouses.locations import (
 from share_store.warehouses.metadata_files import MetadataFiles
 from share_store.warehouses.names import check_name, check_namespace, check_warehouse
 from share_store.warehouses.purge import purge
+from share_store.warehouses.rows import TablePointer
 from share_store.warehouses.table_locations import TableLocations
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.locations import TableLocation, file_location, file_uri
-from share_store.persistence import warehouses as rows
-from share_store.persistence.warehouses import TablePointer
 from share_store.storage.base import ObjectStorage
+from share_store.warehouses import rows
 from share_store.warehouses.errors import MetadataFileMissing
 from share_store.warehouses.locations import (
     LocationRefused,
@@ -30,6 +29,7 @@ from share_store.warehouses.locations import (
     requested_location,
 )
 from share_store.warehouses.metadata_files import MetadataFiles
+from share_store.warehouses.rows import TablePointer
 
 
 class TableLocations:

@@ -1,7 +1,7 @@
 """The command line's grammar: every `sharing-server` command, its arguments and their help.
 
 It follows MinIO AIStor's `mc table share`, so its users can reuse their
-commands (see `sharing_server.admin.cli` for the list); `cli` runs what is parsed here.
+commands (see `sharing_server.cli` for the list); `cli` runs what is parsed here.
 The `table` commands (AIStor Tables, after `mc table`) are in `table_grammar`.
 """
 

@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import AdminError, ShareStoreError
+from share_store.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
 from share_store.model import SharedTable, TableSpec, parse_create_args, parse_table_ref
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
@@ -24,7 +25,6 @@ from share_store.persistence.activity import ActivityRow
 from share_store.storage.base import ObjectStorage
 from sharing_server import paths
 from sharing_server.admin.entries import admin_not_found, client_entry, iso, issued_token, token_entry
-from sharing_server.admin.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
 from sharing_server.admin.recipient_commands import RecipientCommands
 from sharing_server.auth.profiles import oauth_profile_document
 
@@ -33,7 +33,6 @@ from sharing_server.auth.profiles import oauth_profile_document
 # one more hour.
 DEFAULT_EXPIRES = "30d"
 #: The mark of admin tokens (`sharing-server admin-token`, the demo's).
-ADMIN_TOKEN_PREFIX = "dsa_"  # noqa: S105 - a marker, not a secret
 DEFAULT_GRACE = "1h"
 
 #: How to share a table that is not there yet, said on every path's refusal alike.

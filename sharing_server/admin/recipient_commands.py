@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from share_store.errors import AdminError
+from share_store.lifetimes import bounded_lifetime
 from share_store.model import Recipient
 from share_store.persistence import ShareStore
 from share_store.signing.secret_box import open_sealed, seal
 from sharing_server import paths
 from sharing_server.admin.entries import admin_not_found, iso, issued_token, token_entry
-from sharing_server.admin.lifetimes import bounded_lifetime
 
 #: How long an activation link may wait to be used.
 ACTIVATION_LIFETIME = timedelta(days=7)

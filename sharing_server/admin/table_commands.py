@@ -226,11 +226,8 @@ def _partition_name(source: str, transform: Transform[Any, Any]) -> str:
 # -- running ---------------------------------------------------------------------------------------
 
 
-def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig) -> None:
-    """On the configured store; the server key seals users' secrets as the server expects them."""
-    from sharing_server.startup import server_secret
-
-    secret = server_secret(config)
+def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig, secret: bytes) -> None:
+    """On the configured store; the server key (`secret`) seals users' secrets as the server expects."""
     catalog = WarehouseCatalog(store.engine, config.make_storage(secret))
     # The provider on its own store: the same rules as every other entry point, all actions allowed.
     run_table(args, CatalogAccess(catalog, PROVIDER), CatalogUsers(store.engine, secret))

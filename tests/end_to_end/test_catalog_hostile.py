@@ -32,8 +32,8 @@ from pyiceberg.exceptions import BadRequestError, CommitFailedException, Forbidd
 from pyiceberg.table import Table
 
 from share_store.model import parse_create_args
-from share_store.persistence import warehouses as warehouse_rows
 from share_store.storage.local import LocalStorage
+from share_store.warehouses import rows as warehouse_rows
 from share_store.warehouses.users import CatalogUsers
 from tests.catalog_attacks import (
     BAD_REQUEST,

@@ -110,7 +110,7 @@ def test_two_creates_at_once_cannot_both_take_overlapping_locations(
     purges itself."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from share_store.persistence import warehouses as rows
+    from share_store.warehouses import rows
 
     namespace = f"victims_{rand()}"
     made = world.admin.call("POST", f"/{world.wh}/namespaces", {"namespace": [namespace]})

@@ -186,7 +186,7 @@ def test_serve_with_several_workers(tmp_path: Path, root: Path) -> None:
         f'[storage]\ntype = "local"\nroot = "{root}"\n'
     )
     base = ["--config", str(config)]
-    from sharing_server.admin.cli import main
+    from sharing_server.cli import main
 
     assert main([*base, "share", "create", "w", "s", f"t:delta:{TESTDATA_BUCKET}:{TABLE}"]) == 0
     assert main([*base, "token", "create", "w", "--profile", str(tmp_path / "w.share")]) == 0

@@ -182,7 +182,7 @@ def test_max_token_lifetime_bounds_the_cli_and_is_configurable(tmp_path: Path) -
 
     from share_store.errors import AdminError
     from share_store.persistence import ShareStore, sqlite_url
-    from sharing_server.admin.cli import local_admin
+    from sharing_server.cli import local_admin
 
     env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "d")}
     assert load_config(env=env).options.max_token_lifetime == timedelta(days=365)

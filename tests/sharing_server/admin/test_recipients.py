@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from share_store.tokens import hash_secret
-from sharing_server.admin.cli import main
+from sharing_server.cli import main
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_lines, deploy
 
 ADMIN_TOKEN = "dsa_test-admin-token-for-recipients-0123456789"

@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from share_store.tokens import hash_secret
-from sharing_server.admin.cli import main
+from sharing_server.cli import main
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 ADMIN_TOKEN = "dsa_test-admin-token-for-the-admin-api-0123456789"

@@ -22,7 +22,7 @@ from share_store.tokens import hash_secret
 from share_store.warehouses.catalog import WarehouseCatalog
 from share_store.warehouses.policies import READ_ONLY_EXAMPLE_POLICY
 from share_store.warehouses.users import CatalogUsers
-from sharing_server.admin.cli import main
+from sharing_server.cli import main
 from sharing_server.config import load_config
 from sharing_server.startup import server_secret
 from tests.conftest import Deployment, deploy

@@ -479,7 +479,7 @@ def test_activity_lists_providers_changes_and_wrong_admin_tokens(server: Deploym
 
 
 def test_a_token_is_edited_in_the_console_the_api_and_the_cli(server: Deployment, capsys) -> None:
-    from sharing_server.admin.cli import main
+    from sharing_server.cli import main
 
     server.share_tables("console-edit", {"orders": TABLE})
     token, secret = server.store.create_token("console-edit", timedelta(days=1), "before")

@@ -15,8 +15,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 
-from share_store.persistence import warehouses as rows
 from share_store.tokens import hash_secret
+from share_store.warehouses import rows
 from share_store.warehouses.catalog import TableName, WarehouseCatalog
 from share_store.warehouses.commits import parse_model
 from sharing_server.console.warehouses import table_spec

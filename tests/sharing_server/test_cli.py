@@ -15,8 +15,8 @@ from share_store.errors import AdminError, AdminNotFound
 from share_store.persistence import ShareStore, sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
-from sharing_server.admin.cli import main, parse_duration
 from sharing_server.admin.commands import Admin
+from sharing_server.cli import main, parse_duration
 
 
 @pytest.fixture
@@ -289,7 +289,7 @@ def test_admin_itself_checks_added_tables(tmp_path: Path) -> None:
 def test_the_configuration_is_found_where_users_put_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sharing_server.admin.cli import find_config
+    from sharing_server.cli import find_config
 
     monkeypatch.chdir(tmp_path)
     assert find_config(None, {})[0] is None

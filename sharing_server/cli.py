@@ -45,12 +45,11 @@ from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
-from share_store.tokens import hash_secret, new_secret
+from share_store.tokens import ADMIN_TOKEN_PREFIX, hash_secret, new_secret
 from sharing_server.admin.cli_grammar import build_parser
 from sharing_server.admin.cli_output import print_issued, when
 from sharing_server.admin.client import RemoteAdmin
 from sharing_server.admin.commands import (
-    ADMIN_TOKEN_PREFIX,
     Admin,
     AdminBackend,
     parse_duration,
@@ -304,8 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                 seed_demo(config, store)
             elif args.command == "table":
                 from sharing_server.admin.table_commands import run_local
+                from sharing_server.startup import server_secret
 
-                run_local(args, store, config)
+                run_local(args, store, config, server_secret(config))
             else:
                 run_admin(local_admin(store, config), args)
         finally:
