@@ -39,10 +39,6 @@ ACCESS_TOKEN_SECONDS = 3600
 SIGV4 = "aws4-hmac-sha256"
 
 
-#: The authenticated caller: a catalog user with its policy, or the provider.
-Caller = Principal
-
-
 def _users(request: Request) -> CatalogUsers:
     return request.app.state.catalog_users  # type: ignore[no-any-return]
 
@@ -51,7 +47,7 @@ def _tokens(request: Request) -> TokenCodec:
     return request.app.state.catalog_tokens  # type: ignore[no-any-return]
 
 
-async def caller_of(request: Request) -> Caller:
+async def caller_of(request: Request) -> Principal:
     header = request.headers.get("authorization", "")
     scheme, _, credentials = header.strip().partition(" ")
     if scheme.lower() == SIGV4:
@@ -62,7 +58,7 @@ async def caller_of(request: Request) -> Caller:
                        "NotAuthorizedException")  # fmt: skip
 
 
-async def _signed(request: Request) -> Caller:
+async def _signed(request: Request) -> Principal:
     users = _users(request)
     body = await request.body()
     # The user read to check the signature is the caller: one read of the store, not two.
@@ -89,10 +85,10 @@ async def _signed(request: Request) -> Caller:
         raise IcebergError(403, error.message, "ForbiddenException") from None
     user = found[signed.access_key]
     audit_fields(request).update(catalog_user=user.name)
-    return Caller(user.name, user.policy)
+    return Principal(user.name, user.policy)
 
 
-async def _bearer(request: Request, secret: str) -> Caller:
+async def _bearer(request: Request, secret: str) -> Principal:
     # A catalog token first: it is HMAC-checked, cheap, and the common case. Only a token that is
     # not one is an admin-token attempt, so catalog users' requests never count as wrong admin tokens.
     try:
@@ -105,10 +101,10 @@ async def _bearer(request: Request, secret: str) -> Caller:
     if user is None:
         raise IcebergError(401, "The bearer token's user no longer exists", "NotAuthorizedException")
     audit_fields(request).update(catalog_user=user.name)
-    return Caller(user.name, user.policy)
+    return Principal(user.name, user.policy)
 
 
-def _admin(request: Request, secret: str) -> Caller:
+def _admin(request: Request, secret: str) -> Principal:
     """The provider, if `secret` is the admin token: checked as the admin API and the console check
     it (`admin_token_matches`: throttled per address and in all, audited). While throttled,
     `RateLimited`, which `iceberg_errors` answers as a 429 with `Retry-After`."""
@@ -116,7 +112,7 @@ def _admin(request: Request, secret: str) -> Caller:
     if expected is None or not admin_token_matches(request, secret, expected):
         raise IcebergError(401, "The bearer token is not valid", "NotAuthorizedException")
     audit_fields(request).update(catalog_user="admin")
-    return Caller("admin", None)
+    return Principal("admin", None)
 
 
 async def catalog_token_endpoint(request: Request) -> Response:

@@ -18,8 +18,9 @@ from sharing_server.own_warehouses.callers import caller_of
 
 async def catalog_for(request: Request) -> CatalogAccess:
     """The catalog as the request's authenticated caller may use it (every operation checks its policy)."""
+    who = await caller_of(request)  # authenticated before anything of the request is looked at
     catalog: WarehouseCatalog = request.app.state.warehouses
-    return CatalogAccess(catalog, await caller_of(request))
+    return CatalogAccess(catalog, who)
 
 
 def warehouse_of(request: Request) -> str:
