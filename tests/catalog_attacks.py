@@ -37,6 +37,36 @@ FORBIDDEN = "ForbiddenException"
 
 Row = tuple[Any, ...]
 
+#: The namespace the attacker is allowed, and the ARNs its policy names.
+ATT = "att"
+ARN = "arn:aws:s3tables:::bucket/"
+WAREHOUSE_READS = [
+    "s3tables:GetTableBucket",
+    "s3tables:ListNamespaces",
+    "s3tables:GetNamespace",
+    "s3tables:ListTables",
+]
+
+
+def policy(*statements: tuple[list[str] | str, list[str] | str]) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": actions, "Resource": resources}
+                for actions, resources in statements
+            ],
+        }
+    )
+
+
+def attacker_policy(warehouse: str) -> str:
+    """Everything on the tables of one namespace; namespace operations on its warehouse."""
+    return policy(
+        ("s3tables:*", f"{ARN}{warehouse}/table/{ATT}/*"),
+        ([*WAREHOUSE_READS, "s3tables:CreateNamespace"], f"{ARN}{warehouse}"),
+    )
+
 
 def rand() -> str:
     return uuid.uuid4().hex[:8]

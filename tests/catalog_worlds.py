@@ -36,10 +36,12 @@ from share_store.model import parse_create_args
 from share_store.storage.local import LocalStorage
 from share_store.warehouses.users import CatalogUsers
 from tests.catalog_attacks import (
+    ATT,
     ROWS,
     ROWS_SCHEMA,
     V2,
     Caller,
+    attacker_policy,
     commit,
     rand,
     rows_table,
@@ -48,48 +50,10 @@ from tests.catalog_attacks import (
 )
 from tests.conftest import Deployment
 
-ATT = "att"
-
-
-ARN = "arn:aws:s3tables:::bucket/"
-
-
-WAREHOUSE_READS = [
-    "s3tables:GetTableBucket",
-    "s3tables:ListNamespaces",
-    "s3tables:GetNamespace",
-    "s3tables:ListTables",
-]
-
-
 DELTA_FEATURES = "deletionVectors,columnMapping,timestampNtz"
-
-
 DELTA_FORMAT = {"delta-sharing-capabilities": f"responseformat=delta;readerfeatures={DELTA_FEATURES}"}
 #: Field ids of a position delete file's columns (the Iceberg spec's reserved ids).
-
-
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
-
-
-def policy(*statements: tuple[list[str] | str, list[str] | str]) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {"Effect": "Allow", "Action": actions, "Resource": resources}
-                for actions, resources in statements
-            ],
-        }
-    )
-
-
-def attacker_policy(warehouse: str) -> str:
-    """Everything on the tables of one namespace; namespace operations on its warehouse."""
-    return policy(
-        ("s3tables:*", f"{ARN}{warehouse}/table/{ATT}/*"),
-        ([*WAREHOUSE_READS, "s3tables:CreateNamespace"], f"{ARN}{warehouse}"),
-    )
 
 
 # -- the world ------------------------------------------------------------------------------

@@ -288,9 +288,10 @@ class WarehouseCatalog:
                     self._point(conn, change)
                 committing = True  # what raises from here on is the COMMIT
         except Exception:
-            if committing and self._all_pointed(staged):
-                return
+            # Read once: every file was written before the transaction, so `written` is `staged`.
             kept = self._pointed_at(written) if committing else set()
+            if committing and all(change.metadata_location in kept for change in staged):
+                return
             for change in written:
                 if change.metadata_location not in kept:
                     self.files.forget(change.location, change.metadata_location)
@@ -317,10 +318,6 @@ class WarehouseCatalog:
         except Exception:  # noqa: BLE001 (whatever the store says, it cannot say: keep every file)
             return {c.metadata_location for c in written}
         return {p.metadata_location for p in found if p is not None}
-
-    def _all_pointed(self, staged: list[_Staged]) -> bool:
-        pointed = self._pointed_at(staged)
-        return all(change.metadata_location in pointed for change in staged)
 
     def drop_table(self, table: TableName, purge: bool = False) -> None:
         with self._read() as conn:

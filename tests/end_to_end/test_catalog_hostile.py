@@ -36,21 +36,26 @@ from share_store.storage.local import LocalStorage
 from share_store.warehouses import rows as warehouse_rows
 from share_store.warehouses.users import CatalogUsers
 from tests.catalog_attacks import (
+    ARN,
+    ATT,
     BAD_REQUEST,
     FORBIDDEN,
     ROWS,
     ROWS_SCHEMA,
     V2,
+    WAREHOUSE_READS,
     Caller,
     Victim,
     assert_intact,
     assert_refused,
+    attacker_policy,
     commit,
     contents,
     copy_tree,
     create_body,
     keys_under,
     make_victim,
+    policy,
     rand,
     rows_table,
     split,
@@ -60,36 +65,8 @@ from tests.catalog_attacks import (
 )
 from tests.conftest import TESTDATA, TESTDATA_BUCKET, Deployment
 
-ATT = "att"
-ARN = "arn:aws:s3tables:::bucket/"
-WAREHOUSE_READS = [
-    "s3tables:GetTableBucket",
-    "s3tables:ListNamespaces",
-    "s3tables:GetNamespace",
-    "s3tables:ListTables",
-]
 DELTA_TABLE = "simple_table"
 FIRST_COMMIT = "_delta_log/00000000000000000000.json"
-
-
-def policy(*statements: tuple[list[str] | str, list[str] | str]) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {"Effect": "Allow", "Action": actions, "Resource": resources}
-                for actions, resources in statements
-            ],
-        }
-    )
-
-
-def attacker_policy(warehouse: str) -> str:
-    """Everything on the tables of one namespace; namespace operations on its warehouse."""
-    return policy(
-        ("s3tables:*", f"{ARN}{warehouse}/table/{ATT}/*"),
-        ([*WAREHOUSE_READS, "s3tables:CreateNamespace"], f"{ARN}{warehouse}"),
-    )
 
 
 def committer_policy(warehouse: str) -> str:

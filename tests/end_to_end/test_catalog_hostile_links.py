@@ -20,6 +20,7 @@ from pyiceberg.manifest import (
 from pyiceberg.typedef import Record
 
 from tests.catalog_attacks import (
+    ATT,
     ROWS,
     V2,
     assert_intact,
@@ -29,7 +30,6 @@ from tests.catalog_attacks import (
     split,
 )
 from tests.catalog_worlds import (
-    ATT,
     World,
     adds_of,
     current_manifests,

@@ -15,6 +15,7 @@ fails while the attack works.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -24,25 +25,30 @@ from pyiceberg.manifest import (
     DataFileContent,
     FileFormat,
 )
+from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from share_store.warehouses.users import CatalogUsers
 from tests.catalog_attacks import (
+    ARN,
+    ATT,
+    BAD_REQUEST,
     ROWS,
     V2,
     Caller,
+    assert_intact,
+    assert_refused,
     commit,
     create_body,
     keys_under,
     make_victim,
+    policy,
     rand,
     rows_table,
     split,
     uri,
 )
 from tests.catalog_worlds import (
-    ARN,
-    ATT,
     DELTA_FORMAT,
     World,
     adds_of,
@@ -51,7 +57,6 @@ from tests.catalog_worlds import (
     name_of,
     new_snapshot_id,
     own_table,
-    policy,
     position_delete_file,
     query,
     share,
@@ -311,3 +316,67 @@ def test_an_overlap_refusal_does_not_name_tables_the_caller_may_not_list(world: 
     )  # fmt: skip
     assert probe.status_code == 400, probe.text
     assert victim.identifier not in probe.text, f"the refusal names {victim.identifier}: {probe.text}"
+
+
+# -- spellings that leave the table: '..', encoded dots and slashes, '#', '?' -----------------
+
+SPELLINGS = {
+    "dot-dot": lambda own, ns, tail: f"{own}/../../{ns}/{tail}",
+    "encoded-dots": lambda own, ns, tail: f"{own}/%2E%2E/%2E%2E/{ns}/{tail}",
+    "encoded-slash": lambda own, ns, tail: f"{own}%2F..%2F..%2F{ns}%2F{tail.replace('/', '%2F')}",
+    "fragment": lambda own, ns, tail: f"{own}/x#/../../{ns}/{tail}",
+    "query": lambda own, ns, tail: f"{own}/x?/../../{ns}/{tail}",
+}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_paths_spelled_to_leave_the_table_are_refused_and_its_purge_takes_nothing(
+    world: World, spelling: str
+) -> None:
+    """From inside its own folder the attacker names the victim's folder, manifest list and
+    metadata file with '..', '%2E%2E', '%2F', '#' or '?': as a create's location, a
+    `set-location`, `write.data.path`, a snapshot's manifest list and a statistics file of its
+    existing table, which it then purges."""
+    victim = make_victim(world.deployment, world.admin, world.wh, f"victims_{rand()}")
+    own = own_table(world)
+    name = name_of(own)
+
+    def spelled(path: str) -> str:
+        tail = path.split(f"/{victim.namespace}/", 1)[1]
+        return SPELLINGS[spelling](own.location(), victim.namespace, tail)
+
+    folder, metadata = spelled(victim.location), spelled(victim.metadata_location)
+    answers = {
+        "create": world.attacker.call(
+            "POST", f"/{world.wh}/namespaces/{ATT}/tables", create_body(f"esc_{rand()}", folder)
+        ),
+        "set-location": world.attack([{"action": "set-location", "location": folder}], name),
+        "write.data.path": world.attack(
+            [{"action": "set-properties", "updates": {"write.data.path": f"{folder}/data"}}], name
+        ),
+        "manifest list": world.attack(snapshot_updates_naming(own, spelled(victim.manifest_list)), name),
+        "statistics": world.attack(statistics_naming(own, metadata), name),
+    }
+    purge = world.attacker.call("DELETE", world.own_path(name) + "?purgeRequested=true")
+
+    assert_intact(world.deployment, world.admin, victim)
+    for step, answer in answers.items():
+        assert_refused(answer, 400, BAD_REQUEST, what=step)
+    assert purge.status_code == 204, purge.text
+
+
+def snapshot_updates_naming(table: Table, manifest_list: str) -> list[dict[str, Any]]:
+    """A snapshot whose manifest list is `manifest_list`, whatever it names, made main's head."""
+    current = table.current_snapshot()
+    assert current is not None
+    snapshot_id = new_snapshot_id()
+    snapshot = {
+        "snapshot-id": snapshot_id, "parent-snapshot-id": current.snapshot_id,
+        "sequence-number": table.metadata.last_sequence_number + 1, "timestamp-ms": int(time.time() * 1000),
+        "manifest-list": manifest_list, "summary": {"operation": "append"},
+        "schema-id": table.schema().schema_id,
+    }  # fmt: skip
+    return [
+        {"action": "add-snapshot", "snapshot": snapshot},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
+    ]
