@@ -7,6 +7,7 @@ handed out, and is refused.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -136,12 +137,18 @@ class TableLocation:
         folder once symbolic links are resolved: a link planted in the folder leads nowhere else."""
         if not isinstance(storage, LocalStorage):
             return True
-        folder = os.path.realpath(storage.root / bucket / self.prefix) + os.sep
+        folder = _real_folder(str(storage.root / bucket / self.prefix))
         written = urlparse(path).path if path.startswith("file:") else path
-        return all(
-            os.path.realpath(candidate).startswith(folder)
-            for candidate in (storage.root / bucket / key, written)
-        )
+        # One real path when the two spellings are one file name (the common case: no escapes).
+        candidates = {str(storage.root / bucket / key), written}
+        return all(os.path.realpath(candidate).startswith(folder) for candidate in candidates)
+
+
+@functools.lru_cache(maxsize=1024)
+def _real_folder(folder: str) -> str:
+    """A table folder's real path, resolved once: it is checked when the table is made, and one
+    replaced by a link later only makes the files below it fail this check, never pass it."""
+    return os.path.realpath(folder) + os.sep
 
 
 def table_location_of(table: Any) -> TableLocation | None:
