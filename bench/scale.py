@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, insert
 from bench.concurrency import p99_ms
 from bench.results import record
 from bench.servers import Server
+from share_store.authentication.tokens import hash_secret, new_secret, new_token_id
 from share_store.persistence import ShareStore
 from share_store.persistence.schema import (
     recipient_shares_table,
@@ -30,7 +31,6 @@ from share_store.persistence.schema import (
     tables_table,
     tokens_table,
 )
-from share_store.tokens import hash_secret, new_secret, new_token_id
 from sharing_server.config import load_config
 from sharing_server.startup import prepare_disk
 

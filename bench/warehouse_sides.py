@@ -87,7 +87,7 @@ def our_side(seaweed: SeaweedS3) -> Iterator[tuple[Side, int]]:
     # admin would make one; the server process reads both when it starts.
     services = open_services(load_config(server.config))
     try:
-        user = CatalogUsers(services.store.engine, services.secret).create("bench")
+        user = CatalogUsers(services.store.transactions, services.secret).create("bench")
     finally:
         services.close()
     with server:

@@ -10,6 +10,8 @@
     ├── TableLogDamaged             500 INTERNAL_ERROR: a gap or a corrupt commit in the log, named
     │                               by version (told to the recipient, logged for the provider)
     ├── Unauthenticated             401 UNAUTHENTICATED
+    ├── RateLimited                 429 TOO_MANY_REQUESTS, with Retry-After (`retry_after` seconds):
+    │                               a throttled sign-in, a token over its rate
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
     ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
     ├── CatalogError                500 INTERNAL_ERROR: a configured Iceberg catalog's settings are
@@ -19,8 +21,8 @@
         ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin.commands)
         └── AdminConflict           409 the name is already taken
 
-The server's own refusals (rate limits, body size, signatures, a disabled
-admin API) and configuration errors live in `sharing_server.http.errors`.
+The server's own refusals (body size, file URL signatures, a disabled admin
+API, a busy process) and configuration errors live in `sharing_server.http.errors`.
 
 Anything else raised while serving a request is an internal error whose text
 is hidden from the recipient, since it may carry paths or credentials.
@@ -95,6 +97,17 @@ class Unauthenticated(ShareStoreError):
         #: A token that is known but revoked or expired: the audit line and Activity name it.
         self.token_id = token_id
         self.share = share
+
+
+class RateLimited(ShareStoreError):
+    """Too many attempts or requests: come back in `retry_after` seconds (answered as `Retry-After`)."""
+
+    error_code = "TOO_MANY_REQUESTS"
+    status_code = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class StorageUnavailable(ShareStoreError):

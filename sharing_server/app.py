@@ -29,6 +29,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
+from share_store.authentication.console_sessions import SessionCodec
+from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.signing.sts_vending import CredentialVendor
@@ -38,6 +40,7 @@ from share_store.tables.iceberg_grants import IcebergGrants
 from share_store.tables.options import IcebergOptions
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
+from share_store.warehouses.callers import CatalogCallers
 from share_store.warehouses.catalog import WarehouseCatalog
 from share_store.warehouses.shared import OwnWarehouses
 from share_store.warehouses.users import CatalogUsers
@@ -48,14 +51,12 @@ from sharing_server.admin.routes import admin_routes
 from sharing_server.auth.oauth import token_endpoint
 from sharing_server.config import ServiceOptions
 from sharing_server.console.routes import console_routes
-from sharing_server.console.sessions import SessionCodec
 from sharing_server.console.web import Console
 from sharing_server.http.connections import ConnectionGuard
 from sharing_server.http.errors import EXCEPTION_HANDLERS
 from sharing_server.http.files import serve_file
 from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.http.rate_limits import RateLimiter
-from sharing_server.http.sign_in_throttle import SignInThrottle
 from sharing_server.http.stream_slots import StreamSlots
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, note
@@ -96,7 +97,7 @@ def protocol_routes() -> list[Route]:
     ]
 
 
-def app_routes(prefix: str) -> list[BaseRoute]:
+def app_routes(prefix: str, catalog: WarehouseCatalog, callers: CatalogCallers) -> list[BaseRoute]:
     """Everything the app serves: what `create_app` routes and `/openapi.json` describes."""
     return [
         Route(paths.HEALTHZ, health, methods=["GET"]),
@@ -105,7 +106,7 @@ def app_routes(prefix: str) -> list[BaseRoute]:
         Mount(prefix, routes=protocol_routes()),
         Mount(paths.ADMIN_PREFIX, routes=admin_routes()),
         Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes()),
-        Mount(paths.WAREHOUSE_PREFIX, routes=warehouse_api()),
+        Mount(paths.WAREHOUSE_PREFIX, routes=warehouse_api(catalog, callers)),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes()),
     ]
 
@@ -208,8 +209,14 @@ def create_app(
         timedelta(hours=options.activity_retention_hours),
         options.activity_max_events,
     )
+    # The own warehouses' services, handed to their routes.
+    warehouses = WarehouseCatalog(store.transactions, storage)
+    admin_token = AdminToken(options.admin_token_hash)
+    callers = CatalogCallers(
+        CatalogUsers(store.transactions, secret), TokenCodec(secret, "catalog-access"), admin_token
+    )
     app = SharingApp(
-        routes=app_routes(prefix),
+        routes=app_routes(prefix, warehouses, callers),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
         middleware=[
@@ -249,12 +256,10 @@ def create_app(
     )
     vendor = CredentialVendor(options.vending) if options.vending.enabled else None
     app.state.iceberg_grants = IcebergGrants(app.state.readers, vendor)
-    app.state.sign_in_throttle = SignInThrottle()
-    app.state.warehouses = WarehouseCatalog(store.engine, storage)
-    catalogs.own = OwnWarehouses(app.state.warehouses)
+    app.state.admin_token = admin_token
+    app.state.warehouses = warehouses
+    catalogs.own = OwnWarehouses(warehouses)
     app.state.secret = secret  # seals activation links' profiles
-    app.state.catalog_users = CatalogUsers(store.engine, secret)
-    app.state.catalog_tokens = TokenCodec(secret, "catalog-access")
     app.state.warmer = SnapshotWarmer(
         store,
         app.state.readers,
@@ -275,5 +280,5 @@ def create_app(
     app.state.console = None
     if options.admin_token_hash is not None:
         sessions = SessionCodec(secret, options.admin_token_hash, options.console_idle_minutes * 60)
-        app.state.console = Console(app.state.admin, sessions, options.admin_token_hash)
+        app.state.console = Console(app.state.admin, sessions, admin_token)
     return app

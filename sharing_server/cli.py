@@ -41,11 +41,11 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, hash_secret, new_secret
 from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
-from share_store.tokens import ADMIN_TOKEN_PREFIX, hash_secret, new_secret
 from sharing_server.admin.cli_grammar import build_parser
 from sharing_server.admin.cli_output import print_issued, when
 from sharing_server.admin.client import RemoteAdmin
@@ -141,7 +141,7 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
         from share_store.warehouses.shared import OwnWarehouses
 
         registry = config.make_catalogs()
-        registry.own = OwnWarehouses(WarehouseCatalog(store.engine, storage()))
+        registry.own = OwnWarehouses(WarehouseCatalog(store.transactions, storage()))
         return registry
 
     key = server_secret(config)  # the same key as the server's: activation links open there

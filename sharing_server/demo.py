@@ -19,11 +19,11 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, new_secret
 from share_store.errors import Unauthenticated
 from share_store.model import TableSpec, parse_create_args
 from share_store.persistence import ShareStore
-from share_store.tokens import ADMIN_TOKEN_PREFIX, new_secret
-from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.catalog import NewTable, TableName, WarehouseCatalog
 from share_store.warehouses.shared import WarehouseTables
 from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
@@ -83,7 +83,7 @@ def write_demo_iceberg_table(config: ServerConfig, store: ShareStore) -> Warehou
     from pyiceberg.transforms import IdentityTransform
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-    catalog = WarehouseCatalog(store.engine, config.make_storage(server_secret(config)))
+    catalog = WarehouseCatalog(store.transactions, config.make_storage(server_secret(config)))
     if DEMO_WAREHOUSE not in catalog.list_warehouses():
         catalog.create_warehouse(DEMO_WAREHOUSE, adopt=True)  # the demo's own bucket, from an earlier run
     if ("sales",) not in catalog.list_namespaces(DEMO_WAREHOUSE):
@@ -98,7 +98,7 @@ def write_demo_iceberg_table(config: ServerConfig, store: ShareStore) -> Warehou
         NestedField(4, "acctbal", DoubleType()),
     )
     spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "nation"))
-    catalog.create_table(name, schema, spec, None, None, {"format-version": "2"})
+    catalog.create_table(name, NewTable(schema, partition_spec=spec, properties={"format-version": "2"}))
     table = WarehouseTables(catalog, DEMO_WAREHOUSE).load_table(("sales", "customers"))
     for start in (0, 10):
         keys = list(range(start, start + 10))
@@ -117,7 +117,7 @@ def write_demo_iceberg_table(config: ServerConfig, store: ShareStore) -> Warehou
 def demo_catalog_keys(config: ServerConfig, store: ShareStore) -> tuple[str, str]:
     """The demo catalog user's access key and secret, made once and kept (owner-readable) like the
     demo admin token; made again if the user was removed."""
-    users = CatalogUsers(store.engine, server_secret(config))
+    users = CatalogUsers(store.transactions, server_secret(config))
     path = config.data_dir / DEMO_CATALOG_KEYS
     if path.exists():
         access_key, _, secret_key = path.read_text().strip().partition(":")

@@ -83,7 +83,7 @@ class World:
 
 
 def make_world(deployment: Deployment) -> World:
-    users = CatalogUsers(deployment.store.engine, deployment.secret)
+    users = CatalogUsers(deployment.store.transactions, deployment.secret)
     tag = rand()
     wh = f"more-wh-{tag}"
     admin = Caller(deployment, users.create(f"more-admin-{tag}"))

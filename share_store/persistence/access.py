@@ -15,13 +15,13 @@ from collections.abc import Callable
 from sqlalchemy import Select, and_, exists, or_, select
 from sqlalchemy.engine import Connection, Row
 
+from share_store.authentication.tokens import hash_secret
 from share_store.errors import NotFound
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence.credentials import active_token
 from share_store.persistence.rows import columns, share_from, table_from
 from share_store.persistence.schema import recipient_shares_table, shares_table, tables_table, tokens_table
 from share_store.persistence.shares import table_not_found
-from share_store.tokens import hash_secret
 
 #: Told the token as soon as it is known good, before the share or table is looked at:
 #: the audit log then says who asked even when the answer is 404.

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
+from share_store.authentication.tokens import CLIENT_SECRET_PREFIX, hash_secret, new_secret, new_token_id
 from share_store.errors import AdminError, NotFound, Unauthenticated
 from share_store.model import OAuthClient, Token
 from share_store.persistence.rows import Fields, oauth_client_from, token_from, utc_now
 from share_store.persistence.schema import oauth_clients_table, tokens_table
 from share_store.persistence.shares import share_row
-from share_store.tokens import CLIENT_SECRET_PREFIX, hash_secret, new_secret, new_token_id
 
 # -- checking a secret ---------------------------------------------------------
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
+from share_store.authentication.tokens import hash_secret, new_token_id
 from share_store.errors import AdminConflict, AdminError, NotFound
 from share_store.model import Recipient, Share, Token
 from share_store.persistence.credentials import insert_token, revoke_where, tokens_where
@@ -27,7 +28,6 @@ from share_store.persistence.schema import (
     tokens_table,
 )
 from share_store.persistence.shares import share_row
-from share_store.tokens import hash_secret, new_token_id
 
 #: Like share names: letters, digits, '-', '_' and '.', at most 128.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

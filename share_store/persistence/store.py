@@ -2,8 +2,10 @@
 
 Each method opens one connection, or one transaction for a change, and hands
 it to the module that knows the tables. Every admin change thus commits whole
-or not at all, and this is the only place deciding what goes in one
-transaction.
+or not at all. Connections and transactions are opened by `transactions`
+(`persistence.transactions.Transactions`), which this store makes over its
+engine and hands to the own warehouses' catalog and users as well: one owner of
+transactions for the whole store.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from share_store.persistence.admin_events import AdminEvent
 from share_store.persistence.engine import make_engine
 from share_store.persistence.rows import utc_now
 from share_store.persistence.share_listing import ShareCounts
+from share_store.persistence.transactions import Transactions
 from share_store.tables.summaries import SnapshotSummary
 
 P = ParamSpec("P")
@@ -50,6 +53,7 @@ class ShareStore:
     def __init__(self, url: str) -> None:
         self.engine: Engine = make_engine(url)
         upgrade(self.engine)
+        self.transactions = Transactions(self.engine)
         #: Settled days' activity summaries, made once (`activity_days`).
         self._activity_days = DaySummaries()
 
@@ -58,18 +62,18 @@ class ShareStore:
 
     def ping(self) -> str:
         """The database's kind ("sqlite", "postgresql"), after one round trip to it."""
-        with self.engine.connect() as conn:
+        with self.transactions.read() as conn:
             conn.execute(text("SELECT 1"))
         return self.engine.dialect.name
 
     def _read(self, query: Callable[Concatenate[Connection, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
-        with self.engine.connect() as conn:
+        with self.transactions.read() as conn:
             return query(conn, *args, **kwargs)
 
     def _change(
         self, change: Callable[Concatenate[Connection, P], R], *args: P.args, **kwargs: P.kwargs
     ) -> R:
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             return change(conn, *args, **kwargs)
 
     # -- shares and their tables -----------------------------------------------
@@ -117,7 +121,7 @@ class ShareStore:
         self._change(shares.update_share, name, add, remove, history_shared)
 
     def remove_share(self, name: str) -> None:
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             share_id = shares.share_row(conn, name)["id"]
             credentials.revoke_share(conn, share_id)
             shares.delete_share(conn, share_id)
@@ -276,7 +280,7 @@ class ShareStore:
         """Keep many tables' summaries in one transaction (the warmer's start); if another replica
         saved one of them meanwhile, each is kept on its own instead."""
         try:
-            with self.engine.begin() as conn:
+            with self.transactions.change() as conn:
                 for table_id, summary in summaries:
                     snapshot_summaries.save_snapshot_summary(conn, table_id, summary)
         except IntegrityError:
@@ -297,7 +301,7 @@ class ShareStore:
 
     def prune_activity(self, before: datetime, max_events: int) -> int:
         """Drop events older than `before`, then the oldest beyond `max_events`."""
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             admin_events.prune(conn, before)
             return activity.prune(conn, before, max_events)
 

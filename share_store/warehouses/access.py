@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pyiceberg.table import CommitTableRequest
 
 from share_store.warehouses import policies as actions
-from share_store.warehouses.catalog import LoadedTable, TableName, WarehouseCatalog
+from share_store.warehouses.catalog import LoadedTable, NewTable, TableName, WarehouseCatalog
 from share_store.warehouses.commits import creates
 from share_store.warehouses.errors import CatalogRefusal
 from share_store.warehouses.policies import Policy, table_arn, warehouse_arn
@@ -121,20 +120,9 @@ class CatalogAccess:
         self.who.require(actions.LIST_TABLES, warehouse_arn(warehouse))
         return self.catalog.list_tables(warehouse, levels)
 
-    def create_table(
-        self,
-        table: TableName,
-        schema: Any,
-        partition_spec: Any,
-        sort_order: Any,
-        location: str | None,
-        properties: dict[str, str],
-        stage: bool = False,
-    ) -> LoadedTable:
+    def create_table(self, table: TableName, new: NewTable) -> LoadedTable:
         self.who.require(actions.CREATE_TABLE, _arn(table))
-        return self.catalog.create_table(
-            table, schema, partition_spec, sort_order, location, properties, stage
-        )
+        return self.catalog.create_table(table, new)
 
     def load_table(self, table: TableName) -> LoadedTable:
         # S3 Tables' name for reading a table's metadata location is as good as GetTable.

@@ -15,17 +15,20 @@ metadata names.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.table.metadata import TableMetadata
-from sqlalchemy.engine import Connection, Engine
+from pyiceberg.table.sorting import SortOrder
+from sqlalchemy.engine import Connection
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg.locations import TableLocation
+from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
 from share_store.warehouses import rows
 from share_store.warehouses.commits import (
@@ -66,6 +69,20 @@ class LoadedTable:
 
 
 @dataclass(frozen=True)
+class NewTable:
+    """What a create asks for: the table's schema and, optionally, its partitioning, sort order,
+    location (checked: see `locations.requested_location`), properties, and whether it is only
+    staged (nothing stored until a commit makes it)."""
+
+    schema: Schema
+    partition_spec: PartitionSpec | None = None
+    sort_order: SortOrder | None = None
+    location: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    stage: bool = False
+
+
+@dataclass(frozen=True)
 class TableName:
     warehouse: str
     namespace: tuple[str, ...]
@@ -80,22 +97,22 @@ class TableName:
 
 
 class WarehouseCatalog:
-    def __init__(self, engine: Engine, storage: ObjectStorage) -> None:
-        self.engine = engine
+    def __init__(self, transactions: Transactions, storage: ObjectStorage) -> None:
+        self.transactions = transactions
         self.storage = storage
         self.files = MetadataFiles(storage)
-        self.locations = TableLocations(engine, storage, self.files)
+        self.locations = TableLocations(transactions, storage, self.files)
         #: Counts warehouses made or dropped here, so that a cached list of them knows it is stale.
         self.warehouse_changes = 0
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+        with self.transactions.read() as conn:
             yield conn
 
     @contextmanager
     def _change(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             yield conn
 
     # -- warehouses ---------------------------------------------------------------------
@@ -180,27 +197,18 @@ class WarehouseCatalog:
         with self._read() as conn:
             return rows.list_tables(conn, warehouse, levels)
 
-    def create_table(
-        self,
-        table: TableName,
-        schema: Any,
-        partition_spec: Any,
-        sort_order: Any,
-        location: str | None,
-        properties: dict[str, str],
-        stage: bool = False,
-    ) -> LoadedTable:
+    def create_table(self, table: TableName, new: NewTable) -> LoadedTable:
         with self._read() as conn:
             if not rows.namespace_exists(conn, table.warehouse, table.namespace):
                 rows.check_warehouse_exists(conn, table.warehouse)
             if rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None:
                 raise AlreadyExists(f"Table already exists: {table}")
             defaults = rows.namespace_properties(conn, table.warehouse, table.namespace)
-        where = self.locations.new(table.warehouse, table.namespace, table.name, location)
-        given = table_defaults(defaults) | string_properties(properties)
-        metadata = created_metadata(schema, partition_spec, sort_order, where.uri, given)
+        where = self.locations.new(table.warehouse, table.namespace, table.name, new.location)
+        given = table_defaults(defaults) | string_properties(dict(new.properties))
+        metadata = created_metadata(new.schema, new.partition_spec, new.sort_order, where.uri, given)
         check_write_paths(self.storage, where, metadata.properties)
-        if stage:
+        if new.stage:
             return LoadedTable(None, metadata, where)
         metadata_location = metadata_file_location(where.uri, 0)
         self._swap([_Staged(table, None, where, metadata_location, metadata)])

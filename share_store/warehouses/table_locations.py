@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.locations import TableLocation, file_location, file_uri
+from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
 from share_store.warehouses import rows
 from share_store.warehouses.errors import MetadataFileMissing
@@ -33,8 +34,8 @@ from share_store.warehouses.rows import TablePointer
 
 
 class TableLocations:
-    def __init__(self, engine: Engine, storage: ObjectStorage, files: MetadataFiles) -> None:
-        self.engine = engine
+    def __init__(self, transactions: Transactions, storage: ObjectStorage, files: MetadataFiles) -> None:
+        self.transactions = transactions
         self.storage = storage
         self.files = files
 
@@ -48,7 +49,7 @@ class TableLocations:
             location = assigned_location(self.storage, warehouse, namespace, name)
         else:
             location = requested_location(self.storage, warehouse, asked, namespace)
-        with self.engine.connect() as conn:
+        with self.transactions.read() as conn:
             check_no_overlap(location, self.others(conn, warehouse))
         return location
 
@@ -120,5 +121,5 @@ class TableLocations:
 
     @contextmanager
     def _change(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             yield conn

@@ -12,9 +12,8 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from sqlalchemy.engine import Engine
-
 from share_store.persistence.rows import utc_now
+from share_store.persistence.transactions import Transactions
 from share_store.signing.secret_box import open_sealed, seal
 from share_store.warehouses import rows
 from share_store.warehouses.names import check_name
@@ -42,8 +41,8 @@ class KnownUser:
 
 
 class CatalogUsers:
-    def __init__(self, engine: Engine, server_key: bytes) -> None:
-        self.engine = engine
+    def __init__(self, transactions: Transactions, server_key: bytes) -> None:
+        self.transactions = transactions
         self._server_key = server_key
         self._policies: dict[str, tuple[str, Policy]] = {}  # policy text → parsed, by access key
         self._lock = threading.Lock()
@@ -55,7 +54,7 @@ class CatalogUsers:
         secret_key = secrets.token_urlsafe(30)
         user = CatalogUser(name, access_key, seal(self._server_key, access_key, secret_key), parsed.to_json(),
                            utc_now())  # fmt: skip
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             rows.create_user(conn, user)
         return IssuedUser(name, access_key, secret_key, parsed)
 
@@ -82,14 +81,14 @@ class CatalogUsers:
         return KnownUser(user.name, user.access_key, cached[1]), secret
 
     def list(self) -> list[KnownUser]:
-        with self.engine.connect() as conn:
+        with self.transactions.read() as conn:
             users = rows.list_users(conn)
         return [KnownUser(u.name, u.access_key, parse_policy(u.policy)) for u in users]
 
     def remove(self, name: str) -> None:
-        with self.engine.begin() as conn:
+        with self.transactions.change() as conn:
             rows.delete_user(conn, name)
 
     def _user(self, access_key: str) -> CatalogUser | None:
-        with self.engine.connect() as conn:
+        with self.transactions.read() as conn:
             return rows.user_by_access_key(conn, access_key)

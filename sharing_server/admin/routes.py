@@ -41,13 +41,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.errors import MalformedRequest, Unauthenticated
 from sharing_server import paths
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
+from sharing_server.auth.admin import admin_token_matches
 from sharing_server.auth.bearer import bearer_secret
 from sharing_server.http.errors import AdminDisabled
 from sharing_server.http.json_text import has_lone_surrogate
-from sharing_server.http.sign_in_throttle import admin_token_matches
 from sharing_server.observability.audit import audit_fields
 
 Handler = Callable[[Request, dict[str, Any]], Any]
@@ -55,10 +56,10 @@ Handler = Callable[[Request, dict[str, Any]], Any]
 
 def _authorize(request: Request) -> None:
     """The admin token, or 401; wrong tokens are throttled as the console's sign-in is."""
-    expected = request.app.state.options.admin_token_hash
-    if expected is None:
+    admin_token: AdminToken = request.app.state.admin_token
+    if not admin_token.enabled:
         raise AdminDisabled("the admin API is disabled: set [admin] token_hash to enable it")
-    if not admin_token_matches(request, bearer_secret(request), expected):
+    if not admin_token_matches(request, admin_token, bearer_secret(request)):
         raise Unauthenticated("invalid admin token")
     audit_fields(request)["principal"] = "admin"
 

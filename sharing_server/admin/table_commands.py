@@ -37,7 +37,7 @@ from pyiceberg.transforms import (
 from share_store.errors import AdminError, AdminNotFound, InvalidParameter
 from share_store.persistence import ShareStore
 from share_store.warehouses.access import PROVIDER, CatalogAccess
-from share_store.warehouses.catalog import LoadedTable, TableName, WarehouseCatalog
+from share_store.warehouses.catalog import LoadedTable, NewTable, TableName, WarehouseCatalog
 from share_store.warehouses.commits import parse_model, read_metadata
 from share_store.warehouses.errors import NoSuchWarehouse
 from share_store.warehouses.names import LEVEL_SEPARATOR, check_namespace, check_warehouse
@@ -63,16 +63,7 @@ class TableBackend(Protocol):
     def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]: ...
     def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None: ...
     def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]: ...
-    def create_table(
-        self,
-        table: TableName,
-        schema: Any,
-        partition_spec: Any,
-        sort_order: Any,
-        location: str | None,
-        properties: dict[str, str],
-        stage: bool = False,
-    ) -> LoadedTable: ...
+    def create_table(self, table: TableName, new: NewTable) -> LoadedTable: ...
     def load_table(self, table: TableName) -> LoadedTable: ...
     def drop_table(self, table: TableName, purge: bool = False) -> None: ...
 
@@ -121,23 +112,16 @@ class RemoteTables:
         found = self._call("GET", _namespace_path(warehouse, levels) + "/tables")["identifiers"]
         return [identifier["name"] for identifier in found]
 
-    def create_table(
-        self,
-        table: TableName,
-        schema: Any,
-        partition_spec: Any,
-        sort_order: Any,
-        location: str | None,
-        properties: dict[str, str],
-        stage: bool = False,
-    ) -> LoadedTable:
+    def create_table(self, table: TableName, new: NewTable) -> LoadedTable:
         body = {
             "name": table.name,
-            "schema": json.loads(schema.model_dump_json()),
-            "location": location,
-            "partition-spec": json.loads(partition_spec.model_dump_json()),
-            "properties": properties,
-            "stage-create": stage,
+            "schema": json.loads(new.schema.model_dump_json()),
+            "location": new.location,
+            "partition-spec": None
+            if new.partition_spec is None
+            else json.loads(new.partition_spec.model_dump_json()),
+            "properties": dict(new.properties),
+            "stage-create": new.stage,
         }
         return _loaded(
             self._call("POST", _namespace_path(table.warehouse, table.namespace) + "/tables", body)
@@ -228,9 +212,9 @@ def _partition_name(source: str, transform: Transform[Any, Any]) -> str:
 
 def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig, secret: bytes) -> None:
     """On the configured store; the server key (`secret`) seals users' secrets as the server expects."""
-    catalog = WarehouseCatalog(store.engine, config.make_storage(secret))
+    catalog = WarehouseCatalog(store.transactions, config.make_storage(secret))
     # The provider on its own store: the same rules as every other entry point, all actions allowed.
-    run_table(args, CatalogAccess(catalog, PROVIDER), CatalogUsers(store.engine, secret))
+    run_table(args, CatalogAccess(catalog, PROVIDER), CatalogUsers(store.transactions, secret))
 
 
 def run_remote(args: argparse.Namespace) -> None:
@@ -302,7 +286,9 @@ def run_table_verb(tables: TableBackend, args: argparse.Namespace) -> None:
         spec = partition_spec(schema, args.partition)
         _require_warehouse(tables, table.warehouse)
         properties = {"format-version": str(args.format_version)}
-        created = tables.create_table(table, schema, spec, None, args.location, properties)
+        created = tables.create_table(
+            table, NewTable(schema, spec, location=args.location, properties=properties)
+        )
         partitioned = ", partitioned by " + ", ".join(f.name for f in spec.fields) if spec.fields else ""
         print(
             f"Created table '{table}' in warehouse '{table.warehouse}' "

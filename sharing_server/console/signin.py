@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from share_store.errors import RateLimited
+from sharing_server.auth.admin import admin_token_matches
 from sharing_server.console.web import HOME, SIGN_IN, Call, Page, Redirect, safe_path
-from sharing_server.http.errors import RateLimited
-from sharing_server.http.sign_in_throttle import admin_token_matches
 from sharing_server.observability.audit import audit_fields
 
 
@@ -28,7 +28,7 @@ def sign_in(call: Call) -> Page | Redirect:
     target = safe_path(call.form.get("next"))
     token = call.form.get("token", "").strip()
     try:
-        matches = admin_token_matches(call.request, token, call.console.admin_hash)
+        matches = admin_token_matches(call.request, call.console.admin_token, token)
     except RateLimited as error:
         headers = {"Retry-After": str(math.ceil(error.retry_after))}
         return Page("sign_in.html", {"next": target, "error": error.message}, status=429, headers=headers)

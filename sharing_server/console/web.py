@@ -21,10 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from share_store.errors import ShareStoreError
-from sharing_server.admin.commands import Admin
-from sharing_server.console import formatting
-from sharing_server.console.sessions import (
+from share_store.authentication.console_sessions import (
     COOKIE,
     CSRF_FIELD,
     Session,
@@ -32,6 +29,10 @@ from sharing_server.console.sessions import (
     cookie_header,
     csrf_matches,
 )
+from share_store.authentication.sign_in_throttle import AdminToken
+from share_store.errors import ShareStoreError
+from sharing_server.admin.commands import Admin
+from sharing_server.console import formatting
 from sharing_server.observability.audit import audit_fields
 
 SIGN_IN = "/console/sign-in"
@@ -65,7 +66,7 @@ class Console:
 
     admin: Admin
     sessions: SessionCodec
-    admin_hash: str
+    admin_token: AdminToken
     environment: Environment = field(default_factory=templates)
 
 

@@ -9,8 +9,8 @@ as opposed to those of the share store (`share_store.errors`):
     │   ├── AdminDisabled           403 PERMISSION_DENIED (no [admin] token_hash configured)
     │   ├── RequestTimedOut         408 REQUEST_TIMEOUT (the body came too slowly)
     │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
-    │   ├── RateLimited             429 TOO_MANY_REQUESTS, with Retry-After
-    │   │   └── ServerBusy          503 TEMPORARILY_UNAVAILABLE, with Retry-After
+    │   ├── ServerBusy              503 TEMPORARILY_UNAVAILABLE, with Retry-After (a RateLimited of
+    │   │                           share_store.errors: the process is at a limit of its own)
     │   └── ClientGone              499 CLIENT_CLOSED_REQUEST: work stopped, nobody to answer
     └── ConfigError                 the configuration is invalid (the CLI exits with status 2)
 """
@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import (
+    RateLimited,
     ShareStoreError,
     StorageUnavailable,
     StoreDiskFull,
@@ -61,16 +62,7 @@ class RequestTooLarge(Refusal):
     status_code = 413
 
 
-class RateLimited(Refusal):
-    error_code = "TOO_MANY_REQUESTS"
-    status_code = 429
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class ServerBusy(RateLimited):
+class ServerBusy(RateLimited, Refusal):
     """The process is at a limit of its own (not the client's): come back later, like a 429."""
 
     error_code = "TEMPORARILY_UNAVAILABLE"

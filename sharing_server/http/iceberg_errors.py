@@ -8,8 +8,10 @@ names the type the spec gives it; the store's errors carry theirs
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -66,16 +68,19 @@ def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
     return IcebergError(status if status in ERROR_TYPES else 500, error.message, None)
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[..., Awaitable[Response]]
 
 
 def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler], Handler]:
-    """Answer the store's errors in the Iceberg REST error model, naming `missing` for a 404."""
+    """Answer the store's errors in the Iceberg REST error model, naming `missing` for a 404. For a
+    handler function or method: its request is its last argument."""
 
     def wrap(handler: Handler) -> Handler:
-        async def handle(request: Request) -> Response:
+        @functools.wraps(handler)
+        async def handle(*args: Any) -> Response:
+            request: Request = args[-1]
             try:
-                return await handler(request)
+                return await handler(*args)
             except IcebergError as error:
                 return error_response(error.status, error.message, error.kind)
             except ShareStoreError as error:

@@ -18,9 +18,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from share_store.errors import MalformedRequest, ShareStoreError
+from share_store.errors import MalformedRequest, RateLimited, ShareStoreError
 from sharing_server import paths
-from sharing_server.http.errors import RateLimited, RequestTooLarge, share_store_error
+from sharing_server.http.errors import RequestTooLarge, share_store_error
 from sharing_server.http.rate_limits import RateLimiter
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, current_fields

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from sharing_server.auth.bearer import parse_bearer
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from sharing_server.http.errors import RateLimited, ServerBusy
+from share_store.errors import RateLimited
+from sharing_server.http.errors import ServerBusy
 
 # Most streams end within a second; a client told to wait that long retries soon enough.
 RETRY_AFTER = 1

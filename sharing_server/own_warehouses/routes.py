@@ -11,11 +11,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from share_store.warehouses.callers import CatalogCallers
+from share_store.warehouses.catalog import WarehouseCatalog
 from sharing_server import paths
+from sharing_server.auth.catalog import CatalogTokens
 from sharing_server.http.iceberg_errors import error_response
-from sharing_server.own_warehouses import tables as t
-from sharing_server.own_warehouses import warehouses as r
-from sharing_server.own_warehouses.callers import catalog_token_endpoint
+from sharing_server.own_warehouses.tables import TableEndpoints
+from sharing_server.own_warehouses.warehouses import WarehouseEndpoints
 
 
 async def not_served(request: Request) -> Response:
@@ -24,13 +26,16 @@ async def not_served(request: Request) -> Response:
     )
 
 
-def warehouse_api() -> list[Route]:
+def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers) -> list[Route]:
+    """The routes, their handlers given the catalog and its callers (nothing looked up per request)."""
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    r, t = WarehouseEndpoints(catalog, callers), TableEndpoints(catalog, callers)
+    tokens = CatalogTokens(callers)
     return [
-        Route(paths.WAREHOUSE_CONFIG, r.get_config, methods=["GET"], name="warehouse_config"),
-        Route(paths.WAREHOUSE_OAUTH_TOKENS, catalog_token_endpoint, methods=["POST"], name="warehouse_oauth"),
-        Route(paths.WAREHOUSES, r.list_warehouses, methods=["GET"], name="warehouses_list"),
-        Route(paths.WAREHOUSES, r.create_warehouse, methods=["POST"], name="warehouses_create"),
+        Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
+        Route(paths.WAREHOUSE_OAUTH_TOKENS, tokens.token, methods=["POST"], name="warehouse_oauth"),
+        Route(paths.WAREHOUSES, r.warehouses, methods=["GET"], name="warehouses_list"),
+        Route(paths.WAREHOUSES, r.warehouses, methods=["POST"], name="warehouses_create"),
         Route(paths.WAREHOUSE, r.warehouse, methods=["GET", "HEAD", "DELETE"], name="warehouse"),
         Route(paths.WAREHOUSE_NAMESPACES, r.namespaces, methods=["GET", "POST"], name="warehouse_namespaces"),
         Route(

@@ -6,34 +6,25 @@
 /_iceberg/v1/{prefix}/namespaces[/{namespace}]          list (with parent), create, load, exists, drop
 /_iceberg/v1/{prefix}/namespaces/{namespace}/properties update properties
 
-Tables, commits and transactions are in `tables`; what a request names is read
-by `requests`. Handlers are thin: parse the request, then call the catalog as the
-authenticated caller may use it (`share_store.warehouses.access`, which checks
-the policy) in a thread, answer in the spec's shapes; every
+Tables, commits and transactions are in `tables`. Handlers are thin: read the
+request, then call down: names and bodies are checked by
+`share_store.warehouses.rest`, the caller's policy by `CatalogAccess`; every
 refusal is the spec's error model.
 """
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import InvalidParameter
+from share_store.warehouses import rest
 from share_store.warehouses.errors import NoSuchWarehouse
-from share_store.warehouses.names import check_namespace, check_warehouse, parse_namespace_path
+from share_store.warehouses.names import check_warehouse
+from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
-from sharing_server.own_warehouses.requests import (
-    catalog_for,
-    json_body,
-    namespace_of,
-    no_content,
-    warehouse_of,
-)
-
-Handler = Callable[[Request], Awaitable[Response]]
+from sharing_server.own_warehouses.requests import CatalogEndpoints
 
 #: What `GET /v1/config` says this catalog serves (clients skip what is not listed).
 ENDPOINTS = [
@@ -56,99 +47,83 @@ ENDPOINTS = [
 ]
 
 
-# -- configuration and warehouses --------------------------------------------------------
 
+class WarehouseEndpoints(CatalogEndpoints):
+    # -- configuration and warehouses --------------------------------------------------
 
-@iceberg_errors("NoSuchWarehouseException")
-async def get_config(request: Request) -> Response:
-    access = await catalog_for(request)
-    warehouse = request.query_params.get("warehouse")
-    if not warehouse:
-        raise InvalidParameter("name the warehouse: GET /v1/config?warehouse=NAME (a plain name, no s3://)")
-    check_warehouse(warehouse)
-    if not await run_in_threadpool(access.has_warehouse, warehouse):
-        raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
-    return JSONResponse({"defaults": {}, "overrides": {"prefix": warehouse}, "endpoints": ENDPOINTS})
+    @iceberg_errors("NoSuchWarehouseException")
+    async def config(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        warehouse = request.query_params.get("warehouse")
+        access = await self.access(credentials)
+        if not warehouse:
+            raise InvalidParameter("name the warehouse: GET /v1/config?warehouse=NAME (a plain name, no s3://)")
+        if not await run_in_threadpool(access.has_warehouse, check_warehouse(warehouse)):
+            raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
+        return JSONResponse({"defaults": {}, "overrides": {"prefix": warehouse}, "endpoints": ENDPOINTS})
 
+    @iceberg_errors("NoSuchWarehouseException")
+    async def warehouses(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        access = await self.access(credentials)
+        if request.method == "POST":
+            name, adopt = rest.new_warehouse(credentials.body)
+            await run_in_threadpool(access.create_warehouse, name, adopt)
+            return JSONResponse({"name": name})
+        names = await run_in_threadpool(access.list_warehouses)
+        return JSONResponse({"warehouses": [{"name": name} for name in names]})
 
-@iceberg_errors("NoSuchWarehouseException")
-async def list_warehouses(request: Request) -> Response:
-    access = await catalog_for(request)
-    names = await run_in_threadpool(access.list_warehouses)
-    return JSONResponse({"warehouses": [{"name": name} for name in names]})
+    @iceberg_errors("NoSuchWarehouseException")
+    async def warehouse(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        raw = request.path_params["warehouse"]
+        access = await self.access(credentials)
+        name = check_warehouse(raw)
+        if request.method == "DELETE":
+            await run_in_threadpool(access.drop_warehouse, name)
+            return Response(status_code=204)
+        if not await run_in_threadpool(access.has_warehouse, name):
+            raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+        return Response(status_code=204) if request.method == "HEAD" else JSONResponse({"name": name})
 
+    # -- namespaces ---------------------------------------------------------------------
 
-@iceberg_errors("NoSuchWarehouseException")
-async def create_warehouse(request: Request) -> Response:
-    access = await catalog_for(request)
-    body = await json_body(request)
-    name, adopt = body.get("name"), body.get("adopt", False)
-    if not isinstance(name, str):
-        raise InvalidParameter('the body must name the warehouse: {"name": "..."}')
-    if not isinstance(adopt, bool):
-        raise InvalidParameter("adopt must be true or false")
-    await run_in_threadpool(access.create_warehouse, check_warehouse(name), adopt)
-    return JSONResponse({"name": name}, status_code=200)
+    @iceberg_errors("NoSuchNamespaceException")
+    async def namespaces(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        raw, parent_text = request.path_params["prefix"], request.query_params.get("parent")
+        access = await self.access(credentials)
+        warehouse = check_warehouse(raw)
+        if request.method == "POST":
+            levels, properties = rest.new_namespace(credentials.body)
+            stored = await run_in_threadpool(access.create_namespace, warehouse, levels, properties)
+            return JSONResponse({"namespace": list(levels), "properties": stored})
+        parent = rest.parent_namespace(parent_text)
+        found = await run_in_threadpool(access.list_namespaces, warehouse, parent)
+        return JSONResponse({"namespaces": [list(levels) for levels in found], "next-page-token": None})
 
+    @iceberg_errors("NoSuchNamespaceException")
+    async def namespace(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        warehouse, levels = rest.namespace_at(params["prefix"], params["namespace"])
+        if request.method == "DELETE":
+            await run_in_threadpool(access.drop_namespace, warehouse, levels)
+            return Response(status_code=204)
+        properties = await run_in_threadpool(access.load_namespace, warehouse, levels)
+        if request.method == "HEAD":
+            return Response(status_code=204)
+        return JSONResponse({"namespace": list(levels), "properties": properties})
 
-@iceberg_errors("NoSuchWarehouseException")
-async def warehouse(request: Request) -> Response:
-    access = await catalog_for(request)
-    name = check_warehouse(request.path_params["warehouse"])
-    if request.method == "DELETE":
-        await run_in_threadpool(access.drop_warehouse, name)
-        return no_content()
-    if not await run_in_threadpool(access.has_warehouse, name):
-        raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
-    return no_content() if request.method == "HEAD" else JSONResponse({"name": name})
-
-
-# -- namespaces ---------------------------------------------------------------------------
-
-
-@iceberg_errors("NoSuchNamespaceException")
-async def namespaces(request: Request) -> Response:
-    access = await catalog_for(request)
-    warehouse = warehouse_of(request)
-    if request.method == "POST":
-        body = await json_body(request)
-        levels = body.get("namespace")
-        properties = body.get("properties") or {}
-        if not isinstance(levels, list) or not all(isinstance(level, str) for level in levels):
-            raise InvalidParameter('the body must name the namespace: {"namespace": ["level", ...]}')
-        levels = check_namespace(levels)
-        stored = await run_in_threadpool(access.create_namespace, warehouse, levels, properties)
-        return JSONResponse({"namespace": list(levels), "properties": stored})
-    parent_text = request.query_params.get("parent")
-    parent = parse_namespace_path(parent_text) if parent_text else ()
-    found = await run_in_threadpool(access.list_namespaces, warehouse, parent)
-    return JSONResponse({"namespaces": [list(levels) for levels in found], "next-page-token": None})
-
-
-@iceberg_errors("NoSuchNamespaceException")
-async def namespace(request: Request) -> Response:
-    access = await catalog_for(request)
-    warehouse, levels = warehouse_of(request), namespace_of(request)
-    if request.method == "DELETE":
-        await run_in_threadpool(access.drop_namespace, warehouse, levels)
-        return no_content()
-    properties = await run_in_threadpool(access.load_namespace, warehouse, levels)
-    if request.method == "HEAD":
-        return no_content()
-    return JSONResponse({"namespace": list(levels), "properties": properties})
-
-
-@iceberg_errors("NoSuchNamespaceException")
-async def namespace_properties(request: Request) -> Response:
-    access = await catalog_for(request)
-    warehouse, levels = warehouse_of(request), namespace_of(request)
-    body = await json_body(request)
-    removals, updates = body.get("removals") or [], body.get("updates") or {}
-    if not isinstance(removals, list) or not all(isinstance(key, str) for key in removals):
-        raise InvalidParameter("removals must be a list of property names")
-    if not isinstance(updates, dict):
-        raise InvalidParameter("updates must be an object of property names and values")
-    updated, removed, missing = await run_in_threadpool(
-        access.update_namespace_properties, warehouse, levels, removals, updates
-    )
-    return JSONResponse({"updated": updated, "removed": removed, "missing": missing or None})
+    @iceberg_errors("NoSuchNamespaceException")
+    async def namespace_properties(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        warehouse, levels = rest.namespace_at(params["prefix"], params["namespace"])
+        removals, updates = rest.property_changes(credentials.body)
+        updated, removed, missing = await run_in_threadpool(
+            access.update_namespace_properties, warehouse, levels, removals, updates
+        )
+        return JSONResponse({"updated": updated, "removed": removed, "missing": missing or None})

@@ -138,7 +138,7 @@ class Victims:
 @pytest.fixture(scope="module", params=["local", "s3"])
 def world(request: pytest.FixtureRequest) -> World:
     deployment: Deployment = request.getfixturevalue(request.param)
-    users = CatalogUsers(deployment.store.engine, deployment.secret)
+    users = CatalogUsers(deployment.store.transactions, deployment.secret)
     tag = rand()
     victim_wh, attack_wh = f"victim-wh-{tag}", f"attack-wh-{tag}"
     admin = Caller(deployment, users.create(f"admin-{tag}"))

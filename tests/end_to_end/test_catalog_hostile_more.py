@@ -301,7 +301,7 @@ def test_an_overlap_refusal_does_not_name_tables_the_caller_may_not_list(world: 
     """A user allowed its namespace's tables and nothing on the warehouse (no `ListNamespaces`,
     `ListTables`) probes folders with creates: `check_no_overlap`'s refusal names the table whose
     location overlaps, namespace and all."""
-    users = CatalogUsers(world.deployment.store.engine, world.deployment.secret)
+    users = CatalogUsers(world.deployment.store.transactions, world.deployment.secret)
     narrow = Caller(
         world.deployment,
         users.create(f"narrow-{rand()}", policy(("s3tables:*", f"{ARN}{world.wh}/table/{ATT}/*"))),

@@ -21,9 +21,9 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from share_store.authentication.tokens import hash_secret
 from share_store.model import parse_create_args
-from share_store.tokens import hash_secret
-from share_store.warehouses.catalog import TableName
+from share_store.warehouses.catalog import NewTable, TableName
 from share_store.warehouses.shared import WarehouseTables
 from share_store.warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import Deployment, deploy
@@ -50,8 +50,8 @@ def catalog_server(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     warehouses.create_warehouse(WAREHOUSE)
     warehouses.create_namespace(WAREHOUSE, ("sales",), {})
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))
-    warehouses.create_table(TableName.of(WAREHOUSE, ("sales",), "orders"), schema, None, None, None,
-                            {"format-version": "2"})  # fmt: skip
+    orders = TableName.of(WAREHOUSE, ("sales",), "orders")
+    warehouses.create_table(orders, NewTable(schema, properties={"format-version": "2"}))
     table = WarehouseTables(warehouses, WAREHOUSE).load_table(("sales", "orders"))
     table.append(pa.table({"id": pa.array([r[0] for r in ROWS], pa.int64()), "name": [r[1] for r in ROWS]}))
     yield server
@@ -61,7 +61,7 @@ def catalog_server(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 @pytest.fixture(scope="module")
 def user(catalog_server: Deployment) -> IssuedUser:
-    return CatalogUsers(catalog_server.store.engine, catalog_server.secret).create("partner-reader")
+    return CatalogUsers(catalog_server.store.transactions, catalog_server.secret).create("partner-reader")
 
 
 def shared_rows(catalog: dict[str, Any], root: Path, tmp: Path) -> list[tuple[Any, ...]]:

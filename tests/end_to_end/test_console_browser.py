@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
 
 CHROMIUM = Path("/usr/bin/chromium")

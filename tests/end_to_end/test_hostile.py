@@ -38,7 +38,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from testbed.seaweed import free_port
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_records, deploy
 

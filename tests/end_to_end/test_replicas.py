@@ -23,8 +23,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine
 
+from share_store.authentication.tokens import hash_secret
 from share_store.migrate import current_revision, head_revision
-from share_store.tokens import hash_secret
 from testbed.seaweed import free_port
 from tests.conftest import TESTDATA_BUCKET
 

@@ -71,7 +71,7 @@ def aistor_catalog(deployment: Deployment, user: IssuedUser, warehouse: str = WA
 
 @pytest.fixture(scope="module")
 def owner(s3: Deployment) -> IssuedUser:
-    user = CatalogUsers(s3.store.engine, s3.secret).create(f"owner-{uuid.uuid4().hex[:6]}")
+    user = CatalogUsers(s3.store.transactions, s3.secret).create(f"owner-{uuid.uuid4().hex[:6]}")
     response = signed(
         user, "POST", f"{catalog_root(s3)}/v1/warehouses", json.dumps({"name": WAREHOUSE}).encode()
     )
@@ -163,7 +163,7 @@ def test_a_read_only_policy_reads_and_is_refused_writes(
 ) -> None:
     catalog.create_table(f"{namespace}.t", schema=ROWS, properties={"format-version": "2"})
     policy = READ_ONLY_EXAMPLE_POLICY.replace("my-warehouse", WAREHOUSE)
-    reader = CatalogUsers(s3.store.engine, s3.secret).create(f"reader-{uuid.uuid4().hex[:6]}", policy)
+    reader = CatalogUsers(s3.store.transactions, s3.secret).create(f"reader-{uuid.uuid4().hex[:6]}", policy)
     read_only = aistor_catalog(s3, reader)
     assert read_only.load_table(f"{namespace}.t").metadata.format_version == 2
     with pytest.raises(ForbiddenError):

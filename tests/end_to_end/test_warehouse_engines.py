@@ -33,8 +33,8 @@ import pandas as pd
 import pytest
 from requests import HTTPError
 
+from share_store.authentication.tokens import hash_secret
 from share_store.model import parse_create_args
-from share_store.tokens import hash_secret
 from share_store.warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, audit_records, deploy
 
@@ -67,7 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
 
 @pytest.fixture(scope="module")
 def user(server: Deployment) -> IssuedUser:
-    return CatalogUsers(server.store.engine, server.secret).create("engines")
+    return CatalogUsers(server.store.transactions, server.secret).create("engines")
 
 
 def catalog_token(server: Deployment, user: IssuedUser) -> str:

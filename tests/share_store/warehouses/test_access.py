@@ -16,7 +16,7 @@ from share_store.persistence import ShareStore, sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.warehouses.access import PROVIDER, CatalogAccess, Forbidden, Principal
-from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.catalog import NewTable, TableName, WarehouseCatalog
 from share_store.warehouses.commits import parse_model
 from share_store.warehouses.policies import READ_ONLY_EXAMPLE_POLICY, parse_policy
 
@@ -29,10 +29,10 @@ ARN = "arn:aws:s3tables:::bucket/whs"
 def catalog(tmp_path: Path) -> WarehouseCatalog:
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
     (tmp_path / "root").mkdir()
-    made = WarehouseCatalog(store.engine, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x")))
+    made = WarehouseCatalog(store.transactions, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x")))
     made.create_warehouse("whs")
     made.create_namespace("whs", ("ns",), {})
-    made.create_table(T, SCHEMA, None, None, None, {"format-version": "2"})
+    made.create_table(T, NewTable(SCHEMA, properties={"format-version": "2"}))
     return made
 
 
@@ -58,7 +58,7 @@ OPERATIONS: list[tuple[str, str, str, Callable[[CatalogAccess], Any]]] = [
      lambda a: a.update_namespace_properties("whs", ("ns",), [], {"k": "v"})),
     ("list_tables", "s3tables:ListTables", ARN, lambda a: a.list_tables("whs", ("ns",))),
     ("create_table", "s3tables:CreateTable", f"{ARN}/table/ns/u",
-     lambda a: a.create_table(TableName.of("whs", ("ns",), "u"), SCHEMA, None, None, None, {})),
+     lambda a: a.create_table(TableName.of("whs", ("ns",), "u"), NewTable(SCHEMA))),
     ("load_table", "s3tables:GetTable", f"{ARN}/table/ns/t", lambda a: a.load_table(T)),
     ("commit", "s3tables:UpdateTableMetadataLocation", f"{ARN}/table/ns/t", lambda a: a.commit(T, commit())),
     ("drop_table", "s3tables:DeleteTable", f"{ARN}/table/ns/t", lambda a: a.drop_table(T)),

@@ -20,7 +20,7 @@ from share_store.persistence.schema import warehouse_tables_table
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.warehouses import rows
-from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.catalog import NewTable, TableName, WarehouseCatalog
 from share_store.warehouses.commits import metadata_json, parse_model
 from share_store.warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing, NotEmpty
 
@@ -38,7 +38,7 @@ def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
     request.addfinalizer(store.close)
     (tmp_path / "root").mkdir()
     storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
-    catalog = WarehouseCatalog(store.engine, storage)
+    catalog = WarehouseCatalog(store.transactions, storage)
     catalog.create_warehouse("whs")
     catalog.create_namespace("whs", ("ns",), {})
     return catalog
@@ -57,11 +57,11 @@ def metadata_files(catalog: WarehouseCatalog) -> list[Path]:
 
 def test_a_commit_that_loses_the_race_is_a_conflict_and_the_winner_stays(catalog: WarehouseCatalog) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
-    with catalog.engine.connect() as conn:
+    catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
+    with catalog.transactions.engine.connect() as conn:
         stale = rows.table_pointer(conn, "whs", ("ns",), "t")
     catalog.commit(name, properties("first", "1"))
-    with catalog.engine.begin() as conn, pytest.raises(CommitConflict, match="changed by another commit"):
+    with catalog.transactions.change() as conn, pytest.raises(CommitConflict, match="changed by another"):
         rows.swap_table_pointer(conn, stale, "file:///elsewhere.metadata.json")
     assert catalog.load_table(name).metadata.properties["first"] == "1"
 
@@ -70,7 +70,7 @@ def test_a_crash_between_the_file_and_the_swap_leaves_the_old_metadata(
     catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    created = catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
 
     def fail(*args: Any) -> None:
         raise RuntimeError("the database went away")
@@ -91,7 +91,7 @@ class CommitFailed(RuntimeError):
 def _commit_then_fail(catalog: WarehouseCatalog, committed: bool) -> Any:
     @contextmanager
     def change() -> Iterator[Any]:
-        connection = catalog.engine.connect()
+        connection = catalog.transactions.engine.connect()
         transaction = connection.begin()
         try:
             yield connection
@@ -108,7 +108,7 @@ def test_a_commit_whose_outcome_is_unknown_deletes_no_file_a_pointer_names(
     catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch, committed: bool
 ) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    created = catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
     monkeypatch.setattr(catalog, "_change", _commit_then_fail(catalog, committed))
     if committed:
         # The pointer was swapped: the commit happened, and its file stays.
@@ -129,9 +129,10 @@ def test_a_commit_whose_outcome_is_unknown_deletes_no_file_a_pointer_names(
 def test_a_multi_table_commit_that_fails_on_one_table_creates_none(catalog: WarehouseCatalog) -> None:
     """All or nothing on SQLite too: a staged create first, then a table whose requirement fails."""
     existing = TableName.of("whs", ("ns",), "t")
-    catalog.create_table(existing, SCHEMA, None, None, None, {"format-version": "2"})
-    staged = catalog.create_table(TableName.of("whs", ("ns",), "new"), SCHEMA, None, None, None,
-                                  {"format-version": "2"}, stage=True)  # fmt: skip
+    catalog.create_table(existing, NewTable(SCHEMA, properties={"format-version": "2"}))
+    staged = catalog.create_table(
+        TableName.of("whs", ("ns",), "new"), NewTable(SCHEMA, properties={"format-version": "2"}, stage=True)
+    )
     assert staged.location is not None
     create = parse_model(CommitTableRequest, {
         "identifier": {"namespace": ["ns"], "name": "new"}, "requirements": [{"type": "assert-create"}],
@@ -167,7 +168,7 @@ def test_a_warehouse_over_a_bucket_that_exists_is_refused_and_leaves_no_row(
 
 def test_the_pointer_always_names_a_file_that_exists(catalog: WarehouseCatalog) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    catalog.create_table(name, SCHEMA, None, None, None, {})
+    catalog.create_table(name, NewTable(SCHEMA))
     for n in range(3):
         loaded = catalog.commit(name, properties("n", str(n)))
         assert loaded.metadata_location is not None
@@ -179,8 +180,8 @@ def test_the_pointer_always_names_a_file_that_exists(catalog: WarehouseCatalog) 
 def test_two_catalogs_on_one_store_race_as_replicas_do(catalog: WarehouseCatalog) -> None:
     """Two replicas' catalogs over one database: each commit reads, writes its file, swaps; one loses."""
     name = TableName.of("whs", ("ns",), "t")
-    catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
-    other = WarehouseCatalog(catalog.engine, catalog.storage)
+    catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
+    other = WarehouseCatalog(catalog.transactions, catalog.storage)
     base = catalog.load_table(name).metadata
     pinned = {"type": "assert-last-assigned-field-id", "last-assigned-field-id": base.last_column_id}
 
@@ -213,19 +214,19 @@ def test_a_location_outside_the_warehouse_is_refused(catalog: WarehouseCatalog, 
     for location in ((tmp_path / "root" / "other" / "t").as_uri(), (tmp_path / "elsewhere").as_uri(),
                      (tmp_path / "root" / "whs" / ".." / "other").as_uri()):  # fmt: skip
         with pytest.raises(InvalidParameter, match=r"not inside warehouse|not a normalised path"):
-            catalog.create_table(name, SCHEMA, None, None, location, {})
+            catalog.create_table(name, NewTable(SCHEMA, location=location))
     assert not catalog.table_exists(name)
 
 
 def test_namespaces_and_warehouses_go_only_when_empty(catalog: WarehouseCatalog) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    catalog.create_table(name, SCHEMA, None, None, None, {})
+    catalog.create_table(name, NewTable(SCHEMA))
     with pytest.raises(NotEmpty):
         catalog.drop_namespace("whs", ("ns",))
     with pytest.raises(NotEmpty):
         catalog.drop_warehouse("whs")
     with pytest.raises(AlreadyExists):
-        catalog.create_table(name, SCHEMA, None, None, None, {})
+        catalog.create_table(name, NewTable(SCHEMA))
     catalog.drop_table(name, purge=True)
     assert metadata_files(catalog) == []
     catalog.drop_namespace("whs", ("ns",))
@@ -239,25 +240,22 @@ def test_namespace_table_defaults_apply_to_new_tables_and_the_tables_own_propert
     catalog.create_namespace(
         "whs", ("v2",), {"table-default.format-version": "2", "table-default.owner": "x"}
     )
-    plain = catalog.create_table(TableName.of("whs", ("v2",), "a"), SCHEMA, None, None, None, {})
+    plain = catalog.create_table(TableName.of("whs", ("v2",), "a"), NewTable(SCHEMA))
     assert plain.metadata.format_version == 2 and plain.metadata.properties["owner"] == "x"
-    asked = catalog.create_table(TableName.of("whs", ("v2",), "b"), SCHEMA, None, None, None,
-                                 {"format-version": "3", "owner": "y"})  # fmt: skip
+    v3 = {"format-version": "3", "owner": "y"}
+    asked = catalog.create_table(TableName.of("whs", ("v2",), "b"), NewTable(SCHEMA, properties=v3))
     assert asked.metadata.format_version == 3 and asked.metadata.properties["owner"] == "y"
     assert (
-        catalog.create_table(
-            TableName.of("whs", ("ns",), "c"), SCHEMA, None, None, None, {}
-        ).metadata.format_version
-        == 3
+        catalog.create_table(TableName.of("whs", ("ns",), "c"), NewTable(SCHEMA)).metadata.format_version == 3
     )
 
 
 def test_a_metadata_file_gone_from_storage_is_named_not_a_bare_error(catalog: WarehouseCatalog) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
+    created = catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
     path = Path(str(created.metadata_location).removeprefix("file://"))
     path.unlink()
-    fresh = WarehouseCatalog(catalog.engine, catalog.storage)  # nothing kept in memory
+    fresh = WarehouseCatalog(catalog.transactions, catalog.storage)  # nothing kept in memory
     with pytest.raises(MetadataFileMissing, match="cannot be read from storage") as refused:
         fresh.load_table(name)
     assert refused.value.status_code == 500 and refused.value.iceberg_type == "ServiceFailureException"
@@ -269,8 +267,8 @@ def test_a_table_made_before_locations_were_recorded_gets_its_own_recorded_once(
     catalog: WarehouseCatalog,
 ) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    created = catalog.create_table(name, SCHEMA, None, None, None, {"format-version": "2"})
-    with catalog.engine.begin() as conn:  # as revision 0008 leaves a table made before it
+    created = catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
+    with catalog.transactions.engine.begin() as conn:  # as revision 0008 leaves a table made before it
         conn.execute(update(warehouse_tables_table).values(location=None))
     assert catalog.load_table(name).location is None
     assert created.location is not None and catalog.table_location(name) == created.location
@@ -279,7 +277,7 @@ def test_a_table_made_before_locations_were_recorded_gets_its_own_recorded_once(
     at_root = created.metadata.model_copy(update={"location": (catalog.storage.root / "whs").as_uri()})  # type: ignore[attr-defined]
     legacy = catalog.storage.root / "whs" / "legacy.metadata.json"  # type: ignore[attr-defined]
     legacy.write_bytes(metadata_json(at_root))
-    with catalog.engine.begin() as conn:
+    with catalog.transactions.engine.begin() as conn:
         rows.insert_table(conn, "whs", ("ns",), "at_root", legacy.as_uri(), "x")
         conn.execute(update(warehouse_tables_table).where(warehouse_tables_table.c.name == "at_root")
                      .values(location=None))  # fmt: skip

@@ -16,7 +16,7 @@ import delta_sharing
 import httpx
 import pytest
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from sharing_server.cli import main
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_lines, deploy
 

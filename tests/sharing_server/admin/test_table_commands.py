@@ -15,10 +15,10 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pytest
 
+from share_store.authentication.tokens import hash_secret
 from share_store.persistence import ShareStore
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
-from share_store.tokens import hash_secret
 from share_store.warehouses.catalog import WarehouseCatalog
 from share_store.warehouses.policies import READ_ONLY_EXAMPLE_POLICY
 from share_store.warehouses.users import CatalogUsers
@@ -77,7 +77,7 @@ def state(config: Path) -> dict[str, object]:
     store = store_of(config)
     try:
         storage = LocalStorage(config.parent / "buckets", UrlSigner(b"k" * 32, "https://x/files"))
-        catalog = WarehouseCatalog(store.engine, storage)
+        catalog = WarehouseCatalog(store.transactions, storage)
         tree: dict[str, dict[str, list[str]]] = {}
         for warehouse in catalog.list_warehouses():
             pending, tree[warehouse] = list(catalog.list_namespaces(warehouse)), {}
@@ -85,7 +85,7 @@ def state(config: Path) -> dict[str, object]:
                 levels = pending.pop()
                 tree[warehouse][".".join(levels)] = catalog.list_tables(warehouse, levels)
                 pending.extend(catalog.list_namespaces(warehouse, levels))
-        users = sorted(user.name for user in CatalogUsers(store.engine, b"k" * 32).list())
+        users = sorted(user.name for user in CatalogUsers(store.transactions, b"k" * 32).list())
     finally:
         store.close()
     files = sorted(str(p) for p in (config.parent / "buckets").rglob("*") if p.is_file())
@@ -250,7 +250,7 @@ def test_users(config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     key = server_secret(load_config(str(config)))
     store = store_of(config)
     try:
-        users = CatalogUsers(store.engine, key)
+        users = CatalogUsers(store.transactions, key)
         assert users.secret_for(access_key) == secret_key  # the printed keys sign requests
         listing = output(config, capsys, "table", "user", "list")
         assert listing.splitlines() == [f"alice\t{access_key}\tfull access", listing.splitlines()[1]]

@@ -77,7 +77,7 @@ def test_redirect_targets_stay_in_the_console() -> None:
 
 
 def test_a_long_message_is_cut_to_fit_the_cookie() -> None:
-    from sharing_server.console.sessions import FLASH_CHARS, Session, SessionCodec
+    from share_store.authentication.console_sessions import FLASH_CHARS, Session, SessionCodec
 
     session = Session().with_flash("error", "invalid table spec " + "x" * 100_000)
     assert len(session.flash[1]) == FLASH_CHARS + 1

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from share_store.authentication.console_sessions import MAX_AGE_SECONDS, Session, SessionCodec
+from share_store.authentication.tokens import hash_secret
 from share_store.errors import Unauthenticated
-from share_store.tokens import hash_secret
-from sharing_server.console.sessions import MAX_AGE_SECONDS, Session, SessionCodec
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_lines, audit_records, deploy
 
 ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"

@@ -15,9 +15,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from share_store.warehouses import rows
-from share_store.warehouses.catalog import TableName, WarehouseCatalog
+from share_store.warehouses.catalog import NewTable, TableName, WarehouseCatalog
 from share_store.warehouses.commits import parse_model
 from sharing_server.console.warehouses import table_spec
 from tests.conftest import Deployment, deploy
@@ -63,17 +63,17 @@ def _appended(rows: int, location: str) -> CommitTableRequest:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     deployment = _deploy(tmp_path_factory.mktemp("console-tables"))
-    catalog = WarehouseCatalog(deployment.store.engine, deployment.storage)
+    catalog = WarehouseCatalog(deployment.store.transactions, deployment.storage)
     catalog.create_warehouse("whs")
     catalog.create_namespace("whs", ("sales",), {})
     catalog.create_namespace("whs", ("sales", "eu"), {})
     orders = TableName.of("whs", ("sales", "eu"), "orders")
-    created = catalog.create_table(orders, SCHEMA, None, None, None, V2)
+    created = catalog.create_table(orders, NewTable(SCHEMA, properties=V2))
     assert created.location is not None
     catalog.commit(orders, _appended(3, created.location.uri))
     v1 = {"format-version": "1"}
-    catalog.create_table(TableName.of("whs", ("sales",), "empty"), SCHEMA, None, None, None, v1)
-    odd = catalog.create_table(TableName.of("whs", ("sales",), "odd"), SCHEMA, None, None, None, V2)
+    catalog.create_table(TableName.of("whs", ("sales",), "empty"), NewTable(SCHEMA, properties=v1))
+    odd = catalog.create_table(TableName.of("whs", ("sales",), "odd"), NewTable(SCHEMA, properties=V2))
     with deployment.store.engine.begin() as conn:  # as a store made before names were checked has them
         rows.create_namespace(conn, "whs", (ODD_NAMESPACE,), {})
         rows.insert_table(conn, "whs", (ODD_NAMESPACE,), ODD_TABLE, str(odd.metadata_location), "odd-row")

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_record, audit_records, deploy
 
 ADMIN_TOKEN = "dsa_limits-admin-token-abcdefghijklmnopqrstuvwxyz"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from sharing_server.auth.bearer import parse_bearer
 from sharing_server.http.rate_limits import RateLimiter, credential_key
 
@@ -43,7 +43,7 @@ def test_a_token_spelled_differently_draws_on_the_same_bucket() -> None:
 
 
 def test_the_admin_token_has_a_limit_of_its_own_outside_the_servers() -> None:
-    from share_store.tokens import hash_secret
+    from share_store.authentication.tokens import hash_secret
 
     admin = "dsa_the-admin-token"
     limiter = RateLimiter(
@@ -63,7 +63,7 @@ def test_the_admin_token_has_a_limit_of_its_own_outside_the_servers() -> None:
 def test_provisioning_300_shares_through_the_admin_api_is_not_rate_limited(tmp_path) -> None:
     import httpx
 
-    from share_store.tokens import hash_secret
+    from share_store.authentication.tokens import hash_secret
     from tests.conftest import deploy
 
     token = "dsa_provisioning-admin-token-0123456789"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sharing_server.http.errors import RateLimited, ServerBusy
+from share_store.errors import RateLimited
+from sharing_server.http.errors import ServerBusy
 from sharing_server.http.stream_slots import StreamSlots
 
 

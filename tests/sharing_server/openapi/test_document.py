@@ -37,9 +37,9 @@ from schemathesis.specs.openapi.checks import (
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
+from share_store.authentication.tokens import hash_secret
 from share_store.signing.file_urls import SIGNATURE_PARAM
-from share_store.tokens import hash_secret
-from sharing_server.app import app_routes, create_app, health
+from sharing_server.app import create_app, health
 from sharing_server.openapi import SpecMismatch, openapi_document
 from sharing_server.paths import ADMIN_PREFIX
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
@@ -61,7 +61,7 @@ CHECKS = (
 
 
 def _document(prefix: str) -> dict:
-    return openapi_document(prefix, app_routes(prefix))
+    return openapi_document(prefix, _app(prefix).routes)
 
 
 def test_document_is_valid_openapi():
@@ -71,7 +71,7 @@ def test_document_is_valid_openapi():
 
 def _app(prefix: str):
     # Routing only: no request reaches a store; the writable catalog's parts only keep its engine.
-    return create_app(SimpleNamespace(engine=None), None, b"k" * 32, prefix)
+    return create_app(SimpleNamespace(engine=None, transactions=None), None, b"k" * 32, prefix)
 
 
 def _served(app) -> set[tuple[str, str]]:
@@ -110,7 +110,7 @@ def test_every_route_is_documented_and_every_operation_served(prefix):
 
 
 def test_a_route_without_a_spec_or_a_spec_without_a_route_stops_the_build():
-    routes = app_routes(PREFIX)
+    routes = _app(PREFIX).routes
     with pytest.raises(SpecMismatch, match=r"without an operation spec.*GET /undocumented"):
         openapi_document(PREFIX, [*routes, Route("/undocumented", health, name="undocumented")])
     served = [route for route in routes if getattr(route, "name", None) != "health"]

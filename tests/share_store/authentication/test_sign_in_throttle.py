@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sharing_server.http.errors import RateLimited
-from sharing_server.http.sign_in_throttle import SignInThrottle
+from share_store.authentication.sign_in_throttle import SignInThrottle
+from share_store.errors import RateLimited
 
 
 class Clock:
@@ -77,7 +77,7 @@ def test_below_the_overall_limit_an_address_that_failed_still_tries() -> None:
 
 
 def test_addresses_remembered_are_bounded() -> None:
-    from sharing_server.http import sign_in_throttle
+    from share_store.authentication import sign_in_throttle
 
     throttle = SignInThrottle(per_address=1, overall=10**9)
     for index in range(sign_in_throttle.MAX_ADDRESSES + 5):

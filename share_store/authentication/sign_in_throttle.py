@@ -1,4 +1,5 @@
-"""Failed admin-token attempts, limited per client address and in all: `SignInThrottle`.
+"""Failed admin-token attempts, limited per client address and in all: `SignInThrottle`; and the
+admin token's one check, `AdminToken`.
 
 The console's sign-in, the admin API and the writable catalog (`/_iceberg`) take
 the admin token. Wrong tokens are counted in a sliding window, per client address
@@ -20,12 +21,10 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from typing import Any
 
-from starlette.requests import HTTPConnection
-
-from share_store.tokens import matches_hash
-from sharing_server.http.errors import RateLimited
-from sharing_server.observability.audit import audit_fields
+from share_store.authentication.tokens import matches_hash
+from share_store.errors import RateLimited
 
 WINDOW_SECONDS = 60.0
 PER_ADDRESS = 10
@@ -88,20 +87,31 @@ class SignInThrottle:
         return f"too many wrong admin tokens {where}: retry after {math.ceil(max(wait, 1))} s"
 
 
-def admin_token_matches(connection: HTTPConnection, token: str, token_hash: str) -> bool:
-    """Whether `token` is the admin token (by hash, in constant time): the one check the admin API,
-    the console's sign-in and the writable catalog make. `RateLimited` while its address failed too
-    often, or failed at all while everyone did; each refusal is noted in the audit line, never the
-    token."""
-    throttle: SignInThrottle = connection.app.state.sign_in_throttle
-    address = connection.client.host if connection.client else ""
-    try:
-        throttle.check(address)
-    except RateLimited:
-        audit_fields(connection)["sign_in"] = "throttled"
-        raise
-    if matches_hash(token, token_hash):
-        return True
-    throttle.failed(address)
-    audit_fields(connection)["sign_in"] = "failed"
-    return False
+class AdminToken:
+    """The admin token, known by its hash: the one check the admin API, the console's sign-in and the
+    own warehouses' API make, throttled by one `SignInThrottle` for all three."""
+
+    def __init__(self, token_hash: str | None, throttle: SignInThrottle | None = None) -> None:
+        self.token_hash = token_hash
+        self.throttle = throttle or SignInThrottle()
+
+    @property
+    def enabled(self) -> bool:
+        return self.token_hash is not None
+
+    def matches(self, token: str, address: str, notes: dict[str, Any]) -> bool:
+        """Whether `token` is the admin token (by hash, in constant time). `RateLimited` while
+        `address` failed too often, or failed at all while everyone did. A refusal or a failure is
+        put in `notes` (the request's audit line), never the token."""
+        if self.token_hash is None:
+            return False
+        try:
+            self.throttle.check(address)
+        except RateLimited:
+            notes["sign_in"] = "throttled"
+            raise
+        if matches_hash(token, self.token_hash):
+            return True
+        self.throttle.failed(address)
+        notes["sign_in"] = "failed"
+        return False

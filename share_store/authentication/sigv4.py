@@ -60,6 +60,7 @@ class SignatureRejected(ShareStoreError):
 
     error_code = "PERMISSION_DENIED"
     status_code = 403
+    iceberg_type = "ForbiddenException"
 
     def __init__(self, message: str, canonical_request: str | None = None) -> None:
         super().__init__(message)

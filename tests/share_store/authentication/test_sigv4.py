@@ -1,4 +1,4 @@
-"""SigV4 verification (`share_store.signing.sigv4_verify`) of requests botocore and pyiceberg really sign."""
+"""SigV4 verification (`share_store.authentication.sigv4`) of requests botocore and pyiceberg really sign."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from pyiceberg.catalog.rest import RestCatalog
 
-from share_store.signing.sigv4_verify import (
+from share_store.authentication.sigv4 import (
     SignatureRejected,
     SignedBy,
     canonical_query,

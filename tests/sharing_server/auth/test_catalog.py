@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from share_store.tokens import hash_secret
+from share_store.authentication.tokens import hash_secret
 from share_store.warehouses.users import CatalogUsers
 from tests.conftest import Deployment, audit_lines, audit_records, deploy
 
@@ -36,7 +36,7 @@ def warehouses(server: Deployment, token: str) -> httpx.Response:
 
 
 def catalog_token(server: Deployment) -> str:
-    user = CatalogUsers(server.store.engine, server.secret).create("alice")
+    user = CatalogUsers(server.store.transactions, server.secret).create("alice")
     answer = httpx.post(
         f"{server.server.url}/_iceberg/v1/oauth/tokens",
         data={

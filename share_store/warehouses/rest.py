@@ -1,0 +1,160 @@
+"""The Iceberg REST catalog's bodies, as the own warehouses read and answer them: pure functions.
+
+A request body becomes one of pyiceberg's models (`CreateTableRequest`,
+`CommitTableRequest`, `RegisterTableRequest`) or a checked value; one that does
+not fit is an `InvalidParameter` (a 400) naming the first problem. A table comes
+back as the spec's `LoadTableResult`. Kept under the HTTP layer so that its
+handlers only read a request and call down once: what a body means, and whether
+its names are allowed, is decided here with the rest of the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyiceberg.catalog.rest import CreateTableRequest, RegisterTableRequest
+from pyiceberg.table import CommitTableRequest
+
+from share_store.errors import InvalidParameter
+from share_store.warehouses.catalog import LoadedTable, NewTable, TableName
+from share_store.warehouses.commits import metadata_dict, parse_model
+from share_store.warehouses.names import check_name, check_namespace, check_warehouse, parse_namespace_path
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise InvalidParameter("the request body is not valid JSON") from None
+    if not isinstance(parsed, dict):
+        raise InvalidParameter("the request body must be a JSON object")
+    return parsed
+
+
+def table_at(warehouse: str, namespace: str, table: str) -> TableName:
+    """The table a URL's path names: warehouse, namespace segment (levels joined by %1F), table."""
+    return TableName.of(check_warehouse(warehouse), parse_namespace_path(namespace), check_name(table))
+
+
+def namespace_at(warehouse: str, namespace: str) -> tuple[str, tuple[str, ...]]:
+    return check_warehouse(warehouse), parse_namespace_path(namespace)
+
+
+def parent_namespace(text: str | None) -> tuple[str, ...]:
+    """`?parent=` of a namespace listing: none for the top level."""
+    return parse_namespace_path(text) if text else ()
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+def new_warehouse(body: bytes) -> tuple[str, bool]:
+    """A warehouse create's name, and whether it adopts an existing bucket."""
+    raw = json_object(body)
+    name, adopt = raw.get("name"), raw.get("adopt", False)
+    if not isinstance(name, str):
+        raise InvalidParameter('the body must name the warehouse: {"name": "..."}')
+    if not isinstance(adopt, bool):
+        raise InvalidParameter("adopt must be true or false")
+    return check_warehouse(name), adopt
+
+
+def new_namespace(body: bytes) -> tuple[tuple[str, ...], dict[str, str]]:
+    raw = json_object(body)
+    levels = raw.get("namespace")
+    if not isinstance(levels, list) or not all(isinstance(level, str) for level in levels):
+        raise InvalidParameter('the body must name the namespace: {"namespace": ["level", ...]}')
+    return check_namespace(levels), raw.get("properties") or {}
+
+
+def property_changes(body: bytes) -> tuple[list[str], dict[str, str]]:
+    """A namespace properties update's removals and updates."""
+    raw = json_object(body)
+    removals, updates = raw.get("removals") or [], raw.get("updates") or {}
+    if not isinstance(removals, list) or not all(isinstance(key, str) for key in removals):
+        raise InvalidParameter("removals must be a list of property names")
+    if not isinstance(updates, dict):
+        raise InvalidParameter("updates must be an object of property names and values")
+    return removals, updates
+
+
+def new_table(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, NewTable]:
+    # The spec makes these optional; pyiceberg's model wants them present.
+    raw = {"location": None, "partition-spec": None, "write-order": None, **json_object(body)}
+    create = parse_model(CreateTableRequest, raw, "create table request")
+    table = TableName.of(warehouse, levels, create.name)
+    return table, NewTable(
+        create.table_schema, create.partition_spec, create.write_order, create.location,
+        create.properties, create.stage_create,
+    )  # fmt: skip
+
+
+def commit(table: TableName, body: bytes) -> CommitTableRequest:
+    """A commit to the table the path names, whatever the body's `identifier` says."""
+    raw = {**json_object(body), "identifier": {"namespace": list(table.namespace), "name": table.name}}
+    return parse_model(CommitTableRequest, raw, "commit")  # type: ignore[no-any-return]
+
+
+def registration(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, str, bool]:
+    """A register's table, metadata file and whether it overwrites."""
+    # The spec makes `overwrite` optional; pyiceberg's model wants it present.
+    raw = {"overwrite": False, **json_object(body)}
+    request = parse_model(RegisterTableRequest, raw, "register table request")
+    return TableName.of(warehouse, levels, request.name), request.metadata_location, request.overwrite
+
+
+def renaming(warehouse: str, body: bytes) -> tuple[TableName, TableName]:
+    raw = json_object(body)
+    return _identifier(warehouse, raw.get("source"), "source"), _identifier(
+        warehouse, raw.get("destination"), "destination"
+    )
+
+
+def transaction(warehouse: str, body: bytes) -> list[tuple[TableName, CommitTableRequest]]:
+    """A multi-table commit's changes, each with the table it names."""
+    changes = json_object(body).get("table-changes")
+    if not isinstance(changes, list) or not changes:
+        raise InvalidParameter('the body must list the commits: {"table-changes": [...]}')
+    commits = []
+    for raw in changes:
+        change = parse_model(CommitTableRequest, raw, "table change")
+        if change.identifier is None:
+            raise InvalidParameter("each table change must name its table (identifier)")
+        table = TableName.of(warehouse, change.identifier.namespace.root, change.identifier.name)
+        commits.append((table, change))
+    return commits
+
+
+def _identifier(warehouse: str, raw: Any, what: str) -> TableName:
+    if not isinstance(raw, dict) or not isinstance(raw.get("namespace"), list) or "name" not in raw:
+        raise InvalidParameter(f'{what} must be {{"namespace": [...], "name": "..."}}')
+    return TableName.of(warehouse, raw["namespace"], raw["name"])
+
+
+def snapshots_mode(value: str | None) -> str:
+    """`?snapshots=` of a table load: every snapshot, or only those a branch or tag points at."""
+    mode = value or "all"
+    if mode not in ("all", "refs"):
+        raise InvalidParameter("snapshots must be 'all' or 'refs'")
+    return mode
+
+
+# -- results --------------------------------------------------------------------------------
+
+
+def load_result(loaded: LoadedTable, snapshots: str = "all") -> dict[str, Any]:
+    """The spec's `LoadTableResult`."""
+    metadata = metadata_dict(loaded.metadata)
+    if snapshots == "refs":
+        wanted = {ref["snapshot-id"] for ref in metadata.get("refs", {}).values()}
+        metadata["snapshots"] = [s for s in metadata.get("snapshots", []) if s["snapshot-id"] in wanted]
+    result: dict[str, Any] = {"metadata": metadata, "config": {}}
+    if loaded.metadata_location is not None:
+        result["metadata-location"] = loaded.metadata_location
+    return result
+
+
+def commit_result(loaded: LoadedTable) -> dict[str, Any]:
+    """The spec's `CommitTableResponse`."""
+    return {"metadata-location": loaded.metadata_location, "metadata": metadata_dict(loaded.metadata)}
