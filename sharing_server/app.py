@@ -31,7 +31,11 @@ from starlette.types import Receive, Scope, Send
 
 from share_store.authentication.console_sessions import SessionCodec
 from share_store.authentication.sign_in_throttle import AdminToken
-from share_store.catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.registry import CatalogRegistry
+from share_store.own_warehouses.callers import CatalogCallers
+from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.shared import OwnWarehouses
+from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore
 from share_store.signing.sts_vending import CredentialVendor
 from share_store.signing.token_codec import TokenCodec
@@ -40,10 +44,6 @@ from share_store.tables.iceberg_grants import IcebergGrants
 from share_store.tables.options import IcebergOptions
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
-from share_store.warehouses.callers import CatalogCallers
-from share_store.warehouses.catalog import WarehouseCatalog
-from share_store.warehouses.shared import OwnWarehouses
-from share_store.warehouses.users import CatalogUsers
 from sharing_server import paths
 from sharing_server.admin.activation import activate
 from sharing_server.admin.commands import Admin

@@ -42,8 +42,8 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, hash_secret, new_secret
-from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import ShareStoreError
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from sharing_server.admin.cli_grammar import build_parser
@@ -137,8 +137,8 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
 
     def catalogs() -> CatalogRegistry:
         # The server's own warehouses first, as the running server resolves them.
-        from share_store.warehouses.catalog import WarehouseCatalog
-        from share_store.warehouses.shared import OwnWarehouses
+        from share_store.own_warehouses.catalog import WarehouseCatalog
+        from share_store.own_warehouses.shared import OwnWarehouses
 
         registry = config.make_catalogs()
         registry.own = OwnWarehouses(WarehouseCatalog(store.transactions, storage()))

@@ -31,7 +31,7 @@
            their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
-           (share_store/catalogs/settings.py), each block checked when read
+           (share_store/external_catalogs/settings.py), each block checked when read
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
                         secret_key, session_token, path_style, connect_timeout,
@@ -49,7 +49,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from share_store.catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner

@@ -11,8 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from share_store.catalogs.settings import catalog_settings
 from share_store.errors import AdminError, CatalogError
+from share_store.external_catalogs.settings import catalog_settings
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
 from share_store.signing.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions

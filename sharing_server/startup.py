@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from starlette.applications import Starlette
 
-from share_store.catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from sharing_server.app import create_app

@@ -25,8 +25,8 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
 from share_store.iceberg.locations import file_location, file_uri
+from share_store.own_warehouses.users import IssuedUser
 from share_store.storage.local import LocalStorage
-from share_store.warehouses.users import IssuedUser
 from tests.conftest import Deployment
 
 ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])

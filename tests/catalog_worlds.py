@@ -33,8 +33,8 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from share_store.model import parse_create_args
+from share_store.own_warehouses.users import CatalogUsers
 from share_store.storage.local import LocalStorage
-from share_store.warehouses.users import CatalogUsers
 from tests.catalog_attacks import (
     ATT,
     ROWS,

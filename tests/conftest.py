@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from share_store.catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.model import parse_create_args
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from share_store.catalogs.registry import CatalogRegistry
-from share_store.catalogs.vended import VendedS3Storage
 from share_store.errors import TableFilesMissing, UnsupportedOperation
+from share_store.external_catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.vended import VendedS3Storage
 from share_store.iceberg.derived import index_identity
 from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
 from share_store.iceberg.locations import (

@@ -12,10 +12,10 @@ import threading
 import time
 from functools import partial
 
-from share_store.catalogs.registry import CatalogRegistry
 from share_store.delta.log_listing import LogListing
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.iceberg.listing import VersionStore
 from share_store.iceberg.table import IcebergTableReader
 from share_store.model import SharedTable

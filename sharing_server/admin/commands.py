@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from share_store.catalogs.registry import CatalogRegistry
 from share_store.errors import AdminError, ShareStoreError
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
 from share_store.model import SharedTable, TableSpec, parse_create_args, parse_table_ref
 from share_store.outages import outages_unavailable

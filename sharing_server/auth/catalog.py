@@ -1,5 +1,5 @@
 """The own warehouses' proof, read off a request: `credentials_of` (checked under it, by
-`share_store.warehouses.callers.CatalogCallers`), and the OAuth2 token endpoint engines trade a
+`share_store.own_warehouses.callers.CatalogCallers`), and the OAuth2 token endpoint engines trade a
 catalog user's keys at for a bearer token."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.warehouses.callers import ACCESS_TOKEN_SECONDS, CatalogCallers, Credentials
+from share_store.own_warehouses.callers import ACCESS_TOKEN_SECONDS, CatalogCallers, Credentials
 from sharing_server.auth.oauth import client_credentials_grant, oauth_error
 from sharing_server.observability.audit import audit_fields
 

@@ -16,9 +16,9 @@ accept.
 
 from __future__ import annotations
 
-from share_store.warehouses.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS
-from share_store.warehouses.names import WAREHOUSE_NAME
-from share_store.warehouses.policies import table_arn, warehouse_arn
+from share_store.own_warehouses.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS
+from share_store.own_warehouses.names import WAREHOUSE_NAME
+from share_store.own_warehouses.policies import table_arn, warehouse_arn
 from sharing_server.openapi.components import CATALOG_AUTH, errors
 from sharing_server.openapi.iceberg import iceberg_error
 from sharing_server.openapi.shapes import (

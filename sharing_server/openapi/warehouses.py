@@ -4,7 +4,7 @@ Operations are found by the names of `sharing_server.own_warehouses.routes`'s
 routes. Every one but the token endpoint and the catch-all authenticates its
 caller (SigV4 with signing name `s3tables`, a catalog access token, or the
 admin token) and checks the caller's policy for the `s3tables:` action that its
-description names (`share_store.warehouses.policies`). Refusals are in the
+description names (`share_store.own_warehouses.policies`). Refusals are in the
 Iceberg REST error model (`IcebergError`), but for 413 and 429, which come
 before the catalog sees the request; a path whose names do not fit its route
 (a `/` in a name) is the catch-all's 404. As for the read-only catalog, HEAD is
@@ -14,7 +14,7 @@ The operations are written with `warehouse_shapes`, which holds the bodies.
 
 from __future__ import annotations
 
-from share_store.warehouses import policies as actions
+from share_store.own_warehouses import policies as actions
 from sharing_server.openapi.components import NO_AUTH, errors
 from sharing_server.openapi.protocol import token_operation
 from sharing_server.openapi.shapes import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from starlette.concurrency import run_in_threadpool
 
-from share_store.warehouses.access import CatalogAccess
-from share_store.warehouses.callers import CatalogCallers, Credentials
-from share_store.warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.access import CatalogAccess
+from share_store.own_warehouses.callers import CatalogCallers, Credentials
+from share_store.own_warehouses.catalog import WarehouseCatalog
 
 
 class CatalogEndpoints:

@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from share_store.warehouses.callers import CatalogCallers
-from share_store.warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.callers import CatalogCallers
+from share_store.own_warehouses.catalog import WarehouseCatalog
 from sharing_server import paths
 from sharing_server.auth.catalog import CatalogTokens
 from sharing_server.http.iceberg_errors import error_response

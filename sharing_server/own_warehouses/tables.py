@@ -3,7 +3,7 @@ register, multi-table transactions and metrics reports, under `/_iceberg/v1/{pre
 
 Each handler reads the request (its proof, path and query), then calls down: the
 body is read into pyiceberg's models and the names checked by
-`share_store.warehouses.rest`, the caller's policy by `CatalogAccess`, the commit
+`share_store.own_warehouses.rest`, the caller's policy by `CatalogAccess`, the commit
 and location rules by the catalog. A failed requirement, or a commit that lost
 the race for the table's pointer, is a 409 `CommitFailedException`, which clients
 answer by refreshing and retrying.
@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.warehouses import rest
+from share_store.own_warehouses import rest
 from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
 from sharing_server.own_warehouses.requests import CatalogEndpoints

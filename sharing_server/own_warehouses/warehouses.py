@@ -8,7 +8,7 @@
 
 Tables, commits and transactions are in `tables`. Handlers are thin: read the
 request, then call down: names and bodies are checked by
-`share_store.warehouses.rest`, the caller's policy by `CatalogAccess`; every
+`share_store.own_warehouses.rest`, the caller's policy by `CatalogAccess`; every
 refusal is the spec's error model.
 """
 
@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import InvalidParameter
-from share_store.warehouses import rest
-from share_store.warehouses.errors import NoSuchWarehouse
-from share_store.warehouses.names import check_warehouse
+from share_store.own_warehouses import rest
+from share_store.own_warehouses.errors import NoSuchWarehouse
+from share_store.own_warehouses.names import check_warehouse
 from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
 from sharing_server.own_warehouses.requests import CatalogEndpoints

@@ -32,9 +32,9 @@ from pyiceberg.exceptions import BadRequestError, CommitFailedException, Forbidd
 from pyiceberg.table import Table
 
 from share_store.model import parse_create_args
+from share_store.own_warehouses import rows as warehouse_rows
+from share_store.own_warehouses.users import CatalogUsers
 from share_store.storage.local import LocalStorage
-from share_store.warehouses import rows as warehouse_rows
-from share_store.warehouses.users import CatalogUsers
 from tests.catalog_attacks import (
     ARN,
     ATT,

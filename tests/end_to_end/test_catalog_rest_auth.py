@@ -23,9 +23,9 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.authentication.tokens import hash_secret
 from share_store.model import parse_create_args
-from share_store.warehouses.catalog import NewTable, TableName
-from share_store.warehouses.shared import WarehouseTables
-from share_store.warehouses.users import CatalogUsers, IssuedUser
+from share_store.own_warehouses.catalog import NewTable, TableName
+from share_store.own_warehouses.shared import WarehouseTables
+from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import Deployment, deploy
 
 ADMIN_TOKEN = "dsa_rest-auth-admin-token-0123456789abcdef"

@@ -28,9 +28,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from sqlalchemy import make_url
 
-from share_store.catalogs.registry import CatalogRegistry
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import StorageUnavailable
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.model import TableSpec
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage

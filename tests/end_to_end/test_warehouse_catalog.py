@@ -26,8 +26,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.model import parse_create_args
-from share_store.warehouses.policies import READ_ONLY_EXAMPLE_POLICY
-from share_store.warehouses.users import CatalogUsers, IssuedUser
+from share_store.own_warehouses.policies import READ_ONLY_EXAMPLE_POLICY
+from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import Deployment
 
 WAREHOUSE = "analytics"

@@ -35,7 +35,7 @@ from requests import HTTPError
 
 from share_store.authentication.tokens import hash_secret
 from share_store.model import parse_create_args
-from share_store.warehouses.users import CatalogUsers, IssuedUser
+from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, audit_records, deploy
 
 SPARK_JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_job.py"

@@ -32,7 +32,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from share_store.catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.iceberg.schema import delta_type, names_changed, schema_string
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import TableSpec

@@ -16,12 +16,12 @@ import pyarrow as pa
 import pytest
 
 from share_store.authentication.tokens import hash_secret
+from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.policies import READ_ONLY_EXAMPLE_POLICY
+from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
-from share_store.warehouses.catalog import WarehouseCatalog
-from share_store.warehouses.policies import READ_ONLY_EXAMPLE_POLICY
-from share_store.warehouses.users import CatalogUsers
 from sharing_server.cli import main
 from sharing_server.config import load_config
 from sharing_server.startup import server_secret

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from share_store.authentication.tokens import hash_secret
-from share_store.warehouses.users import CatalogUsers
+from share_store.own_warehouses.users import CatalogUsers
 from tests.conftest import Deployment, audit_lines, audit_records, deploy
 
 ADMIN_TOKEN = "dsa_catalog-admin-token-0123456789abcdef"

@@ -16,9 +16,9 @@ from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 
 from share_store.authentication.tokens import hash_secret
-from share_store.warehouses import rows
-from share_store.warehouses.catalog import NewTable, TableName, WarehouseCatalog
-from share_store.warehouses.commits import parse_model
+from share_store.own_warehouses import rows
+from share_store.own_warehouses.catalog import NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.commits import parse_model
 from sharing_server.console.warehouses import table_spec
 from tests.conftest import Deployment, deploy
 from tests.sharing_server.console.test_routes import ADMIN_TOKEN, csrf_of, signed_in

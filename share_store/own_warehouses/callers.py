@@ -30,9 +30,9 @@ from typing import Any
 from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.authentication.sigv4 import verify_request
 from share_store.errors import ShareStoreError
+from share_store.own_warehouses.access import Principal
+from share_store.own_warehouses.users import CatalogUsers, KnownUser
 from share_store.signing.token_codec import TokenCodec
-from share_store.warehouses.access import Principal
-from share_store.warehouses.users import CatalogUsers, KnownUser
 
 ACCESS_TOKEN_SECONDS = 3600
 SIGV4 = "aws4-hmac-sha256"

@@ -16,9 +16,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import LongType, NestedField, StringType
 
-from share_store.catalogs.s3tables import S3TablesCatalog
-from share_store.catalogs.settings import catalog_settings
 from share_store.errors import CatalogError, StorageUnavailable
+from share_store.external_catalogs.s3tables import S3TablesCatalog
+from share_store.external_catalogs.settings import catalog_settings
 from share_store.model import parse_create_args
 from testbed.seaweed import SeaweedS3
 from tests.conftest import Deployment

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from urllib.parse import parse_qs, urlparse
 
-from share_store.catalogs.registry import CatalogRegistry
-from share_store.catalogs.vended import REFRESH_MARGIN, vended_credentials
+from share_store.external_catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.vended import REFRESH_MARGIN, vended_credentials
 
 CONFIGURED = {
     "uri": "https://catalog.example.com/iceberg",

@@ -25,7 +25,7 @@ from pyiceberg.table.metadata import new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
-from share_store.catalogs.hadoop import HadoopCatalog, metadata_version, valid_name
+from share_store.external_catalogs.hadoop import HadoopCatalog, metadata_version, valid_name
 from tests.conftest import ROOT, SPARK_ICEBERG_PYTHON
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))

@@ -28,10 +28,8 @@ from sqlalchemy.engine import Connection
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg.locations import TableLocation
-from share_store.persistence.transactions import Transactions
-from share_store.storage.base import ObjectStorage
-from share_store.warehouses import rows
-from share_store.warehouses.commits import (
+from share_store.own_warehouses import rows
+from share_store.own_warehouses.commits import (
     committed_metadata,
     created_metadata,
     metadata_file_location,
@@ -41,19 +39,21 @@ from share_store.warehouses.commits import (
     string_properties,
     table_defaults,
 )
-from share_store.warehouses.errors import AlreadyExists, CommitConflict
-from share_store.warehouses.locations import (
+from share_store.own_warehouses.errors import AlreadyExists, CommitConflict
+from share_store.own_warehouses.locations import (
     LocationRefused,
     check_files,
     check_no_overlap,
     check_write_paths,
     requested_location,
 )
-from share_store.warehouses.metadata_files import MetadataFiles
-from share_store.warehouses.names import check_name, check_namespace, check_warehouse
-from share_store.warehouses.purge import purge
-from share_store.warehouses.rows import TablePointer
-from share_store.warehouses.table_locations import TableLocations
+from share_store.own_warehouses.metadata_files import MetadataFiles
+from share_store.own_warehouses.names import check_name, check_namespace, check_warehouse
+from share_store.own_warehouses.purge import purge
+from share_store.own_warehouses.rows import TablePointer
+from share_store.own_warehouses.table_locations import TableLocations
+from share_store.persistence.transactions import Transactions
+from share_store.storage.base import ObjectStorage
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from pyiceberg.table.update import (
 from pyiceberg.typedef import IcebergBaseModel
 
 from share_store.errors import InvalidParameter
-from share_store.warehouses.errors import CommitConflict, NoSuchTable
+from share_store.own_warehouses.errors import CommitConflict, NoSuchTable
 
 #: Tables are created at v3 unless asked otherwise, as AIStor Tables does.
 DEFAULT_FORMAT_VERSION = 3

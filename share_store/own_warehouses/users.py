@@ -12,13 +12,13 @@ import secrets
 import threading
 from dataclasses import dataclass
 
+from share_store.own_warehouses import rows
+from share_store.own_warehouses.names import check_name
+from share_store.own_warehouses.policies import FULL_ACCESS_POLICY, Policy, parse_policy
+from share_store.own_warehouses.rows import CatalogUser
 from share_store.persistence.rows import utc_now
 from share_store.persistence.transactions import Transactions
 from share_store.signing.secret_box import open_sealed, seal
-from share_store.warehouses import rows
-from share_store.warehouses.names import check_name
-from share_store.warehouses.policies import FULL_ACCESS_POLICY, Policy, parse_policy
-from share_store.warehouses.rows import CatalogUser
 
 ACCESS_KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

@@ -8,10 +8,7 @@ import pytest
 
 from share_store.errors import InvalidParameter
 from share_store.iceberg.locations import OutsideTable, TableLocation
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
-from share_store.storage.s3 import S3Settings, S3Storage
-from share_store.warehouses.locations import (
+from share_store.own_warehouses.locations import (
     LocationRefused,
     assigned_location,
     check_files,
@@ -19,7 +16,10 @@ from share_store.warehouses.locations import (
     check_write_paths,
     requested_location,
 )
-from share_store.warehouses.names import check_name, check_namespace
+from share_store.own_warehouses.names import check_name, check_namespace
+from share_store.signing.file_urls import UrlSigner
+from share_store.storage.local import LocalStorage
+from share_store.storage.s3 import S3Settings, S3Storage
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from share_store.catalogs.installed import check_installed
-from share_store.catalogs.registry import CatalogRegistry
-from share_store.catalogs.settings import CATALOG_TYPES, catalog_settings
 from share_store.errors import CatalogError
+from share_store.external_catalogs.installed import check_installed
+from share_store.external_catalogs.registry import CatalogRegistry
+from share_store.external_catalogs.settings import CATALOG_TYPES, catalog_settings
 from sharing_server.cli import main
 from sharing_server.config import CONFIG_VARIABLE, load_config
 from sharing_server.http.errors import ConfigError

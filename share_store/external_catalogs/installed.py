@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from share_store.catalogs.settings import catalog_kind
 from share_store.errors import CatalogError
+from share_store.external_catalogs.settings import catalog_kind
 
 #: SQL drivers not installed with this package, by the module SQLAlchemy imports: how to get one.
 DRIVER_HINTS = {

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from share_store.catalogs.grammar import jdbc_uri
-from share_store.catalogs.settings import catalog_settings
 from share_store.errors import CatalogError
+from share_store.external_catalogs.grammar import jdbc_uri
+from share_store.external_catalogs.settings import catalog_settings
 
 ARN = "arn:aws:s3tables:us-east-1:123:bucket/t"
 REST = {"catalog_url": "http://c", "warehouse": "w"}

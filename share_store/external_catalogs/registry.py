@@ -39,10 +39,10 @@ from typing import Any, Protocol
 
 from pyarrow.fs import AwsStandardS3RetryStrategy
 
-from share_store.catalogs.installed import check_installed
-from share_store.catalogs.settings import OWN_PREFIX, catalog_kind, catalog_settings
-from share_store.catalogs.vended import VendedS3Storage, vended_credentials, vended_storage
 from share_store.errors import AdminError, CatalogError, NotFound, ShareStoreError
+from share_store.external_catalogs.installed import check_installed
+from share_store.external_catalogs.settings import OWN_PREFIX, catalog_kind, catalog_settings
+from share_store.external_catalogs.vended import VendedS3Storage, vended_credentials, vended_storage
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Settings, S3Storage
@@ -121,8 +121,8 @@ def same_endpoint(a: str | None, b: str | None) -> bool:
 
 #: The backends pyiceberg lacks: our own read-only catalogs, by `sharing.backend`.
 OWN_BACKENDS = {
-    "hadoop": ("share_store.catalogs.hadoop", "HadoopCatalog"),
-    "s3tables": ("share_store.catalogs.s3tables", "S3TablesCatalog"),
+    "hadoop": ("share_store.external_catalogs.hadoop", "HadoopCatalog"),
+    "s3tables": ("share_store.external_catalogs.s3tables", "S3TablesCatalog"),
 }
 
 
@@ -133,7 +133,7 @@ def own_backend(backend: str, name: str, props: dict[str, Any]) -> Any:
 
 
 class OwnCatalogs(Protocol):
-    """The server's own warehouses (`share_store.warehouses.shared.OwnWarehouses`)."""
+    """The server's own warehouses (`share_store.own_warehouses.shared.OwnWarehouses`)."""
 
     def serves(self, warehouse: str) -> bool: ...
 

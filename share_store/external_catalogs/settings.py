@@ -18,8 +18,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from share_store.catalogs.grammar import documented_settings, uses_grammar
 from share_store.errors import CatalogError
+from share_store.external_catalogs.grammar import documented_settings, uses_grammar
 
 OWN_PREFIX = "sharing."
 

@@ -12,7 +12,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import LongType, NestedField
 
 from share_store.errors import InvalidParameter
-from share_store.warehouses.commits import (
+from share_store.own_warehouses.commits import (
     committed_metadata,
     created_metadata,
     format_version,
@@ -23,7 +23,7 @@ from share_store.warehouses.commits import (
     parse_model,
     read_metadata,
 )
-from share_store.warehouses.errors import CommitConflict, NoSuchTable
+from share_store.own_warehouses.errors import CommitConflict, NoSuchTable
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True))
 LOCATION = "s3://wh/ns/t-1"

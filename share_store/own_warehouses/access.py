@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from pyiceberg.table import CommitTableRequest
 
-from share_store.warehouses import policies as actions
-from share_store.warehouses.catalog import LoadedTable, NewTable, TableName, WarehouseCatalog
-from share_store.warehouses.commits import creates
-from share_store.warehouses.errors import CatalogRefusal
-from share_store.warehouses.policies import Policy, table_arn, warehouse_arn
+from share_store.own_warehouses import policies as actions
+from share_store.own_warehouses.catalog import LoadedTable, NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.commits import creates
+from share_store.own_warehouses.errors import CatalogRefusal
+from share_store.own_warehouses.policies import Policy, table_arn, warehouse_arn
 
 
 class Forbidden(CatalogRefusal):

@@ -1,4 +1,4 @@
-"""Catalog users' IAM-style policies (`share_store.warehouses.policies`): parsing and IAM's evaluation."""
+"""Catalog users' IAM-style policies (`share_store.own_warehouses.policies`): parsing and IAM's evaluation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from share_store.errors import InvalidParameter
-from share_store.warehouses.policies import (
+from share_store.own_warehouses.policies import (
     ACTIONS,
     CREATE_NAMESPACE,
     CREATE_TABLE,

@@ -26,14 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from share_store.errors import NotFound
-from share_store.persistence.rows import utc, utc_now
-from share_store.persistence.schema import (
-    catalog_users_table,
-    warehouse_namespaces_table,
-    warehouse_tables_table,
-    warehouses_table,
-)
-from share_store.warehouses.errors import (
+from share_store.own_warehouses.errors import (
     AlreadyExists,
     CommitConflict,
     NoSuchNamespace,
@@ -41,7 +34,14 @@ from share_store.warehouses.errors import (
     NoSuchWarehouse,
     NotEmpty,
 )
-from share_store.warehouses.names import namespace_key, namespace_levels
+from share_store.own_warehouses.names import namespace_key, namespace_levels
+from share_store.persistence.rows import utc, utc_now
+from share_store.persistence.schema import (
+    catalog_users_table,
+    warehouse_namespaces_table,
+    warehouse_tables_table,
+    warehouses_table,
+)
 
 
 @dataclass(frozen=True)

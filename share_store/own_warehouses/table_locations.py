@@ -19,18 +19,18 @@ from sqlalchemy.engine import Connection
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.locations import TableLocation, file_location, file_uri
-from share_store.persistence.transactions import Transactions
-from share_store.storage.base import ObjectStorage
-from share_store.warehouses import rows
-from share_store.warehouses.errors import MetadataFileMissing
-from share_store.warehouses.locations import (
+from share_store.own_warehouses import rows
+from share_store.own_warehouses.errors import MetadataFileMissing
+from share_store.own_warehouses.locations import (
     LocationRefused,
     assigned_location,
     check_no_overlap,
     requested_location,
 )
-from share_store.warehouses.metadata_files import MetadataFiles
-from share_store.warehouses.rows import TablePointer
+from share_store.own_warehouses.metadata_files import MetadataFiles
+from share_store.own_warehouses.rows import TablePointer
+from share_store.persistence.transactions import Transactions
+from share_store.storage.base import ObjectStorage
 
 
 class TableLocations:

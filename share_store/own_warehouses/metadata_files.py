@@ -17,9 +17,9 @@ from pyiceberg.table.metadata import TableMetadata
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg.locations import TableLocation, file_location
+from share_store.own_warehouses.commits import metadata_json, read_metadata
+from share_store.own_warehouses.errors import MetadataFileMissing
 from share_store.storage.base import ObjectStorage
-from share_store.warehouses.commits import metadata_json, read_metadata
-from share_store.warehouses.errors import MetadataFileMissing
 
 #: Metadata files parsed and kept (they never change once written).
 METADATA_CACHE = 256

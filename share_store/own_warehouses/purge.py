@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pyiceberg.table.metadata import TableMetadata
 
 from share_store.iceberg.locations import OutsideTable, TableLocation
+from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.storage.base import ObjectStorage
-from share_store.warehouses.file_io import ConfinedFileIO
 
 
 def reachable_files(metadata_location: str, metadata: TableMetadata, io: ConfinedFileIO) -> Iterator[str]:
