@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -45,30 +45,31 @@ from share_store.tables.options import IcebergOptions
 from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server import paths
-from sharing_server.admin.activation import activate
+from sharing_server.admin.activation import Activation
 from sharing_server.admin.commands import Admin
 from sharing_server.admin.routes import admin_routes
-from sharing_server.auth.oauth import token_endpoint
+from sharing_server.auth.oauth import OAuthTokens
 from sharing_server.config import ServiceOptions
 from sharing_server.console.routes import console_routes
 from sharing_server.console.web import Console
 from sharing_server.http.connections import ConnectionGuard
 from sharing_server.http.errors import EXCEPTION_HANDLERS
-from sharing_server.http.files import serve_file
+from sharing_server.http.files import LocalFiles
 from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.http.rate_limits import RateLimiter
 from sharing_server.http.stream_slots import StreamSlots
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, note
-from sharing_server.observability.metrics import Metrics, metrics_endpoint
-from sharing_server.openapi import openapi_endpoint
+from sharing_server.observability.metrics import Metrics, MetricsEndpoint
+from sharing_server.openapi.document import OpenApiEndpoint
 from sharing_server.own_warehouses.routes import warehouse_api
-from sharing_server.protocol import routes
 from sharing_server.protocol.hint_filter import HintLimits
 from sharing_server.protocol.queries import TableQueries
+from sharing_server.protocol.routes import ProtocolEndpoints
 from sharing_server.protocol.warming import SnapshotWarmer
+from sharing_server.services import Services
 from sharing_server.serving import quiet_aborted_connections
-from sharing_server.share_catalog.routes import iceberg_routes
+from sharing_server.share_catalog.routes import ShareCatalog, iceberg_routes
 
 if TYPE_CHECKING:
     from share_store.tables.options import Resolution
@@ -78,36 +79,49 @@ async def health(_request: object) -> Response:
     return Response("ok\n", media_type="text/plain")
 
 
-def protocol_routes() -> list[Route]:
+def protocol_routes(services: Services) -> list[Route]:
+    endpoints = ProtocolEndpoints(
+        services.store,
+        services.queries,
+        services.streams,
+        services.list_tokens,
+        services.options.stream_buffer_bytes,
+    )
+    lifetime = timedelta(seconds=services.options.access_token_lifetime)
+    oauth = OAuthTokens(services.store, lifetime)
+    activation = Activation(services.store, services.secret)
     return [
-        Route(paths.SHARES, routes.list_shares, methods=["GET"]),
-        Route(paths.ACTIVATION, activate, methods=["GET"], name="activation"),
-        Route(paths.SHARE, routes.get_share, methods=["GET"]),
-        Route(paths.SCHEMAS, routes.list_schemas, methods=["GET"]),
-        Route(paths.TABLES, routes.list_tables, methods=["GET"]),
-        Route(paths.ALL_TABLES, routes.list_all_tables, methods=["GET"]),
+        Route(paths.SHARES, endpoints.list_shares, methods=["GET"]),
+        Route(paths.ACTIVATION, activation.activate, methods=["GET"], name="activation"),
+        Route(paths.SHARE, endpoints.get_share, methods=["GET"]),
+        Route(paths.SCHEMAS, endpoints.list_schemas, methods=["GET"]),
+        Route(paths.TABLES, endpoints.list_tables, methods=["GET"]),
+        Route(paths.ALL_TABLES, endpoints.list_all_tables, methods=["GET"]),
         # The legacy HEAD form answers like /version.
-        Route(paths.TABLE, routes.table_version, methods=["HEAD"]),
-        Route(paths.TABLE_VERSION, routes.table_version, methods=["GET"]),
-        Route(paths.TABLE_METADATA, routes.table_metadata, methods=["GET"]),
-        Route(paths.TABLE_QUERY, routes.table_query, methods=["POST"]),
-        Route(paths.TABLE_CHANGES, routes.table_changes, methods=["GET"]),
-        Route(paths.OAUTH_TOKEN, token_endpoint, methods=["POST"]),
-        Route(paths.FILE, serve_file, methods=["GET", "HEAD"]),
+        Route(paths.TABLE, endpoints.table_version, methods=["HEAD"]),
+        Route(paths.TABLE_VERSION, endpoints.table_version, methods=["GET"]),
+        Route(paths.TABLE_METADATA, endpoints.table_metadata, methods=["GET"]),
+        Route(paths.TABLE_QUERY, endpoints.table_query, methods=["POST"]),
+        Route(paths.TABLE_CHANGES, endpoints.table_changes, methods=["GET"]),
+        Route(paths.OAUTH_TOKEN, oauth.token_endpoint, methods=["POST"]),
+        Route(paths.FILE, LocalFiles(services.storage).serve_file, methods=["GET", "HEAD"]),
     ]
 
 
-def app_routes(prefix: str, catalog: WarehouseCatalog, callers: CatalogCallers) -> list[BaseRoute]:
-    """Everything the app serves: what `create_app` routes and `/openapi.json` describes."""
+def app_routes(services: Services) -> list[BaseRoute]:
+    """Everything the app serves: what `create_app` routes and `/openapi.json` describes. Each
+    package's routes are given the services their handlers use; none looks one up per request."""
+    share_catalog = ShareCatalog(services.store, services.iceberg_grants, services.metrics)
+    share_oauth = OAuthTokens(services.store, timedelta(seconds=services.options.access_token_lifetime))
     return [
         Route(paths.HEALTHZ, health, methods=["GET"]),
-        Route(paths.OPENAPI, openapi_endpoint, methods=["GET"]),
-        Route(paths.METRICS, metrics_endpoint, methods=["GET"]),
-        Mount(prefix, routes=protocol_routes()),
-        Mount(paths.ADMIN_PREFIX, routes=admin_routes()),
-        Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes()),
-        Mount(paths.WAREHOUSE_PREFIX, routes=warehouse_api(catalog, callers)),
-        Mount(paths.CONSOLE_PREFIX, routes=console_routes()),
+        Route(paths.OPENAPI, OpenApiEndpoint(services.prefix).openapi_endpoint, methods=["GET"]),
+        Route(paths.METRICS, MetricsEndpoint(services.metrics).metrics_endpoint, methods=["GET"]),
+        Mount(services.prefix, routes=protocol_routes(services)),
+        Mount(paths.ADMIN_PREFIX, routes=admin_routes(services.admin, services.admin_token)),
+        Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes(share_catalog, share_oauth)),
+        Mount(paths.WAREHOUSE_PREFIX, routes=warehouse_api(services.warehouses, services.callers)),
+        Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]
 
 
@@ -134,20 +148,24 @@ def _import_all(modules: tuple[str, ...]) -> None:
             logger.debug("not preloaded: %s", name)
 
 
-@asynccontextmanager
-async def lifespan(app: Starlette) -> AsyncIterator[None]:
+def lifespan(services: Services) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """As the server starts: heavy modules load, shared tables' snapshots and the console's activity
     summaries are built in the background, without delaying it, and connections the kernel aborts
     for their stalled clients are logged in one line."""
-    threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
-    if app.state.console is not None:  # the console's Activity page is the only reader
-        threading.Thread(target=app.state.activity.warm, name="warm-activity", daemon=True).start()
-    quiet_aborted_connections(asyncio.get_running_loop())
-    app.state.warmer.start()
-    yield
-    await asyncio.to_thread(app.state.warmer.stop)
-    # Recipients' last requests reach the store before the server stops.
-    await asyncio.to_thread(app.state.activity.close)
+
+    @asynccontextmanager
+    async def span(_app: Starlette) -> AsyncIterator[None]:
+        threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
+        if services.console is not None:  # the console's Activity page is the only reader
+            threading.Thread(target=services.activity.warm, name="warm-activity", daemon=True).start()
+        quiet_aborted_connections(asyncio.get_running_loop())
+        services.warmer.start()
+        yield
+        await asyncio.to_thread(services.warmer.stop)
+        # Recipients' last requests reach the store before the server stops.
+        await asyncio.to_thread(services.activity.close)
+
+    return span
 
 
 def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:
@@ -209,16 +227,70 @@ def create_app(
         timedelta(hours=options.activity_retention_hours),
         options.activity_max_events,
     )
-    # The own warehouses' services, handed to their routes.
+    iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
+    readers = TableReaders(
+        storage,
+        catalogs,
+        store,
+        iceberg,
+        snapshots=SnapshotCache(options.snapshot_cache_files),
+        files_check_seconds=options.files_check_seconds,
+        summaries=store,
+    )
+    vendor = CredentialVendor(options.vending) if options.vending.enabled else None
     warehouses = WarehouseCatalog(store.transactions, storage)
+    catalogs.own = OwnWarehouses(warehouses)
     admin_token = AdminToken(options.admin_token_hash)
     callers = CatalogCallers(
         CatalogUsers(store.transactions, secret), TokenCodec(secret, "catalog-access"), admin_token
     )
+    hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
+    admin = Admin(
+        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret
+    )
+    console = None
+    if options.admin_token_hash is not None:
+        sessions = SessionCodec(secret, options.admin_token_hash, options.console_idle_minutes * 60)
+        console = Console(
+            admin,
+            sessions,
+            admin_token,
+            readers,
+            warehouses,
+            options.activity_retention_hours,
+            time.monotonic(),
+        )
+    services = Services(
+        prefix=prefix,
+        options=options,
+        store=store,
+        storage=storage,
+        secret=secret,
+        metrics=metrics,
+        activity=activity,
+        readers=readers,
+        iceberg_grants=IcebergGrants(readers, vendor),
+        warehouses=warehouses,
+        callers=callers,
+        admin_token=admin_token,
+        warmer=SnapshotWarmer(
+            store,
+            readers,
+            metrics,
+            options.warm_on_start,
+            options.refresh_seconds,
+            options.warm_window_hours * 3600,
+        ),
+        queries=TableQueries(readers, secret, hint_limits, options.prefer_delta_format),
+        streams=StreamSlots(options.streams_per_token, options.streams_per_process),
+        list_tokens=TokenCodec(secret, "list-page"),
+        admin=admin,
+        console=console,
+    )
     app = SharingApp(
-        routes=app_routes(prefix, warehouses, callers),
+        routes=app_routes(services),
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=lifespan,
+        lifespan=lifespan(services),
         middleware=[
             *proxy_middleware(options.proxy_hops),
             Middleware(SecurityHeaders),
@@ -238,47 +310,6 @@ def create_app(
             ),
         ],
     )
-    app.state.prefix = prefix  # for /openapi.json
-    app.state.store = store
-    app.state.storage = storage
-    app.state.options = options
-    app.state.metrics = metrics
-    app.state.audit = audit
-    iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
-    app.state.readers = TableReaders(
-        storage,
-        catalogs,
-        store,
-        iceberg,
-        snapshots=SnapshotCache(options.snapshot_cache_files),
-        files_check_seconds=options.files_check_seconds,
-        summaries=store,
-    )
-    vendor = CredentialVendor(options.vending) if options.vending.enabled else None
-    app.state.iceberg_grants = IcebergGrants(app.state.readers, vendor)
-    app.state.admin_token = admin_token
-    app.state.warehouses = warehouses
-    catalogs.own = OwnWarehouses(warehouses)
-    app.state.secret = secret  # seals activation links' profiles
-    app.state.warmer = SnapshotWarmer(
-        store,
-        app.state.readers,
-        metrics,
-        options.warm_on_start,
-        options.refresh_seconds,
-        options.warm_window_hours * 3600,
-    )
-    hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
-    app.state.queries = TableQueries(app.state.readers, secret, hint_limits, options.prefer_delta_format)
-    app.state.streams = StreamSlots(options.streams_per_token, options.streams_per_process)
-    app.state.list_tokens = TokenCodec(secret, "list-page")
-    app.state.admin = Admin(
-        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret
-    )
-    app.state.activity = activity
-    app.state.started = time.monotonic()
-    app.state.console = None
-    if options.admin_token_hash is not None:
-        sessions = SessionCodec(secret, options.admin_token_hash, options.console_idle_minutes * 60)
-        app.state.console = Console(app.state.admin, sessions, admin_token)
+    # For operators and tests looking into a running app; no handler reads app.state.
+    app.state.services = services
     return app

@@ -13,20 +13,27 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from share_store.persistence import ShareStore
 from sharing_server.admin.recipient_commands import activated_profile
 from sharing_server.observability.audit import audit_fields
 
 
-async def activate(request: Request) -> Response:
-    code = str(request.path_params["code"])
-    state = request.app.state
-    profile = await run_in_threadpool(activated_profile, state.store, state.secret, code)
-    audit_fields(request)["activation"] = "used"  # never the code or the token
-    return Response(
-        json.dumps(profile, indent=2) + "\n",
-        media_type="application/json",
-        headers={
-            "Content-Disposition": 'attachment; filename="config.share"',
-            "Cache-Control": "no-store",
-        },
-    )
+class Activation:
+    """Given the store and the server key, which seals the profiles links hold."""
+
+    def __init__(self, store: ShareStore, secret: bytes) -> None:
+        self.store = store
+        self.secret = secret
+
+    async def activate(self, request: Request) -> Response:
+        code = str(request.path_params["code"])
+        profile = await run_in_threadpool(activated_profile, self.store, self.secret, code)
+        audit_fields(request)["activation"] = "used"  # never the code or the token
+        return Response(
+            json.dumps(profile, indent=2) + "\n",
+            media_type="application/json",
+            headers={
+                "Content-Disposition": 'attachment; filename="config.share"',
+                "Cache-Control": "no-store",
+            },
+        )

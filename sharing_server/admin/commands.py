@@ -140,6 +140,11 @@ class Admin(RecipientCommands):
         self._catalogs = catalogs
         self._storage = storage
 
+    def catalog_health(self) -> list[dict[str, Any]]:
+        """Each configured Iceberg catalog with its backend and last load error (none configured: [])."""
+        catalogs = self._catalogs()
+        return catalogs.health() if catalogs is not None else []
+
     def _check_tables(self, specs: list[TableSpec], check: bool) -> None:
         """Refuse Iceberg specs whose warehouse no configured catalog serves and, unless `check`
         is False, any table that is not there: a Delta table without a `_delta_log/`, an

@@ -51,12 +51,11 @@ from sharing_server.http.errors import AdminDisabled
 from sharing_server.http.json_text import has_lone_surrogate
 from sharing_server.observability.audit import audit_fields
 
-Handler = Callable[[Request, dict[str, Any]], Any]
+Handler = Callable[[Admin, Request, dict[str, Any]], Any]
 
 
-def _authorize(request: Request) -> None:
+def _authorize(request: Request, admin_token: AdminToken) -> None:
     """The admin token, or 401; wrong tokens are throttled as the console's sign-in is."""
-    admin_token: AdminToken = request.app.state.admin_token
     if not admin_token.enabled:
         raise AdminDisabled("the admin API is disabled: set [admin] token_hash to enable it")
     if not admin_token_matches(request, admin_token, bearer_secret(request)):
@@ -74,11 +73,13 @@ def _field(body: dict[str, Any], key: str, kind: type, default: Any) -> Any:
     return value
 
 
-def endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+def endpoint(
+    handler: Handler, admin: Admin, admin_token: AdminToken, status: int = 200
+) -> Callable[[Request], Awaitable[Response]]:
     """Authorize, parse a JSON object body, run `handler` off the event loop, answer JSON."""
 
     async def run(request: Request) -> Response:
-        _authorize(request)
+        _authorize(request, admin_token)
         body: dict[str, Any] = {}
         if request.method in ("POST", "PATCH"):
             raw = await request.body()
@@ -90,17 +91,13 @@ def endpoint(handler: Handler, status: int = 200) -> Callable[[Request], Awaitab
                 raise MalformedRequest("the request body holds an unpaired UTF-16 surrogate")
             if not isinstance(body, dict):
                 raise MalformedRequest("the request body must be a JSON object")
-        result = await run_in_threadpool(handler, request, body)
+        result = await run_in_threadpool(handler, admin, request, body)
         if result is None:
             return Response(status_code=204)
         return JSONResponse(result, status_code=status)
 
     run.__name__ = f"admin_{handler.__name__}"  # the route's name in metrics and the audit log
     return run
-
-
-def _admin(request: Request) -> Admin:
-    return request.app.state.admin
 
 
 def _share(request: Request) -> str:
@@ -110,7 +107,7 @@ def _share(request: Request) -> str:
 MAX_PAGE = 1000
 
 
-def list_shares(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+def list_shares(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
     """All shares, or with `limit` one page of them: `next` is the `after` of the following page."""
     params = request.query_params
     limit_text = params.get("limit")
@@ -119,15 +116,15 @@ def list_shares(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
         if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE:
             raise MalformedRequest(f"'limit' must be a whole number from 1 to {MAX_PAGE}")
         limit = int(limit_text)
-    items = _admin(request).list_shares(params.get("search", ""), params.get("after"), limit)
+    items = admin.list_shares(params.get("search", ""), params.get("after"), limit)
     answer: dict[str, Any] = {"items": items}
     if limit is not None and len(items) == limit:
         answer["next"] = items[-1]["name"]
     return answer
 
 
-def create_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).create_share(
+def create_share(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.create_share(
         _field(body, "name", str, None),
         _field(body, "tables", list, []),
         _field(body, "history", bool, True),
@@ -135,12 +132,12 @@ def create_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def share_info(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).share_info(_share(request))
+def share_info(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return admin.share_info(_share(request))
 
 
-def update_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).update_share(
+def update_share(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.update_share(
         _share(request),
         _field(body, "add", list, []),
         _field(body, "remove", list, []),
@@ -149,28 +146,28 @@ def update_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def remove_share(request: Request, _body: dict[str, Any]) -> None:
-    _admin(request).remove_share(_share(request))
+def remove_share(admin: Admin, request: Request, _body: dict[str, Any]) -> None:
+    admin.remove_share(_share(request))
 
 
-def list_tokens(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return {"items": _admin(request).list_tokens(_share(request))}
+def list_tokens(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": admin.list_tokens(_share(request))}
 
 
-def create_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).create_token(
+def create_token(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.create_token(
         _share(request), _field(body, "expires", str, DEFAULT_EXPIRES), _field(body, "description", str, "")
     )
 
 
-def rotate_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).rotate_token(
+def rotate_token(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.rotate_token(
         _share(request), request.path_params["token_id"], _field(body, "grace", str, DEFAULT_GRACE)
     )
 
 
-def update_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).update_token(
+def update_token(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.update_token(
         _share(request),
         request.path_params["token_id"],
         _field(body, "expires", str, None) if "expires" in body else None,
@@ -178,28 +175,27 @@ def update_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def revoke_token(request: Request, _body: dict[str, Any]) -> None:
-    _admin(request).revoke_token(_share(request), request.path_params["token_id"])
+def revoke_token(admin: Admin, request: Request, _body: dict[str, Any]) -> None:
+    admin.revoke_token(_share(request), request.path_params["token_id"])
 
 
-def list_oauth_clients(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return {"items": _admin(request).list_oauth_clients(_share(request))}
+def list_oauth_clients(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": admin.list_oauth_clients(_share(request))}
 
 
-def create_oauth_client(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).create_oauth_client(
+def create_oauth_client(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.create_oauth_client(
         _share(request), _field(body, "expires", str, DEFAULT_EXPIRES), _field(body, "description", str, "")
     )
 
 
-def revoke_oauth_client(request: Request, _body: dict[str, Any]) -> None:
-    _admin(request).revoke_oauth_client(_share(request), request.path_params["client_id"])
+def revoke_oauth_client(admin: Admin, request: Request, _body: dict[str, Any]) -> None:
+    admin.revoke_oauth_client(_share(request), request.path_params["client_id"])
 
 
-def health(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+def health(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
     """Whether the store answers, and each Iceberg catalog with its backend and last load error."""
-    admin = _admin(request)
-    catalogs = request.app.state.readers.catalogs.health()
+    catalogs = admin.catalog_health()
     for entry in catalogs:
         if entry["lastErrorAt"] is not None:
             entry["lastErrorAt"] = iso(datetime.fromtimestamp(entry["lastErrorAt"], UTC))
@@ -210,36 +206,36 @@ def _recipient(request: Request) -> str:
     return request.path_params["recipient"]
 
 
-def list_recipients(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return {"items": _admin(request).list_recipients()}
+def list_recipients(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": admin.list_recipients()}
 
 
-def create_recipient(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).create_recipient(_field(body, "name", str, None))
+def create_recipient(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.create_recipient(_field(body, "name", str, None))
 
 
-def recipient_info(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).recipient_info(_recipient(request))
+def recipient_info(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return admin.recipient_info(_recipient(request))
 
 
-def remove_recipient(request: Request, _body: dict[str, Any]) -> None:
-    _admin(request).remove_recipient(_recipient(request))
+def remove_recipient(admin: Admin, request: Request, _body: dict[str, Any]) -> None:
+    admin.remove_recipient(_recipient(request))
 
 
-def grant_share(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).grant_share(_recipient(request), _field(body, "share", str, None))
+def grant_share(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.grant_share(_recipient(request), _field(body, "share", str, None))
 
 
-def revoke_recipient_share(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).revoke_recipient_share(_recipient(request), _share(request))
+def revoke_recipient_share(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return admin.revoke_recipient_share(_recipient(request), _share(request))
 
 
-def list_recipient_tokens(request: Request, _body: dict[str, Any]) -> dict[str, Any]:
-    return {"items": _admin(request).list_recipient_tokens(_recipient(request))}
+def list_recipient_tokens(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return {"items": admin.list_recipient_tokens(_recipient(request))}
 
 
-def create_recipient_token(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return _admin(request).create_recipient_token(
+def create_recipient_token(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.create_recipient_token(
         _recipient(request),
         _field(body, "expires", str, DEFAULT_EXPIRES),
         _field(body, "description", str, ""),
@@ -247,16 +243,17 @@ def create_recipient_token(request: Request, body: dict[str, Any]) -> dict[str, 
     )
 
 
-def revoke_recipient_token(request: Request, _body: dict[str, Any]) -> None:
-    _admin(request).revoke_recipient_token(_recipient(request), request.path_params["token_id"])
+def revoke_recipient_token(admin: Admin, request: Request, _body: dict[str, Any]) -> None:
+    admin.revoke_recipient_token(_recipient(request), request.path_params["token_id"])
 
 
-def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route:
-    # The route takes its name, admin_<handler>, from the endpoint.
-    return Route(path, endpoint(handler, status), methods=[method])
+def admin_routes(admin: Admin, admin_token: AdminToken) -> list[Route]:
+    """The admin API's routes, each given the admin commands and the admin token to check."""
 
+    def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route:
+        # The route takes its name, admin_<handler>, from the endpoint.
+        return Route(path, endpoint(handler, admin, admin_token, status), methods=[method])
 
-def admin_routes() -> list[Route]:
     return [
         _route(paths.ADMIN_SHARES, list_shares, "GET"),
         _route(paths.ADMIN_SHARES, create_share, "POST", 201),

@@ -67,20 +67,27 @@ async def client_credentials_grant(request: Request) -> tuple[str, str] | Respon
     return credentials
 
 
-async def token_endpoint(request: Request) -> Response:
-    credentials = await client_credentials_grant(request)
-    if isinstance(credentials, Response):
-        return credentials
-    store: ShareStore = request.app.state.store
-    lifetime = timedelta(seconds=request.app.state.options.access_token_lifetime)
-    try:
-        token, secret = await run_in_threadpool(store.issue_access_token, *credentials, lifetime)
-    except Unauthenticated as error:
-        return oauth_error(401, "invalid_client", error.message)
-    audit_fields(request).update(token_id=token.id, share=token.share, oauth_client=token.oauth_client_id)
-    assert token.expires_at is not None and token.created_at is not None
-    expires_in = int((token.expires_at - token.created_at).total_seconds())
-    return JSONResponse(
-        {"access_token": secret, "token_type": "bearer", "expires_in": expires_in},
-        headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
-    )
+class OAuthTokens:
+    """`{prefix}/oauth/token`: an OAuth client's credentials for an access token of its share."""
+
+    def __init__(self, store: ShareStore, lifetime: timedelta) -> None:
+        self.store = store
+        self.lifetime = lifetime
+
+    async def token_endpoint(self, request: Request) -> Response:
+        credentials = await client_credentials_grant(request)
+        if isinstance(credentials, Response):
+            return credentials
+        try:
+            token, secret = await run_in_threadpool(
+                self.store.issue_access_token, *credentials, self.lifetime
+            )
+        except Unauthenticated as error:
+            return oauth_error(401, "invalid_client", error.message)
+        audit_fields(request).update(token_id=token.id, share=token.share, oauth_client=token.oauth_client_id)
+        assert token.expires_at is not None and token.created_at is not None
+        expires_in = int((token.expires_at - token.created_at).total_seconds())
+        return JSONResponse(
+            {"access_token": secret, "token_type": "bearer", "expires_in": expires_in},
+            headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
+        )

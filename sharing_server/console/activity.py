@@ -75,7 +75,7 @@ def activity_page(call: Call) -> Page:
         "recent": admin.recent_activity(since, until, 50),
         "admin_events": admin.admin_events(since, until, 50),
         "chart": hourly(admin.activity_per_hour(since, until), since, until),
-        "retention": call.request.app.state.options.activity_retention_hours,
+        "retention": call.console.activity_retention_hours,
         "active": "activity",
     }
     return Page("activity.html", context)

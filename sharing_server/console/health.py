@@ -76,8 +76,7 @@ def _storage_probes(readers: TableReaders, tables: list[tuple[str, str]]) -> lis
 
 
 def health_page(call: Call) -> Page:
-    app = call.request.app
-    readers: TableReaders = app.state.readers
+    readers = call.console.readers
     admin = call.admin
     store_kind = ""
 
@@ -107,7 +106,7 @@ def health_page(call: Call) -> Page:
         "storage": storage,
         "catalogs": catalogs,
         "version": __version__,
-        "uptime": timedelta(seconds=int(time.monotonic() - app.state.started)),
+        "uptime": timedelta(seconds=int(time.monotonic() - call.console.started)),
         "requests": sum(row.requests for row in last_hour),
         "errors": sum(row.errors for row in last_hour),
         "bytes": sum(row.bytes for row in last_hour),

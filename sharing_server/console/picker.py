@@ -9,7 +9,6 @@ from urllib.parse import quote
 
 from share_store.model import SharedTable
 from share_store.storage.base import ObjectStorage
-from share_store.tables.readers import TableReaders
 from sharing_server.console.shares import share_url
 from sharing_server.console.web import Call, Page
 
@@ -59,7 +58,7 @@ def shared_where(tables: list[SharedTable]) -> dict[tuple[str, str], list[str]]:
 def pick_page(call: Call) -> Page:
     share = call.param("share")
     call.admin.share_info(share)  # 404 for an unknown share
-    readers: TableReaders = call.request.app.state.readers
+    readers = call.console.readers
     bucket = call.request.query_params.get("bucket", "").strip()
     warehouse = call.request.query_params.get("warehouse", "").strip()
     prefix = call.request.query_params.get("prefix", "").strip()

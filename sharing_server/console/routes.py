@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from starlette.routing import BaseRoute, Mount, Route
@@ -18,7 +19,7 @@ from sharing_server.console import (
     tables,
     warehouses,
 )
-from sharing_server.console.web import View, console_endpoint
+from sharing_server.console.web import Console, View, console_endpoint
 
 STATIC = Path(__file__).parent / "static"
 SHARE = "/shares/{share}"
@@ -28,11 +29,16 @@ CLIENT = SHARE + "/oauth-clients/{client_id}"
 RECIPIENT = "/recipients/{recipient}"
 
 
-def _page(path: str, view: View, method: str = "GET", public: bool = False) -> Route:
-    return Route(path, console_endpoint(view, public), methods=[method])
+def console_routes(console: Console | None) -> list[BaseRoute]:
+    """The console's pages, each given the console (None when it is off: every page says so)."""
+
+    def _page(path: str, view: View, method: str = "GET", public: bool = False) -> Route:
+        return Route(path, console_endpoint(view, console, public), methods=[method])
+
+    return _pages(_page, console)
 
 
-def console_routes() -> list[BaseRoute]:
+def _pages(_page: Callable[..., Route], console: Console | None) -> list[BaseRoute]:
     return [
         _page("/", signin.home),
         _page("/sign-in", signin.sign_in_page, public=True),
@@ -72,5 +78,7 @@ def console_routes() -> list[BaseRoute]:
         _page("/activity", activity.activity_page),
         _page("/health", health.health_page),
         Mount("/static", StaticFiles(directory=STATIC), name="console_static"),
-        Route("/{rest:path}", console_endpoint(signin.not_found, public=True), methods=["GET", "HEAD"]),
+        Route(
+            "/{rest:path}", console_endpoint(signin.not_found, console, public=True), methods=["GET", "HEAD"]
+        ),
     ]

@@ -9,7 +9,7 @@ from sharing_server.console.web import Call, Page
 def table_page(call: Call) -> Page:
     share, schema, name = call.param("share"), call.param("schema"), call.param("table")
     table = call.admin.get_table(share, schema, name)
-    reader = call.request.app.state.readers.reader(table)
+    reader = call.console.readers.reader(table)
     context = {
         "share": share,
         "table": table,

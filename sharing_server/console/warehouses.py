@@ -169,7 +169,7 @@ def warehouse_entries(catalog: WarehouseCatalog) -> tuple[list[WarehouseEntry], 
 
 
 def tables_page(call: Call) -> Page:
-    catalog: WarehouseCatalog = call.request.app.state.warehouses
+    catalog = call.console.warehouses
     entries, cut = warehouse_entries(catalog)
     context = {
         "warehouses": entries,

@@ -31,6 +31,8 @@ from share_store.authentication.console_sessions import (
 )
 from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.errors import ShareStoreError
+from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.tables.readers import TableReaders
 from sharing_server.admin.commands import Admin
 from sharing_server.console import formatting
 from sharing_server.observability.audit import audit_fields
@@ -62,11 +64,17 @@ def templates() -> Environment:
 
 @dataclass
 class Console:
-    """What the console's handlers share: the admin operations, sessions and templates."""
+    """What the console's handlers share, given when the routes are made: the admin operations,
+    sessions, the admin token, the tables' readers, the own warehouses, and templates."""
 
     admin: Admin
     sessions: SessionCodec
     admin_token: AdminToken
+    readers: TableReaders
+    warehouses: WarehouseCatalog
+    activity_retention_hours: float
+    #: When the server started (`time.monotonic()`), for the Health page's uptime.
+    started: float
     environment: Environment = field(default_factory=templates)
 
 
@@ -77,10 +85,7 @@ class Call:
     request: Request
     form: dict[str, str]
     session: Session
-
-    @property
-    def console(self) -> Console:
-        return self.request.app.state.console
+    console: Console
 
     @property
     def admin(self) -> Admin:
@@ -144,9 +149,14 @@ async def _form(request: Request) -> dict[str, str]:
     return dict(parse_qsl(body, keep_blank_values=True))
 
 
-def render(request: Request, page: Page, session: Session | None, flash: tuple[str, str] | None) -> Response:
-    console: Console | None = request.app.state.console
-    environment = console.environment if console else templates()
+def render(
+    request: Request,
+    page: Page,
+    session: Session | None,
+    flash: tuple[str, str] | None,
+    environment: Environment | None = None,
+) -> Response:
+    environment = environment or templates()
     context = {
         "request": request,
         "csrf_field": CSRF_FIELD,
@@ -160,19 +170,19 @@ def render(request: Request, page: Page, session: Session | None, flash: tuple[s
     return HTMLResponse(html, status_code=page.status, headers={**PAGE_HEADERS, **page.headers})
 
 
-def _with_cookie(response: Response, request: Request, session: Session) -> Response:
-    console: Console = request.app.state.console
+def _with_cookie(response: Response, request: Request, session: Session, console: Console) -> Response:
     value = console.sessions.encode(session)
     response.headers.append("set-cookie", cookie_header(value, secure=request.url.scheme == "https"))
     return response
 
 
-def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Awaitable[Response]]:
+def console_endpoint(
+    view: View, console: Console | None, public: bool = False
+) -> Callable[[Request], Awaitable[Response]]:
     """Wrap `view`: console on, session (unless `public`), CSRF on POST, errors as messages."""
 
     async def run(request: Request) -> Response:
         audit_fields(request)["principal"] = "console"
-        console: Console | None = request.app.state.console
         if console is None:
             message = "The console is off: set [admin] token_hash (sharing-server admin-token) to enable it."
             return render(
@@ -185,11 +195,11 @@ def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Aw
         if not public and (session is None or not session.signed_in):
             if request.method != "GET":
                 page = Page("error.html", {"title": "Signed out", "message": "Sign in first."}, 403)
-                return render(request, page, None, None)
+                return render(request, page, None, None, console.environment)
             target = f"{SIGN_IN}?next={quote(request.url.path)}"
             note = ("info", "Your session ended after a while unused: sign in again.") if idled else None
             fresh = Session(flash=note)
-            return _with_cookie(RedirectResponse(target, status_code=303), request, fresh)
+            return _with_cookie(RedirectResponse(target, status_code=303), request, fresh, console)
         form: dict[str, str] = {}
         if request.method == "POST":
             form = await _form(request)
@@ -204,11 +214,11 @@ def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Aw
                 refusal = "This form did not come from this console session: reload the page and try again."
             if refusal is not None:
                 page = Page("error.html", {"title": "Refused", "message": refusal}, 403)
-                return render(request, page, session, None)
+                return render(request, page, session, None, console.environment)
         session = session or Session()
         flash, session = session.flash, replace(session, flash=None)
         try:
-            result = await run_in_threadpool(view, Call(request, form, session))
+            result = await run_in_threadpool(view, Call(request, form, session, console))
         except ShareStoreError as error:
             if request.method == "POST":
                 back = safe_path(form.get("back"), request.url.path)
@@ -221,13 +231,16 @@ def console_endpoint(view: View, public: bool = False) -> Callable[[Request], Aw
                 until = datetime.fromtimestamp(session.ends, UTC)
                 await run_in_threadpool(console.admin.end_console_session, session.id, until)
                 response = RedirectResponse(result.location, status_code=303)
-                return _with_cookie(response, request, Session(flash=result.flash))
+                return _with_cookie(response, request, Session(flash=result.flash), console)
             next_session = (result.session or session).touched()
             if result.flash:
                 next_session = next_session.with_flash(*result.flash)
-            return _with_cookie(RedirectResponse(result.location, status_code=303), request, next_session)
+            return _with_cookie(
+                RedirectResponse(result.location, status_code=303), request, next_session, console
+            )
         next_session = (result.session or session).touched()
-        return _with_cookie(render(request, result, next_session, flash), request, next_session)
+        rendered = render(request, result, next_session, flash, console.environment)
+        return _with_cookie(rendered, request, next_session, console)
 
     run.__name__ = f"console_{view.__name__}"  # the route's name in metrics and the audit log
     return run

@@ -15,6 +15,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from share_store.errors import NotFound
 from share_store.signing.file_urls import EXPIRES_PARAM, SIGNATURE_PARAM
+from share_store.storage.base import ObjectStorage
 from share_store.storage.local import LocalStorage
 from sharing_server.http.errors import Forbidden
 
@@ -176,30 +177,36 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-async def serve_file(request: Request) -> Response:
-    storage = request.app.state.storage
-    if not isinstance(storage, LocalStorage):
-        raise Forbidden("files are served by the object store, not by this server")
-    bucket = request.path_params["bucket"]
-    key = request.path_params["key"]
-    params = request.query_params
-    if not storage.signer.verify(
-        bucket, key, params.get(EXPIRES_PARAM), params.get(SIGNATURE_PARAM), time.time()
-    ):
-        raise Forbidden("The URL signature is invalid or has expired.")
-    path = storage.resolve(bucket, key)
-    if path is None:
-        raise Forbidden("The URL signature is invalid or has expired.")
-    try:
-        # On the event loop, as resolving the path's links just was: metadata, not data.
-        found = os.stat(path)
-    except OSError:
-        found = None
-    if found is None or not stat.S_ISREG(found.st_mode):
-        raise NotFound("The requested object does not exist.")
-    return DataFileResponse(
-        path,
-        stat_result=found,
-        media_type="application/octet-stream",
-        headers={"Cache-Control": "private, no-store"},
-    )
+class LocalFiles:
+    """Local storage's files at their signed URLs (`{prefix}/files/...`); refused for any other storage."""
+
+    def __init__(self, storage: ObjectStorage) -> None:
+        self.storage = storage
+
+    async def serve_file(self, request: Request) -> Response:
+        storage = self.storage
+        if not isinstance(storage, LocalStorage):
+            raise Forbidden("files are served by the object store, not by this server")
+        bucket = request.path_params["bucket"]
+        key = request.path_params["key"]
+        params = request.query_params
+        if not storage.signer.verify(
+            bucket, key, params.get(EXPIRES_PARAM), params.get(SIGNATURE_PARAM), time.time()
+        ):
+            raise Forbidden("The URL signature is invalid or has expired.")
+        path = storage.resolve(bucket, key)
+        if path is None:
+            raise Forbidden("The URL signature is invalid or has expired.")
+        try:
+            # On the event loop, as resolving the path's links just was: metadata, not data.
+            found = os.stat(path)
+        except OSError:
+            found = None
+        if found is None or not stat.S_ISREG(found.st_mode):
+            raise NotFound("The requested object does not exist.")
+        return DataFileResponse(
+            path,
+            stat_result=found,
+            media_type="application/octet-stream",
+            headers={"Cache-Control": "private, no-store"},
+        )

@@ -122,5 +122,9 @@ def exposition(metrics: Metrics) -> bytes:
     return generate_latest(metrics.registry)
 
 
-async def metrics_endpoint(request: Request) -> Response:
-    return Response(exposition(request.app.state.metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})
+class MetricsEndpoint:
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    async def metrics_endpoint(self, _request: Request) -> Response:
+        return Response(exposition(self.metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -14,6 +14,6 @@ catalog, its bodies in `warehouse_schemas`) and `service`, written with
 `shapes` and sharing `components`.
 """
 
-from sharing_server.openapi.document import SpecMismatch, openapi_document, openapi_endpoint
+from sharing_server.openapi.document import OpenApiEndpoint, SpecMismatch, openapi_document
 
-__all__ = ["SpecMismatch", "openapi_document", "openapi_endpoint"]
+__all__ = ["OpenApiEndpoint", "SpecMismatch", "openapi_document"]

@@ -122,10 +122,13 @@ def _paths(routes: Sequence[BaseRoute], operations: dict[OperationKey, Schema]) 
     return described
 
 
-async def openapi_endpoint(request: Request) -> Response:
-    state = request.app.state
-    # Built once per app: its routes and prefix never change while it runs.
-    document = getattr(state, "openapi", None)
-    if document is None:
-        document = state.openapi = openapi_document(state.prefix, request.app.routes)
-    return JSONResponse(document)
+class OpenApiEndpoint:
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.document: dict[str, Any] | None = None
+
+    async def openapi_endpoint(self, request: Request) -> Response:
+        # Built once per app: its routes and prefix never change while it runs.
+        if self.document is None:
+            self.document = openapi_document(self.prefix, request.app.routes)
+        return JSONResponse(self.document)

@@ -37,18 +37,14 @@ class ListPage:
         return self.max_results + 1
 
 
-def _codec(request: Request) -> TokenCodec:
-    return request.app.state.list_tokens  # type: ignore[no-any-return]
-
-
-def list_page(request: Request, scope: str) -> ListPage:
+def list_page(codec: TokenCodec, request: Request, scope: str) -> ListPage:
     """The page a list request asks for; a token of another list, or altered, is refused."""
     max_results = parse_max_results(request.query_params.get("maxResults"))
     token = request.query_params.get("pageToken")
     if not token:
         return ListPage(scope, max_results, None)
     try:
-        payload = _codec(request).decode(token)
+        payload = codec.decode(token)
     except ValueError:
         raise InvalidParameter("invalid 'nextPageToken'") from None
     if payload.get("s") != scope or "k" not in payload:
@@ -58,7 +54,7 @@ def list_page(request: Request, scope: str) -> ListPage:
 
 
 def page_body(
-    request: Request,
+    codec: TokenCodec,
     page: ListPage,
     rows: Sequence[T],
     key_of: Callable[[T], Any],
@@ -71,5 +67,5 @@ def page_body(
         body["items"] = [item_of(row) for row in shown]
     if len(rows) > page.max_results:
         last = key_of(shown[-1]) if shown else page.after
-        body["nextPageToken"] = _codec(request).encode({"s": page.scope, "k": last})
+        body["nextPageToken"] = codec.encode({"s": page.scope, "k": last})
     return body

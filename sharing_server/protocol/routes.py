@@ -1,4 +1,8 @@
-"""HTTP handlers of the Delta Sharing REST protocol: parse, call, encode."""
+"""HTTP handlers of the Delta Sharing REST protocol: parse, call, encode.
+
+`ProtocolEndpoints` is given what its handlers use (the store, the queries, the
+stream slots, the list pages' token codec) when the routes are made
+(`protocol_routes`); nothing is looked up per request."""
 
 from __future__ import annotations
 
@@ -15,11 +19,12 @@ from starlette.types import Receive, Scope, Send
 from share_store.errors import ShareStoreError
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
+from share_store.signing.token_codec import TokenCodec
 from sharing_server.auth.bearer import authenticate, authorize_share, authorize_table
 from sharing_server.http.disconnects import DisconnectWatch
 from sharing_server.http.errors import ClientGone
 from sharing_server.http.ndjson import JSON, NDJSON, counting_files, dumps, ndjson_chunks
-from sharing_server.http.stream_slots import Stream
+from sharing_server.http.stream_slots import Stream, StreamSlots
 from sharing_server.observability.audit import audit_fields
 from sharing_server.protocol.capabilities import Capabilities, parse_file_id_hash
 from sharing_server.protocol.list_pages import list_page, page_body
@@ -38,14 +43,6 @@ def json_response(payload: dict[str, Any]) -> Response:
     return Response(dumps(payload), media_type=None, headers={"Content-Type": JSON})
 
 
-def _store(request: Request) -> ShareStore:
-    return request.app.state.store
-
-
-def _queries(request: Request) -> TableQueries:
-    return request.app.state.queries
-
-
 def _table_key(table: SharedTable) -> tuple[str, str]:
     """A table's place in the store's order, as a page token carries it."""
     return table.schema.lower(), table.name.lower()
@@ -62,91 +59,6 @@ def _table_item(
         "shareId": share.id,
         "id": table.id,
     }
-
-
-async def list_shares(request: Request) -> Response:
-    def run() -> dict[str, Any]:
-        store = _store(request)
-        token = authenticate(store, request)
-        page = list_page(request, "shares")
-        if token.recipient_id is not None:  # a named recipient's token: every share granted to it
-            shares = store.granted_shares(token.recipient_id, page.after, page.fetch)
-        else:
-            found = store.get_share_by_id(token.share_id)
-            shares = [found] if found and (page.after is None or found.name.lower() > page.after) else []
-        return page_body(
-            request, page, shares, lambda s: s.name.lower(), lambda s: {"name": s.name, "id": s.id}
-        )
-
-    return json_response(await run_in_threadpool(run))
-
-
-async def get_share(request: Request) -> Response:
-    def run() -> dict[str, Any]:
-        _, share = authorize_share(_store(request), request)
-        return {"share": {"name": share.name, "id": share.id}}
-
-    return json_response(await run_in_threadpool(run))
-
-
-async def list_schemas(request: Request) -> Response:
-    def run() -> dict[str, Any]:
-        store = _store(request)
-        _, share = authorize_share(store, request)
-        url_share = request.path_params["share"]
-        page = list_page(request, f"schemas:{share.id}")
-        schemas = store.schemas_page(share, page.after, page.fetch)
-        return page_body(request, page, schemas, lambda s: s[0], lambda s: {"name": s[1], "share": url_share})
-
-    return json_response(await run_in_threadpool(run))
-
-
-async def list_tables(request: Request) -> Response:
-    def run() -> dict[str, Any]:
-        store = _store(request)
-        _, share = authorize_share(store, request)
-        url_share, schema = request.path_params["share"], request.path_params["schema"]
-        page = list_page(request, f"tables:{share.id}:{schema.lower()}")
-        tables = store.tables_page(share, schema, page.after, page.fetch)
-        return page_body(
-            request, page, tables, _table_key, lambda t: _table_item(t, share, url_share, schema)
-        )
-
-    return json_response(await run_in_threadpool(run))
-
-
-async def list_all_tables(request: Request) -> Response:
-    def run() -> dict[str, Any]:
-        store = _store(request)
-        _, share = authorize_share(store, request)
-        url_share = request.path_params["share"]
-        page = list_page(request, f"all-tables:{share.id}")
-        tables = store.tables_page(share, None, page.after, page.fetch)
-        return page_body(
-            request, page, tables, _table_key, partial(_table_item, share=share, url_share=url_share)
-        )
-
-    return json_response(await run_in_threadpool(run))
-
-
-def _authorized(request: Request) -> tuple[Token, SharedTable]:
-    token, table = authorize_table(_store(request), request)
-    audit_fields(request).update(schema=table.schema, table=table.name)
-    return token, table
-
-
-def _authorized_table(request: Request) -> SharedTable:
-    return _authorized(request)[1]
-
-
-async def table_version(request: Request) -> Response:
-    def run() -> int:
-        table = _authorized_table(request)
-        return _queries(request).table_version(table, request.query_params.get("startingTimestamp"))
-
-    version = await run_in_threadpool(run)
-    audit_fields(request)["version"] = version
-    return Response(status_code=200, headers={VERSION_HEADER: str(version)})
 
 
 class TableStream(StreamingResponse):
@@ -241,6 +153,7 @@ async def _in_threads(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
 async def _stream(
     request: Request,
     result: TableResponse,
+    chunk_bytes: int,
     watch: DisconnectWatch | None = None,
     stream: Stream | None = None,
 ) -> Response:
@@ -259,7 +172,7 @@ async def _stream(
     fields["version"] = result.version
     lines = counting_files(result.lines, fields, result.file_bytes)
     # Chunks are what a slow client makes the server hold: their size bounds it.
-    chunks = ndjson_chunks(lines, chunk_bytes=request.app.state.options.stream_buffer_bytes)
+    chunks = ndjson_chunks(lines, chunk_bytes=chunk_bytes)
     # Lines are made lazily, and an error once the headers are sent (storage gone
     # mid-way) can no longer get its status. Making the first chunk before them
     # turns every error of most responses, which fit in one chunk, into a proper
@@ -273,58 +186,160 @@ async def _stream(
     return TableStream(content, headers, watch, on_close=stream.close if stream else None)
 
 
-async def _listing(
-    request: Request, run: Callable[[Stream], TableResponse], watch: DisconnectWatch | None = None
-) -> Response:
-    """A file listing's response, made by `run`, which opens `stream` once it knows the token."""
-    stream = request.app.state.streams.stream()
-    try:
-        return await _stream(request, await run_in_threadpool(run, stream), watch, stream)
-    except BaseException:
-        stream.close()
-        if watch is not None:
-            watch.stop()
-        raise
+class ProtocolEndpoints:
+    def __init__(
+        self,
+        store: ShareStore,
+        queries: TableQueries,
+        streams: StreamSlots,
+        list_tokens: TokenCodec,
+        stream_buffer_bytes: int,
+    ) -> None:
+        self.store = store
+        self.queries = queries
+        self.streams = streams
+        self.list_tokens = list_tokens
+        self.stream_buffer_bytes = stream_buffer_bytes
 
+    async def list_shares(self, request: Request) -> Response:
+        def run() -> dict[str, Any]:
+            store = self.store
+            token = authenticate(store, request)
+            page = list_page(self.list_tokens, request, "shares")
+            if token.recipient_id is not None:  # a named recipient's token: every share granted to it
+                shares = store.granted_shares(token.recipient_id, page.after, page.fetch)
+            else:
+                found = store.get_share_by_id(token.share_id)
+                shares = [found] if found and (page.after is None or found.name.lower() > page.after) else []
+            return page_body(
+                self.list_tokens,
+                page,
+                shares,
+                lambda s: s.name.lower(),
+                lambda s: {"name": s.name, "id": s.id},
+            )
 
-async def table_metadata(request: Request) -> Response:
-    def run() -> TableResponse:
-        table = _authorized_table(request)
+        return json_response(await run_in_threadpool(run))
+
+    async def get_share(self, request: Request) -> Response:
+        def run() -> dict[str, Any]:
+            _, share = authorize_share(self.store, request)
+            return {"share": {"name": share.name, "id": share.id}}
+
+        return json_response(await run_in_threadpool(run))
+
+    async def list_schemas(self, request: Request) -> Response:
+        def run() -> dict[str, Any]:
+            store = self.store
+            _, share = authorize_share(store, request)
+            url_share = request.path_params["share"]
+            page = list_page(self.list_tokens, request, f"schemas:{share.id}")
+            schemas = store.schemas_page(share, page.after, page.fetch)
+            return page_body(
+                self.list_tokens, page, schemas, lambda s: s[0], lambda s: {"name": s[1], "share": url_share}
+            )
+
+        return json_response(await run_in_threadpool(run))
+
+    async def list_tables(self, request: Request) -> Response:
+        def run() -> dict[str, Any]:
+            store = self.store
+            _, share = authorize_share(store, request)
+            url_share, schema = request.path_params["share"], request.path_params["schema"]
+            page = list_page(self.list_tokens, request, f"tables:{share.id}:{schema.lower()}")
+            tables = store.tables_page(share, schema, page.after, page.fetch)
+            return page_body(
+                self.list_tokens, page, tables, _table_key, lambda t: _table_item(t, share, url_share, schema)
+            )
+
+        return json_response(await run_in_threadpool(run))
+
+    async def list_all_tables(self, request: Request) -> Response:
+        def run() -> dict[str, Any]:
+            store = self.store
+            _, share = authorize_share(store, request)
+            url_share = request.path_params["share"]
+            page = list_page(self.list_tokens, request, f"all-tables:{share.id}")
+            tables = store.tables_page(share, None, page.after, page.fetch)
+            return page_body(
+                self.list_tokens,
+                page,
+                tables,
+                _table_key,
+                partial(_table_item, share=share, url_share=url_share),
+            )
+
+        return json_response(await run_in_threadpool(run))
+
+    def _authorized(self, request: Request) -> tuple[Token, SharedTable]:
+        token, table = authorize_table(self.store, request)
+        audit_fields(request).update(schema=table.schema, table=table.name)
+        return token, table
+
+    def _authorized_table(self, request: Request) -> SharedTable:
+        return self._authorized(request)[1]
+
+    async def table_version(self, request: Request) -> Response:
+        def run() -> int:
+            table = self._authorized_table(request)
+            return self.queries.table_version(table, request.query_params.get("startingTimestamp"))
+
+        version = await run_in_threadpool(run)
+        audit_fields(request)["version"] = version
+        return Response(status_code=200, headers={VERSION_HEADER: str(version)})
+
+    async def _listing(
+        self, request: Request, run: Callable[[Stream], TableResponse], watch: DisconnectWatch | None = None
+    ) -> Response:
+        """A file listing's response, made by `run`, which opens `stream` once it knows the token."""
+        stream = self.streams.stream()
+        try:
+            return await _stream(
+                request, await run_in_threadpool(run, stream), self.stream_buffer_bytes, watch, stream
+            )
+        except BaseException:
+            stream.close()
+            if watch is not None:
+                watch.stop()
+            raise
+
+    async def table_metadata(self, request: Request) -> Response:
+        def run() -> TableResponse:
+            table = self._authorized_table(request)
+            capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
+            params = request.query_params
+            return self.queries.metadata(table, capabilities, params.get("version"), params.get("timestamp"))
+
+        return await _stream(request, await run_in_threadpool(run), self.stream_buffer_bytes)
+
+    def _listing_context(
+        self, request: Request, stream: Stream
+    ) -> tuple[SharedTable, Capabilities, str | None]:
+        """The authorized table and the headers every file listing takes; its stream opened for its token.
+
+        Opened before any table work: a stream over a cap is refused at once.
+        """
+        token, table = self._authorized(request)
+        stream.open(token.id)
         capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
-        params = request.query_params
-        return _queries(request).metadata(table, capabilities, params.get("version"), params.get("timestamp"))
+        return table, capabilities, parse_file_id_hash(request.headers.get("fileidhash"))
 
-    return await _stream(request, await run_in_threadpool(run))
+    async def table_query(self, request: Request) -> Response:
+        body = await request.body()
+        # A hint may keep a worker thread busy: it stops when the client hangs up.
+        watch = DisconnectWatch(request.receive)
 
+        def run(stream: Stream) -> TableResponse:
+            table, capabilities, file_id_hash = self._listing_context(request, stream)
+            query = QueryRequest.parse(body)
+            return self.queries.query(table, query, capabilities, file_id_hash, watch.gone)
 
-def _listing_context(request: Request, stream: Stream) -> tuple[SharedTable, Capabilities, str | None]:
-    """The authorized table and the headers every file listing takes; its stream opened for its token.
+        return await self._listing(request, run, watch)
 
-    Opened before any table work: a stream over a cap is refused at once.
-    """
-    token, table = _authorized(request)
-    stream.open(token.id)
-    capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
-    return table, capabilities, parse_file_id_hash(request.headers.get("fileidhash"))
+    async def table_changes(self, request: Request) -> Response:
+        def run(stream: Stream) -> TableResponse:
+            table, capabilities, file_id_hash = self._listing_context(request, stream)
+            changes = ChangesRequest.parse(dict(request.query_params))
+            return self.queries.changes(table, changes, capabilities, file_id_hash)
 
-
-async def table_query(request: Request) -> Response:
-    body = await request.body()
-    # A hint may keep a worker thread busy: it stops when the client hangs up.
-    watch = DisconnectWatch(request.receive)
-
-    def run(stream: Stream) -> TableResponse:
-        table, capabilities, file_id_hash = _listing_context(request, stream)
-        query = QueryRequest.parse(body)
-        return _queries(request).query(table, query, capabilities, file_id_hash, watch.gone)
-
-    return await _listing(request, run, watch)
-
-
-async def table_changes(request: Request) -> Response:
-    def run(stream: Stream) -> TableResponse:
-        table, capabilities, file_id_hash = _listing_context(request, stream)
-        changes = ChangesRequest.parse(dict(request.query_params))
-        return _queries(request).changes(table, changes, capabilities, file_id_hash)
-
-    return await _listing(request, run)
+        return await self._listing(request, run)

@@ -20,6 +20,7 @@ from share_store.signing.sts_vending import VendedKeys
 from share_store.tables.iceberg_grants import IcebergGrants, TableGrant
 from sharing_server import paths
 from sharing_server.observability.audit import audit_fields
+from sharing_server.observability.metrics import Metrics
 
 HEADER = "X-Iceberg-Access-Delegation"
 VENDED = "vended-credentials"
@@ -47,11 +48,15 @@ def signing_config(request: Request, endpoint: str) -> dict[str, str]:
 
 
 def vend(
-    request: Request, grants: IcebergGrants, table: SharedTable, token: Token, grant: TableGrant
+    request: Request,
+    metrics: Metrics,
+    grants: IcebergGrants,
+    table: SharedTable,
+    token: Token,
+    grant: TableGrant,
 ) -> VendedKeys:
     """Keys for `grant`, ending no later than the token; an audit line and a metric either way."""
     not_after = token.expires_at.astimezone(UTC).timestamp() if token.expires_at else None
-    metrics = request.app.state.metrics
     try:
         keys = grants.vended_keys(table, grant, token.id, not_after)
     except Exception:
@@ -79,11 +84,16 @@ def storage_credentials(keys: VendedKeys, grant: TableGrant) -> list[dict[str, A
 
 
 def read_access(
-    request: Request, grants: IcebergGrants, table: SharedTable, token: Token, grant: TableGrant
+    request: Request,
+    metrics: Metrics,
+    grants: IcebergGrants,
+    table: SharedTable,
+    token: Token,
+    grant: TableGrant,
 ) -> dict[str, Any]:
     """The load-table answer's `config`, and `storage-credentials` when keys are vended."""
     if grants.vends and asks_for_keys(request):
-        keys = vend(request, grants, table, token, grant)
+        keys = vend(request, metrics, grants, table, token, grant)
         return {
             "config": keys.properties(grant.endpoint, grant.store.region),
             "storage-credentials": storage_credentials(keys, grant),

@@ -46,7 +46,7 @@ def catalog_server(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     tmp = tmp_path_factory.mktemp("catalog-a")
     server = deploy(tmp, {"type": "local", "root": str(root)},
                     env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)})  # fmt: skip
-    warehouses = server.server.app.state.warehouses  # type: ignore[attr-defined]
+    warehouses = server.server.app.state.services.warehouses  # type: ignore[attr-defined]
     warehouses.create_warehouse(WAREHOUSE)
     warehouses.create_namespace(WAREHOUSE, ("sales",), {})
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))

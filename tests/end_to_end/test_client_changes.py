@@ -95,7 +95,7 @@ def test_changes_by_timestamp(local: Deployment, profile: str) -> None:
     from share_store.tables.commits import format_ms
 
     table = local.store.get_table("cdf", "default", "cdf_table")
-    reader = local.server.app.state.readers.reader(table)
+    reader = local.server.app.state.services.readers.reader(table)
     commits = reader.commits(reader.listing())
     shared = delta_sharing.load_table_changes_as_pandas(
         f"{profile}#cdf.default.cdf_table",

@@ -107,7 +107,7 @@ def test_time_travel_by_timestamp(local: Deployment, profile: str) -> None:
     from share_store.tables.commits import format_ms
 
     # Commit times come from the copied log files' modification times.
-    reader = local.server.app.state.readers.reader(
+    reader = local.server.app.state.services.readers.reader(
         local.store.get_table("testdata", "default", "simple_table")
     )
     commits = reader.commits(reader.listing())

@@ -298,10 +298,10 @@ def test_12_cached_snapshots_of_all_tables_stay_within_one_bound(hostile: Deploy
     for name in ("p0", "p1", "p2", "p3"):
         response = httpx.post(table_url(hostile, name), json={}, headers=headers)
         assert response.status_code == 200 and len(data_lines(response)) == 6
-    snapshots = hostile.server.app.state.readers.snapshots  # type: ignore[attr-defined]
+    snapshots = hostile.server.app.state.services.readers.snapshots  # type: ignore[attr-defined]
     assert snapshots.files <= SNAPSHOT_FILES
     # The tables queried last are the ones kept.
-    readers = hostile.server.app.state.readers._readers  # type: ignore[attr-defined]
+    readers = hostile.server.app.state.services.readers._readers  # type: ignore[attr-defined]
     kept = {key[2] for key, reader in readers.items() if 0 in reader._snapshots}
     assert {"p2", "p3"} <= kept and not {"p0", "p1"} & kept
 

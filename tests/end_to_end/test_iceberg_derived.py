@@ -127,7 +127,7 @@ def test_materialized_files_count_only_the_rows_left_and_are_written_once(filed:
 
     first = files()
     # The copies and their lines stay with the held snapshot: the next response only signs them.
-    cache = filed.server.app.state.readers.snapshots  # type: ignore[attr-defined]
+    cache = filed.server.app.state.services.readers.snapshots  # type: ignore[attr-defined]
     (held,) = [snapshot for snapshot in cache._entries.values() if COPIES_MEMO in snapshot.memo]
     (templates,) = held.memo[COPIES_MEMO].values()
     made = dict(templates)

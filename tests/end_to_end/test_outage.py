@@ -284,7 +284,7 @@ def failing_lines(before: int) -> Iterator[dict[str, Any]]:
 def test_failure_in_the_first_chunk_is_a_503(
     setup: Setup, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    queries = setup.deployment.server.app.state.queries
+    queries = setup.deployment.server.app.state.services.queries
     monkeypatch.setattr(queries, "metadata", lambda *args: TableResponse(0, "parquet", failing_lines(10)))
     response = httpx.get(metadata_url(setup), headers={"Authorization": f"Bearer {setup.token}"})
     assert response.status_code == 503
@@ -296,7 +296,7 @@ def test_failure_after_the_headers_cuts_the_response_off(
     setup: Setup, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Too late for a 503: the client must see a broken response, never a complete-looking short one."""
-    queries = setup.deployment.server.app.state.queries
+    queries = setup.deployment.server.app.state.services.queries
     # Well past the first 64 KB chunk, which is made before the headers go out.
     monkeypatch.setattr(queries, "metadata", lambda *args: TableResponse(0, "parquet", failing_lines(5000)))
     with pytest.raises(httpx.RemoteProtocolError):

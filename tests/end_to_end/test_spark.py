@@ -61,7 +61,7 @@ def test_time_travel(spark, local: Deployment, profile: str) -> None:
         by_version = delta_sharing.load_as_spark(url, version=version)
         same(by_version, delta_sharing.load_as_pandas(url, version=version))
     table = local.store.get_table("spark_src", "default", "simple_table")
-    reader = local.server.app.state.readers.reader(table)
+    reader = local.server.app.state.services.readers.reader(table)
     commit = reader.commits(reader.listing())[2]
     by_time = spark.read.format("deltaSharing").option("TimestampAsOf", format_ms(commit.timestamp)).load(url)
     same(by_time, delta_sharing.load_as_pandas(url, version=2))

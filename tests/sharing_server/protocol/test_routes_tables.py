@@ -31,7 +31,7 @@ def test_table_version_starting_timestamp(local: Deployment, api: httpx.Client) 
     from share_store.tables.commits import format_ms
 
     table = local.store.get_table("proto", "default", "t_simple")
-    reader = local.server.app.state.readers.reader(table)
+    reader = local.server.app.state.services.readers.reader(table)
     commits = reader.commits(reader.listing())
     path = "/shares/proto/schemas/default/tables/t_simple/version"
     for commit in commits:

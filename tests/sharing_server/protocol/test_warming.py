@@ -314,7 +314,7 @@ def test_a_new_commit_is_built_and_checked_for_the_next_query_by_a_running_serve
         headers = {"Authorization": f"Bearer {served.token('warm')}"}
         url = f"{served.endpoint}/shares/warm/schemas/s/tables/t/query"
         assert httpx.post(url, json={}, headers=headers).headers["delta-table-version"] == "0"
-        readers = served.server.app.state.readers  # type: ignore[attr-defined]
+        readers = served.server.app.state.services.readers  # type: ignore[attr-defined]
         reader = readers.reader(served.store.get_table("warm", "s", "t"), used=False)
         write_deltalake(str(root / "bucket" / "t"), rows(10, 10), mode="append")
         # The warmer's next round (within refresh_seconds) builds version 1 and checks its files.
@@ -357,7 +357,7 @@ def test_a_restarted_server_answers_metadata_from_the_summary_while_the_log_has_
     # Restarted without warming: nothing built, yet /metadata answers as the first server did.
     restarted = deploy(tmp_path / "a", storage, env={"SHARING_CACHE_WARM_ON_START": "false"})
     try:
-        snapshots = restarted.server.app.state.readers.snapshots  # type: ignore[attr-defined]
+        snapshots = restarted.server.app.state.services.readers.snapshots  # type: ignore[attr-defined]
         answer = httpx.get(url.replace(first.endpoint, restarted.endpoint) + "/metadata", headers=headers)
         assert answer.status_code == 200 and answer.headers["delta-table-version"] == "2"
         assert answer.text == built and '"numFiles":3' in answer.text

@@ -1,0 +1,54 @@
+"""`Services`: what the server's handlers work with, made once per app by `create_app`.
+
+Each package's routes are given the services their handlers use when the app is
+made (`app_routes`): `ProtocolEndpoints` the store, queries and stream slots,
+`ShareCatalog` the store and the tables' grants, the own warehouses' endpoints
+the catalog and its callers, the admin API the admin commands and token, the
+console its `Console`. No handler looks a service up on `app.state`, so what a
+handler depends on is in its constructor's signature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from share_store.authentication.sign_in_throttle import AdminToken
+from share_store.own_warehouses.callers import CatalogCallers
+from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.persistence import ShareStore
+from share_store.signing.token_codec import TokenCodec
+from share_store.storage.base import ObjectStorage
+from share_store.tables.iceberg_grants import IcebergGrants
+from share_store.tables.readers import TableReaders
+from sharing_server.admin.commands import Admin
+from sharing_server.config import ServiceOptions
+from sharing_server.console.web import Console
+from sharing_server.http.stream_slots import StreamSlots
+from sharing_server.observability.activity import ActivityRecorder
+from sharing_server.observability.metrics import Metrics
+from sharing_server.protocol.queries import TableQueries
+from sharing_server.protocol.warming import SnapshotWarmer
+
+
+@dataclass(frozen=True)
+class Services:
+    prefix: str
+    options: ServiceOptions
+    store: ShareStore
+    storage: ObjectStorage
+    #: The server key: seals activation links' profiles, signs page and catalog tokens.
+    secret: bytes
+    metrics: Metrics
+    activity: ActivityRecorder
+    readers: TableReaders
+    iceberg_grants: IcebergGrants
+    warehouses: WarehouseCatalog
+    callers: CatalogCallers
+    admin_token: AdminToken
+    warmer: SnapshotWarmer
+    queries: TableQueries
+    streams: StreamSlots
+    list_tokens: TokenCodec
+    admin: Admin
+    #: None when the console is off (no admin token configured).
+    console: Console | None
