@@ -37,12 +37,12 @@ from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.shared import OwnWarehouses
 from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore
-from share_store.signing.sts_vending import CredentialVendor
+from share_store.readers.iceberg_grants import IcebergGrants
+from share_store.readers.registry import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
-from share_store.tables.iceberg_grants import IcebergGrants
+from share_store.storage.sts_vending import CredentialVendor
 from share_store.tables.options import IcebergOptions
-from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server import paths
 from sharing_server.admin.activation import Activation

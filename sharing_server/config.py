@@ -53,9 +53,9 @@ from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
-from share_store.signing.sts_vending import VendingSettings
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
+from share_store.storage.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES

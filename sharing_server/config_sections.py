@@ -14,7 +14,7 @@ from typing import Any
 from share_store.errors import AdminError, CatalogError
 from share_store.external_catalogs.settings import catalog_settings
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
-from share_store.signing.sts_vending import VendingSettings
+from share_store.storage.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
 from sharing_server.http.errors import ConfigError
 
@@ -47,7 +47,7 @@ def delete_options(values: dict[str, Any]) -> DeleteOptions:
         raise ConfigError(f"invalid [iceberg] setting: {error}") from error
 
 
-#: `[iceberg]`'s credential vending keys (`share_store/signing/sts_vending.py`), by `VendingSettings` field.
+#: `[iceberg]`'s credential vending keys (`share_store/storage/sts_vending.py`), by `VendingSettings` field.
 VENDING_KEYS = {
     "credential_vending": ("mode", str),
     "credential_role_arn": ("role_arn", str),

@@ -22,7 +22,8 @@ from deltalake import DeltaTable, write_deltalake
 from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, new_secret
 from share_store.errors import Unauthenticated
 from share_store.model import TableSpec, parse_create_args
-from share_store.own_warehouses.catalog import NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
+from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.shared import WarehouseTables
 from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore

@@ -16,10 +16,10 @@ from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.persistence import ShareStore
+from share_store.readers.iceberg_grants import IcebergGrants
+from share_store.readers.registry import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
-from share_store.tables.iceberg_grants import IcebergGrants
-from share_store.tables.readers import TableReaders
 from sharing_server.admin.commands import Admin
 from sharing_server.config import ServiceOptions
 from sharing_server.console.web import Console

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 from pyiceberg.manifest import DataFile, FileFormat
@@ -147,3 +147,13 @@ class EqualityResolver:
                 "snapshot's schema"
             )
         return schema.find_field(field_id)
+
+
+def resolver_of(
+    plan: Any, schema: Any, read: Read, open_file: Open, budget_seconds: float
+) -> EqualityResolver | None:
+    """The resolver of a scan plan's equality deletes (`planning.Plan`), None when it has none."""
+    if not plan.equality_deletes:
+        return None
+    index = EqualityIndex(plan.equality_deletes, schema)
+    return EqualityResolver(index, plan.sequence_numbers, read, open_file, Deadline(budget_seconds))

@@ -74,3 +74,18 @@ def snapshot_id_at(listing: IcebergListing, version: int, versions: VersionStore
     raise InvalidParameter(
         f"Version {version} of the table is no longer available: its Iceberg snapshot has expired."
     )
+
+
+def previous_version(listing: IcebergListing, version: int) -> int | None:
+    """The version listed just before `version`, None for the first."""
+    earlier = [v for v in listing.snapshots if v < version]
+    return max(earlier) if earlier else None
+
+
+def schema_at(table: Any, snapshot_id: int) -> Any:
+    """The schema a snapshot was written with (the table's current one for an empty table)."""
+    if snapshot_id == EMPTY_SNAPSHOT:
+        return table.schema()
+    snap = table.metadata.snapshot_by_id(snapshot_id)
+    schemas = table.schemas()
+    return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()

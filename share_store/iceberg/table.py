@@ -20,7 +20,14 @@ from share_store.errors import TableFilesMissing, UnsupportedOperation
 from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.external_catalogs.vended import VendedS3Storage
 from share_store.iceberg.derived import index_identity
-from share_store.iceberg.listing import IcebergListing, VersionStore, list_snapshots, snapshot_id_at
+from share_store.iceberg.listing import (
+    IcebergListing,
+    VersionStore,
+    list_snapshots,
+    previous_version,
+    schema_at,
+    snapshot_id_at,
+)
 from share_store.iceberg.locations import (
     TableLocation,
     file_location,
@@ -40,7 +47,6 @@ from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, Ta
 if TYPE_CHECKING:
     from share_store.iceberg.deletes import DeleteFiles
     from share_store.iceberg.derived import DerivedFiles
-    from share_store.iceberg.equality import EqualityResolver
     from share_store.iceberg.materialized import Materialized
 
 
@@ -198,26 +204,21 @@ class IcebergTableReader:
             self._copies = Materialized(self._derived, self._read_file, self.locate, self.locate_dv)
         return self._copies
 
-    def _schema_for(self, table: Any, snapshot_id: int) -> Any:
-        if snapshot_id == EMPTY_SNAPSHOT:
-            return table.schema()
-        snap = table.metadata.snapshot_by_id(snapshot_id)
-        schemas = table.schemas()
-        return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
-
     def _build(self, table: Any, version: int, snapshot_id: int) -> TableSnapshot:
         from share_store.iceberg import mapping
         from share_store.iceberg.deletes import SnapshotVectors
+        from share_store.iceberg.equality import resolver_of
         from share_store.iceberg.planning import Plan, plan_files
 
-        schema = self._schema_for(table, snapshot_id)
+        schema = schema_at(table, snapshot_id)
         plan = Plan()
         # Planning reads manifests, the mapping delete files and, for equality deletes,
         # data files: a file gone is "table files missing", an outage a 503, for all alike.
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             if snapshot_id != EMPTY_SNAPSHOT:
                 plan = plan_files(table.scan(snapshot_id=snapshot_id))
-            equality = self._equality(plan, schema)
+            budget = self.options.deletes.equality_delete_budget_seconds
+            equality = resolver_of(plan, schema, self._read_delete_file, self._open_data_file, budget)
             with_deletes = bool(equality or plan.vectors or any(task.delete_files for task in plan.tasks))
             derived = self._derived_files(table) if with_deletes else None
             uuid = index_identity(table.metadata)
@@ -250,27 +251,11 @@ class IcebergTableReader:
 
         if snapshot_id == EMPTY_SNAPSHOT:
             return snapshot
-        names = {field.name for field in self._schema_for(table, snapshot_id).fields}
+        names = {field.name for field in schema_at(table, snapshot_id).fields}
         with self._reading(f"the storage of Iceberg warehouse '{self.warehouse}'"):
             scan = table.scan(snapshot_id=snapshot_id, row_filter=row_filter(hint, names))
             kept = {task.file.file_path for task in plan_files(scan, with_deletes=False).tasks}
         return snapshot.narrowed(a for a in snapshot.adds if a["path"] in kept)
-
-    def _equality(self, plan: Any, schema: Any) -> EqualityResolver | None:
-        """The resolver of the plan's equality deletes, when it has any."""
-        if not plan.equality_deletes:
-            return None
-        from share_store.iceberg.equality import EqualityResolver
-        from share_store.iceberg.equality_deadline import Deadline
-        from share_store.iceberg.equality_index import EqualityIndex
-
-        return EqualityResolver(
-            EqualityIndex(plan.equality_deletes, schema),
-            plan.sequence_numbers,
-            self._read_delete_file,
-            self._open_data_file,
-            Deadline(self.options.deletes.equality_delete_budget_seconds),
-        )
 
     # -- one version's changes ------------------------------------------------------
 
@@ -317,17 +302,15 @@ class IcebergTableReader:
         """A snapshot's changes as the difference of its files (and their vectors) from the last."""
         from share_store.iceberg import mapping
 
-        earlier = [v for v in listing.snapshots if v < version]
-        before = self.snapshot(max(earlier), listing) if earlier else None
+        earlier = previous_version(listing, version)
+        before = self.snapshot(earlier, listing) if earlier is not None else None
         snap = listing.table.metadata.snapshot_by_id(listing.snapshots[version])
         timestamp = listing.commit_times[version]
         return mapping.snapshot_changes(before, self.snapshot(version, listing), snap, timestamp)
 
     def _previous_schema(self, listing: IcebergListing, version: int) -> Any:
-        earlier = [v for v in listing.snapshots if v < version]
-        if not earlier:
-            return None
-        return self._schema_for(listing.table, listing.snapshots[max(earlier)])
+        earlier = previous_version(listing, version)
+        return None if earlier is None else schema_at(listing.table, listing.snapshots[earlier])
 
     # -- where files live --------------------------------------------------------------
 

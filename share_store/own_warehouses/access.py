@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pyiceberg.table import CommitTableRequest
 
 from share_store.own_warehouses import policies as actions
-from share_store.own_warehouses.catalog import LoadedTable, NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import creates
 from share_store.own_warehouses.errors import CatalogRefusal
+from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import Policy, table_arn, warehouse_arn
 
 

@@ -80,12 +80,13 @@ class CatalogCallers:
     def issue_token(self, access_key: str, secret: str, notes: dict[str, Any]) -> str | None:
         """OAuth2 client credentials: a short-lived bearer token for a catalog user's keys; None if
         they are not a user's."""
-        known = self.users.secret_for(access_key)
+        found = self.users.lookup(access_key)
+        known = None if found is None else found[1]
         # Compared even for an unknown key, so that the answer takes as long either way.
         matched = hmac.compare_digest((known or "\x00" * len(secret)).encode(), secret.encode())
-        if known is None or not matched:
+        if found is None or not matched:
             return None
-        notes["catalog_user"] = access_key
+        notes["catalog_user"] = found[0].name  # as every other request of the user is audited
         return self.tokens.encode({"k": access_key, "e": int(time.time()) + ACCESS_TOKEN_SECONDS})
 
     def _signed(self, credentials: Credentials) -> Principal:

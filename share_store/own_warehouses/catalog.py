@@ -48,7 +48,7 @@ from share_store.own_warehouses.locations import (
     requested_location,
 )
 from share_store.own_warehouses.metadata_files import MetadataFiles
-from share_store.own_warehouses.names import check_name, check_namespace, check_warehouse
+from share_store.own_warehouses.names import TableName, check_namespace, check_warehouse
 from share_store.own_warehouses.purge import purge
 from share_store.own_warehouses.rows import TablePointer
 from share_store.own_warehouses.table_locations import TableLocations
@@ -80,20 +80,6 @@ class NewTable:
     location: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
     stage: bool = False
-
-
-@dataclass(frozen=True)
-class TableName:
-    warehouse: str
-    namespace: tuple[str, ...]
-    name: str
-
-    @classmethod
-    def of(cls, warehouse: str, namespace: tuple[str, ...] | list[str], name: str) -> TableName:
-        return cls(check_warehouse(warehouse), check_namespace(namespace), check_name(name))
-
-    def __str__(self) -> str:
-        return ".".join((*self.namespace, self.name))
 
 
 class WarehouseCatalog:

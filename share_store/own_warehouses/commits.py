@@ -240,6 +240,17 @@ def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
 
 
 def string_properties(properties: dict[str, Any]) -> dict[str, str]:
+    """Properties as the spec keeps them, strings. A number or boolean is written as JSON writes it
+    ("true", as a table's own properties are, not Python's "True"); a null, object or array is
+    refused, as pyiceberg's model refuses it in a table's properties."""
     if not isinstance(properties, dict):
         raise InvalidParameter("properties must be an object of strings")
-    return {str(key): str(value) for key, value in properties.items()}
+    return {str(key): _property_text(str(key), value) for key, value in properties.items()}
+
+
+def _property_text(key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float) and value == value and value not in (float("inf"), float("-inf")):
+        return json.dumps(value)
+    raise InvalidParameter(f"property {key!r} must be a string, not {json.dumps(value)[:40]}")

@@ -15,6 +15,7 @@ bucket rules.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from share_store.errors import InvalidParameter
 
@@ -80,3 +81,19 @@ def namespace_levels(key: str) -> tuple[str, ...]:
 def parse_namespace_path(segment: str) -> tuple[str, ...]:
     """A namespace as a URL path segment names it: levels joined by the unit separator (%1F)."""
     return check_namespace(segment.split(LEVEL_SEPARATOR))
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A table of the own warehouses: its warehouse, namespace levels and name, each checked."""
+
+    warehouse: str
+    namespace: tuple[str, ...]
+    name: str
+
+    @classmethod
+    def of(cls, warehouse: str, namespace: tuple[str, ...] | list[str], name: str) -> TableName:
+        return cls(check_warehouse(warehouse), check_namespace(namespace), check_name(name))
+
+    def __str__(self) -> str:
+        return ".".join((*self.namespace, self.name))

@@ -17,9 +17,10 @@ from pyiceberg.catalog.rest import CreateTableRequest, RegisterTableRequest
 from pyiceberg.table import CommitTableRequest
 
 from share_store.errors import InvalidParameter
-from share_store.own_warehouses.catalog import LoadedTable, NewTable, TableName
+from share_store.own_warehouses.catalog import LoadedTable, NewTable
 from share_store.own_warehouses.commits import metadata_dict, parse_model
 from share_store.own_warehouses.names import (
+    TableName,
     check_name,
     check_namespace,
     check_warehouse,

@@ -25,9 +25,10 @@ from pyiceberg.table import (
     TableUpdate,
 )
 
-from share_store.own_warehouses.catalog import TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.errors import CommitConflict, NoSuchNamespace, NoSuchTable, NoSuchWarehouse
 from share_store.own_warehouses.file_io import ConfinedFileIO
+from share_store.own_warehouses.names import TableName
 
 
 class WarehouseTables(NoopCatalog):

@@ -36,10 +36,10 @@ from pyiceberg.transforms import (
 
 from share_store.errors import AdminError, AdminNotFound, InvalidParameter
 from share_store.own_warehouses.access import PROVIDER, CatalogAccess
-from share_store.own_warehouses.catalog import LoadedTable, NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import parse_model, read_metadata
 from share_store.own_warehouses.errors import NoSuchWarehouse
-from share_store.own_warehouses.names import LEVEL_SEPARATOR, check_namespace, check_warehouse
+from share_store.own_warehouses.names import LEVEL_SEPARATOR, TableName, check_namespace, check_warehouse
 from share_store.own_warehouses.policies import FULL_ACCESS_POLICY, Policy, parse_policy
 from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore

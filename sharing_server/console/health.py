@@ -10,9 +10,9 @@ from functools import partial
 from typing import Any
 
 from share_store.errors import ShareStoreError
+from share_store.readers.registry import TableReaders
 from share_store.storage import LocalStorage
 from share_store.storage.base import ObjectStorage
-from share_store.tables.readers import TableReaders
 from sharing_server import __version__
 from sharing_server.console.web import Call, Page
 

@@ -17,7 +17,8 @@ from pyiceberg.table.snapshots import Summary
 
 from share_store.errors import AdminError, ShareStoreError
 from share_store.model import NAME_PATTERN, TableSpec
-from share_store.own_warehouses.catalog import TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.names import TableName
 from sharing_server.console.shares import share_url
 from sharing_server.console.web import Call, Page
 

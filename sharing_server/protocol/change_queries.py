@@ -12,6 +12,7 @@ from functools import partial
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
+from share_store.readers.registry import TableReaders
 from share_store.tables.changes import (
     CommitAt,
     changed_paths,
@@ -22,7 +23,6 @@ from share_store.tables.changes import (
 )
 from share_store.tables.commits import first_version_at_or_after, version_at
 from share_store.tables.reader import TableReader, VersionListing
-from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
 from sharing_server.protocol.capabilities import Capabilities
 from sharing_server.protocol.encoding import LineEncoder

@@ -17,10 +17,10 @@ from typing import Any
 
 from share_store.errors import InvalidParameter
 from share_store.model import SharedTable
+from share_store.readers.registry import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.tables.commits import first_version_at_or_after
 from share_store.tables.reader import TableReader
-from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
 from sharing_server.protocol.capabilities import Capabilities
 from sharing_server.protocol.change_queries import ChangeQueries

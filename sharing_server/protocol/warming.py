@@ -56,9 +56,9 @@ from datetime import UTC, datetime, timedelta
 from share_store.errors import ShareStoreError
 from share_store.model import SharedTable
 from share_store.persistence import ShareStore
+from share_store.readers.registry import TableReaders
 from share_store.tables import actions
 from share_store.tables.reader import TableReader
-from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.summaries import SnapshotSummary
 from sharing_server.observability.metrics import Metrics

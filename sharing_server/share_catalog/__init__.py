@@ -2,6 +2,6 @@
 tokens.
 
 What a recipient may read of a table comes through the door
-(`share_store.tables.iceberg_grants`); this package holds only the HTTP
+(`share_store.readers.iceberg_grants`); this package holds only the HTTP
 handlers (`routes`) and how engines read the files (`delegation`).
 """

@@ -4,7 +4,7 @@ The Iceberg REST spec's `X-Iceberg-Access-Delegation` header lists what a client
 can do (`vended-credentials`, `remote-signing`). pyiceberg signs through this
 server; DuckDB, Trino and most engines need keys. With `[iceberg]
 credential_vending = "sts"`, a client that lists `vended-credentials` gets keys
-scoped to the table (`share_store/signing/sts_vending.py`); every other answer,
+scoped to the table (`share_store/storage/sts_vending.py`); every other answer,
 and every answer with vending off, points the client at this server's signer.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from starlette.requests import Request
 
 from share_store.model import SharedTable, Token
-from share_store.signing.sts_vending import VendedKeys
-from share_store.tables.iceberg_grants import IcebergGrants, TableGrant
+from share_store.readers.iceberg_grants import IcebergGrants, TableGrant
+from share_store.storage.sts_vending import VendedKeys
 from sharing_server import paths
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics

@@ -29,8 +29,8 @@ from starlette.routing import Route
 from share_store.errors import NotFound, Unauthenticated
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
+from share_store.readers.iceberg_grants import IcebergGrants
 from share_store.signing.request_signing import SigningRefused
-from share_store.tables.iceberg_grants import IcebergGrants
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import OAuthTokens

@@ -23,7 +23,8 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.authentication.tokens import hash_secret
 from share_store.model import parse_create_args
-from share_store.own_warehouses.catalog import NewTable, TableName
+from share_store.own_warehouses.catalog import NewTable
+from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.shared import WarehouseTables
 from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import Deployment, deploy

@@ -13,8 +13,9 @@ from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 
 from share_store.own_warehouses.access import PROVIDER, CatalogAccess, Forbidden, Principal
-from share_store.own_warehouses.catalog import NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import parse_model
+from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import READ_ONLY_EXAMPLE_POLICY, parse_policy
 from share_store.persistence import ShareStore, sqlite_url
 from share_store.signing.file_urls import UrlSigner

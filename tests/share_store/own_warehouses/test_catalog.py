@@ -16,9 +16,10 @@ from sqlalchemy import update
 
 from share_store.errors import InvalidParameter
 from share_store.own_warehouses import rows
-from share_store.own_warehouses.catalog import NewTable, TableName, WarehouseCatalog
+from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import metadata_json, parse_model
 from share_store.own_warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing, NotEmpty
+from share_store.own_warehouses.names import TableName
 from share_store.persistence import ShareStore, sqlite_url
 from share_store.persistence.schema import warehouse_tables_table
 from share_store.signing.file_urls import UrlSigner

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from share_store.signing.sts_vending import VendingSettings
 from share_store.signing.vended_scope import (
     MAX_POLICY_CHARS,
     VendingScope,
@@ -15,6 +14,7 @@ from share_store.signing.vended_scope import (
     prefixes_of,
     session_policy,
 )
+from share_store.storage.sts_vending import VendingSettings
 
 
 def test_the_policy_allows_reads_of_the_scope_and_lists_under_its_prefixes_only() -> None:

@@ -24,13 +24,13 @@ from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta import replay
 from share_store.model import SharedTable
+from share_store.readers.registry import TableReaders
 from share_store.signing.file_urls import UrlSigner
 from share_store.signing.sigv4 import Credentials, S3Presigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.tables.actions import FileEntry, entries
 from share_store.tables.active_files import StreamedFileSet
-from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot import TableSnapshot
 from sharing_server.http.ndjson import line_bytes
 from sharing_server.protocol import line_templates

@@ -20,9 +20,9 @@ from share_store.model import TableSpec
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityEvent
 from share_store.persistence.engine import sqlite_url
+from share_store.readers.registry import TableReaders
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
-from share_store.tables.readers import TableReaders
 from share_store.tables.snapshot_cache import SnapshotCache
 from share_store.tables.summaries import SnapshotSummary, SummarizedFiles
 from sharing_server.observability.metrics import Metrics

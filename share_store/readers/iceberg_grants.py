@@ -26,11 +26,11 @@ from share_store.iceberg.catalog_view import (
 )
 from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
 from share_store.model import SharedTable
+from share_store.readers.registry import TableReaders
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
-from share_store.signing.sts_vending import CredentialVendor, VendedKeys, VendingRefused
 from share_store.signing.vended_scope import VendingScope, narrowest, prefixes_of
 from share_store.storage.s3 import S3Settings, S3Storage
-from share_store.tables.readers import TableReaders
+from share_store.storage.sts_vending import CredentialVendor, VendedKeys, VendingRefused
 
 #: How long a table's readable files are trusted, and how soon a miss may look again.
 GRANT_SECONDS = 30.0
