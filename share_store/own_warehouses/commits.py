@@ -13,6 +13,7 @@ Pure functions on metadata values: no storage, no store.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -251,6 +252,6 @@ def string_properties(properties: dict[str, Any]) -> dict[str, str]:
 def _property_text(key: str, value: Any) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, bool | int | float) and value == value and value not in (float("inf"), float("-inf")):
+    if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
         return json.dumps(value)
     raise InvalidParameter(f"property {key!r} must be a string, not {json.dumps(value)[:40]}")
