@@ -19,7 +19,7 @@ from pyiceberg.table import CommitTableRequest
 from share_store.own_warehouses import policies as actions
 from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import creates
-from share_store.own_warehouses.errors import CatalogRefusal
+from share_store.own_warehouses.errors import CatalogRefusal, NoSuchTable
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import Policy, table_arn, warehouse_arn
 
@@ -163,5 +163,7 @@ class CatalogAccess:
 
     def report_metrics(self, table: TableName) -> None:
         """A scan's or commit's metrics report: accepted from whoever may read the table, kept nowhere
-        (the audit line records the request)."""
+        (the audit line records the request). A table that does not exist is a 404, as the spec has it."""
         self.who.require(actions.GET_TABLE, _arn(table))
+        if not self.catalog.table_exists(table):
+            raise NoSuchTable(f"Table does not exist: {table}")

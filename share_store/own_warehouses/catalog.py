@@ -329,9 +329,10 @@ class WarehouseCatalog:
         if source.warehouse != target.warehouse:
             raise InvalidParameter("a table cannot be renamed into another warehouse")
         with self._change() as conn:
+            # The spec's order: a missing source is a 404 before a taken destination is a 409.
+            pointer = rows.table_pointer(conn, source.warehouse, source.namespace, source.name)
             if rows.find_table_pointer(conn, target.warehouse, target.namespace, target.name) is not None:
                 raise AlreadyExists(f"Table already exists: {target}")
-            pointer = rows.table_pointer(conn, source.warehouse, source.namespace, source.name)
             rows.rename_table(conn, pointer, target.namespace, target.name)
 
     def register_table(

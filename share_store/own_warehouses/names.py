@@ -45,7 +45,9 @@ def check_warehouse(name: str) -> str:
 
 def check_name(name: str, what: str = "table") -> str:
     """A table name, one namespace level or a catalog user's name."""
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        raise InvalidParameter(f"invalid {what} name: it must be a string")
+    if not name:
         raise InvalidParameter(f"invalid {what} name: it is empty")
     if len(name.encode()) > MAX_NAME_BYTES:
         raise InvalidParameter(f"invalid {what} name: longer than {MAX_NAME_BYTES} characters")

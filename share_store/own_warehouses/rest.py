@@ -30,12 +30,17 @@ from share_store.own_warehouses.names import (
 
 def json_object(body: bytes) -> dict[str, Any]:
     try:
-        parsed = json.loads(body)
+        parsed = json.loads(body, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise InvalidParameter("the request body is not valid JSON") from None
     if not isinstance(parsed, dict):
         raise InvalidParameter("the request body must be a JSON object")
     return parsed
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON (RFC 8259), though Python's parser takes them.
+    raise ValueError(f"{name} is not JSON")
 
 
 def table_at(warehouse: str, namespace: str, table: str) -> TableName:
