@@ -55,7 +55,9 @@ def test_json_object_reads_an_object() -> None:
     assert rest.json_object(b'{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
 
 
-@pytest.mark.parametrize("raw", [b"", b"{not json", b'{"a": 1', b"\xff\xfe{}", b"'single'", b'{"a": NaN}', b'{"a": -Infinity}'])
+@pytest.mark.parametrize(
+    "raw", [b"", b"{not json", b'{"a": 1', b"\xff\xfe{}", b"'single'", b'{"a": NaN}', b'{"a": -Infinity}']
+)
 def test_json_object_refuses_what_is_not_json(raw: bytes) -> None:
     with pytest.raises(InvalidParameter, match="not valid JSON"):
         rest.json_object(raw)
