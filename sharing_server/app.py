@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import logging
 import threading
@@ -34,6 +35,7 @@ from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.data_access import DataAccess
 from share_store.own_warehouses.shared import OwnWarehouses
 from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore
@@ -120,7 +122,9 @@ def app_routes(services: Services) -> list[BaseRoute]:
         Mount(services.prefix, routes=protocol_routes(services)),
         Mount(paths.ADMIN_PREFIX, routes=admin_routes(services.admin, services.admin_token)),
         Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes(share_catalog, share_oauth)),
-        Mount(paths.WAREHOUSE_PREFIX, routes=warehouse_api(services.warehouses, services.callers)),
+        Mount(
+            paths.WAREHOUSE_PREFIX, routes=warehouse_api(services.warehouses, services.callers, services.data)
+        ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]
 
@@ -244,6 +248,12 @@ def create_app(
     callers = CatalogCallers(
         CatalogUsers(store.transactions, secret), TokenCodec(secret, "catalog-access"), admin_token
     )
+    # Writers' keys come from the same STS settings as recipients' ([iceberg] credential_*), on
+    # whenever the provider lists "vended-credentials" in [warehouses] access_delegation.
+    writers_vendor = CredentialVendor(dataclasses.replace(options.vending, mode="sts"))
+    data = DataAccess(
+        storage, options.access_delegation, writers_vendor, TokenCodec(secret, "writer-signing")
+    )
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     admin = Admin(
         store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret
@@ -272,6 +282,7 @@ def create_app(
         iceberg_grants=IcebergGrants(readers, vendor),
         warehouses=warehouses,
         callers=callers,
+        data=data,
         admin_token=admin_token,
         warmer=SnapshotWarmer(
             store,

@@ -23,6 +23,10 @@
            to Iceberg REST clients; default 10), credential_vending ("off" or
            "sts": keys scoped to a table for engines that ask), credential_role_arn,
            credential_sts_endpoint (default: the store's), credential_duration (900)
+[warehouses]  access_delegation: how writers' engines reach the own warehouses' files with only
+           the catalog's keys: "vended-credentials" (STS keys for the table's location, with
+           [iceberg]'s credential_role_arn, credential_sts_endpoint and credential_duration)
+           and/or "remote-signing" (this server signs each request); none by default
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds),
            warm_on_start (build the snapshots of the tables read in the last
@@ -31,7 +35,11 @@
            their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
-           (share_store/external_catalogs/settings.py), each block checked when read
+           (share_store/external_catalogs/settings.py), or the documented grammar's
+           backend, auth and storage (grammar.py), each block checked when read
+[catalog]  the legacy single unnamed catalog: only empty values, as the documented
+           multi-catalog example keeps it (`catalog_url = ""`), and then ignored
+[query]    default_catalog: taken and ignored (every table spec names its WAREHOUSE)
 [storage]  type = "local": root (subdirectories are buckets)
            type = "s3": endpoint, public_endpoint, region, access_key,
                         secret_key, session_token, path_style, connect_timeout,
@@ -64,10 +72,13 @@ from sharing_server.config_sections import (
     SECTION_KEYS,
     SERVER_KEYS,
     STORAGE_KEYS,
+    access_delegation,
     delete_options,
     max_token_lifetime,
     parse_bool,
     read_catalogs,
+    read_legacy_catalog,
+    read_query,
     read_section,
     token_hash,
     vending_settings,
@@ -117,6 +128,9 @@ class ServiceOptions:
     proxy_hops: int = 0
     iceberg: DeleteOptions = field(default_factory=DeleteOptions)
     vending: VendingSettings = field(default_factory=VendingSettings)
+    # `[warehouses] access_delegation`: how writers' engines reach own tables' files with only the
+    # catalog's keys ("vended-credentials", "remote-signing"); none by default.
+    access_delegation: tuple[str, ...] = ()
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
     # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
@@ -156,6 +170,7 @@ class ServerConfig:
     iceberg: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
     console: dict[str, Any] = field(default_factory=dict)
+    warehouses: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
@@ -193,7 +208,12 @@ class ServerConfig:
         except ValueError as error:
             raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
         iceberg = delete_options(self.iceberg)
-        options = dataclasses.replace(options, iceberg=iceberg, vending=vending_settings(self.iceberg))
+        options = dataclasses.replace(
+            options,
+            iceberg=iceberg,
+            vending=vending_settings(self.iceberg),
+            access_delegation=access_delegation(self.warehouses),
+        )
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
             # would have them fetch a new token before every request.
@@ -358,9 +378,12 @@ def load_config(
     config.store_url = store.get("url")
     config.storage = {"type": "local", **storage}
     config.catalogs = read_catalogs(raw.get("catalogs", {}))
+    read_legacy_catalog(raw.get("catalog"))
+    read_query(raw.get("query"))
     config.admin, config.limits, config.oauth = sections["admin"], sections["limits"], sections["oauth"]
     config.iceberg = sections["iceberg"]
     config.cache = sections["cache"]
     config.console = sections["console"]
+    config.warehouses = sections["warehouses"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

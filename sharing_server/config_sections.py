@@ -14,6 +14,7 @@ from typing import Any
 from share_store.errors import AdminError, CatalogError
 from share_store.external_catalogs.settings import catalog_settings
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
+from share_store.own_warehouses.data_access import ACCESS_MODES
 from share_store.storage.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
 from sharing_server.http.errors import ConfigError
@@ -134,6 +135,7 @@ SECTION_KEYS = {
         "warm_window_hours",
     ),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
+    "warehouses": ("access_delegation",),
 }
 STORAGE_KEYS = (
     "type",
@@ -166,6 +168,25 @@ def read_section(
     return values
 
 
+def access_delegation(values: dict[str, Any]) -> tuple[str, ...]:
+    """`[warehouses] access_delegation`: a list (or a comma-separated string, as an environment
+    variable gives it) of "vended-credentials" and "remote-signing"; none by default."""
+    raw = values.get("access_delegation", [])
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ConfigError(
+            '[warehouses] access_delegation: a list such as ["vended-credentials", "remote-signing"]'
+        )
+    modes = tuple(dict.fromkeys(item.strip().lower() for item in items if item.strip()))
+    unknown = [mode for mode in modes if mode not in ACCESS_MODES]
+    if unknown:
+        raise ConfigError(
+            f"[warehouses] access_delegation: {', '.join(unknown)} is no mode; "
+            f"use {' and/or '.join(ACCESS_MODES)}"
+        )
+    return modes
+
+
 def read_catalogs(raw: Any) -> dict[str, dict[str, str]]:
     """The `[catalogs.NAME]` blocks, each checked (`catalog_settings`): a bad one is named with its key."""
     if not isinstance(raw, dict):
@@ -177,3 +198,32 @@ def read_catalogs(raw: Any) -> dict[str, dict[str, str]]:
         return {name: catalog_settings(name, block) for name, block in raw.items()}
     except CatalogError as error:
         raise ConfigError(error.message) from None
+
+
+def read_legacy_catalog(raw: Any) -> None:
+    """The legacy single-catalog `[catalog]` block: none here, where every catalog is named
+    (`[catalogs.NAME]`, NAME being the WAREHOUSE a table spec names). The documentation's
+    multi-catalog example keeps one holding only `catalog_url = ""`; a block whose values are all
+    empty is that, and ignored. Anything else in it would be silently lost, so it is refused."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        raise ConfigError("catalog: the legacy [catalog] block is a table; name catalogs as [catalogs.NAME]")
+    for key, value in raw.items():
+        if value != "":
+            raise ConfigError(
+                f"[catalog] {key}: a single unnamed catalog is not read here; write it as [catalogs.NAME], "
+                "NAME being the WAREHOUSE of a table spec (an empty [catalog] is ignored)"
+            )
+
+
+def read_query(raw: Any) -> None:
+    """`[query]`: `default_catalog`, the engine's default for unqualified table names, is taken and
+    ignored, since every table spec here names its WAREHOUSE (`NAME:uniform:WAREHOUSE:NAMESPACE:TABLE`)."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        raise ConfigError("query: [query] is a table")
+    default = raw.get("default_catalog")
+    if default is not None and not isinstance(default, str):
+        raise ConfigError("[query] default_catalog: must be a string, a catalog's name")

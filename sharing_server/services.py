@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.data_access import DataAccess
 from share_store.persistence import ShareStore
 from share_store.readers.iceberg_grants import IcebergGrants
 from share_store.readers.registry import TableReaders
@@ -44,6 +45,7 @@ class Services:
     iceberg_grants: IcebergGrants
     warehouses: WarehouseCatalog
     callers: CatalogCallers
+    data: DataAccess
     admin_token: AdminToken
     warmer: SnapshotWarmer
     queries: TableQueries

@@ -19,13 +19,17 @@ s3_secret_key = "..."
 s3_path_style = true
 ```
 
-A backend's keys may sit in the block itself or in its `[backend]` table. The
+A backend's keys may sit in the block itself or in its `[backend]` table. A
+non-REST block may carry an empty `catalog_url`, as the documentation's
+multi-catalog example writes it: it is ignored (a non-empty one is refused). The
 result is the pyiceberg-key form the registry loads (`type`, `uri`, `s3.*`, ...)
 plus our own `sharing.*` keys: `sharing.backend` for the two backends pyiceberg
 lacks (`hadoop`, `s3tables`: our read-only catalogs) and `sharing.auth`, the
 `auth` table pyiceberg takes (JSON, decoded when the catalog loads). Pure
 functions: every mistake is one `CatalogError` line naming the catalog and the
-key, never a value.
+key, never a value. The result is itself a valid block in pyiceberg's key form
+(`settings.catalog_settings` takes it back unchanged), so a block is converted
+once, when the configuration is read, however often it is checked after.
 """
 
 from __future__ import annotations
@@ -126,6 +130,8 @@ def documented_settings(name: str, block: Mapping[str, Any]) -> dict[str, str]:
             if key in keys and keys[key] != text:
                 raise CatalogError(f"[catalogs.{name}] {key}: given twice, in the block and in its backend")
             keys[key] = text
+    if backend != "rest" and "catalog_url" in keys:
+        _no_catalog_url(name, backend, keys.pop("catalog_url"))
     required, optional = BACKEND_KEYS[backend]
     _known(name, "", keys, required + optional, f"a {backend} backend")
     _required(name, "", keys, required, f"a {backend} backend")
@@ -133,6 +139,26 @@ def documented_settings(name: str, block: Mapping[str, Any]) -> dict[str, str]:
     props.update(_auth(name, backend, _table(name, block, "auth")))
     props.update(_storage(name, _table(name, block, "storage")))
     return props
+
+
+def _no_catalog_url(name: str, backend: str, value: str) -> None:
+    """A non-REST backend has no catalog URL: an empty `catalog_url` (the documentation's example
+    writes one on its glue, s3tables and hms blocks) is ignored, any other refused."""
+    if value:
+        raise CatalogError(
+            f"[catalogs.{name}] catalog_url: a {backend} backend has no catalog URL; leave the key out "
+            "(an empty one, as the documentation writes it, is ignored)"
+        )
+
+
+def table_bucket_region(name: str, key: str, arn: str) -> str:
+    """The region of an S3 Tables bucket's ARN (`arn:aws:s3tables:REGION:ACCOUNT:bucket/NAME`)."""
+    parts = arn.split(":")
+    if len(parts) != 6 or parts[:3] != ["arn", "aws", "s3tables"] or not parts[5].startswith("bucket/"):
+        raise CatalogError(
+            f"[catalogs.{name}] {key}: not a table bucket ARN (arn:aws:s3tables:REGION:ACCOUNT:bucket/NAME)"
+        )
+    return parts[3]
 
 
 def _backend(name: str, backend: str, keys: dict[str, str]) -> dict[str, str]:
@@ -149,15 +175,10 @@ def _backend(name: str, backend: str, keys: dict[str, str]) -> dict[str, str]:
         return {"type": "sql", "uri": jdbc_uri(name, keys["url"]), **warehouse}
     if backend == "s3tables":
         arn = keys["table_bucket_arn"]
-        parts = arn.split(":")
-        if len(parts) != 6 or parts[:3] != ["arn", "aws", "s3tables"] or not parts[5].startswith("bucket/"):
-            raise CatalogError(
-                f"[catalogs.{name}] table_bucket_arn: not a table bucket ARN "
-                "(arn:aws:s3tables:REGION:ACCOUNT:bucket/NAME)"
-            )
+        region = table_bucket_region(name, "table_bucket_arn", arn)
         props = {"sharing.backend": "s3tables", "sharing.table-bucket-arn": arn, **warehouse}
-        if parts[3]:
-            props["client.region"] = parts[3]
+        if region:
+            props["client.region"] = region
         if keys.get("endpoint_url"):
             props["sharing.endpoint-url"] = keys["endpoint_url"]
         return props

@@ -156,6 +156,8 @@ class CatalogRegistry:
         url_lifetime: int = 3600,
         storage_endpoints: tuple[str | None, str | None] = (None, None),
     ) -> None:
+        # As written or as the configuration already converted them (`read_catalogs`): converting
+        # takes a converted block back unchanged, so the grammar is applied once either way.
         self.configs = {name: catalog_settings(name, props) for name, props in configs.items()}
         self.url_lifetime = url_lifetime
         self.storage_endpoints = storage_endpoints

@@ -6,7 +6,11 @@ or this server know. A dotted key (`s3.endpoint`, `rest.sigv4-enabled`,
 `header.X-Client`) is one of pyiceberg's many property families and is taken as is;
 a key without a dot that neither knows is a typo, and refused. Nested tables
 are the documented grammar's (`backend`, `auth`, `storage`: `grammar.py`), which a
-block may not mix with pyiceberg's keys; an unquoted `s3.endpoint` is refused. Every
+block may not mix with pyiceberg's keys; an unquoted `s3.endpoint` is refused. What
+the grammar makes is taken back as it is (`catalog_settings` of its own result is
+that result): a `hadoop` or `s3tables` block becomes `sharing.backend`, with no
+pyiceberg `type`, and is checked again by the registry after the configuration
+has converted it. Every
 failure is one `CatalogError` line naming the catalog and the key, never a value.
 What can only be checked on the running machine is the registry's
 (`CatalogRegistry.verify`).
@@ -19,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from share_store.errors import CatalogError
-from share_store.external_catalogs.grammar import documented_settings, uses_grammar
+from share_store.external_catalogs.grammar import documented_settings, table_bucket_region, uses_grammar
 
 OWN_PREFIX = "sharing."
 
@@ -38,13 +42,16 @@ OWN_KEYS = frozenset(
         "sharing.warehouses",
         "sharing.warehouse-template",
         "sharing.s3-public-endpoint",
-        # Made from the documented grammar (`grammar.py`), not written by hand.
+        # Made from the documented grammar (`grammar.py`), and taken back as made (`OWN_BACKENDS`).
         "sharing.backend",
         "sharing.table-bucket-arn",
         "sharing.endpoint-url",
         "sharing.auth",
     }
 )
+#: Our own read-only catalogs, `sharing.backend` of a block the documented grammar made
+#: (`grammar.py`: `hadoop`, `s3tables`), and what each cannot load without.
+OWN_BACKENDS = {"hadoop": ("warehouse",), "s3tables": ("sharing.table-bucket-arn",)}
 #: pyiceberg's catalog properties whose names have no dot. Dotted names (`s3.*`, `client.*`,
 #: `rest.*`, `header.*`, `adls.*`, `gcs.*`, `glue.*`, `hive.*`, …) are too many to list and
 #: are all passed on as they are.
@@ -183,6 +190,8 @@ def catalog_settings(name: str, block: Mapping[str, Any]) -> dict[str, str]:
     types = ", ".join(CATALOG_TYPES)
     if props.get("type") and props.get("py-catalog-impl"):
         raise CatalogError(f"[catalogs.{name}] type, py-catalog-impl: set one of them, not both")
+    if "sharing.backend" in props:
+        return _own_backend(name, props)
     kind = catalog_kind(props)
     if kind is None:
         return props
@@ -198,4 +207,26 @@ def catalog_settings(name: str, block: Mapping[str, Any]) -> dict[str, str]:
     for key in REQUIRED_KEYS.get(kind, ()):
         if not props.get(key):
             raise CatalogError(f"[catalogs.{name}] {key}: missing, and a {kind} catalog needs it")
+    return props
+
+
+def _own_backend(name: str, props: dict[str, str]) -> dict[str, str]:
+    """A block the documented grammar already made for one of our own catalogs (`sharing.backend`),
+    checked and taken as it is: the configuration converts each block when it is read, and the
+    registry checks the result again, which must not fail for want of pyiceberg's `type`."""
+    backend = props["sharing.backend"]
+    if backend not in OWN_BACKENDS:
+        ours = ", ".join(OWN_BACKENDS)
+        raise CatalogError(f"[catalogs.{name}] sharing.backend: '{backend}' is not one of ours; use {ours}")
+    clash = [key for key in ("type", "uri", "py-catalog-impl") if props.get(key)]
+    if clash:
+        raise CatalogError(
+            f"[catalogs.{name}] {', '.join(clash)}: pyiceberg's catalog, beside sharing.backend, "
+            "our own; set one of them"
+        )
+    for key in OWN_BACKENDS[backend]:
+        if not props.get(key):
+            raise CatalogError(f"[catalogs.{name}] {key}: missing, and a {backend} catalog needs it")
+    if backend == "s3tables":
+        table_bucket_region(name, "sharing.table-bucket-arn", props["sharing.table-bucket-arn"])
     return props

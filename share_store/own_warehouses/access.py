@@ -36,6 +36,8 @@ class Principal:
 
     name: str
     policy: Policy | None
+    #: A catalog user's access key (None for the provider): what a signing grant names it by.
+    key: str | None = None
 
     def allows(self, action: str, resource: str) -> bool:
         return self.policy is None or self.policy.allows(action, resource)
@@ -82,6 +84,18 @@ class CatalogAccess:
     def has_warehouse(self, name: str) -> bool:
         self.who.require(actions.GET_TABLE_BUCKET, warehouse_arn(name))
         return self.catalog.has_warehouse(name)
+
+    def warehouse_properties(self, name: str) -> dict[str, str]:
+        self.who.require(actions.GET_TABLE_BUCKET, warehouse_arn(name))
+        return self.catalog.warehouse_properties(name)
+
+    def update_warehouse_properties(
+        self, name: str, removals: list[str], updates: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """The warehouse's table defaults: the provider's to set, as they apply to every user's tables."""
+        if self.who.policy is not None:
+            raise Forbidden("only the provider (the admin token) may change a warehouse's table defaults")
+        return self.catalog.update_warehouse_properties(name, removals, updates)
 
     def drop_warehouse(self, name: str) -> None:
         self.who.require(actions.DELETE_TABLE_BUCKET, warehouse_arn(name))

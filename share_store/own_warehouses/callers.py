@@ -30,7 +30,7 @@ from typing import Any
 from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.authentication.sigv4 import verify_request
 from share_store.errors import ShareStoreError
-from share_store.own_warehouses.access import Principal
+from share_store.own_warehouses.access import PROVIDER, Principal
 from share_store.own_warehouses.users import CatalogUsers, KnownUser
 from share_store.signing.token_codec import TokenCodec
 
@@ -89,6 +89,14 @@ class CatalogCallers:
         notes["catalog_user"] = found[0].name  # as every other request of the user is audited
         return self.tokens.encode({"k": access_key, "e": int(time.time()) + ACCESS_TOKEN_SECONDS})
 
+    def principal(self, key: str) -> Principal | None:
+        """Who a signing grant names, as the store has it now: the provider for "", a catalog user by
+        its access key (None once removed)."""
+        if key == "":
+            return PROVIDER
+        user = self.users.known(key)
+        return None if user is None else Principal(user.name, user.policy, user.access_key)
+
     def _signed(self, credentials: Credentials) -> Principal:
         # The user read to check the signature is the caller: one read of the store, not two.
         found: dict[str, KnownUser] = {}
@@ -132,4 +140,4 @@ class CatalogCallers:
     @staticmethod
     def _as(user: KnownUser, notes: dict[str, Any]) -> Principal:
         notes["catalog_user"] = user.name
-        return Principal(user.name, user.policy)
+        return Principal(user.name, user.policy, user.access_key)

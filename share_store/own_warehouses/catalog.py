@@ -15,8 +15,7 @@ metadata names.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyiceberg.partitioning import PartitionSpec
@@ -26,7 +25,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import SortOrder
 from sqlalchemy.engine import Connection
 
-from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.errors import InvalidParameter
 from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.commits import (
@@ -47,13 +46,10 @@ from share_store.own_warehouses.locations import (
     check_write_paths,
     requested_location,
 )
-from share_store.own_warehouses.metadata_files import MetadataFiles
-from share_store.own_warehouses.names import TableName, check_namespace, check_warehouse
+from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.purge import purge
 from share_store.own_warehouses.rows import TablePointer
-from share_store.own_warehouses.table_locations import TableLocations
-from share_store.persistence.transactions import Transactions
-from share_store.storage.base import ObjectStorage
+from share_store.own_warehouses.warehouses import Warehouses
 
 log = logging.getLogger(__name__)
 
@@ -82,101 +78,7 @@ class NewTable:
     stage: bool = False
 
 
-class WarehouseCatalog:
-    def __init__(self, transactions: Transactions, storage: ObjectStorage) -> None:
-        self.transactions = transactions
-        self.storage = storage
-        self.files = MetadataFiles(storage)
-        self.locations = TableLocations(transactions, storage, self.files)
-        #: Counts warehouses made or dropped here, so that a cached list of them knows it is stale.
-        self.warehouse_changes = 0
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self.transactions.read() as conn:
-            yield conn
-
-    @contextmanager
-    def _change(self) -> Iterator[Connection]:
-        with self.transactions.change() as conn:
-            yield conn
-
-    # -- warehouses ---------------------------------------------------------------------
-
-    def create_warehouse(self, name: str, adopt: bool = False) -> None:
-        """A new warehouse and its bucket. A bucket that exists already (a Delta table's, another
-        application's) is refused, since its objects would become tables' files to overwrite and
-        purge; `adopt` (the provider's own choice, never a catalog user's) takes it as it is."""
-        check_warehouse(name)
-        taken = AlreadyExists(
-            f"bucket {name} already exists in the storage and is not a warehouse; the provider can adopt "
-            f"it with `sharing-server table warehouse create {name} --adopt`"
-        )
-        with self._change() as conn:
-            rows.create_warehouse(conn, name)
-            # In the transaction: a bucket the storage refuses leaves no warehouse row behind.
-            try:
-                if not adopt and self.storage.bucket_exists(name):
-                    raise taken
-                self.storage.create_bucket(name)
-            except FileExistsError:
-                if not adopt:  # made by someone else since it was looked for
-                    raise taken from None
-            except PermissionError as error:
-                raise UnsupportedOperation(f"the storage refused to create bucket {name}: {error}") from None
-        self.warehouse_changes += 1
-
-    def list_warehouses(self) -> list[str]:
-        with self._read() as conn:
-            return rows.list_warehouses(conn)
-
-    def has_warehouse(self, name: str) -> bool:
-        with self._read() as conn:
-            return rows.warehouse_exists(conn, name)
-
-    def drop_warehouse(self, name: str) -> None:
-        with self._change() as conn:
-            rows.drop_warehouse(conn, name)
-        self.warehouse_changes += 1
-        self.storage.delete_bucket(name)  # only if empty: objects left by others stay
-
-    # -- namespaces ---------------------------------------------------------------------
-
-    def create_namespace(self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]) -> None:
-        check_namespace(levels)
-        with self._change() as conn:
-            rows.create_namespace(conn, warehouse, levels, string_properties(properties))
-
-    def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-        with self._read() as conn:
-            return rows.list_namespaces(conn, warehouse, parent)
-
-    def load_namespace(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
-        with self._read() as conn:
-            rows.check_warehouse_exists(conn, warehouse)
-            return rows.namespace_properties(conn, warehouse, levels)
-
-    def update_namespace_properties(
-        self, warehouse: str, levels: tuple[str, ...], removals: list[str], updates: dict[str, str]
-    ) -> tuple[list[str], list[str], list[str]]:
-        """Updated, removed and missing keys, as the spec's response lists them."""
-        overlap = set(removals) & set(updates)
-        if overlap:
-            raise InvalidParameter(f"a key cannot be both updated and removed: {', '.join(sorted(overlap))}")
-        with self._change() as conn:
-            properties = rows.namespace_properties(conn, warehouse, levels)
-            missing = [key for key in removals if key not in properties]
-            removed = [key for key in removals if key in properties]
-            for key in removed:
-                del properties[key]
-            properties.update(string_properties(updates))
-            rows.set_namespace_properties(conn, warehouse, levels, properties)
-        return sorted(updates), removed, missing
-
-    def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None:
-        with self._change() as conn:
-            rows.drop_namespace(conn, warehouse, levels)
-
+class WarehouseCatalog(Warehouses):
     # -- tables -------------------------------------------------------------------------
 
     def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
@@ -189,9 +91,12 @@ class WarehouseCatalog:
                 rows.check_warehouse_exists(conn, table.warehouse)
             if rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None:
                 raise AlreadyExists(f"Table already exists: {table}")
-            defaults = rows.namespace_properties(conn, table.warehouse, table.namespace)
+            defaults = table_defaults(
+                rows.warehouse_properties(conn, table.warehouse),
+                rows.namespace_properties(conn, table.warehouse, table.namespace),
+            )
         where = self.locations.new(table.warehouse, table.namespace, table.name, new.location)
-        given = table_defaults(defaults) | string_properties(dict(new.properties))
+        given = defaults | string_properties(dict(new.properties))
         metadata = created_metadata(new.schema, new.partition_spec, new.sort_order, where.uri, given)
         check_write_paths(self.storage, where, metadata.properties)
         if new.stage:

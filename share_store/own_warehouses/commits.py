@@ -40,8 +40,11 @@ from pyiceberg.typedef import IcebergBaseModel
 from share_store.errors import InvalidParameter
 from share_store.own_warehouses.errors import CommitConflict, NoSuchTable
 
-#: Tables are created at v3 unless asked otherwise, as AIStor Tables does.
-DEFAULT_FORMAT_VERSION = 3
+#: Tables are created at v2 unless the create, its namespace's or its warehouse's `table-default.*`
+#: asks for another: Iceberg's own default, and what every engine writes (pyiceberg 0.12 and
+#: DuckDB 1.4 cannot write v3 data). v3 is served in full on request.
+DEFAULT_FORMAT_VERSION = 2
+TABLE_DEFAULT = "table-default."
 FORMAT_VERSIONS = (1, 2, 3)
 
 
@@ -226,18 +229,39 @@ def with_row_lineage(
     return metadata.model_copy(update={"next_row_id": next_row_id})
 
 
-def table_defaults(namespace_properties: dict[str, str]) -> dict[str, str]:
-    """The namespace's `table-default.*` properties, which tables created in it start with.
+def table_defaults(*levels: dict[str, str]) -> dict[str, str]:
+    """The `table-default.*` properties tables created start with, from the warehouse's and then the
+    namespace's (a later level wins; a table's own properties win over all).
 
-    Iceberg's own convention (its catalogs' `table-default.` prefix), taken from the
-    namespace so that engines which cannot ask for a property get it anyway:
-    `table-default.format-version = 2` lets DuckDB 1.4, which writes only v2, create
-    tables it can then write. A table's own properties win.
+    Iceberg's own convention (its catalogs' `table-default.` prefix), so that engines which
+    cannot ask for a property get it anyway: `table-default.format-version = 3` on a warehouse
+    makes every new table of it v3 unless its namespace or the create says otherwise.
     """
-    prefix = "table-default."
-    return {
-        key[len(prefix) :]: value for key, value in namespace_properties.items() if key.startswith(prefix)
-    }
+    defaults: dict[str, str] = {}
+    for properties in levels:
+        defaults.update(
+            {
+                key[len(TABLE_DEFAULT) :]: value
+                for key, value in properties.items()
+                if key.startswith(TABLE_DEFAULT)
+            }
+        )
+    return defaults
+
+
+def changed_properties(
+    properties: dict[str, str], removals: list[str], updates: dict[str, Any]
+) -> tuple[dict[str, str], list[str], list[str], list[str]]:
+    """`properties` with `removals` removed and `updates` set, and the updated, removed and missing
+    keys, as the spec's properties response lists them."""
+    overlap = set(removals) & set(updates)
+    if overlap:
+        raise InvalidParameter(f"a key cannot be both updated and removed: {', '.join(sorted(overlap))}")
+    missing = [key for key in removals if key not in properties]
+    removed = [key for key in removals if key in properties]
+    changed = {key: value for key, value in properties.items() if key not in removed}
+    changed.update(string_properties(updates))
+    return changed, sorted(updates), removed, missing
 
 
 def string_properties(properties: dict[str, Any]) -> dict[str, str]:

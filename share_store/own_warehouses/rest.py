@@ -26,6 +26,7 @@ from share_store.own_warehouses.names import (
     check_warehouse,
     parse_namespace_path,
 )
+from share_store.signing.request_signing import parse_sign_request
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -143,6 +144,11 @@ def _identifier(warehouse: str, raw: Any, what: str) -> TableName:
     return TableName.of(warehouse, raw["namespace"], raw["name"])
 
 
+def sign_request(body: bytes) -> tuple[str, str, dict[str, list[str]]]:
+    """A remote-signing request (`POST .../s3-sign/{grant}`): its method, URI and headers."""
+    return parse_sign_request(body)
+
+
 def snapshots_mode(value: str | None) -> str:
     """`?snapshots=` of a table load: every snapshot, or only those a branch or tag points at."""
     mode = value or "all"
@@ -154,13 +160,21 @@ def snapshots_mode(value: str | None) -> str:
 # -- results --------------------------------------------------------------------------------
 
 
-def load_result(loaded: LoadedTable, snapshots: str = "all") -> dict[str, Any]:
-    """The spec's `LoadTableResult`."""
+def load_result(
+    loaded: LoadedTable,
+    snapshots: str = "all",
+    delegation: tuple[dict[str, str], list[dict[str, Any]]] = ({}, []),
+) -> dict[str, Any]:
+    """The spec's `LoadTableResult`, with the `config` and `storage-credentials` of its access
+    delegation (`data_access`), if any."""
     metadata = metadata_dict(loaded.metadata)
     if snapshots == "refs":
         wanted = {ref["snapshot-id"] for ref in metadata.get("refs", {}).values()}
         metadata["snapshots"] = [s for s in metadata.get("snapshots", []) if s["snapshot-id"] in wanted]
-    result: dict[str, Any] = {"metadata": metadata, "config": {}}
+    config, credentials = delegation
+    result: dict[str, Any] = {"metadata": metadata, "config": dict(config)}
+    if credentials:
+        result["storage-credentials"] = credentials
     if loaded.metadata_location is not None:
         result["metadata-location"] = loaded.metadata_location
     return result

@@ -97,6 +97,19 @@ def lock_warehouse(conn: Connection, name: str) -> None:
     conn.execute(update(warehouses_table).where(warehouses_table.c.name == name).values(name=name))
 
 
+def warehouse_properties(conn: Connection, name: str) -> dict[str, str]:
+    t = warehouses_table
+    row = conn.execute(select(t.c.properties).where(t.c.name == name)).first()
+    if row is None:
+        raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+    return dict(json.loads(row[0])) if row[0] else {}
+
+
+def set_warehouse_properties(conn: Connection, name: str, properties: dict[str, str]) -> None:
+    t = warehouses_table
+    conn.execute(update(t).where(t.c.name == name).values(properties=json.dumps(properties)))
+
+
 def check_warehouse_exists(conn: Connection, name: str) -> None:
     if not warehouse_exists(conn, name):
         raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
@@ -296,9 +309,7 @@ def rename_table(conn: Connection, current: TablePointer, levels: tuple[str, ...
     require_namespace(conn, current.warehouse, levels)
     t = warehouse_tables_table
     try:
-        conn.execute(
-            update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name)
-        )
+        conn.execute(update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name))
     except IntegrityError:
         raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
 

@@ -206,6 +206,8 @@ warehouses_table = Table(
     metadata,
     Column("name", String(63), primary_key=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # JSON: the warehouse's `table-default.*` properties, under every namespace's own (0009).
+    Column("properties", Text, nullable=True),
 )
 
 # A nested namespace's levels are joined with the unit separator (\x1f).

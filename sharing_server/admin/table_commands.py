@@ -37,7 +37,7 @@ from pyiceberg.transforms import (
 from share_store.errors import AdminError, AdminNotFound, InvalidParameter
 from share_store.own_warehouses.access import PROVIDER, CatalogAccess
 from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
-from share_store.own_warehouses.commits import parse_model, read_metadata
+from share_store.own_warehouses.commits import TABLE_DEFAULT, parse_model, read_metadata
 from share_store.own_warehouses.errors import NoSuchWarehouse
 from share_store.own_warehouses.names import LEVEL_SEPARATOR, TableName, check_namespace, check_warehouse
 from share_store.own_warehouses.policies import FULL_ACCESS_POLICY, Policy, parse_policy
@@ -57,6 +57,10 @@ class TableBackend(Protocol):
     def create_warehouse(self, name: str, adopt: bool = False) -> None: ...
     def list_warehouses(self) -> list[str]: ...
     def drop_warehouse(self, name: str) -> None: ...
+    def warehouse_properties(self, name: str) -> dict[str, str]: ...
+    def update_warehouse_properties(
+        self, name: str, removals: list[str], updates: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]: ...
     def create_namespace(
         self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
     ) -> object: ...
@@ -95,6 +99,16 @@ class RemoteTables:
 
     def drop_warehouse(self, name: str) -> None:
         self._call("DELETE", f"/warehouses/{_segment(name)}")
+
+    def warehouse_properties(self, name: str) -> dict[str, str]:
+        return dict(self._call("GET", f"/warehouses/{_segment(name)}").get("properties") or {})
+
+    def update_warehouse_properties(
+        self, name: str, removals: list[str], updates: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        body = {"removals": removals, "updates": updates}
+        answer = self._call("POST", f"/warehouses/{_segment(name)}/properties", body)
+        return answer["updated"], answer["removed"], answer.get("missing") or []
 
     def create_namespace(self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]) -> None:
         body = {"namespace": list(levels), "properties": properties}
@@ -237,6 +251,8 @@ def run_table(args: argparse.Namespace, tables: TableBackend, users: CatalogUser
     elif what == "warehouse create":
         tables.create_warehouse(check_warehouse(args.warehouse), adopt=args.adopt)
         print(f"{'Adopted bucket as' if args.adopt else 'Created'} warehouse '{args.warehouse}'.")
+    elif what == "warehouse defaults":
+        run_warehouse_defaults(tables, args)
     elif what == "warehouse remove":
         _require_warehouse(tables, args.warehouse)
         tables.drop_warehouse(args.warehouse)
@@ -245,6 +261,29 @@ def run_table(args: argparse.Namespace, tables: TableBackend, users: CatalogUser
         run_namespace(tables, args)
     else:
         run_table_verb(tables, args)
+
+
+def run_warehouse_defaults(tables: TableBackend, args: argparse.Namespace) -> None:
+    """`warehouse defaults W [--set K=V]... [--unset K]...`: keys without `table-default.` get it."""
+    name = _require_warehouse(tables, args.warehouse)
+    updates: dict[str, str] = {}
+    for pair in args.set:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AdminError(f"--set takes KEY=VALUE, e.g. format-version=3, not {pair!r}")
+        updates[_table_default(key.strip())] = value
+    removals = [_table_default(key.strip()) for key in args.unset]
+    if updates or removals:
+        tables.update_warehouse_properties(name, removals, updates)
+    defaults = tables.warehouse_properties(name)
+    if not defaults:
+        print(f"Warehouse '{name}' has no table defaults (new tables are format version 2).")
+    for key, value in sorted(defaults.items()):
+        print(f"{key.removeprefix(TABLE_DEFAULT)}={value}")
+
+
+def _table_default(key: str) -> str:
+    return key if key.startswith(TABLE_DEFAULT) else TABLE_DEFAULT + key
 
 
 def _require_warehouse(tables: TableBackend, name: str) -> str:
@@ -285,14 +324,14 @@ def run_table_verb(tables: TableBackend, args: argparse.Namespace) -> None:
         schema: Schema = parse_model(Schema, args.schema.encode(), "schema")
         spec = partition_spec(schema, args.partition)
         _require_warehouse(tables, table.warehouse)
-        properties = {"format-version": str(args.format_version)}
+        properties = {} if args.format_version is None else {"format-version": str(args.format_version)}
         created = tables.create_table(
             table, NewTable(schema, spec, location=args.location, properties=properties)
         )
         partitioned = ", partitioned by " + ", ".join(f.name for f in spec.fields) if spec.fields else ""
         print(
             f"Created table '{table}' in warehouse '{table.warehouse}' "
-            f"(format version {args.format_version}{partitioned})."
+            f"(format version {created.metadata.format_version}{partitioned})."
         )
         print(f"Location:         {created.metadata.location}")
     elif args.what == "table info":

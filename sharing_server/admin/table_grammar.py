@@ -97,6 +97,24 @@ def add_table_commands(commands: Any) -> None:
         help="take a bucket that already exists as the warehouse, objects and all (refused otherwise)",
     )
     _leaf(verbs, "list", "warehouse list", (), "list warehouses")
+    defaults = _leaf(
+        verbs,
+        "defaults",
+        "warehouse defaults",
+        ("warehouse",),
+        "show, set or unset the properties every new table of a warehouse starts with "
+        "(under its namespace's table-default.* and the create's own)",
+    )
+    defaults.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a table property's default, e.g. format-version=3 (repeat for more)",
+    )
+    defaults.add_argument(
+        "--unset", action="append", default=[], metavar="KEY", help="drop a default (repeat for more)"
+    )
     _leaf(verbs, "remove", "warehouse remove", ("warehouse",), "remove an empty warehouse")
 
     namespace = table.add_parser("namespace", help="manage namespaces (dotted for nested: sales.eu)")
@@ -145,8 +163,7 @@ def add_table_commands(commands: Any) -> None:
         "--format-version",
         type=int,
         choices=(1, 2, 3),
-        default=3,
-        help="the Iceberg format version (default 3)",
+        help="the Iceberg format version (default: the namespace's or warehouse's table default, else 2)",
     )
     create.add_argument(
         "--location",

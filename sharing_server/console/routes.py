@@ -75,6 +75,7 @@ def _pages(_page: Callable[..., Route], console: Console | None) -> list[BaseRou
         _page(RECIPIENT + "/tokens/{token_id}/revoke", named_recipients.revoke_token, "POST"),
         _page("/tables", warehouses.tables_page),
         _page("/tables/share", warehouses.share_table_page),
+        _page("/tables/defaults", warehouses.set_format_version, "POST"),
         _page("/activity", activity.activity_page),
         _page("/health", health.health_page),
         Mount("/static", StaticFiles(directory=STATIC), name="console_static"),

@@ -1,6 +1,7 @@
 """The Tables page: the provider's own warehouses (AIStor Tables), their namespaces and tables.
 
-Read-only. Each table is shown from its current metadata file (format version,
+Each warehouse shows the format version its new tables get (settable here: its
+`table-default.format-version`). Each table is shown from its current metadata file (format version,
 snapshots, the current snapshot's time and `total-records`, location) with a
 "Share…" link: a page that lists the shares and opens a share's "Add a table"
 form with the table's spec filled in (`SCHEMA:NAME:uniform:WAREHOUSE:NAMESPACE:TABLE`).
@@ -17,10 +18,12 @@ from pyiceberg.table.snapshots import Summary
 
 from share_store.errors import AdminError, ShareStoreError
 from share_store.model import NAME_PATTERN, TableSpec
+from share_store.own_warehouses.access import PROVIDER, CatalogAccess
 from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, TABLE_DEFAULT
 from share_store.own_warehouses.names import TableName
 from sharing_server.console.shares import share_url
-from sharing_server.console.web import Call, Page
+from sharing_server.console.web import Call, Page, Redirect
 
 # A page, not a crawler: namespaces walked and table metadata files read at most in one request.
 MAX_NAMESPACES = 1000
@@ -63,6 +66,13 @@ class WarehouseEntry:
     name: str
     namespaces: list[NamespaceEntry] = field(default_factory=list)
     problem: str = ""
+    #: Its table defaults (`table-default.*`, shown without the prefix).
+    defaults: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def format_version(self) -> str:
+        """The format version its new tables get unless a namespace or the create says otherwise."""
+        return self.defaults.get("format-version", str(DEFAULT_FORMAT_VERSION))
 
     @property
     def table_count(self) -> int:
@@ -165,6 +175,12 @@ def warehouse_entries(catalog: WarehouseCatalog) -> tuple[list[WarehouseEntry], 
     for name in sorted(catalog.list_warehouses()):
         entry = WarehouseEntry(name)
         entries.append(entry)
+        try:
+            properties = catalog.warehouse_properties(name)
+        except ShareStoreError as error:
+            entry.problem = _problem(error)
+            continue
+        entry.defaults = {key.removeprefix(TABLE_DEFAULT): value for key, value in properties.items()}
         _walk(catalog, entry, (), budget)
     return entries, budget.cut
 
@@ -180,6 +196,23 @@ def tables_page(call: Call) -> Page:
         "active": "tables",
     }
     return Page("warehouses.html", context)
+
+
+def set_format_version(call: Call) -> Redirect:
+    """The format version a warehouse's new tables get by default (its `table-default.format-version`),
+    as `table warehouse defaults W --set format-version=N` sets it; "" goes back to the server's."""
+    warehouse, version = call.form.get("warehouse", ""), call.form.get("format_version", "")
+    key = TABLE_DEFAULT + "format-version"
+    access = CatalogAccess(call.console.warehouses, PROVIDER)
+    if version == "":
+        access.update_warehouse_properties(warehouse, [key], {})
+        said = f"the server's default ({DEFAULT_FORMAT_VERSION})"
+    elif version.isdigit() and int(version) in FORMAT_VERSIONS:
+        access.update_warehouse_properties(warehouse, [], {key: version})
+        said = f"version {version}"
+    else:
+        raise AdminError(f"format version must be one of {', '.join(map(str, FORMAT_VERSIONS))}")
+    return Redirect(TABLES_URL, flash=("ok", f"New tables of warehouse {warehouse} get format {said}."))
 
 
 def share_table_page(call: Call) -> Page:

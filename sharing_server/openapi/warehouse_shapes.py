@@ -203,7 +203,16 @@ def schemas() -> dict[str, Schema]:
 def _catalog_schemas() -> dict[str, Schema]:
     """Warehouses and namespaces."""
     return {
-        "Warehouse": object_schema({"name": STRING}),
+        "Warehouse": object_schema(
+            {"name": STRING},
+            {
+                "properties": _described(
+                    STRING_MAP,
+                    "Its `table-default.*` properties, which new tables of every namespace in it start "
+                    "with, under the namespace's own (a load only).",
+                )
+            },
+        ),
         "WarehouseList": object_schema({"warehouses": array(model("Warehouse"))}),
         "CreateWarehouseRequest": object_schema(
             {"name": WAREHOUSE},

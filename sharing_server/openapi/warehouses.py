@@ -122,11 +122,30 @@ def _catalog_operations() -> dict[OperationKey, Schema]:
         ("warehouse", "GET"): catalog_operation(
             "loadWarehouse",
             "A warehouse (HEAD: whether it exists)",
-            "The warehouse's name; HEAD answers 204 with no body if it exists.",
+            "The warehouse's name and table defaults; HEAD answers 204 with no body if it exists.",
             returns("The warehouse.", "Warehouse"),
             {**bad_warehouse, 404: NO_WAREHOUSE},
             on_warehouse(actions.GET_TABLE_BUCKET),
             [warehouse],
+        ),
+        ("warehouse_properties", "POST"): catalog_operation(
+            "updateWarehouseProperties",
+            "Set and remove a warehouse's table defaults",
+            "Its `table-default.*` properties (e.g. `table-default.format-version`), which new tables "
+            "of every namespace in it start with, under the namespace's own and the create's; "
+            "applied together, as a namespace's properties are. The admin token only: a warehouse's "
+            "defaults apply to every user's tables.",
+            returns("What was updated, removed and missing.", "UpdateNamespacePropertiesResponse"),
+            {
+                **bad_warehouse,
+                400: "An invalid name, a body that does not fit, a key that is not `table-default.*`, or "
+                "a key both updated and removed (`BadRequestException`).",
+                403: "Not the admin token, or a SigV4 signature that does not verify (`ForbiddenException`).",
+                404: NO_WAREHOUSE,
+            },
+            None,
+            [warehouse],
+            body="UpdateNamespacePropertiesRequest",
         ),
         ("warehouse", "DELETE"): catalog_operation(
             "dropWarehouse",
@@ -279,15 +298,44 @@ def _table_operations() -> dict[OperationKey, Schema]:
         ("warehouse_table_metrics", "POST"): catalog_operation(
             "warehouseReportMetrics",
             "Report a scan's or a commit's metrics",
-            "Accepted and dropped (the request is in the audit log); the table is not looked up.",
+            "Accepted and dropped (the request is in the audit log).",
             (204, NO_CONTENT),
             {
                 400: BAD_NAMES + ", or a body that is not a JSON object (`BadRequestException`).",
-                404: "Not a table's path (`NoSuchEndpointException`).",
+                404: NO_TABLE,
             },
             on_table(actions.GET_TABLE),
             table,
             "ReportMetricsRequest",
+        ),
+        ("warehouse_table_credentials", "GET"): catalog_operation(
+            "warehouseLoadCredentials",
+            "Fresh keys for a table's location (writers' credential vending on)",
+            "STS keys whose session policy allows reading, and with `s3tables:PutTableData` writing and "
+            "deleting, only under the table's recorded location. Refused with the setting to turn on "
+            "(`[warehouses] access_delegation`) while it is off.",
+            returns("Keys and the location they serve.", "LoadCredentialsResult"),
+            {
+                400: BAD_NAMES + ", or vending is off (`BadRequestException`).",
+                404: NO_TABLE,
+                406: "The storage is not S3 with static keys (`UnsupportedOperationException`).",
+                503: UNAVAILABLE,
+            },
+            on_table(actions.GET_TABLE_DATA),
+            table,
+        ),
+        ("warehouse_s3_sign", "POST"): catalog_operation(
+            "warehouseSignS3Request",
+            "Sign one S3 request of a writer's engine (remote signing)",
+            "The grant in the path comes with a table load (`s3.signer.endpoint`) and names the caller "
+            "and the table: a GET or HEAD of one object under the table's location is signed if the "
+            f"caller's policy allows `{actions.GET_TABLE_DATA}`, a PUT, DELETE or multipart step if it "
+            f"allows `{actions.PUT_TABLE_DATA}`; anything else is refused. No other credentials.",
+            returns("Headers that authorize the request.", "S3SignResult"),
+            {400: "A body that does not fit, or signing is off (`BadRequestException`).", 503: UNAVAILABLE},
+            None,
+            [PREFIX, parameter("grant", "path", STRING, "The grant a table load handed out.")],
+            "S3SignRequest",
         ),
     }
 

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.data_access import DataAccess
 from sharing_server import paths
 from sharing_server.auth.catalog import CatalogTokens
 from sharing_server.http.iceberg_errors import error_response
@@ -26,10 +27,11 @@ async def not_served(request: Request) -> Response:
     )
 
 
-def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers) -> list[Route]:
-    """The routes, their handlers given the catalog and its callers (nothing looked up per request)."""
+def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: DataAccess) -> list[Route]:
+    """The routes, their handlers given the catalog, its callers and its data access (nothing looked
+    up per request)."""
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
-    r, t = WarehouseEndpoints(catalog, callers), TableEndpoints(catalog, callers)
+    r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
     tokens = CatalogTokens(callers)
     return [
         Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
@@ -37,6 +39,9 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers) -> list[Ro
         Route(paths.WAREHOUSES, r.warehouses, methods=["GET"], name="warehouses_list"),
         Route(paths.WAREHOUSES, r.warehouses, methods=["POST"], name="warehouses_create"),
         Route(paths.WAREHOUSE, r.warehouse, methods=["GET", "HEAD", "DELETE"], name="warehouse"),
+        Route(
+            paths.WAREHOUSE_PROPERTIES, r.warehouse_properties, methods=["POST"], name="warehouse_properties"
+        ),
         Route(paths.WAREHOUSE_NAMESPACES, r.namespaces, methods=["GET", "POST"], name="warehouse_namespaces"),
         Route(
             paths.WAREHOUSE_NAMESPACE,
@@ -55,6 +60,13 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers) -> list[Ro
             paths.WAREHOUSE_TABLE, t.table, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_table"
         ),
         Route(paths.WAREHOUSE_TABLE_METRICS, t.metrics, methods=["POST"], name="warehouse_table_metrics"),
+        Route(
+            paths.WAREHOUSE_TABLE_CREDENTIALS,
+            t.credentials,
+            methods=["GET"],
+            name="warehouse_table_credentials",
+        ),
+        Route(paths.WAREHOUSE_S3_SIGN, t.sign, methods=["POST"], name="warehouse_s3_sign"),
         Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
         Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
         Route(paths.WAREHOUSE_TRANSACTIONS, t.transaction, methods=["POST"], name="warehouse_transactions"),

@@ -11,27 +11,45 @@ answer by refreshing and retrying.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.own_warehouses import rest
+from sharing_server import paths
 from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
+from sharing_server.observability.audit import audit_fields
 from sharing_server.own_warehouses.requests import CatalogEndpoints
+
+#: The spec's header an engine lists the ways it can reach the files in (`data_access`).
+DELEGATION = "X-Iceberg-Access-Delegation"
+
+
+def _no_store(delegation: tuple[dict[str, str], list[Any]]) -> dict[str, str] | None:
+    """Answers that carry keys or a signing grant are kept by no cache."""
+    config, credentials = delegation
+    return {"Cache-Control": "no-store"} if config or credentials else None
 
 
 class TableEndpoints(CatalogEndpoints):
     @iceberg_errors("NoSuchNamespaceException")
     async def tables(self, request: Request) -> Response:
         credentials = await credentials_of(request)
-        params = request.path_params
+        params, asked = request.path_params, request.headers.get(DELEGATION)
+        signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
         access = await self.access(credentials)
         warehouse, levels = rest.namespace_at(params["prefix"], params["namespace"])
         if request.method == "POST":
             table, new = rest.new_table(warehouse, levels, credentials.body)
             loaded = await run_in_threadpool(access.create_table, table, new)
-            return JSONResponse(rest.load_result(loaded))
+            # A staged create's keys or signatures are for the location handed out with it.
+            delegation = await run_in_threadpool(
+                self.data.delegate, asked, access, table, loaded, signer, credentials.notes
+            )
+            return JSONResponse(rest.load_result(loaded, "all", delegation), headers=_no_store(delegation))
         names = await run_in_threadpool(access.list_tables, warehouse, levels)
         identifiers = [{"namespace": list(levels), "name": name} for name in names]
         return JSONResponse({"identifiers": identifiers, "next-page-token": None})
@@ -39,7 +57,8 @@ class TableEndpoints(CatalogEndpoints):
     @iceberg_errors("NoSuchTableException")
     async def table(self, request: Request) -> Response:
         credentials = await credentials_of(request)
-        params, query = request.path_params, request.query_params
+        params, query, asked = request.path_params, request.query_params, request.headers.get(DELEGATION)
+        signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
         access = await self.access(credentials)
         name = rest.table_at(params["prefix"], params["namespace"], params["table"])
         if request.method == "DELETE":
@@ -55,7 +74,41 @@ class TableEndpoints(CatalogEndpoints):
             return Response(status_code=204 if exists else 404)
         snapshots = rest.snapshots_mode(query.get("snapshots"))
         loaded = await run_in_threadpool(access.load_table, name)
-        return JSONResponse(rest.load_result(loaded, snapshots))
+        delegation = await run_in_threadpool(
+            self.data.delegate, asked, access, name, loaded, signer, credentials.notes
+        )
+        return JSONResponse(rest.load_result(loaded, snapshots, delegation), headers=_no_store(delegation))
+
+    @iceberg_errors("NoSuchTableException")
+    async def credentials(self, request: Request) -> Response:
+        """The spec's credentials refresh: fresh keys for the table's location, when vending is on."""
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = rest.table_at(params["prefix"], params["namespace"], params["table"])
+        loaded = await run_in_threadpool(access.load_table, name)
+        vended = await run_in_threadpool(self.data.refreshed, access, name, loaded, credentials.notes)
+        return JSONResponse({"storage-credentials": vended}, headers={"Cache-Control": "no-store"})
+
+    @iceberg_errors("NoSuchTableException")
+    async def sign(self, request: Request) -> Response:
+        """The writers' remote signer: one S3 request of an engine holding a grant of a table load.
+
+        The grant in the path is the proof (pyiceberg's signer sends no catalog credentials with
+        SigV4): it names the caller and the table, and each request is checked against them."""
+        params, body, notes = request.path_params, await request.body(), audit_fields(request)
+        method, uri, headers = rest.sign_request(body)
+        signed = await run_in_threadpool(
+            self.data.sign,
+            params["prefix"],
+            params["grant"],
+            self.callers.principal,
+            method,
+            uri,
+            headers,
+            notes,
+        )
+        return JSONResponse({"uri": uri, "headers": signed}, headers={"Cache-Control": "no-store"})
 
     @iceberg_errors("NoSuchNamespaceException")
     async def register(self, request: Request) -> Response:

@@ -45,7 +45,8 @@ ENDPOINTS = [
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
 ]
-
+#: Served when the provider vends keys to writers (`[warehouses] access_delegation`).
+CREDENTIALS_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
 
 
 class WarehouseEndpoints(CatalogEndpoints):
@@ -57,10 +58,13 @@ class WarehouseEndpoints(CatalogEndpoints):
         warehouse = request.query_params.get("warehouse")
         access = await self.access(credentials)
         if not warehouse:
-            raise InvalidParameter("name the warehouse: GET /v1/config?warehouse=NAME (a plain name, no s3://)")
+            raise InvalidParameter(
+                "name the warehouse: GET /v1/config?warehouse=NAME (a plain name, no s3://)"
+            )
         if not await run_in_threadpool(access.has_warehouse, check_warehouse(warehouse)):
             raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
-        return JSONResponse({"defaults": {}, "overrides": {"prefix": warehouse}, "endpoints": ENDPOINTS})
+        endpoints = ENDPOINTS + (CREDENTIALS_ENDPOINTS if self.data.vends else [])
+        return JSONResponse({"defaults": {}, "overrides": {"prefix": warehouse}, "endpoints": endpoints})
 
     @iceberg_errors("NoSuchWarehouseException")
     async def warehouses(self, request: Request) -> Response:
@@ -82,9 +86,24 @@ class WarehouseEndpoints(CatalogEndpoints):
         if request.method == "DELETE":
             await run_in_threadpool(access.drop_warehouse, name)
             return Response(status_code=204)
-        if not await run_in_threadpool(access.has_warehouse, name):
-            raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
-        return Response(status_code=204) if request.method == "HEAD" else JSONResponse({"name": name})
+        if request.method == "HEAD":
+            exists = await run_in_threadpool(access.has_warehouse, name)
+            return Response(status_code=204 if exists else 404)
+        properties = await run_in_threadpool(access.warehouse_properties, name)
+        return JSONResponse({"name": name, "properties": properties})
+
+    @iceberg_errors("NoSuchWarehouseException")
+    async def warehouse_properties(self, request: Request) -> Response:
+        """The warehouse's `table-default.*` properties changed, as a namespace's are (the provider's)."""
+        credentials = await credentials_of(request)
+        raw = request.path_params["warehouse"]
+        access = await self.access(credentials)
+        name = check_warehouse(raw)
+        removals, updates = rest.property_changes(credentials.body)
+        updated, removed, missing = await run_in_threadpool(
+            access.update_warehouse_properties, name, removals, updates
+        )
+        return JSONResponse({"updated": updated, "removed": removed, "missing": missing or None})
 
     # -- namespaces ---------------------------------------------------------------------
 

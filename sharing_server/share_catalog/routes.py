@@ -18,7 +18,6 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -26,11 +25,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from share_store.errors import NotFound, Unauthenticated
+from share_store.errors import InvalidParameter, NotFound, Unauthenticated
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.readers.iceberg_grants import IcebergGrants
-from share_store.signing.request_signing import SigningRefused
+from share_store.signing.request_signing import SigningRefused, parse_sign_request
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import OAuthTokens
@@ -48,23 +47,6 @@ READ_ENDPOINTS = [
     "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 ]
 VENDING_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
-
-
-def _sign_body(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise IcebergError(400, "the signing request must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise IcebergError(400, "the signing request must be a JSON object")
-    method, uri, headers = body.get("method"), body.get("uri"), body.get("headers", {})
-    valid_headers = isinstance(headers, dict) and all(
-        isinstance(name, str) and isinstance(values, list) and all(isinstance(v, str) for v in values)
-        for name, values in headers.items()
-    )
-    if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
-        raise IcebergError(400, "the signing request needs 'method', 'uri' and 'headers' (name → [values])")
-    return method, uri, headers
 
 
 def _sign_for_share(
@@ -96,6 +78,13 @@ def _sign_for_share(
             return signature
     fields["signing"] = {"method": method, "refused": refusal}
     raise IcebergError(403, f"this token may not have that request signed: {refusal}")
+
+
+def _parsed(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
+    try:
+        return parse_sign_request(raw)
+    except InvalidParameter as error:
+        raise IcebergError(400, error.message) from None
 
 
 class ShareCatalog:
@@ -216,7 +205,7 @@ class ShareCatalog:
     async def sign_request(self, request: Request) -> Response:
         """Signs a read of one object of a table the token's share holds; refuses anything else with 403."""
         metrics = self.metrics
-        method, uri, headers = _sign_body(await request.body())
+        method, uri, headers = _parsed(await request.body())
         fields = audit_fields(request)
         try:
             secret = bearer_secret(request)

@@ -441,18 +441,26 @@ def test_duckdb_writes_a_v2_table_that_the_server_shares(
         assert frame_rows(shared_read(url, version=version), ["id", "name"]) == rows, version
 
 
-def test_duckdb_creates_v3_tables_by_default_and_cannot_insert_into_them(
+def test_duckdb_creates_v2_tables_by_default_and_a_v3_default_stops_its_inserts(
     duck: Any, api: httpx.Client
 ) -> None:
-    """The server's default format is v3: DuckDB 1.4 follows it, then refuses to write v3."""
+    """The server's default format is v2, which DuckDB 1.4 writes; a namespace defaulting to v3
+    makes DuckDB create v3 tables, which it then refuses to write."""
     import duckdb
 
     duck.execute("CREATE TABLE lake.sales.made_by_duckdb (id BIGINT)")
     metadata = api.get(f"/{DUCK_WAREHOUSE}/namespaces/sales/tables/made_by_duckdb").json()["metadata"]
+    assert metadata["format-version"] == 2
+    duck.execute("INSERT INTO lake.sales.made_by_duckdb VALUES (1)")
+    assert duck_rows(duck, "SELECT id FROM lake.sales.made_by_duckdb") == [[1]]
+    body = {"namespace": ["duck_v3"], "properties": {"table-default.format-version": "3"}}
+    assert api.post(f"/{DUCK_WAREHOUSE}/namespaces", json=body).status_code == 200
+    duck.execute("CREATE TABLE lake.duck_v3.made_by_duckdb (id BIGINT)")
+    metadata = api.get(f"/{DUCK_WAREHOUSE}/namespaces/duck_v3/tables/made_by_duckdb").json()["metadata"]
     assert metadata["format-version"] == 3
     assert metadata["next-row-id"] == 0
     with pytest.raises(duckdb.NotImplementedException, match="V3"):
-        duck.execute("INSERT INTO lake.sales.made_by_duckdb VALUES (1)")
+        duck.execute("INSERT INTO lake.duck_v3.made_by_duckdb VALUES (1)")
 
 
 def test_duckdb_creates_and_writes_tables_in_a_namespace_defaulting_to_v2(

@@ -202,3 +202,48 @@ def test_max_token_lifetime_bounds_the_cli_and_is_configurable(tmp_path: Path) -
     with pytest.raises(AdminError, match="longer than \\[admin\\] max_token_lifetime \\(43200s\\)"):
         admin.create_token("s", "1d", "")
     store.close()
+
+
+def write_toml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sharing.toml"
+    path.write_text(text + f'\n[server]\ndata_dir = "{tmp_path / "data-dir"}"\n')
+    return path
+
+
+def test_a_legacy_catalog_block_holding_only_an_empty_catalog_url_is_no_catalog(tmp_path: Path) -> None:
+    """As the documentation's multi-catalog example keeps it: alone, the embedded catalog stays."""
+    config = load_config(write_toml(tmp_path, '[catalog]\ncatalog_url = ""\n'), env={})
+    assert config.catalogs == {}
+    assert list(config.make_catalogs().configs) == ["default"]
+    beside = '[catalog]\ncatalog_url = ""\n[catalogs.wh]\ntype = "rest"\nuri = "http://127.0.0.1:9"\n'
+    assert list(load_config(write_toml(tmp_path, beside), env={}).make_catalogs().configs) == ["wh"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[catalog]\ncatalog_url = "https://polaris.example.com/api/catalog"\n',
+            "[catalog] catalog_url: a single unnamed catalog is not read here; write it as [catalogs.NAME]",
+        ),
+        ('[catalog]\ncatalog_url = ""\nwarehouse = "w"\n', "[catalog] warehouse: a single unnamed catalog"),
+        ('catalog = "x"\n', "catalog: the legacy [catalog] block is a table"),
+        ("[query]\ndefault_catalog = 3\n", "[query] default_catalog: must be a string"),
+    ],
+)
+def test_a_legacy_catalog_block_with_settings_is_refused_not_lost(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(write_toml(tmp_path, text), env={})
+    assert raised.value.message.startswith(message)
+    assert "polaris" not in raised.value.message
+
+
+def test_the_query_default_catalog_is_taken_and_ignored(tmp_path: Path) -> None:
+    text = (
+        '[catalogs.wh]\ntype = "rest"\nuri = "http://127.0.0.1:9"\n'
+        '[query]\ndefault_catalog = "wh"   # the engine\'s default for unqualified names\n'
+    )
+    config = load_config(write_toml(tmp_path, text), env={})
+    assert list(config.make_catalogs().configs) == ["wh"]

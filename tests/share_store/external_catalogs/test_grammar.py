@@ -144,3 +144,120 @@ def test_each_mistake_is_one_line_naming_the_catalog_and_the_key(block: dict[str
 
 def test_the_pyiceberg_key_form_still_works_beside_the_grammar() -> None:
     assert catalog_settings("x", {"type": "rest", "uri": "http://c", "warehouse": "w"})["uri"] == "http://c"
+
+
+# -- the documentation's multi-catalog example: an empty catalog_url on non-REST blocks -------------
+
+#: One block per non-REST backend, as the documentation writes them (`catalog_url = ""` beside them).
+NON_REST = {
+    "glue": {"backend": {"type": "glue", "region": "eu-west-1", "warehouse": "s3://my-bucket/wh"}},
+    "s3tables": {"backend": {"type": "s3tables", "table_bucket_arn": ARN}},
+    "hms": {"backend": {"type": "hms", "uri": "metastore.example.com:9083", "warehouse": "s3a://b/wh"}},
+    "jdbc": {"backend": {"type": "jdbc", "url": "sqlite:/tmp/x.db", "warehouse": "file:///wh"}},
+    "hadoop": {"backend": {"type": "hadoop", "warehouse": "/data/wh"}},
+}
+
+
+@pytest.mark.parametrize("backend", sorted(NON_REST))
+def test_an_empty_catalog_url_on_a_non_rest_backend_is_ignored(backend: str) -> None:
+    block = NON_REST[backend]
+    expected = catalog_settings("x", block)
+    assert catalog_settings("x", {"catalog_url": "", **block}) == expected
+    inside = {"backend": {**block["backend"], "catalog_url": ""}}
+    assert catalog_settings("x", inside) == expected
+
+
+@pytest.mark.parametrize("backend", sorted(NON_REST))
+def test_a_catalog_url_on_a_non_rest_backend_is_refused_naming_the_key(backend: str) -> None:
+    with pytest.raises(CatalogError) as raised:
+        catalog_settings("x", {"catalog_url": "https://glue.example.com/iceberg", **NON_REST[backend]})
+    message = raised.value.message
+    assert message.startswith(f"[catalogs.x] catalog_url: a {backend} backend has no catalog URL")
+    assert "glue.example.com" not in message and "\n" not in message
+
+
+def test_an_empty_catalog_url_on_a_rest_backend_is_missing() -> None:
+    with pytest.raises(CatalogError, match=r"\[catalogs.x\] catalog_url: missing, and a rest backend needs"):
+        catalog_settings("x", {"catalog_url": "", "warehouse": "w"})
+
+
+def test_the_documentations_example_as_written() -> None:
+    text = """
+[catalogs.aws_glue]
+catalog_url = ""
+[catalogs.aws_glue.backend]
+type = "glue"
+region = "eu-west-1"
+warehouse = "s3://my-bucket/wh"
+[catalogs.aws_s3tables]
+catalog_url = ""
+[catalogs.aws_s3tables.backend]
+type = "s3tables"
+table_bucket_arn = "arn:aws:s3tables:eu-west-2:111122223333:bucket/my-bucket"
+[catalogs.legacy_hms]
+catalog_url = ""
+[catalogs.legacy_hms.backend]
+type = "hms"
+uri = "metastore.example.com:9083"
+warehouse = "s3a://my-bucket/wh"
+"""
+    blocks = tomllib.loads(text)["catalogs"]
+    props = {name: catalog_settings(name, block) for name, block in blocks.items()}
+    assert props == {
+        "aws_glue": {"type": "glue", "glue.region": "eu-west-1", "warehouse": "s3://my-bucket/wh"},
+        "aws_s3tables": {
+            "sharing.backend": "s3tables",
+            "sharing.table-bucket-arn": "arn:aws:s3tables:eu-west-2:111122223333:bucket/my-bucket",
+            "client.region": "eu-west-2",
+        },
+        "legacy_hms": {
+            "type": "hive",
+            "uri": "thrift://metastore.example.com:9083",
+            "warehouse": "s3a://my-bucket/wh",
+        },
+    }
+
+
+# -- converted once: what the grammar makes is taken back unchanged --------------------------------
+
+CONVERTED_ONCE = [
+    {**REST, "auth": {"type": "client_credentials", "token_endpoint": "http://t", "client_id": "a",
+                      "client_secret": "${S}", "scope": "read"}},
+    {**REST, "auth": {"type": "static", "token": "t0k"}},
+    {**REST, "auth": {"type": "aws", "signing_name": "s3tables", "signing_region": "us-east-1"}},
+    {**REST, "storage": {"s3_endpoint": "http://s", "s3_access_key": "AK", "s3_secret_key": "SK",
+                         "s3_path_style": True}},
+    {"catalog_url": "", **NON_REST["glue"], "auth": {"type": "aws"}},
+    {**NON_REST["s3tables"], "endpoint_url": "http://127.0.0.1:8333", "warehouse": "w",
+     "storage": {"s3_region": "us-east-1"}},
+    {"catalog_url": "", **NON_REST["hms"]},
+    {**NON_REST["jdbc"]},
+    {"catalog_url": "", **NON_REST["hadoop"], "storage": {"s3_endpoint": "http://s"}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("block", CONVERTED_ONCE)
+def test_a_converted_block_is_taken_back_unchanged(block: dict[str, Any]) -> None:
+    """The configuration converts each block when it is read, and the registry checks it again."""
+    converted = catalog_settings("x", block)
+    assert catalog_settings("x", converted) == converted
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ({"sharing.backend": "hadop", "warehouse": "w"}, r"sharing.backend: 'hadop' is not one of ours"),
+        ({"sharing.backend": "hadoop"}, r"\[catalogs.x\] warehouse: missing, and a hadoop catalog needs it"),
+        ({"sharing.backend": "s3tables"}, r"sharing.table-bucket-arn: missing, and a s3tables catalog needs"),
+        ({"sharing.backend": "s3tables", "sharing.table-bucket-arn": "arn:aws:s3:::b"},
+         r"\[catalogs.x\] sharing.table-bucket-arn: not a table bucket ARN"),
+        ({"sharing.backend": "hadoop", "warehouse": "w", "type": "rest"},
+         r"\[catalogs.x\] type: pyiceberg's catalog, beside sharing.backend, our own; set one of them"),
+    ],
+)  # fmt: skip
+def test_a_converted_block_that_is_wrong_is_refused_naming_the_key(
+    block: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(CatalogError, match=message) as raised:
+        catalog_settings("x", block)
+    assert "\n" not in raised.value.message

@@ -30,7 +30,9 @@ ARN = "arn:aws:s3tables:::bucket/whs"
 def catalog(tmp_path: Path) -> WarehouseCatalog:
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
     (tmp_path / "root").mkdir()
-    made = WarehouseCatalog(store.transactions, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x")))
+    made = WarehouseCatalog(
+        store.transactions, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x"))
+    )
     made.create_warehouse("whs")
     made.create_namespace("whs", ("ns",), {})
     made.create_table(T, NewTable(SCHEMA, properties={"format-version": "2"}))

@@ -239,16 +239,35 @@ def test_namespace_table_defaults_apply_to_new_tables_and_the_tables_own_propert
     catalog: WarehouseCatalog,
 ) -> None:
     catalog.create_namespace(
-        "whs", ("v2",), {"table-default.format-version": "2", "table-default.owner": "x"}
+        "whs", ("v3",), {"table-default.format-version": "3", "table-default.owner": "x"}
     )
-    plain = catalog.create_table(TableName.of("whs", ("v2",), "a"), NewTable(SCHEMA))
-    assert plain.metadata.format_version == 2 and plain.metadata.properties["owner"] == "x"
-    v3 = {"format-version": "3", "owner": "y"}
-    asked = catalog.create_table(TableName.of("whs", ("v2",), "b"), NewTable(SCHEMA, properties=v3))
-    assert asked.metadata.format_version == 3 and asked.metadata.properties["owner"] == "y"
+    plain = catalog.create_table(TableName.of("whs", ("v3",), "a"), NewTable(SCHEMA))
+    assert plain.metadata.format_version == 3 and plain.metadata.properties["owner"] == "x"
+    v2 = {"format-version": "2", "owner": "y"}
+    asked = catalog.create_table(TableName.of("whs", ("v3",), "b"), NewTable(SCHEMA, properties=v2))
+    assert asked.metadata.format_version == 2 and asked.metadata.properties["owner"] == "y"
     assert (
-        catalog.create_table(TableName.of("whs", ("ns",), "c"), NewTable(SCHEMA)).metadata.format_version == 3
+        catalog.create_table(TableName.of("whs", ("ns",), "c"), NewTable(SCHEMA)).metadata.format_version == 2
     )
+
+
+def test_a_warehouses_table_defaults_sit_under_its_namespaces(catalog: WarehouseCatalog) -> None:
+    assert catalog.update_warehouse_properties("whs", [], {"table-default.format-version": "3"}) == (
+        ["table-default.format-version"],
+        [],
+        [],
+    )
+    assert (
+        catalog.create_table(TableName.of("whs", ("ns",), "w"), NewTable(SCHEMA)).metadata.format_version == 3
+    )
+    catalog.create_namespace("whs", ("duck",), {"table-default.format-version": "2"})
+    assert (
+        catalog.create_table(TableName.of("whs", ("duck",), "d"), NewTable(SCHEMA)).metadata.format_version
+        == 2
+    )
+    with pytest.raises(InvalidParameter, match="only table-default"):
+        catalog.update_warehouse_properties("whs", [], {"owner": "x"})
+    assert catalog.warehouse_properties("whs") == {"table-default.format-version": "3"}
 
 
 def test_a_metadata_file_gone_from_storage_is_named_not_a_bare_error(catalog: WarehouseCatalog) -> None:

@@ -70,8 +70,14 @@ def append(
     )
 
 
-def test_a_new_table_is_v3_by_default_with_its_row_lineage_started() -> None:
+def test_a_new_table_is_v2_by_default_as_every_engine_writes_it() -> None:
     metadata = created_metadata(SCHEMA, None, None, LOCATION, {})
+    assert metadata.format_version == 2
+    assert "next-row-id" not in json.loads(metadata_json(metadata))
+
+
+def test_a_v3_table_asked_for_starts_its_row_lineage() -> None:
+    metadata = created_metadata(SCHEMA, None, None, LOCATION, {"format-version": "3"})
     assert metadata.format_version == 3
     assert json.loads(metadata_json(metadata))["next-row-id"] == 0
     assert "format-version" not in metadata.properties  # the version is the field, not a property

@@ -121,6 +121,35 @@ def test_warehouses(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert output(config, capsys, "table", "warehouse", "list") == "lake\n"
 
 
+def test_a_warehouses_table_defaults(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """New tables are v2; `warehouse defaults --set format-version=3` makes a warehouse's v3, under
+    what a namespace or the create asks."""
+    run(config, "table", "warehouse", "create", "lake")
+    run(config, "table", "namespace", "create", "lake", "sales")
+    capsys.readouterr()
+    assert output(config, capsys, "table", "warehouse", "defaults", "lake") == (
+        "Warehouse 'lake' has no table defaults (new tables are format version 2).\n"
+    )
+    made = output(config, capsys, "table", "create", "lake", "sales", "v2", "--schema", SCHEMA)
+    assert "(format version 2, partitioned" in made or "(format version 2)." in made
+    shown = output(config, capsys, "table", "warehouse", "defaults", "myminio", "lake", "--set",
+                   "format-version=3", "--set", "table-default.owner=ops")  # fmt: skip
+    assert shown == "format-version=3\nowner=ops\n"
+    assert "(format version 3" in output(
+        config, capsys, "table", "create", "lake", "sales", "v3", "--schema", SCHEMA
+    )
+    asked = output(config, capsys, "table", "create", "lake", "sales", "v1", "--schema", SCHEMA,
+                   "--format-version", "1")  # fmt: skip
+    assert "(format version 1" in asked
+    assert output(config, capsys, "table", "warehouse", "defaults", "lake", "--unset", "format-version") == (
+        "owner=ops\n"
+    )
+    assert run(config, "table", "warehouse", "defaults", "lake", "--set", "format-version") == 2
+    assert "--set takes KEY=VALUE" in capsys.readouterr().err
+    assert run(config, "table", "warehouse", "defaults", "nowh") == 2
+    assert capsys.readouterr().err.startswith("error: Warehouse does not exist: nowh")
+
+
 def test_nested_namespaces(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(config, "table", "warehouse", "create", "analytics")
     for namespace in ("sales", "sales.eu", "sales.us", "sales.eu.north", "hr"):
@@ -182,7 +211,7 @@ def test_table_lifecycle(config: Path, version: int, capsys: pytest.CaptureFixtu
 
     run(config, "table", "create", "analytics", "sales", "plain", "--schema", SCHEMA)
     info = output(config, capsys, "table", "info", "analytics", "sales", "plain")
-    assert "Format version:   3\n" in info and "Partition spec:   unpartitioned\n" in info
+    assert "Format version:   2\n" in info and "Partition spec:   unpartitioned\n" in info
     plain = location_in(info)
     assert files_under(plain)
     assert output(config, capsys, "table", "remove", "analytics", "sales", "plain", "--purge") == (
@@ -393,6 +422,10 @@ def test_the_server_option_goes_through_the_catalog_api(
     assert capsys.readouterr().err == "error: Namespace is not empty: sales holds namespace sales.eu\n"
     assert remote(server, "table", "namespace", "create", "nowh", "ns") == 2
     assert capsys.readouterr().err == "error: Warehouse does not exist: nowh\n"
+    assert remote(server, "table", "warehouse", "defaults", "remote", "--set", "format-version=3") == 0
+    assert capsys.readouterr().out == "format-version=3\n"
+    assert remote(server, "table", "warehouse", "defaults", "remote", "--unset", "format-version") == 0
+    assert "no table defaults" in capsys.readouterr().out
     assert remote(server, "table", "user", "create", "alice") == 2
     assert "managed on the store only" in capsys.readouterr().err
     assert (

@@ -5,8 +5,6 @@ anything of its request is read, then held to its policy."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,114 +17,23 @@ from botocore.credentials import Credentials as AwsCredentials
 from starlette.testclient import TestClient
 
 from share_store.authentication.sign_in_throttle import PER_ADDRESS
-from share_store.authentication.tokens import hash_secret
 from share_store.own_warehouses.names import LEVEL_SEPARATOR
 from share_store.own_warehouses.users import CatalogUsers, IssuedUser
-from share_store.persistence import ShareStore, sqlite_url
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
-from sharing_server.app import create_app
-from sharing_server.config import ServiceOptions
 from sharing_server.own_warehouses.warehouses import ENDPOINTS
 from tests.catalog_attacks import ATT, attacker_policy
-
-ADMIN = "dsa_own-warehouses-routes-admin-token-0123456789"
-SECRET = b"own-warehouses-routes-secret-key"
-API = "/_iceberg/v1"
-WH = "whs"
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [
-        {"id": 1, "name": "id", "type": "long", "required": True},
-        {"id": 2, "name": "name", "type": "string", "required": False},
-    ],
-}
-V2 = {"format-version": "2"}
-NESTED = f"a{LEVEL_SEPARATOR}b"
-
-
-@dataclass
-class Served:
-    client: TestClient
-    store: ShareStore
-    root: Path
-
-    def call(self, method: str, path: str, body: Any = None, token: str | None = ADMIN, **kwargs: Any) -> Any:
-        headers = dict(kwargs.pop("headers", {}))
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        if body is not None:
-            kwargs["content"] = body if isinstance(body, bytes) else json.dumps(body).encode()
-            headers.setdefault("Content-Type", "application/json")
-        return self.client.request(method, API + path, headers=headers, **kwargs)
-
-    def user(self, name: str, policy: str | None = None) -> IssuedUser:
-        return CatalogUsers(self.store.transactions, SECRET).create(name, policy)
-
-    def token_of(self, user: IssuedUser) -> str:
-        answer = self.client.post(
-            f"{API}/oauth/tokens",
-            data={"grant_type": "client_credentials", "client_id": user.access_key,
-                  "client_secret": user.secret_key},
-        )  # fmt: skip
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["token_type"] == "bearer"
-        assert answer.headers["cache-control"] == "no-store"
-        return str(answer.json()["access_token"])
-
-    def metadata_files(self) -> list[Path]:
-        return sorted(self.root.rglob("*.metadata.json"))
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
-    root = tmp_path / "buckets"
-    root.mkdir()
-    storage = LocalStorage(root, UrlSigner(SECRET, "http://localhost"))
-    options = ServiceOptions(admin_token_hash=hash_secret(ADMIN), per_token_rps=0, warm_on_start=False)
-    app = create_app(store, storage, SECRET, options=options)
-    with TestClient(app) as client:
-        yield Served(client, store, root)
-    store.close()
-
-
-@pytest.fixture
-def catalog(served: Served) -> Served:
-    """A warehouse `whs` with namespaces `ns`, `att`, `a` and `a.b`, and a v2 table `ns.t`."""
-    assert served.call("POST", "/warehouses", {"name": WH}).json() == {"name": WH}
-    for levels in (["ns"], [ATT], ["a"], ["a", "b"]):
-        created = served.call("POST", f"/{WH}/namespaces", {"namespace": levels})
-        assert created.status_code == 200, created.text
-    create_table(served, "ns", "t")
-    return served
-
-
-def create_table(served: Served, namespace: str, name: str, token: str | None = ADMIN, **more: Any) -> Any:
-    body = {"name": name, "schema": SCHEMA, "properties": V2, **more}
-    return served.call("POST", f"/{WH}/namespaces/{quote(namespace, safe='')}/tables", body, token=token)
-
-
-def table_path(namespace: str, name: str) -> str:
-    return f"/{WH}/namespaces/{quote(namespace, safe='')}/tables/{quote(name, safe='')}"
-
-
-def set_properties(**properties: str) -> dict[str, Any]:
-    return {"updates": [{"action": "set-properties", "updates": properties}]}
-
-
-def error_of(response: httpx.Response, status: int, kind: str) -> str:
-    """The message of a refusal in the Iceberg REST error model, after its status and type."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"error"}
-    assert set(body["error"]) == {"message", "type", "code"}
-    assert body["error"]["type"] == kind, body
-    assert body["error"]["code"] == status
-    return str(body["error"]["message"])
-
+from tests.sharing_server.own_warehouses.served import (
+    ADMIN,
+    API,
+    NESTED,
+    SECRET,
+    V2,
+    WH,
+    Served,
+    create_table,
+    error_of,
+    set_properties,
+    table_path,
+)
 
 # -- configuration and warehouses -------------------------------------------------------------------
 
@@ -156,7 +63,7 @@ def test_warehouses_are_created_listed_loaded_and_dropped_when_empty(served: Ser
         served.call("POST", "/warehouses", {"name": "lake2", "adopt": "yes"}), 400, "BadRequestException"
     )
     assert served.call("GET", "/warehouses").json() == {"warehouses": [{"name": "lake"}]}
-    assert served.call("GET", "/warehouses/lake").json() == {"name": "lake"}
+    assert served.call("GET", "/warehouses/lake").json() == {"name": "lake", "properties": {}}
     assert served.call("HEAD", "/warehouses/lake").status_code == 204
     error_of(served.call("GET", "/warehouses/gone"), 404, "NoSuchWarehouseException")
     assert served.call("POST", "/lake/namespaces", {"namespace": ["n"]}).status_code == 200
@@ -423,7 +330,6 @@ def test_metrics_reports_are_accepted_and_dropped(catalog: Served) -> None:
         ("GET", f"/{WH}/views"),
         ("GET", f"/{WH}/namespaces/ns/views/v"),
         ("POST", f"/{WH}/namespaces/ns/tables/t/plan"),
-        ("GET", f"/{WH}/namespaces/ns/tables/t/credentials"),
         ("PUT", f"/{WH}/namespaces"),
         ("GET", "/nothing/here/at/all"),
         ("GET", f"/{WH}/namespaces/a%2Fb/tables/t"),
@@ -598,3 +504,20 @@ def test_wrong_admin_tokens_are_throttled_per_address(served: Served) -> None:
     elsewhere = TestClient(served.client.app, client=("198.51.100.9", 40000))
     answer = elsewhere.get(f"{API}/warehouses", headers={"Authorization": f"Bearer {ADMIN}"})
     assert answer.status_code == 200 and answer.json() == {"warehouses": []}
+
+
+def test_writers_delegation_is_off_by_default_and_says_how_to_turn_it_on(catalog: Served) -> None:
+    """A load that asks for keys gets none (engines use keys of their own), the credentials
+    endpoint and the signer refuse with the setting, and /v1/config does not list them."""
+    asked = {"X-Iceberg-Access-Delegation": "vended-credentials,remote-signing"}
+    loaded = catalog.call("GET", table_path("ns", "t"), headers=asked).json()
+    assert loaded["config"] == {} and "storage-credentials" not in loaded
+    refused = catalog.call("GET", table_path("ns", "t") + "/credentials")
+    message = error_of(refused, 400, "BadRequestException")
+    assert "[warehouses] access_delegation" in message
+    signing = {"method": "GET", "uri": "http://s3/whs/x", "headers": {}}
+    message = error_of(catalog.call("POST", f"/{WH}/s3-sign/anything", signing, token=None), 400,
+                       "BadRequestException")  # fmt: skip
+    assert "[warehouses] access_delegation" in message
+    config = catalog.call("GET", f"/config?warehouse={WH}").json()
+    assert not any(endpoint.endswith("/credentials") for endpoint in config["endpoints"])

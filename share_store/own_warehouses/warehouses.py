@@ -1,0 +1,135 @@
+"""Warehouses and namespaces of the writable catalog: what holds tables, and their defaults.
+
+A warehouse is a bucket of the configured storage, made for it (an existing
+bucket only when the provider adopts it). Its properties and its namespaces'
+are the `table-default.*` a new table starts with. `WarehouseCatalog`
+(`catalog.py`) is these and the tables in them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Connection
+
+from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.own_warehouses import rows
+from share_store.own_warehouses.commits import TABLE_DEFAULT, changed_properties, string_properties
+from share_store.own_warehouses.errors import AlreadyExists
+from share_store.own_warehouses.metadata_files import MetadataFiles
+from share_store.own_warehouses.names import check_namespace, check_warehouse
+from share_store.own_warehouses.table_locations import TableLocations
+from share_store.persistence.transactions import Transactions
+from share_store.storage.base import ObjectStorage
+
+
+class Warehouses:
+    """The catalog's warehouses (each a bucket) and their namespaces, with the properties new
+    tables start from; `WarehouseCatalog` adds the tables."""
+
+    def __init__(self, transactions: Transactions, storage: ObjectStorage) -> None:
+        self.transactions = transactions
+        self.storage = storage
+        self.files = MetadataFiles(storage)
+        self.locations = TableLocations(transactions, storage, self.files)
+        #: Counts warehouses made or dropped here, so that a cached list of them knows it is stale.
+        self.warehouse_changes = 0
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.transactions.read() as conn:
+            yield conn
+
+    @contextmanager
+    def _change(self) -> Iterator[Connection]:
+        with self.transactions.change() as conn:
+            yield conn
+
+    # -- warehouses ---------------------------------------------------------------------
+
+    def create_warehouse(self, name: str, adopt: bool = False) -> None:
+        """A new warehouse and its bucket. A bucket that exists already (a Delta table's, another
+        application's) is refused, since its objects would become tables' files to overwrite and
+        purge; `adopt` (the provider's own choice, never a catalog user's) takes it as it is."""
+        check_warehouse(name)
+        taken = AlreadyExists(
+            f"bucket {name} already exists in the storage and is not a warehouse; the provider can adopt "
+            f"it with `sharing-server table warehouse create {name} --adopt`"
+        )
+        with self._change() as conn:
+            rows.create_warehouse(conn, name)
+            # In the transaction: a bucket the storage refuses leaves no warehouse row behind.
+            try:
+                if not adopt and self.storage.bucket_exists(name):
+                    raise taken
+                self.storage.create_bucket(name)
+            except FileExistsError:
+                if not adopt:  # made by someone else since it was looked for
+                    raise taken from None
+            except PermissionError as error:
+                raise UnsupportedOperation(f"the storage refused to create bucket {name}: {error}") from None
+        self.warehouse_changes += 1
+
+    def list_warehouses(self) -> list[str]:
+        with self._read() as conn:
+            return rows.list_warehouses(conn)
+
+    def has_warehouse(self, name: str) -> bool:
+        with self._read() as conn:
+            return rows.warehouse_exists(conn, name)
+
+    def warehouse_properties(self, name: str) -> dict[str, str]:
+        with self._read() as conn:
+            return rows.warehouse_properties(conn, name)
+
+    def update_warehouse_properties(
+        self, name: str, removals: list[str], updates: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """A warehouse's `table-default.*` properties changed: updated, removed and missing keys."""
+        others = sorted(key for key in updates if not key.startswith(TABLE_DEFAULT))
+        if others:
+            raise InvalidParameter(
+                f"a warehouse holds only table-default.* properties, not {', '.join(others)}"
+            )
+        with self._change() as conn:
+            current = rows.warehouse_properties(conn, name)
+            properties, updated, removed, missing = changed_properties(current, removals, updates)
+            rows.set_warehouse_properties(conn, name, properties)
+        return updated, removed, missing
+
+    def drop_warehouse(self, name: str) -> None:
+        with self._change() as conn:
+            rows.drop_warehouse(conn, name)
+        self.warehouse_changes += 1
+        self.storage.delete_bucket(name)  # only if empty: objects left by others stay
+
+    # -- namespaces ---------------------------------------------------------------------
+
+    def create_namespace(self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]) -> None:
+        check_namespace(levels)
+        with self._change() as conn:
+            rows.create_namespace(conn, warehouse, levels, string_properties(properties))
+
+    def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        with self._read() as conn:
+            return rows.list_namespaces(conn, warehouse, parent)
+
+    def load_namespace(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
+        with self._read() as conn:
+            rows.check_warehouse_exists(conn, warehouse)
+            return rows.namespace_properties(conn, warehouse, levels)
+
+    def update_namespace_properties(
+        self, warehouse: str, levels: tuple[str, ...], removals: list[str], updates: dict[str, str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Updated, removed and missing keys, as the spec's response lists them."""
+        with self._change() as conn:
+            current = rows.namespace_properties(conn, warehouse, levels)
+            properties, updated, removed, missing = changed_properties(current, removals, updates)
+            rows.set_namespace_properties(conn, warehouse, levels, properties)
+        return updated, removed, missing
+
+    def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None:
+        with self._change() as conn:
+            rows.drop_namespace(conn, warehouse, levels)
