@@ -32,6 +32,9 @@ ACCOUNT = "000000000000"
 #: A role the test identity may assume for reading, as a provider's `[iceberg] credential_role_arn`:
 #: the keys it vends are the role's rights cut by each AssumeRole's session policy.
 READER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ShareReader"
+#: A role the test identity may assume for writing, as a provider's role for the own warehouses'
+#: writers (`[warehouses] access_delegation`): everything, cut by each session policy to one table.
+WRITER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/TableWriter"
 #: The role SeaweedFS's Iceberg catalog assumes to vend keys with its tables (`-s3.iceberg.credentialRole`).
 CATALOG_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/IcebergVend"
 
@@ -64,6 +67,12 @@ def iam_config() -> dict:
                 "roleName": "ShareReader",
                 "roleArn": READER_ROLE_ARN,
                 "attachedPolicies": ["ReadAll"],
+                "trustPolicy": trust({"AWS": f"arn:aws:iam::{ACCOUNT}:user/tester"}, "sts:AssumeRole"),
+            },
+            {
+                "roleName": "TableWriter",
+                "roleArn": WRITER_ROLE_ARN,
+                "attachedPolicies": ["TablesAll"],
                 "trustPolicy": trust({"AWS": f"arn:aws:iam::{ACCOUNT}:user/tester"}, "sts:AssumeRole"),
             },
             {

@@ -1,0 +1,328 @@
+"""Writers with only the catalog's keys: vended keys and remote signing on the own warehouses.
+
+The server runs on SeaweedFS with `[warehouses] access_delegation = ["vended-credentials",
+"remote-signing"]` and the writer role of `testbed/seaweed.py`. pyiceberg is configured as AIStor
+documents it (SigV4 with a catalog user's keys) and given no S3 keys at all: it creates, appends,
+overwrites and deletes in both modes. The keys and signatures reach only the table's location:
+not another table (one whose location extends the first's prefix included), another warehouse or
+the bucket's root; a read-only user's keys and signatures cannot write.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import httpx
+import pyarrow as pa
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from pyiceberg.catalog import Catalog, load_catalog
+
+from share_store.own_warehouses.users import CatalogUsers, IssuedUser
+from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
+from tests.conftest import Deployment, audit_lines, audit_records, deploy
+from tests.end_to_end.test_warehouse_catalog import signed
+
+WAREHOUSE = "writers"
+OTHER = "elsewhere"
+ROWS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+VENDED = "vended-credentials"
+SIGNED = "remote-signing"
+
+
+def root(deployment: Deployment) -> str:
+    return f"{deployment.server.url}/_iceberg"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
+    env = {
+        "SHARING_WAREHOUSES_ACCESS_DELEGATION": f"{VENDED},{SIGNED}",
+        "SHARING_ICEBERG_CREDENTIAL_ROLE_ARN": WRITER_ROLE_ARN,
+    }
+    deployment = deploy(
+        tmp_path_factory.mktemp("delegation"), seaweed.storage_config(path_style="true"), env=env
+    )
+    deployment.seaweed = seaweed  # type: ignore[attr-defined]
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+@pytest.fixture(scope="module")
+def owner(server: Deployment) -> IssuedUser:
+    user = CatalogUsers(server.store.transactions, server.secret).create("owner")
+    for name in (WAREHOUSE, OTHER):
+        made = signed(user, "POST", f"{root(server)}/v1/warehouses", json.dumps({"name": name}).encode())
+        assert made.status_code == 200, made.text
+    return user
+
+
+@pytest.fixture(scope="module")
+def reader(server: Deployment) -> IssuedUser:
+    """Allowed to read every table's data, and to write none."""
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "s3tables:Get*",
+                    "s3tables:List*",
+                    "s3tables:GetTableData",
+                ],
+                "Resource": ["arn:aws:s3tables:::bucket/*"],
+            }
+        ],
+    }
+    return CatalogUsers(server.store.transactions, server.secret).create("reader", json.dumps(policy))
+
+
+def writer(deployment: Deployment, user: IssuedUser, mode: str, warehouse: str = WAREHOUSE) -> Catalog:
+    """pyiceberg as AIStor's documentation configures it, with no S3 keys: only the catalog's."""
+    return load_catalog(
+        f"{mode}-{uuid.uuid4().hex[:6]}",
+        **{
+            "uri": root(deployment),
+            "warehouse": warehouse,
+            "rest.sigv4-enabled": "true",
+            "rest.signing-name": "s3tables",
+            "rest.signing-region": "local",
+            "client.region": "local",
+            "client.access-key-id": user.access_key,
+            "client.secret-access-key": user.secret_key,
+            "header.X-Iceberg-Access-Delegation": mode,
+        },
+    )
+
+
+def rows(*pairs: tuple[int, str]) -> pa.Table:
+    return pa.Table.from_pylist([{"id": i, "name": n} for i, n in pairs], ROWS)
+
+
+def sorted_rows(table: Any) -> list[tuple[Any, ...]]:
+    frame = table.scan().to_arrow()
+    return sorted(zip(frame["id"].to_pylist(), frame["name"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize("mode", [VENDED, SIGNED])
+def test_pyiceberg_writes_with_only_the_catalogs_keys(
+    server: Deployment, owner: IssuedUser, mode: str
+) -> None:
+    catalog = writer(server, owner, mode)
+    namespace = f"ns_{mode.split('-')[0]}"
+    catalog.create_namespace(namespace)
+    table = catalog.create_table(f"{namespace}.orders", schema=ROWS)
+    assert table.metadata.format_version == 2
+    table.append(rows((1, "a"), (2, "b"), (3, "c")))
+    table.append(rows((4, "d")))
+    table.delete("id = 2")
+    assert sorted_rows(catalog.load_table(f"{namespace}.orders")) == [(1, "a"), (3, "c"), (4, "d")]
+    table = catalog.load_table(f"{namespace}.orders")
+    table.overwrite(rows((9, "z")))
+    assert sorted_rows(catalog.load_table(f"{namespace}.orders")) == [(9, "z")]
+    # A staged create: its writes go to the location handed out with it.
+    with catalog.create_table_transaction(f"{namespace}.staged", schema=ROWS) as staged:
+        staged.append(rows((5, "e")))
+    assert sorted_rows(catalog.load_table(f"{namespace}.staged")) == [(5, "e")]
+    what = "vended" if mode == VENDED else "signing"
+    assert audit_lines(server, lambda record: what in record and namespace in json.dumps(record))
+
+
+def vended_config(server: Deployment, user: IssuedUser, namespace: str, table: str) -> dict[str, str]:
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{table}"
+    loaded = signed(user, "GET", url, **{"X-Iceberg-Access-Delegation": VENDED})
+    assert loaded.status_code == 200, loaded.text
+    assert loaded.headers["cache-control"] == "no-store"
+    body = loaded.json()
+    credentials = body["storage-credentials"]
+    assert len(credentials) == 1 and credentials[0]["prefix"].startswith(f"s3://{WAREHOUSE}/{namespace}/")
+    assert body["config"] == credentials[0]["config"]
+    return dict(body["config"])
+
+
+def s3_with(config: dict[str, str]) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=config["s3.endpoint"],
+        region_name=config["s3.region"],
+        aws_access_key_id=config["s3.access-key-id"],
+        aws_secret_access_key=config["s3.secret-access-key"],
+        aws_session_token=config["s3.session-token"],
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+
+
+def refused(call: Any) -> bool:
+    try:
+        call()
+    except ClientError as error:
+        return error.response["Error"]["Code"] in ("AccessDenied", "Forbidden", "403")
+    return False
+
+
+@pytest.fixture(scope="module")
+def two_tables(server: Deployment, owner: IssuedUser) -> tuple[str, str, str]:
+    """`ns.a` at `<ns>/a` and `ns.ab` at `<ns>/ab`, whose location extends a's as a string."""
+    catalog = writer(server, owner, VENDED)
+    catalog.create_namespace("scope")
+    base = f"s3://{WAREHOUSE}/scope"
+    catalog.create_table("scope.a", schema=ROWS, location=f"{base}/a")
+    catalog.create_table("scope.ab", schema=ROWS, location=f"{base}/ab")
+    other = writer(server, owner, VENDED, OTHER)
+    other.create_namespace("scope")
+    other.create_table("scope.a", schema=ROWS)
+    return "scope", "a", "ab"
+
+
+def test_vended_keys_reach_only_their_tables_location(
+    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    namespace, a, ab = two_tables
+    config = vended_config(server, owner, namespace, a)
+    seaweed = server.seaweed  # type: ignore[attr-defined]
+    # Temporary keys of the table's own, never the server's.
+    assert config["s3.access-key-id"] != seaweed.access_key and seaweed.secret_key not in json.dumps(config)
+    assert seaweed.secret_key not in json.dumps(audit_records(server))
+    keys = s3_with(config)
+    inside = f"{namespace}/{a}/data/by-keys.parquet"
+    keys.put_object(Bucket=WAREHOUSE, Key=inside, Body=b"x")
+    assert keys.get_object(Bucket=WAREHOUSE, Key=inside)["Body"].read() == b"x"
+    listed = keys.list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{namespace}/{a}/")
+    assert any(item["Key"] == inside for item in listed.get("Contents", []))
+    keys.delete_object(Bucket=WAREHOUSE, Key=inside)
+    for bucket, key in (
+        (WAREHOUSE, f"{namespace}/{ab}/data/x.parquet"),  # the prefix extended: another table
+        (WAREHOUSE, "root.parquet"),  # the bucket's root
+        (OTHER, f"{namespace}/{a}/data/x.parquet"),  # another warehouse
+    ):
+        assert refused(lambda b=bucket, k=key: keys.put_object(Bucket=b, Key=k, Body=b"x")), (bucket, key)
+        assert refused(lambda b=bucket, k=key: keys.get_object(Bucket=b, Key=k)), (bucket, key)
+    assert refused(lambda: keys.list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{namespace}/"))
+    assert refused(lambda: keys.list_objects_v2(Bucket=OTHER))
+
+
+def test_a_read_only_users_keys_and_signatures_cannot_write(
+    server: Deployment, owner: IssuedUser, reader: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    namespace, a, _ = two_tables
+    written = writer(server, owner, VENDED).load_table(f"{namespace}.{a}")
+    written.append(rows((1, "a")))
+    keys = s3_with(vended_config(server, reader, namespace, a))
+    data = next(f.file.file_path for f in written.scan().plan_files())
+    bucket, _, key = data.removeprefix("s3://").partition("/")
+    assert keys.get_object(Bucket=bucket, Key=key)["Body"].read()[:4] == b"PAR1"
+    assert refused(lambda: keys.put_object(Bucket=bucket, Key=f"{namespace}/{a}/data/no.parquet", Body=b"x"))
+    assert refused(lambda: keys.delete_object(Bucket=bucket, Key=key))
+    # Through the signer: reads signed, writes refused, for the same user.
+    for_reader = writer(server, reader, SIGNED).load_table(f"{namespace}.{a}")
+    assert sorted_rows(for_reader) == [(1, "a")]
+    with pytest.raises(Exception, match=r"403|Forbidden|sign"):
+        for_reader.append(rows((2, "b")))
+
+
+def test_the_signer_signs_only_the_grants_table_and_user(
+    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    namespace, a, ab = two_tables
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
+    loaded = signed(owner, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED}).json()
+    config = loaded["config"]
+    assert config["s3.remote-signing-enabled"] == "true" and "s3.access-key-id" not in config
+    signer = f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}"
+    endpoint = config["s3.endpoint"]
+
+    def sign(method: str, key: str, bucket: str = WAREHOUSE) -> httpx.Response:
+        body = {"method": method, "region": "us-east-1", "uri": f"{endpoint}/{bucket}/{key}", "headers": {}}
+        return httpx.post(signer, json=body)
+
+    assert sign("PUT", f"{namespace}/{a}/data/x.parquet").status_code == 200
+    assert sign("GET", f"{namespace}/{a}/metadata/x.json").status_code == 200
+    for method, key, bucket in (
+        ("PUT", f"{namespace}/{ab}/data/x.parquet", WAREHOUSE),
+        ("GET", f"{namespace}/{ab}/data/x.parquet", WAREHOUSE),
+        ("PUT", "x.parquet", WAREHOUSE),
+        ("PUT", f"{namespace}/{a}/data/x.parquet", OTHER),
+        ("PUT", f"{namespace}/{a}/../{ab}/x.parquet", WAREHOUSE),
+        ("GET", f"{namespace}/{a}/data/x.parquet?acl", WAREHOUSE),
+    ):
+        answer = sign(method, key, bucket)
+        assert answer.status_code == 403, (method, key, bucket, answer.text)
+        assert answer.json()["error"]["type"] == "ForbiddenException"
+    # A grant altered, or handed to another warehouse's signer, signs nothing.
+    tampered = signer[:-3] + ("AAA" if not signer.endswith("AAA") else "BBB")
+    body = {
+        "method": "GET",
+        "region": "us-east-1",
+        "uri": f"{endpoint}/{WAREHOUSE}/{namespace}/{a}/x",
+        "headers": {},
+    }
+    assert httpx.post(tampered, json=body).status_code == 403
+    assert httpx.post(signer.replace(f"/v1/{WAREHOUSE}/", f"/v1/{OTHER}/"), json=body).status_code == 403
+
+
+def test_a_removed_user_stops_signing_and_a_user_may_not_load_keys_it_has_no_data_right_for(
+    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    namespace, a, _ = two_tables
+    users = CatalogUsers(server.store.transactions, server.secret)
+    brief = users.create("brief")
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
+    config = signed(brief, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED}).json()["config"]
+    signer = f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}"
+    uri = f"{config['s3.endpoint']}/{WAREHOUSE}/{namespace}/{a}/x"
+    body = {"method": "GET", "region": "us-east-1", "uri": uri, "headers": {}}
+    assert httpx.post(signer, json=body).status_code == 200
+    users.remove("brief")
+    assert httpx.post(signer, json=body).status_code == 403
+    metadata_actions = ["s3tables:GetTable", "s3tables:GetTableMetadataLocation"]
+    nodata = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": metadata_actions, "Resource": ["arn:aws:s3tables:::bucket/*"]}
+        ],
+    }
+    metadata_only = users.create("metadata-only", json.dumps(nodata))
+    answer = signed(metadata_only, "GET", url, **{"X-Iceberg-Access-Delegation": VENDED})
+    assert answer.status_code == 403 and "GetTableData" in answer.text
+    assert signed(metadata_only, "GET", url).status_code == 200  # metadata alone, as before
+
+
+def test_the_credentials_endpoint_refreshes_keys_and_config_lists_it(
+    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    namespace, a, _ = two_tables
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}/credentials"
+    answer = signed(owner, "GET", url)
+    assert answer.status_code == 200, answer.text
+    credentials = answer.json()["storage-credentials"]
+    assert credentials[0]["prefix"] == f"s3://{WAREHOUSE}/{namespace}/{a}/"
+    assert s3_with(credentials[0]["config"]).list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{namespace}/{a}/")
+    config = signed(owner, "GET", f"{root(server)}/v1/config?warehouse={WAREHOUSE}").json()
+    assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials" in config["endpoints"]
+
+
+def test_duckdb_creates_a_table_and_inserts_with_vended_keys(server: Deployment, owner: IssuedUser) -> None:
+    from tests.end_to_end.test_warehouse_engines import duck_rows, duckdb_connection
+
+    connection = duckdb_connection()
+    try:
+        connection.execute(
+            f"CREATE SECRET writers (TYPE iceberg, CLIENT_ID '{owner.access_key}', "
+            f"CLIENT_SECRET '{owner.secret_key}', OAUTH2_SERVER_URI '{root(server)}/v1/oauth/tokens')"
+        )
+        connection.execute(
+            f"ATTACH '{WAREHOUSE}' AS lake (TYPE iceberg, ENDPOINT '{root(server)}', SECRET writers, "
+            "ACCESS_DELEGATION_MODE 'vended_credentials')"
+        )
+        connection.execute("CREATE SCHEMA lake.duck")
+        connection.execute("CREATE TABLE lake.duck.made (id BIGINT, name VARCHAR)")
+        connection.execute("INSERT INTO lake.duck.made VALUES (1, 'a'), (2, 'b')")
+        assert duck_rows(connection, "SELECT id, name FROM lake.duck.made") == [[1, "a"], [2, "b"]]
+    finally:
+        connection.close()
