@@ -32,6 +32,7 @@ from bench.s3_queries import bench_s3
 from bench.scale import bench_scale
 from bench.spark_reads import bench_spark
 from bench.warehouse_catalog import bench_warehouse
+from bench.warehouse_delegation import bench_delegation
 
 
 def scenarios() -> dict[str, Callable[[], None]]:
@@ -56,6 +57,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg-deletes": lambda: bench_iceberg_deletes(iceberg_files),
         "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
         "warehouse": bench_warehouse,
+        "delegation": bench_delegation,
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
         "writer": bench_writer_commits,

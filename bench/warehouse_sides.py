@@ -46,7 +46,7 @@ class Side:
     """One catalog under test: its label in the rows, and how to get a new pyiceberg client of it."""
 
     label: str
-    connect: Callable[[], Catalog]
+    connect: Callable[..., Catalog]
 
 
 def s3_properties(seaweed: SeaweedS3) -> dict[str, str]:
@@ -80,9 +80,12 @@ def signed_post(url: str, body: dict[str, str], access_key: str, secret_key: str
 
 
 @contextmanager
-def our_side(seaweed: SeaweedS3) -> Iterator[tuple[Side, int]]:
-    """Our server on the SeaweedFS S3, a warehouse and a namespace in it, while the block runs; its pid."""
-    server = Server("run-warehouse", seaweed.storage_config(path_style="true"))
+def our_side(
+    seaweed: SeaweedS3, env: dict[str, str] | None = None, name: str = "run-warehouse"
+) -> Iterator[tuple[Side, int]]:
+    """Our server on the SeaweedFS S3, a warehouse and a namespace in it, while the block runs; its pid.
+    `Side.connect(**more)` takes more pyiceberg properties; `s3_keys=False` gives it no S3 keys."""
+    server = Server(name, seaweed.storage_config(path_style="true"), env=env)
     # The user is made in the server's own share store and sealed with its key, as the
     # admin would make one; the server process reads both when it starts.
     services = open_services(load_config(server.config))
@@ -102,8 +105,11 @@ def our_side(seaweed: SeaweedS3) -> Iterator[tuple[Side, int]]:
             **s3_properties(seaweed),
         }
 
-        def connect() -> Catalog:
-            return load_catalog(f"ours-{uuid.uuid4().hex[:6]}", **properties)
+        def connect(s3_keys: bool = True, **more: str) -> Catalog:
+            chosen = (
+                properties if s3_keys else {k: v for k, v in properties.items() if not k.startswith("s3.")}
+            )
+            return load_catalog(f"ours-{uuid.uuid4().hex[:6]}", **{**chosen, **more})
 
         connect().create_namespace(NAMESPACE)
         assert server.process is not None
