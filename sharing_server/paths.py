@@ -86,6 +86,10 @@ WAREHOUSE_S3_SIGN = "/v1/{prefix}/s3-sign/{grant}"
 WAREHOUSE_REGISTER = WAREHOUSE_NAMESPACE + "/register"
 WAREHOUSE_RENAME = "/v1/{prefix}/tables/rename"
 WAREHOUSE_TRANSACTIONS = "/v1/{prefix}/transactions/commit"
+WAREHOUSE_VIEWS = WAREHOUSE_NAMESPACE + "/views"
+WAREHOUSE_VIEW = WAREHOUSE_VIEWS + "/{view}"
+WAREHOUSE_REGISTER_VIEW = WAREHOUSE_NAMESPACE + "/register-view"
+WAREHOUSE_VIEW_RENAME = "/v1/{prefix}/views/rename"
 WAREHOUSE_OTHER = "/{rest:path}"
 
 # -- the providers' web console (HTML pages, behind the admin token) --------------------

@@ -22,6 +22,8 @@ from share_store.own_warehouses.commits import creates
 from share_store.own_warehouses.errors import CatalogRefusal, NoSuchTable
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import Policy, table_arn, warehouse_arn
+from share_store.own_warehouses.view_commits import ViewCommit
+from share_store.own_warehouses.views import LoadedView, NewView
 
 
 class Forbidden(CatalogRefusal):
@@ -181,3 +183,38 @@ class CatalogAccess:
         self.who.require(actions.GET_TABLE, _arn(table))
         if not self.catalog.table_exists(table):
             raise NoSuchTable(f"Table does not exist: {table}")
+
+    # -- views: the table actions, on the view's ARN (a view is named as a table is) ---------
+
+    def list_views(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
+        self.who.require(actions.LIST_TABLES, warehouse_arn(warehouse))
+        return self.catalog.list_views(warehouse, levels)
+
+    def create_view(self, view: TableName, new: NewView) -> LoadedView:
+        self.who.require(actions.CREATE_TABLE, _arn(view))
+        return self.catalog.create_view(view, new)
+
+    def load_view(self, view: TableName) -> LoadedView:
+        self.who.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(view))
+        return self.catalog.load_view(view)
+
+    def view_exists(self, view: TableName) -> bool:
+        self.who.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(view))
+        return self.catalog.view_exists(view)
+
+    def replace_view(self, view: TableName, commit: ViewCommit) -> LoadedView:
+        self.who.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(view))
+        return self.catalog.replace_view(view, commit)
+
+    def drop_view(self, view: TableName) -> None:
+        self.who.require(actions.DELETE_TABLE, _arn(view))
+        self.catalog.drop_view(view)
+
+    def rename_view(self, source: TableName, target: TableName) -> None:
+        self.who.require(actions.RENAME_TABLE, _arn(source))
+        self.who.require(actions.CREATE_TABLE, _arn(target))
+        self.catalog.rename_view(source, target)
+
+    def register_view(self, view: TableName, metadata_location: str) -> LoadedView:
+        self.who.require(actions.REGISTER_TABLE, _arn(view))
+        return self.catalog.register_view(view, metadata_location)

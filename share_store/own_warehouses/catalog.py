@@ -49,7 +49,7 @@ from share_store.own_warehouses.locations import (
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.purge import purge
 from share_store.own_warehouses.rows import TablePointer
-from share_store.own_warehouses.warehouses import Warehouses
+from share_store.own_warehouses.views import ViewCatalog
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class NewTable:
     stage: bool = False
 
 
-class WarehouseCatalog(Warehouses):
+class WarehouseCatalog(ViewCatalog):
     # -- tables -------------------------------------------------------------------------
 
     def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
@@ -89,8 +89,9 @@ class WarehouseCatalog(Warehouses):
         with self._read() as conn:
             if not rows.namespace_exists(conn, table.warehouse, table.namespace):
                 rows.check_warehouse_exists(conn, table.warehouse)
-            if rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None:
-                raise AlreadyExists(f"Table already exists: {table}")
+            taken = rows.kind_named(conn, table.warehouse, table.namespace, table.name)
+            if taken is not None:  # tables and views share one name space
+                raise AlreadyExists(f"{taken.title()} already exists: {table}")
             defaults = table_defaults(
                 rows.warehouse_properties(conn, table.warehouse),
                 rows.namespace_properties(conn, table.warehouse, table.namespace),
@@ -236,8 +237,9 @@ class WarehouseCatalog(Warehouses):
         with self._change() as conn:
             # The spec's order: a missing source is a 404 before a taken destination is a 409.
             pointer = rows.table_pointer(conn, source.warehouse, source.namespace, source.name)
-            if rows.find_table_pointer(conn, target.warehouse, target.namespace, target.name) is not None:
-                raise AlreadyExists(f"Table already exists: {target}")
+            taken = rows.kind_named(conn, target.warehouse, target.namespace, target.name)
+            if taken is not None:
+                raise AlreadyExists(f"{taken.title()} already exists: {target}")
             rows.rename_table(conn, pointer, target.namespace, target.name)
 
     def register_table(

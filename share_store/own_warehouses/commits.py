@@ -64,12 +64,12 @@ def parse_model(model: type[Any], body: bytes | dict[str, Any], what: str) -> An
         raise InvalidParameter(f"invalid {what}: {type(error).__name__}: {error}") from None
 
 
-def metadata_json(metadata: TableMetadata) -> bytes:
+def metadata_json(metadata: IcebergBaseModel) -> bytes:
     """The metadata file's bytes, every format version included (pyiceberg refuses to write v3)."""
     return IcebergBaseModel.model_dump_json(metadata).encode()
 
 
-def metadata_dict(metadata: TableMetadata) -> dict[str, Any]:
+def metadata_dict(metadata: IcebergBaseModel) -> dict[str, Any]:
     """The metadata as the REST responses carry it."""
     return json.loads(metadata_json(metadata))
 

@@ -35,6 +35,12 @@ class NoSuchTable(CatalogRefusal):
     iceberg_type = "NoSuchTableException"
 
 
+class NoSuchView(CatalogRefusal):
+    error_code = "RESOURCE_DOES_NOT_EXIST"
+    status_code = 404
+    iceberg_type = "NoSuchViewException"
+
+
 class AlreadyExists(CatalogRefusal):
     error_code = "RESOURCE_ALREADY_EXISTS"
     status_code = 409

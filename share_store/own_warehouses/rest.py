@@ -13,7 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyiceberg.catalog.rest import CreateTableRequest, RegisterTableRequest
+from pyiceberg.catalog.rest import (
+    CreateTableRequest,
+    CreateViewRequest,
+    RegisterTableRequest,
+    RegisterViewRequest,
+)
 from pyiceberg.table import CommitTableRequest
 
 from share_store.errors import InvalidParameter
@@ -26,6 +31,8 @@ from share_store.own_warehouses.names import (
     check_warehouse,
     parse_namespace_path,
 )
+from share_store.own_warehouses.view_commits import ViewCommit
+from share_store.own_warehouses.views import LoadedView, NewView
 from share_store.signing.request_signing import parse_sign_request
 
 
@@ -136,6 +143,33 @@ def transaction(warehouse: str, body: bytes) -> list[tuple[TableName, CommitTabl
         table = TableName.of(warehouse, change.identifier.namespace.root, change.identifier.name)
         commits.append((table, change))
     return commits
+
+
+def new_view(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, NewView]:
+    # The spec makes `location` optional; pyiceberg's model wants it present.
+    raw = {"location": None, **json_object(body)}
+    create = parse_model(CreateViewRequest, raw, "create view request")
+    view = TableName.of(warehouse, levels, create.name)
+    return view, NewView(create.view_schema, create.view_version, create.location, create.properties)
+
+
+def view_commit(body: bytes) -> ViewCommit:
+    """A commit to the view the path names (the body's `identifier`, if any, is not read)."""
+    return ViewCommit.of(json_object(body))
+
+
+def view_registration(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, str]:
+    request = parse_model(RegisterViewRequest, json_object(body), "register view request")
+    return TableName.of(warehouse, levels, request.name), request.metadata_location
+
+
+def view_result(loaded: LoadedView) -> dict[str, Any]:
+    """The spec's `LoadViewResult`."""
+    return {
+        "metadata-location": loaded.metadata_location,
+        "metadata": metadata_dict(loaded.metadata),
+        "config": {},
+    }
 
 
 def _identifier(warehouse: str, raw: Any, what: str) -> TableName:

@@ -1,4 +1,4 @@
-"""The writable catalog's rows: warehouses, namespaces, the table pointers and catalog users.
+"""The writable catalog's rows: warehouses, namespaces, the table and view pointers and catalog users.
 
 A table's pointer (its current metadata location) changes only by
 compare-and-swap on its `pointer` counter, so two commits racing on one table
@@ -31,6 +31,7 @@ from share_store.own_warehouses.errors import (
     CommitConflict,
     NoSuchNamespace,
     NoSuchTable,
+    NoSuchView,
     NoSuchWarehouse,
     NotEmpty,
 )
@@ -42,6 +43,9 @@ from share_store.persistence.schema import (
     warehouse_tables_table,
     warehouses_table,
 )
+
+#: What a pointer of `warehouse_tables` points at: a table's metadata or a view's.
+TABLE, VIEW = "table", "view"
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class TablePointer:
     pointer: int
     #: The table's folder inside its warehouse, as recorded (None: made before it was recorded).
     location: str | None = None
+    #: `table`, or `view`: a view is a pointer to its metadata file too, in the tables' name space.
+    kind: str = TABLE
 
 
 @dataclass(frozen=True)
@@ -194,9 +200,10 @@ def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) ->
     require_namespace(conn, warehouse, levels)
     key = namespace_key(levels)
     t, n = warehouse_tables_table, warehouse_namespaces_table
-    table = conn.execute(select(t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == key)).first()
+    held = conn.execute(select(t.c.kind, t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == key))
+    table = held.first()
     if table is not None:
-        raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds table {table[0]}")
+        raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds {table[0]} {table[1]}")
     children = list_namespaces(conn, warehouse, levels)
     if children:
         raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds namespace {_dotted(children[0])}")
@@ -209,33 +216,50 @@ def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) ->
 def _pointer(row: Row[Any]) -> TablePointer:
     return TablePointer(
         row.id, row.warehouse, namespace_levels(row.namespace), row.name, row.metadata_location, row.pointer,
-        row.location,
+        row.location, row.kind,
     )  # fmt: skip
 
 
-def table_pointer(conn: Connection, warehouse: str, levels: tuple[str, ...], name: str) -> TablePointer:
+def table_pointer(
+    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str, kind: str = TABLE
+) -> TablePointer:
+    """The pointer of the table (or, with `kind`, the view) of that name; a view is no table."""
     t = warehouse_tables_table
     row = conn.execute(
-        select(t).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name)
-    ).first()
+        select(t).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name,
+                        t.c.kind == kind)
+    ).first()  # fmt: skip
     if row is None:
-        raise NoSuchTable(f"Table does not exist: {_dotted(levels)}.{name}")
+        missing = NoSuchView if kind == VIEW else NoSuchTable
+        raise missing(f"{kind.title()} does not exist: {_dotted(levels)}.{name}")
     return _pointer(row)
 
 
 def find_table_pointer(
-    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str
+    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str, kind: str = TABLE
 ) -> TablePointer | None:
     try:
-        return table_pointer(conn, warehouse, levels, name)
-    except NoSuchTable:
+        return table_pointer(conn, warehouse, levels, name, kind)
+    except (NoSuchTable, NoSuchView):
         return None
 
 
-def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> list[str]:
+def kind_named(conn: Connection, warehouse: str, levels: tuple[str, ...], name: str) -> str | None:
+    """What holds the name in the namespace (`table` or `view`), if anything: they share one."""
+    t = warehouse_tables_table
+    query = select(t.c.kind).where(
+        t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name
+    )
+    found = conn.execute(query).first()
+    return str(found[0]) if found is not None else None
+
+
+def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...], kind: str = TABLE) -> list[str]:
     require_namespace(conn, warehouse, levels)
     t = warehouse_tables_table
-    query = select(t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
+    query = select(t.c.name).where(
+        t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.kind == kind
+    )
     return list(conn.execute(query.order_by(t.c.name)).scalars())
 
 
@@ -246,6 +270,7 @@ def insert_table(
     name: str,
     metadata_location: str,
     location: str,
+    kind: str = TABLE,
 ) -> TablePointer:
     require_namespace(conn, warehouse, levels)
     now = utc_now()
@@ -253,13 +278,14 @@ def insert_table(
     values: dict[str, object] = {
         "id": table_id, "warehouse": warehouse, "namespace": namespace_key(levels), "name": name,
         "metadata_location": metadata_location, "location": location, "pointer": 1, "created_at": now,
-        "updated_at": now,
+        "updated_at": now, "kind": kind,
     }  # fmt: skip
     try:
         conn.execute(insert(warehouse_tables_table).values(**values))
     except IntegrityError:
-        raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
-    return TablePointer(table_id, warehouse, levels, name, metadata_location, 1, location)
+        # Nothing more is asked of this transaction (PostgreSQL's is aborted): the name is taken.
+        raise AlreadyExists(f"{_taken(kind)}: {_dotted(levels)}.{name}") from None
+    return TablePointer(table_id, warehouse, levels, name, metadata_location, 1, location, kind)
 
 
 def swap_table_pointer(
@@ -283,14 +309,15 @@ def swap_table_pointer(
     )
     if result.rowcount != 1:
         raise CommitConflict(
-            f"Commit failed: table {_dotted(current.namespace)}.{current.name} was changed by another "
-            "commit; refresh it and retry"
+            f"Commit failed: {current.kind} {_dotted(current.namespace)}.{current.name} was changed by "
+            "another commit; refresh it and retry"
         )
     recorded = location if location is not None else current.location
     pointer = current.pointer + 1
     return TablePointer(
-        current.id, current.warehouse, current.namespace, current.name, metadata_location, pointer, recorded
-    )
+        current.id, current.warehouse, current.namespace, current.name, metadata_location, pointer, recorded,
+        current.kind,
+    )  # fmt: skip
 
 
 def tables_in(conn: Connection, warehouse: str) -> list[TablePointer]:
@@ -311,7 +338,11 @@ def rename_table(conn: Connection, current: TablePointer, levels: tuple[str, ...
     try:
         conn.execute(update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name))
     except IntegrityError:
-        raise AlreadyExists(f"Table already exists: {_dotted(levels)}.{name}") from None
+        raise AlreadyExists(f"{_taken(current.kind)}: {_dotted(levels)}.{name}") from None
+
+
+def _taken(kind: str) -> str:
+    return "Table already exists" if kind == TABLE else "A table or view of that name already exists"
 
 
 def delete_table(conn: Connection, current: TablePointer) -> None:

@@ -235,6 +235,8 @@ warehouse_tables_table = Table(
     Column("pointer", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # `table` or `view` (revision 0010): both are pointers to a metadata file, in one name space.
+    Column("kind", String(8), nullable=False, server_default="table"),
     UniqueConstraint("warehouse", "namespace", "name"),
 )
 

@@ -9,7 +9,8 @@ Iceberg REST error model (`IcebergError`), but for 413 and 429, which come
 before the catalog sees the request; a path whose names do not fit its route
 (a `/` in a name) is the catch-all's 404. As for the read-only catalog, HEAD is
 left implied by GET: it answers 204 or the error's status, with no body.
-The operations are written with `warehouse_shapes`, which holds the bodies.
+The operations are written with `warehouse_shapes`, which holds the bodies; commits'
+are in `warehouse_commits`, views' in `warehouse_views`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sharing_server.openapi.shapes import (
     query,
     response,
 )
+from sharing_server.openapi.warehouse_commits import commit_operations
 from sharing_server.openapi.warehouse_shapes import (
     BAD_NAMES,
     NAMESPACE,
@@ -49,6 +51,7 @@ from sharing_server.openapi.warehouse_shapes import (
     returns,
     schemas,
 )
+from sharing_server.openapi.warehouse_views import view_operations, view_schemas
 
 
 def area() -> Area:
@@ -61,10 +64,11 @@ def area() -> Area:
             **_catalog_operations(),
             **_namespace_operations(),
             **_table_operations(),
-            **_commit_operations(),
+            **commit_operations(),
+            **view_operations(),
             **_not_served(),
         },
-        schemas=schemas(),
+        schemas={**schemas(), **view_schemas()},
     )
 
 
@@ -340,88 +344,8 @@ def _table_operations() -> dict[OperationKey, Schema]:
     }
 
 
-def _commit_operations() -> dict[OperationKey, Schema]:
-    """Commits, transactions, registering and renaming tables."""
-    conflict = (
-        "A requirement failed, or another commit changed the table first: refresh and retry "
-        "(`CommitFailedException`)."
-    )
-    return {
-        ("warehouse_table", "POST"): catalog_operation(
-            "warehouseCommitTable",
-            "Commit changes to a table",
-            "Checks the requirements against the current metadata, applies the updates, writes the next "
-            "metadata file and swaps the table's pointer to it if nobody committed meanwhile. With "
-            f"`assert-create`, creates the table (a staged creation's commit; `{actions.CREATE_TABLE}` "
-            "too). The table's location cannot move: `set-location`, `write.*.path` properties and the "
-            "files the commit names (manifest list, statistics) must be inside it.",
-            returns("The new metadata and where it is.", "CommitTableResponse"),
-            {
-                400: BAD_NAMES + ", an update that cannot apply, a location or file outside the table, or "
-                "a body that does not fit (`BadRequestException`).",
-                404: "No such table or namespace (`NoSuchTableException`, `NoSuchNamespaceException`).",
-                409: conflict,
-                503: UNAVAILABLE,
-            },
-            on_table(actions.UPDATE_TABLE_METADATA_LOCATION),
-            [PREFIX, NAMESPACE, TABLE],
-            "CommitTableRequest",
-        ),
-        ("warehouse_register", "POST"): catalog_operation(
-            "warehouseRegisterTable",
-            "Register a table from a metadata file",
-            "Adopts a metadata file already in the warehouse's bucket as a new table's current metadata: "
-            "the file must be in no live table's location, and inside the location its metadata names.",
-            returns("The table.", "LoadTableResult"),
-            {
-                400: BAD_NAMES + ", no metadata file there, a file or table location outside the "
-                "warehouse or overlapping another table's, or a body that does not fit "
-                "(`BadRequestException`).",
-                404: NO_NAMESPACE,
-                409: "The table exists (`AlreadyExistsException`).",
-                503: UNAVAILABLE,
-            },
-            on_table(actions.REGISTER_TABLE, "the new table"),
-            [PREFIX, NAMESPACE],
-            "RegisterTableRequest",
-        ),
-        ("warehouse_rename", "POST"): catalog_operation(
-            "warehouseRenameTable",
-            "Rename a table, or move it to another namespace of the warehouse",
-            "The table keeps its location and files.",
-            (204, NO_CONTENT),
-            {
-                400: BAD_NAMES + ", or a body that does not fit (`BadRequestException`).",
-                404: "No such source table, or no destination namespace (`NoSuchTableException`, "
-                "`NoSuchNamespaceException`).",
-                409: "The destination exists (`AlreadyExistsException`).",
-            },
-            f"{on_table(actions.RENAME_TABLE, 'the source')} and `{actions.CREATE_TABLE}` on the destination",
-            [PREFIX],
-            "RenameTableRequest",
-        ),
-        ("warehouse_transactions", "POST"): catalog_operation(
-            "warehouseCommitTransaction",
-            "Commit changes to several tables at once",
-            "All or none: every table's metadata file is written first, then every pointer is swapped in "
-            "one transaction of the share store.",
-            (204, NO_CONTENT),
-            {
-                400: BAD_NAMES + ", a table named twice, an update that cannot apply, or a body that does "
-                "not fit (`BadRequestException`).",
-                404: "No such table or namespace (`NoSuchTableException`, `NoSuchNamespaceException`).",
-                409: conflict,
-                503: UNAVAILABLE,
-            },
-            on_table(actions.UPDATE_TABLE_METADATA_LOCATION, "every table"),
-            [PREFIX],
-            "CommitTransactionRequest",
-        ),
-    }
-
-
 def _not_served() -> dict[OperationKey, Schema]:
-    """Anything else under `/_iceberg` (views, scan planning, credentials): 404 to anyone."""
+    """Anything else under `/_iceberg` (scan planning, credentials while vending is off): 404 to anyone."""
     return {
         ("warehouse_not_served", method): operation(
             f"warehouseNotServed{method.title()}",
@@ -430,7 +354,7 @@ def _not_served() -> dict[OperationKey, Schema]:
             NO_AUTH,
             {"404": not_found("No such endpoint (`NoSuchEndpointException`)."), **errors(429)},
             [parameter("rest", "path", STRING, "The rest of the path.")],
-            description="Views, scan planning, credentials and whatever else `/v1/config` does not list "
+            description="Scan planning, credentials and whatever else `/v1/config` does not list "
             "are not served; no credentials are checked.",
         )
         for method in ("GET", "POST", "PUT", "PATCH", "DELETE")

@@ -2,6 +2,6 @@
 
 `routes` the route table; `requests` what a request names; `callers` who is calling
 (SigV4, catalog tokens, the admin token); `warehouses` configuration, warehouses and
-namespaces; `tables` tables, commits and transactions. Decisions are made below, in
+namespaces; `tables` tables, commits and transactions; `views` views. Decisions are made below, in
 `share_store.own_warehouses`.
 """

@@ -1,6 +1,6 @@
 """The route table of AIStor Tables' catalog API, mounted at `/_iceberg`.
 
-Anything else under the prefix (views, scan planning, credentials) answers 404
+Anything else under the prefix (scan planning, credentials while vending is off) answers 404
 in the spec's error model, so a client learns the endpoint is not served
 rather than guessing from an HTML page.
 """
@@ -18,6 +18,7 @@ from sharing_server import paths
 from sharing_server.auth.catalog import CatalogTokens
 from sharing_server.http.iceberg_errors import error_response
 from sharing_server.own_warehouses.tables import TableEndpoints
+from sharing_server.own_warehouses.views import ViewEndpoints
 from sharing_server.own_warehouses.warehouses import WarehouseEndpoints
 
 
@@ -32,6 +33,7 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: Data
     up per request)."""
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
+    v = ViewEndpoints(catalog, callers, data)
     tokens = CatalogTokens(callers)
     return [
         Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
@@ -70,5 +72,9 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: Data
         Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
         Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
         Route(paths.WAREHOUSE_TRANSACTIONS, t.transaction, methods=["POST"], name="warehouse_transactions"),
+        Route(paths.WAREHOUSE_VIEWS, v.views, methods=["GET", "POST"], name="warehouse_views"),
+        Route(paths.WAREHOUSE_VIEW, v.view, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_view"),
+        Route(paths.WAREHOUSE_REGISTER_VIEW, v.register, methods=["POST"], name="warehouse_register_view"),
+        Route(paths.WAREHOUSE_VIEW_RENAME, v.rename, methods=["POST"], name="warehouse_view_rename"),
         Route(paths.WAREHOUSE_OTHER, not_served, methods=every, name="warehouse_not_served"),
     ]

@@ -6,7 +6,7 @@
 /_iceberg/v1/{prefix}/namespaces[/{namespace}]          list (with parent), create, load, exists, drop
 /_iceberg/v1/{prefix}/namespaces/{namespace}/properties update properties
 
-Tables, commits and transactions are in `tables`. Handlers are thin: read the
+Tables, commits and transactions are in `tables`, views in `views`. Handlers are thin: read the
 request, then call down: names and bodies are checked by
 `share_store.own_warehouses.rest`, the caller's policy by `CatalogAccess`; every
 refusal is the spec's error model.
@@ -25,6 +25,7 @@ from share_store.own_warehouses.names import check_warehouse
 from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
 from sharing_server.own_warehouses.requests import CatalogEndpoints
+from sharing_server.own_warehouses.views import VIEW_ENDPOINTS
 
 #: What `GET /v1/config` says this catalog serves (clients skip what is not listed).
 ENDPOINTS = [
@@ -44,6 +45,7 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
+    *VIEW_ENDPOINTS,
 ]
 #: Served when the provider vends keys to writers (`[warehouses] access_delegation`).
 CREDENTIALS_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]

@@ -328,7 +328,8 @@ def test_metrics_reports_are_accepted_and_dropped(catalog: Served) -> None:
     ("method", "path"),
     [
         ("GET", f"/{WH}/views"),
-        ("GET", f"/{WH}/namespaces/ns/views/v"),
+        ("PUT", f"/{WH}/namespaces/ns/views/v"),
+        ("GET", f"/{WH}/namespaces/ns/views/v/plan"),
         ("POST", f"/{WH}/namespaces/ns/tables/t/plan"),
         ("PUT", f"/{WH}/namespaces"),
         ("GET", "/nothing/here/at/all"),

@@ -1,0 +1,87 @@
+"""AIStor Tables' catalog API for views: list, create, load, exists, replace, drop, rename and register,
+under `/_iceberg/v1/{prefix}`.
+
+As for tables (`tables`): each handler reads the request (its proof, path and
+query), authenticates the caller, then calls down: the body is read and the
+names checked by `share_store.own_warehouses.rest`, the caller's policy by
+`CatalogAccess` (the table actions, on the view's table ARN), the commit and
+location rules by the catalog. A replace that lost the race for the view's
+pointer, or whose `assert-view-uuid` failed, is a 409 `CommitFailedException`.
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.own_warehouses import rest
+from sharing_server.auth.catalog import credentials_of
+from sharing_server.http.iceberg_errors import iceberg_errors
+from sharing_server.own_warehouses.requests import CatalogEndpoints
+
+#: What `GET /v1/config` lists of the views' endpoints.
+VIEW_ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
+]
+
+
+class ViewEndpoints(CatalogEndpoints):
+    @iceberg_errors("NoSuchNamespaceException")
+    async def views(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        warehouse, levels = rest.namespace_at(params["prefix"], params["namespace"])
+        if request.method == "POST":
+            view, new = rest.new_view(warehouse, levels, credentials.body)
+            loaded = await run_in_threadpool(access.create_view, view, new)
+            return JSONResponse(rest.view_result(loaded))
+        names = await run_in_threadpool(access.list_views, warehouse, levels)
+        identifiers = [{"namespace": list(levels), "name": name} for name in names]
+        return JSONResponse({"identifiers": identifiers, "next-page-token": None})
+
+    @iceberg_errors("NoSuchViewException")
+    async def view(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = rest.table_at(params["prefix"], params["namespace"], params["view"])
+        if request.method == "DELETE":
+            await run_in_threadpool(access.drop_view, name)
+            return Response(status_code=204)
+        if request.method == "POST":
+            commit = rest.view_commit(credentials.body)
+            loaded = await run_in_threadpool(access.replace_view, name, commit)
+            return JSONResponse(rest.view_result(loaded))
+        if request.method == "HEAD":
+            exists = await run_in_threadpool(access.view_exists, name)
+            return Response(status_code=204 if exists else 404)
+        loaded = await run_in_threadpool(access.load_view, name)
+        return JSONResponse(rest.view_result(loaded))
+
+    @iceberg_errors("NoSuchNamespaceException")
+    async def register(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        warehouse, levels = rest.namespace_at(params["prefix"], params["namespace"])
+        name, metadata_location = rest.view_registration(warehouse, levels, credentials.body)
+        loaded = await run_in_threadpool(access.register_view, name, metadata_location)
+        return JSONResponse(rest.view_result(loaded))
+
+    @iceberg_errors("NoSuchViewException")
+    async def rename(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        warehouse = request.path_params["prefix"]
+        access = await self.access(credentials)
+        source, target = rest.renaming(warehouse, credentials.body)
+        await run_in_threadpool(access.rename_view, source, target)
+        return Response(status_code=204)
