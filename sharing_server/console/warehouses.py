@@ -54,6 +54,8 @@ class TableEntry:
 class NamespaceEntry:
     levels: tuple[str, ...]
     tables: list[TableEntry] = field(default_factory=list)
+    #: Its views' names (a view is a query, shared through no share: listed, not read).
+    views: list[str] = field(default_factory=list)
     problem: str = ""
 
     @property
@@ -156,6 +158,7 @@ def _walk(catalog: WarehouseCatalog, entry: WarehouseEntry, parent: tuple[str, .
         entry.namespaces.append(namespace)
         try:
             names = catalog.list_tables(entry.name, levels)
+            namespace.views = sorted(catalog.list_views(entry.name, levels))
         except ShareStoreError as error:
             namespace.problem = error.message
             names = []

@@ -14,12 +14,14 @@ from markupsafe import escape
 from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
+from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
 from share_store.authentication.tokens import hash_secret
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import parse_model
 from share_store.own_warehouses.names import TableName
+from share_store.own_warehouses.views import NewView
 from sharing_server.console.warehouses import table_spec
 from tests.conftest import Deployment, deploy
 from tests.sharing_server.console.test_routes import ADMIN_TOKEN, csrf_of, signed_in
@@ -78,6 +80,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     with deployment.store.engine.begin() as conn:  # as a store made before names were checked has them
         rows.create_namespace(conn, "whs", (ODD_NAMESPACE,), {})
         rows.insert_table(conn, "whs", (ODD_NAMESPACE,), ODD_TABLE, str(odd.metadata_location), "odd-row")
+    sql = SQLViewRepresentation(type="sql", sql="SELECT id FROM orders", dialect="spark")
+    version = ViewVersion(version_id=1, schema_id=0, timestamp_ms=1_700_000_000_000, summary={},
+                          representations=[sql], default_namespace=["sales", "eu"])  # fmt: skip
+    catalog.create_view(TableName.of("whs", ("sales", "eu"), "recent"), NewView(SCHEMA, version))
     catalog.create_warehouse("bare")
     yield deployment
     deployment.server.stop()
@@ -106,6 +112,10 @@ def test_the_page_lists_warehouses_nested_namespaces_and_tables(server: Deployme
     assert "/whs/sales/eu/orders-" in cells[5] and location.is_dir()
     empty = _row(page, "sales", "empty")
     assert "Iceberg v1" in empty and "none yet" in empty and "—" in empty
+    # Views are listed with their namespace, beside its tables.
+    views = re.search(r'<tr class="views" data-views="sales.eu">(.*?)</tr>', page.text, re.S)
+    assert views and "<code>recent</code>" in views.group(1)
+    assert 'data-views="sales"' not in page.text
     # A warehouse without namespaces says how to make one.
     assert "sharing-server table namespace create bare NAMESPACE" in page.text
 
