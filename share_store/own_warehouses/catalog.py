@@ -42,7 +42,6 @@ from share_store.own_warehouses.errors import AlreadyExists, CommitConflict
 from share_store.own_warehouses.locations import (
     LocationRefused,
     check_files,
-    check_no_overlap,
     check_write_paths,
     requested_location,
 )
@@ -254,14 +253,7 @@ class WarehouseCatalog(ViewCatalog):
         with self._read() as conn:
             current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
             others = self.locations.others(conn, table.warehouse, but=current)
-        folder = metadata_location.rpartition("/")[0]
-        check_no_overlap(requested_location(self.storage, table.warehouse, folder, table.namespace), others)
-        try:
-            metadata = self.files.parse(metadata_location)
-        except FileNotFoundError:
-            raise InvalidParameter(f"no metadata file at {metadata_location}") from None
-        location = requested_location(self.storage, table.warehouse, metadata.location, table.namespace)
-        check_files(self.storage, location, [("metadata file", metadata_location)])
+        metadata, location = self._registered(table, metadata_location, others, self.files.parse)
         check_write_paths(self.storage, location, metadata.properties)
         with self._change() as conn:
             self.locations.claim(conn, table.warehouse, location, but=current)

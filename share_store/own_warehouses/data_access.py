@@ -33,10 +33,16 @@ from share_store.own_warehouses.catalog import LoadedTable
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import table_arn
 from share_store.readers.iceberg_grants import store_signer
-from share_store.signing.request_signing import READ_METHODS, SigningRefused, parse_object_request
+from share_store.signing.request_signing import (
+    READ_METHODS,
+    HeaderSigner,
+    SigningRefused,
+    parse_object_request,
+)
 from share_store.signing.token_codec import TokenCodec
 from share_store.signing.vended_scope import VendingScope, prefixes_of
 from share_store.storage.base import ObjectStorage
+from share_store.storage.s3 import S3Settings
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys
 
 VENDED = "vended-credentials"
@@ -84,6 +90,11 @@ class DataAccess:
         if unknown:
             raise ValueError(f"access_delegation takes {', '.join(ACCESS_MODES)}, not {', '.join(unknown)}")
         self.storage = storage
+        # The server's storage, its keys and address never change while it runs: looked up once.
+        try:
+            self._store: tuple[HeaderSigner, str, S3Settings] | None = store_signer(storage)
+        except UnsupportedOperation:
+            self._store = None
         self.modes = modes
         self.vendor = vendor
         self.codec = codec
@@ -145,14 +156,14 @@ class DataAccess:
             raise DelegationOff(f"this server vends no keys to writers: set {SETTING} to include {VENDED!r}")
         assert self.vendor is not None
         rights = self._rights(who, table)
-        _, _, store = store_signer(self.storage)
+        _, _, store = self._s3()
         scope = VendingScope(prefixes_of([(location.bucket, location.prefix)]), write=rights.write)
         session = f"catalog-{who.name[:24]}-{table.name[:24]}"
         return self.vendor.vend(store, scope, session, None)
 
     def storage_credentials(self, keys: VendedKeys, location: TableLocation) -> list[dict[str, Any]]:
         """The spec's `storage-credentials`: the keys for the table's location."""
-        _, endpoint, store = store_signer(self.storage)
+        _, endpoint, store = self._s3()
         prefix = f"s3://{location.bucket}/{location.prefix.rstrip('/')}/"
         return [{"prefix": prefix, "config": keys.properties(endpoint, store.region)}]
 
@@ -166,7 +177,7 @@ class DataAccess:
                 f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"
             )
         rights = self._rights(who, table)
-        _, endpoint, _ = store_signer(self.storage)
+        _, endpoint, _ = self._s3()
         grant = self.codec.encode(
             {
                 "p": who.name,
@@ -222,7 +233,7 @@ class DataAccess:
             raise Forbidden("the signing grant's user no longer exists")
         table = TableName.of(warehouse, payload["n"], payload["t"])
         rights = DataRights.of(who, table)
-        signer, endpoint, _ = store_signer(self.storage)
+        signer, endpoint, _ = self._s3()
         try:
             request = parse_object_request(method, uri, headers, endpoint, writes=True)
         except SigningRefused as error:
@@ -241,16 +252,13 @@ class DataAccess:
         rights = DataRights.of(who, table)
         if not rights.read:
             raise Forbidden(f"{who.name} is not allowed to {actions.GET_TABLE_DATA} on {table}")
-        if not self.storage_is_s3:
+        self._s3()
+        return rights
+
+    def _s3(self) -> tuple[HeaderSigner, str, S3Settings]:
+        """The store's signer, address and settings; refused on storage that has no STS or signer."""
+        if self._store is None:
             raise UnsupportedOperation(
                 "access delegation needs S3 storage with static keys: local storage has no STS or signer"
             )
-        return rights
-
-    @property
-    def storage_is_s3(self) -> bool:
-        try:
-            store_signer(self.storage)
-        except UnsupportedOperation:
-            return False
-        return True
+        return self._store

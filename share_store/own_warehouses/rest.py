@@ -33,7 +33,6 @@ from share_store.own_warehouses.names import (
 )
 from share_store.own_warehouses.view_commits import ViewCommit
 from share_store.own_warehouses.views import LoadedView, NewView
-from share_store.signing.request_signing import parse_sign_request
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -176,11 +175,6 @@ def _identifier(warehouse: str, raw: Any, what: str) -> TableName:
     if not isinstance(raw, dict) or not isinstance(raw.get("namespace"), list) or "name" not in raw:
         raise InvalidParameter(f'{what} must be {{"namespace": [...], "name": "..."}}')
     return TableName.of(warehouse, raw["namespace"], raw["name"])
-
-
-def sign_request(body: bytes) -> tuple[str, str, dict[str, list[str]]]:
-    """A remote-signing request (`POST .../s3-sign/{grant}`): its method, URI and headers."""
-    return parse_sign_request(body)
 
 
 def snapshots_mode(value: str | None) -> str:

@@ -27,8 +27,6 @@ from share_store.own_warehouses.commits import metadata_file_location, next_file
 from share_store.own_warehouses.errors import AlreadyExists
 from share_store.own_warehouses.locations import (
     LocationRefused,
-    check_files,
-    check_no_overlap,
     requested_location,
 )
 from share_store.own_warehouses.names import TableName
@@ -128,14 +126,7 @@ class ViewCatalog(Warehouses):
             rows.require_namespace(conn, view.warehouse, view.namespace)
             self._check_free(conn, view)
             others = self.locations.others(conn, view.warehouse)
-        folder = metadata_location.rpartition("/")[0]
-        check_no_overlap(requested_location(self.storage, view.warehouse, folder, view.namespace), others)
-        try:
-            metadata = self.files.parse_view(metadata_location)
-        except FileNotFoundError:
-            raise InvalidParameter(f"no metadata file at {metadata_location}") from None
-        location = requested_location(self.storage, view.warehouse, metadata.location, view.namespace)
-        check_files(self.storage, location, [("metadata file", metadata_location)])
+        metadata, location = self._registered(view, metadata_location, others, self.files.parse_view)
         with self._change() as conn:
             self.locations.claim(conn, view.warehouse, location)
             rows.insert_table(conn, view.warehouse, view.namespace, view.name, metadata_location,

@@ -8,20 +8,26 @@ are the `table-default.*` a new table starts with. `WarehouseCatalog`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.commits import TABLE_DEFAULT, changed_properties, string_properties
 from share_store.own_warehouses.errors import AlreadyExists
+from share_store.own_warehouses.locations import check_files, check_no_overlap, requested_location
 from share_store.own_warehouses.metadata_files import MetadataFiles
-from share_store.own_warehouses.names import check_namespace, check_warehouse
+from share_store.own_warehouses.names import TableName, check_namespace, check_warehouse
 from share_store.own_warehouses.table_locations import TableLocations
 from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
+
+#: A table's or a view's metadata: whatever it is, it names its location.
+M = TypeVar("M", bound=Any)
 
 
 class Warehouses:
@@ -133,3 +139,19 @@ class Warehouses:
     def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None:
         with self._change() as conn:
             rows.drop_namespace(conn, warehouse, levels)
+
+    def _registered(
+        self, name: TableName, metadata_location: str, others: list[TableLocation], parse: Callable[[str], M]
+    ) -> tuple[M, TableLocation]:
+        """A metadata file to register, for a table or a view: in the name's namespace folder and in
+        none of `others` (the live tables' and views' locations) before it is read at all, then
+        inside the location it names, which is taken as a create's would be."""
+        folder = metadata_location.rpartition("/")[0]
+        check_no_overlap(requested_location(self.storage, name.warehouse, folder, name.namespace), others)
+        try:
+            metadata = parse(metadata_location)
+        except FileNotFoundError:
+            raise InvalidParameter(f"no metadata file at {metadata_location}") from None
+        location = requested_location(self.storage, name.warehouse, metadata.location, name.namespace)
+        check_files(self.storage, location, [("metadata file", metadata_location)])
+        return metadata, location

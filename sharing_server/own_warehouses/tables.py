@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.own_warehouses import rest
+from share_store.signing.request_signing import parse_sign_request
 from sharing_server import paths
 from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
@@ -97,7 +98,7 @@ class TableEndpoints(CatalogEndpoints):
         The grant in the path is the proof (pyiceberg's signer sends no catalog credentials with
         SigV4): it names the caller and the table, and each request is checked against them."""
         params, body, notes = request.path_params, await request.body(), audit_fields(request)
-        method, uri, headers = rest.sign_request(body)
+        method, uri, headers = parse_sign_request(body)
         signed = await run_in_threadpool(
             self.data.sign,
             params["prefix"],
