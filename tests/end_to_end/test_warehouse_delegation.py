@@ -250,6 +250,10 @@ def test_the_signer_signs_only_the_grants_table_and_user(
         ("PUT", f"{namespace}/{a}/data/x.parquet", OTHER),
         ("PUT", f"{namespace}/{a}/../{ab}/x.parquet", WAREHOUSE),
         ("GET", f"{namespace}/{a}/data/x.parquet?acl", WAREHOUSE),
+        ("PUT", f"{namespace}/{a}%2F..%2F{ab}/x.parquet", WAREHOUSE),
+        ("PUT", f"{namespace}/{a}/%2E%2E/{ab}/x.parquet", WAREHOUSE),
+        ("PUT", f"{namespace}/{a}/data/x.parquet#{namespace}/{ab}", WAREHOUSE),
+        ("DELETE", f"{namespace}/{ab}/metadata/00000.metadata.json", WAREHOUSE),
     ):
         answer = sign(method, key, bucket)
         assert answer.status_code == 403, (method, key, bucket, answer.text)
