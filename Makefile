@@ -13,7 +13,7 @@ SPARK_ICEBERG_SETUP := testbed/spark_iceberg
 SPARK_ICEBERG_DIR := .cache/spark-iceberg
 SPARK_ICEBERG := $(SPARK_ICEBERG_DIR)/.installed-stamp
 
-.PHONY: install postgres chromium httpclient5 spark-iceberg run demo test lint format pipeline bench clean
+.PHONY: install postgres chromium httpclient5 spark-iceberg pyiceberg-suite run demo test lint format pipeline bench clean
 
 install: $(STAMP)
 
@@ -70,6 +70,15 @@ $(SPARK_ICEBERG): $(addprefix $(SPARK_ICEBERG_SETUP)/,setup.sh requirements.txt 
 	bash $(SPARK_ICEBERG_SETUP)/setup.sh $(SPARK_ICEBERG_DIR)
 	touch $@
 
+## pyiceberg's own catalog test suite (tests/ of the installed version's sdist from PyPI), run
+## against the server by tests/end_to_end/test_pyiceberg_catalog_suite.py.
+PYICEBERG_SUITE := .cache/pyiceberg-suite/.installed-stamp
+pyiceberg-suite: $(PYICEBERG_SUITE)
+
+$(PYICEBERG_SUITE): $(STAMP) testbed/pyiceberg_suite.py
+	$(PY) -m testbed.pyiceberg_suite .cache/pyiceberg-suite
+	touch $@
+
 ## Serve the demo share on 127.0.0.1:8080 (SQLite store, files under ./.sharing/).
 run: install
 	$(PY) -m sharing_server serve --demo
@@ -88,7 +97,7 @@ format: install
 
 ## Lint, then the whole suite (starts its own SeaweedFS S3 server and PostgreSQL on loopback,
 ## and a headless Chromium for the console; screenshots go to test-artifacts/).
-test: install lint postgres mariadb chromium spark-iceberg
+test: install lint postgres mariadb chromium spark-iceberg pyiceberg-suite
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## The seeds' PySpark pipeline: TPC-H-like data -> Delta + Iceberg -> share -> Spark and pandas,

@@ -29,6 +29,7 @@ from share_store.errors import InvalidParameter
 from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.commits import (
+    check_requirements,
     committed_metadata,
     created_metadata,
     metadata_file_location,
@@ -150,12 +151,13 @@ class WarehouseCatalog(ViewCatalog):
             version = 0
         else:
             location = self.locations.of(current)
+            base = self.files.read(current.metadata_location)
+            check_requirements(base, request)  # a stale or create-asserting commit is a 409 first
             for moved in set_locations(request):
                 if requested_location(self.storage, table.warehouse, moved) != location:
                     raise LocationRefused(
                         f"a table's location cannot move: {table} lives at {location.uri}, not {moved}"
                     )
-            base = self.files.read(current.metadata_location)
             metadata = committed_metadata(base, current.metadata_location, request)
             version = next_file_version(current.metadata_location)
         check_files(self.storage, location, named_files(request))

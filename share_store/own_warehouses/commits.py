@@ -145,26 +145,8 @@ def next_file_version(metadata_location: str | None) -> int:
 def committed_metadata(
     base: TableMetadata | None, base_location: str | None, request: CommitTableRequest
 ) -> TableMetadata:
-    """`base` with the commit's updates applied, after every requirement held.
-
-    Without a base (the table does not exist) only a commit that asserts
-    creation applies (a staged create); otherwise the table is missing.
-    """
-    if base is None and not creates(request):
-        raise NoSuchTable(f"Table does not exist: {'.'.join(request.identifier.namespace.root)}"
-                          f".{request.identifier.name}")  # fmt: skip
-    if base is not None and creates(request):
-        raise CommitConflict("Table already exists: the commit asserts it is being created")
-    if base is not None:
-        for update in request.updates:
-            # As Iceberg's own TableMetadata refuses: a table's uuid is its identity for good.
-            if isinstance(update, AssignUUIDUpdate) and update.uuid != base.table_uuid:
-                raise InvalidParameter(f"cannot reassign a table's uuid: it is {base.table_uuid}")
-    for requirement in request.requirements:
-        try:
-            requirement.validate(base)
-        except CommitFailedException as error:
-            raise CommitConflict(f"Requirement failed: {error}") from None
+    """`base` with the commit's updates applied, after every requirement held."""
+    check_requirements(base, request)
     start, updates = _upgraded_to_v3(
         base if base is not None else MetastoreCatalog._empty_table_metadata(), request.updates
     )
@@ -184,6 +166,31 @@ def committed_metadata(
         raise InvalidParameter(missing) from None
     added = [u.snapshot for u in request.updates if isinstance(u, AddSnapshotUpdate)]
     return with_row_lineage(updated, base, added)
+
+
+def check_requirements(base: TableMetadata | None, request: CommitTableRequest) -> None:
+    """Every requirement of the commit holds on `base`, or the commit conflicts.
+
+    Without a base (the table does not exist) only a commit that asserts
+    creation applies (a staged create); otherwise the table is missing. Checked
+    before anything else about the commit, as the spec orders it: a commit
+    whose base has moved on is a 409 whatever else it asks.
+    """
+    if base is None and not creates(request):
+        raise NoSuchTable(f"Table does not exist: {'.'.join(request.identifier.namespace.root)}"
+                          f".{request.identifier.name}")  # fmt: skip
+    if base is not None and creates(request):
+        raise CommitConflict("Table already exists: the commit asserts it is being created")
+    if base is not None:
+        for update in request.updates:
+            # As Iceberg's own TableMetadata refuses: a table's uuid is its identity for good.
+            if isinstance(update, AssignUUIDUpdate) and update.uuid != base.table_uuid:
+                raise InvalidParameter(f"cannot reassign a table's uuid: it is {base.table_uuid}")
+    for requirement in request.requirements:
+        try:
+            requirement.validate(base)
+        except CommitFailedException as error:
+            raise CommitConflict(f"Requirement failed: {error}") from None
 
 
 def _upgraded_to_v3(base: TableMetadata, updates: tuple[Any, ...]) -> tuple[TableMetadata, tuple[Any, ...]]:

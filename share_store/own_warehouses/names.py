@@ -28,6 +28,11 @@ WAREHOUSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]")
 LEVEL_SEPARATOR = "\x1f"
 
 
+#: What names may hold, as catalog properties for `/v1/config`'s `defaults`: pyiceberg's own catalog
+#: suite reads them (its `does_support_*_in_identifier`) to leave out what a catalog refuses, and
+#: no client acts on them otherwise. Nested namespaces are served; a `.` or `/` in a name is not.
+IDENTIFIER_SUPPORT = {"supports_dot_in_identifier": "false", "supports_slash_in_identifier": "false"}
+
 #: Path words of the catalog's own endpoints (`/v1/config`, `/v1/warehouses`, `/v1/oauth`).
 RESERVED_WAREHOUSES = frozenset({"config", "warehouses", "oauth"})
 

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from share_store.errors import InvalidParameter
 from share_store.own_warehouses import rest
 from share_store.own_warehouses.errors import NoSuchWarehouse
-from share_store.own_warehouses.names import check_warehouse
+from share_store.own_warehouses.names import IDENTIFIER_SUPPORT, check_warehouse
 from sharing_server.auth.catalog import credentials_of
 from sharing_server.http.iceberg_errors import iceberg_errors
 from sharing_server.own_warehouses.requests import CatalogEndpoints
@@ -66,7 +66,9 @@ class WarehouseEndpoints(CatalogEndpoints):
         if not await run_in_threadpool(access.has_warehouse, check_warehouse(warehouse)):
             raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
         endpoints = ENDPOINTS + (CREDENTIALS_ENDPOINTS if self.data.vends else [])
-        return JSONResponse({"defaults": {}, "overrides": {"prefix": warehouse}, "endpoints": endpoints})
+        return JSONResponse(
+            {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": warehouse}, "endpoints": endpoints}
+        )
 
     @iceberg_errors("NoSuchWarehouseException")
     async def warehouses(self, request: Request) -> Response:

@@ -303,3 +303,25 @@ def test_a_table_made_before_locations_were_recorded_gets_its_own_recorded_once(
                      .values(location=None))  # fmt: skip
     with pytest.raises(InvalidParameter, match="register its metadata again"):
         catalog.commit(TableName.of("whs", ("ns",), "at_root"), properties("k", "v"))
+
+
+def test_a_staged_create_that_lost_the_race_is_a_conflict_not_a_moved_location(
+    catalog: WarehouseCatalog,
+) -> None:
+    """pyiceberg's `test_concurrent_create_transaction`: a staged create's commit, its name taken
+    meanwhile, is a 409 (CommitFailedException), checked before the location it asks for."""
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(name, NewTable(SCHEMA))
+    before = catalog.load_table(name).metadata_location
+    staged = parse_model(CommitTableRequest, {
+        "identifier": {"namespace": ["ns"], "name": "t"}, "requirements": [{"type": "assert-create"}],
+        "updates": [{"action": "set-location", "location": "file:///x/t"}]}, "commit")  # fmt: skip
+    with pytest.raises(CommitConflict, match="already exists"):
+        catalog.commit(name, staged)
+    stale = parse_model(CommitTableRequest, {
+        "identifier": {"namespace": ["ns"], "name": "t"},
+        "requirements": [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}],
+        "updates": [{"action": "set-location", "location": "file:///elsewhere/t"}]}, "commit")  # fmt: skip
+    with pytest.raises(CommitConflict, match="Requirement failed"):
+        catalog.commit(name, stale)
+    assert catalog.load_table(name).metadata_location == before

@@ -17,7 +17,7 @@ from botocore.credentials import Credentials as AwsCredentials
 from starlette.testclient import TestClient
 
 from share_store.authentication.sign_in_throttle import PER_ADDRESS
-from share_store.own_warehouses.names import LEVEL_SEPARATOR
+from share_store.own_warehouses.names import IDENTIFIER_SUPPORT, LEVEL_SEPARATOR
 from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from sharing_server.own_warehouses.warehouses import ENDPOINTS
 from tests.catalog_attacks import ATT, attacker_policy
@@ -47,7 +47,8 @@ def test_config_of_an_unknown_warehouse_is_no_such_warehouse(served: Served) -> 
 def test_config_names_the_warehouse_as_prefix_and_the_endpoints_served(catalog: Served) -> None:
     config = catalog.call("GET", "/config", params={"warehouse": WH})
     assert config.status_code == 200
-    assert config.json() == {"defaults": {}, "overrides": {"prefix": WH}, "endpoints": ENDPOINTS}
+    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": WH}, "endpoints": ENDPOINTS}
+    assert config.json() == expected
     assert "POST /v1/{prefix}/transactions/commit" in config.json()["endpoints"]
     error_of(catalog.call("GET", "/config"), 400, "BadRequestException")
     error_of(catalog.call("GET", "/config", params={"warehouse": "s3://whs"}), 400, "BadRequestException")
