@@ -22,6 +22,10 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.exceptions import BadRequestError
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
 from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
@@ -132,6 +136,39 @@ def test_pyiceberg_writes_with_only_the_catalogs_keys(
     assert sorted_rows(catalog.load_table(f"{namespace}.staged")) == [(5, "e")]
     what = "vended" if mode == VENDED else "signing"
     assert audit_lines(server, lambda record: what in record and namespace in json.dumps(record))
+
+
+def test_views_on_s3_with_a_sigv4_catalog_user(server: Deployment, owner: IssuedUser) -> None:
+    """pyiceberg's view API as AIStor configures it, on SeaweedFS: the view's metadata goes to the
+    namespace's folder in the warehouse's bucket; it loads, is refused under a second name while it
+    lives, is dropped (pyiceberg 0.12 has no view replace or rename; Spark's are tested on
+    local storage in test_warehouse_views.py)."""
+    catalog = writer(server, owner, VENDED)
+    catalog.create_namespace("ns_views")
+    catalog.create_table("ns_views.base", schema=ROWS)
+    made = catalog.create_view(
+        "ns_views.recent", Schema(NestedField(1, "id", LongType(), required=True)),
+        ViewVersion.model_validate({
+            "version-id": 1, "schema-id": 0, "summary": {"engine-name": "pyiceberg"},
+            "representations": [SQLViewRepresentation(type="sql", sql="SELECT id FROM base", dialect="sp")],
+            "default-namespace": ["ns_views"]}),
+    )  # fmt: skip
+    assert made.metadata.location.startswith(f"s3://{WAREHOUSE}/ns_views/recent-")
+    keys = [o["Key"] for o in server.seaweed.client().list_objects_v2(  # type: ignore[attr-defined]
+        Bucket=WAREHOUSE, Prefix="ns_views/recent-").get("Contents", [])]  # fmt: skip
+    (metadata_key,) = [key for key in keys if key.endswith(".metadata.json")]
+    loaded = catalog.load_view("ns_views.recent")
+    assert loaded.metadata.versions[-1].representations[0].root.sql == "SELECT id FROM base"
+    metadata_file = f"s3://{WAREHOUSE}/{metadata_key}"
+    with pytest.raises(BadRequestError, match="overlaps"):  # one location, one owner
+        catalog.register_view("ns_views.again", metadata_file)
+    catalog.drop_view("ns_views.recent")
+    assert not catalog.view_exists("ns_views.recent")
+    again = catalog.register_view("ns_views.again", metadata_file)  # the dropped view's files kept
+    assert again.metadata.view_uuid == made.metadata.view_uuid
+    assert catalog.list_views("ns_views") == [("ns_views", "again")]
+    catalog.drop_view("ns_views.again")
+    assert catalog.table_exists("ns_views.base")
 
 
 def vended_config(server: Deployment, user: IssuedUser, namespace: str, table: str) -> dict[str, str]:
