@@ -7,6 +7,7 @@ from typing import Any
 
 from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import Operation
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import CorruptDeleteFile, VectorSource
@@ -200,7 +201,25 @@ def snapshot_changes(
     actions: list[dict[str, Any]] = [{"commitInfo": {"timestamp": timestamp, "operation": operation}}]
     if before is None or before.metadata.get("schemaString") != after.metadata.get("schemaString"):
         actions.append({"metaData": after.metadata})
-    return actions + changes_between(before, after, timestamp)
+    return actions + as_data_change(changes_between(before, after, timestamp), operation)
+
+
+def as_data_change(actions: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
+    """The file actions of a snapshot, marked `dataChange: false` when its operation is `replace`.
+
+    Iceberg's `replace` (compaction, a rewrite of delete files, a change of file format) adds and
+    removes files "without changing table data": as Delta's OPTIMIZE, its files are no change, so
+    the change data feed and streaming readers skip them instead of reading every row deleted and
+    inserted again.
+    """
+    if operation != Operation.REPLACE.value:
+        return actions
+    return [
+        {kind: body | {"dataChange": False} for kind, body in action.items()}
+        if "add" in action or "remove" in action
+        else action
+        for action in actions
+    ]
 
 
 def changes_between(
@@ -267,4 +286,4 @@ def changes_of_snapshot(table: Any, snapshot_id: int, previous_schema: Schema | 
                 action.pop("stats")
                 action.pop("modificationTime")
                 actions.append({"remove": action | {"deletionTimestamp": snap.timestamp_ms}})
-    return actions
+    return as_data_change(actions, operation)

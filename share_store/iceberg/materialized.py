@@ -81,6 +81,10 @@ class Materialized:
         adds = {a["add"]["path"]: a["add"] for a in commit if "add" in a}
         actions = [a for a in commit if "add" not in a and "remove" not in a]
         changes = []
+        if not any(body.get("dataChange", True) for body in (*removes.values(), *adds.values())):
+            # A rewrite that changes no rows (Iceberg's `replace`): no change rows, and no copies,
+            # since readers of changes skip files that are no data change.
+            return commit
         for path, remove in removes.items():
             before = self.vector(remove)
             add = adds.get(path)

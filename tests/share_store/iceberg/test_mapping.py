@@ -281,3 +281,29 @@ def test_iceberg_files_on_the_storage_store_are_signed_for_its_public_endpoint()
     assert _signed_host(registry, "same") == "https://s3.example.com"
     assert _signed_host(registry, "other") == "http://127.0.0.1:19001"  # another store: its own address
     assert _signed_host(registry, "own") == "https://lake.example.com"  # a catalog's own setting wins
+
+
+def test_a_replace_snapshot_changes_no_data_and_others_do() -> None:
+    """Iceberg's `replace` (compaction, rewritten delete files) is Delta's OPTIMIZE: its adds and
+    removes are `dataChange: false`, so neither the change data feed nor a stream reads them."""
+    from share_store.iceberg.mapping import as_data_change, snapshot_changes
+    from share_store.tables.active_files import FileSet
+    from share_store.tables.snapshot import TableSnapshot
+
+    def files(*paths: str, vector: str | None = None) -> TableSnapshot:
+        dv = {"deletionVector": {"pathOrInlineDv": vector}} if vector else {}
+        adds = [{"path": p, "partitionValues": {}, "size": 10, "dataChange": True} | dv for p in paths]
+        return TableSnapshot(version=1, protocol={}, metadata={"schemaString": "s"}, adds=FileSet(adds))
+
+    def summary(operation: str) -> SimpleNamespace:
+        return SimpleNamespace(summary=SimpleNamespace(operation=SimpleNamespace(value=operation)))
+
+    before, after = files("a.parquet", "b.parquet", vector="dv"), files("c.parquet")
+    compacted = snapshot_changes(before, after, summary("replace"), 7)
+    file_actions = [body for action in compacted for kind, body in action.items() if kind != "commitInfo"]
+    assert len(file_actions) == 3 and not any(body["dataChange"] for body in file_actions)
+    assert compacted[0] == {"commitInfo": {"timestamp": 7, "operation": "replace"}}
+    overwritten = snapshot_changes(before, after, summary("overwrite"), 7)
+    assert all(body["dataChange"] for action in overwritten for body in action.values() if "path" in body)
+    kept = [{"commitInfo": {"operation": "replace"}}, {"metaData": {"id": "m"}}]
+    assert as_data_change(kept, "replace") == kept
