@@ -9,7 +9,9 @@ A warehouse is a bucket of the configured storage. Where a table lives is
 the catalog's decision, recorded with its pointer (`table_locations`): every
 file it writes, deletes or hands to a reader for a table is inside that
 location (`iceberg.locations.TableLocation.confine`), whatever the caller's
-metadata names.
+metadata names. Metadata files a commit stops tracking are deleted after it,
+when the table asks (`write.metadata.delete-after-commit.enabled`), and only
+the table's own (`MetadataFiles.delete_superseded`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from share_store.own_warehouses.commits import (
     metadata_file_location,
     named_files,
     next_file_version,
+    removed_metadata_files,
     set_locations,
     string_properties,
     table_defaults,
@@ -137,12 +140,16 @@ class WarehouseCatalog(ViewCatalog):
         staged = [self._staged(table, request, current)
                   for (table, request), current in zip(changes, pointers, strict=True)]  # fmt: skip
         self._swap(staged)
+        # Only now that every pointer is swapped: a failed commit deletes nothing it replaced.
+        for change in staged:
+            self._delete_superseded(change)
         return [LoadedTable(s.metadata_location, s.metadata, s.location) for s in staged]
 
     def _staged(self, table: TableName, request: CommitTableRequest, current: TablePointer | None) -> _Staged:
         """The commit's new metadata, after every path it names was found inside the table."""
         if current is None:
             # A staged create: the location comes from the commit, checked as a create's.
+            base: TableMetadata | None = None
             asked = set_locations(request)
             metadata = committed_metadata(None, None, request)
             location = self.locations.new(
@@ -164,7 +171,22 @@ class WarehouseCatalog(ViewCatalog):
         check_write_paths(self.storage, location, metadata.properties)
         if metadata.location != location.uri:
             metadata = metadata.model_copy(update={"location": location.uri})
-        return _Staged(table, current, location, metadata_file_location(location.uri, version), metadata)
+        metadata_location = metadata_file_location(location.uri, version)
+        removed = () if base is None or current is None else tuple(
+            removed_metadata_files(base, current.metadata_location, metadata, metadata_location)
+        )  # fmt: skip
+        return _Staged(table, current, location, metadata_location, metadata, removed)
+
+    def _delete_superseded(self, change: _Staged) -> None:
+        """The old metadata files of a committed change that the table asked to drop."""
+        if not change.removed:
+            return
+        kept = [change.metadata_location, *(entry.metadata_file for entry in change.metadata.metadata_log)]
+        try:
+            self.files.delete_superseded(change.location, change.removed, kept)
+        except Exception as error:  # noqa: BLE001 (the commit happened: failing it would have it retried)
+            # Left files are harmless (unreferenced); the message names no path or credential.
+            log.warning("could not delete old metadata files of %s: %s", change.table, type(error).__name__)
 
     def _swap(self, staged: list[_Staged]) -> None:
         """Write each new metadata file, then swap (or insert) every pointer in one transaction.
@@ -287,3 +309,5 @@ class _Staged:
     location: TableLocation
     metadata_location: str
     metadata: TableMetadata
+    #: The metadata files the commit stops tracking, for the table to drop (`removed_metadata_files`).
+    removed: tuple[str, ...] = ()

@@ -168,6 +168,34 @@ def committed_metadata(
     return with_row_lineage(updated, base, added)
 
 
+#: Iceberg's table property (`TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED`, default false):
+#: a commit deletes the metadata files its new metadata log no longer tracks. How many that log
+#: keeps is `write.metadata.previous-versions-max` (default 100), which pyiceberg's
+#: `update_table_metadata` applies when it appends the base file to the log.
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+
+
+def removed_metadata_files(
+    base: TableMetadata, base_location: str, new: TableMetadata, new_location: str
+) -> list[str]:
+    """The metadata files a commit from `base` (the file at `base_location`) to `new` (written at
+    `new_location`) stops tracking, if `new` asks for them to go; none otherwise.
+
+    As Java's `CatalogUtil.deleteRemovedMetadataFiles`: the base's log, less the new log. The base
+    file itself too: a commit that changes nothing logs nothing, yet moves the pointer. Never the
+    new file. The paths are the metadata's, which a caller may have written (a registered table's
+    log names what it likes): the catalog deletes only those that are its own (`MetadataFiles.
+    delete_superseded`).
+    """
+    # Java's Boolean.parseBoolean: "true" in any case, anything else is false (never an error
+    # after a commit that has happened).
+    if new.properties.get(DELETE_AFTER_COMMIT, "").lower() != "true":
+        return []
+    kept = {entry.metadata_file for entry in new.metadata_log} | {new_location}
+    removed = [entry.metadata_file for entry in base.metadata_log] + [base_location]
+    return list(dict.fromkeys(path for path in removed if path not in kept))
+
+
 def check_requirements(base: TableMetadata | None, request: CommitTableRequest) -> None:
     """Every requirement of the commit holds on `base`, or the commit conflicts.
 

@@ -4,13 +4,16 @@ and kept.
 A metadata file never changes once written, so parsed files are kept by
 location. Every write goes through the table's recorded location
 (`TableLocation.confine`); a stored file that is gone or is no metadata file
-is a named error, never a bare 500.
+is a named error, never a bare 500. Old ones a commit stops tracking are
+deleted only when the table asks, and only the catalog's own (`delete_superseded`).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from contextlib import suppress
 
 from pydantic import ValidationError
@@ -18,13 +21,16 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg.locations import TableLocation, file_location
+from share_store.iceberg.locations import OutsideTable, TableLocation, file_location
 from share_store.own_warehouses.commits import metadata_json, read_metadata
 from share_store.own_warehouses.errors import MetadataFileMissing
 from share_store.storage.base import ObjectStorage
 
 #: Metadata files parsed and kept (they never change once written).
 METADATA_CACHE = 256
+METADATA_FILE = ".metadata.json"
+
+log = logging.getLogger(__name__)
 
 
 class MetadataFiles:
@@ -75,6 +81,43 @@ class MetadataFiles:
         with suppress(Exception):
             bucket, key = table.confine(self.storage, location)
             self.storage.delete(bucket, [key])
+
+    def delete_superseded(self, table: TableLocation, removed: Iterable[str], kept: Iterable[str]) -> int:
+        """Delete the metadata files a commit stopped tracking (`commits.removed_metadata_files`); how
+        many were asked to go. Storage errors are raised: the caller decides what they mean.
+
+        `removed` comes from metadata a caller may have written, so a path goes only if it is a
+        file the catalog itself writes for this table: inside its recorded location (`confine`,
+        which refuses `..`, other buckets and links out), directly in its `metadata/` folder and
+        named `*.metadata.json`; never another table's, a data file, or a file `kept` (the new
+        pointer and the new log), however it is spelt: they are compared by the key deleted.
+        """
+        keep = {key for key in (self._own_metadata_key(table, path) for path in kept) if key is not None}
+        doomed: dict[str, str] = {}
+        for path in removed:
+            key = self._own_metadata_key(table, path)
+            if key is None or key in keep:
+                # The message names no path: it may be another table's file.
+                log.debug("kept a superseded metadata file of %s: not its own, or still tracked", table.uri)
+                continue
+            doomed[path] = key
+        if doomed:
+            self.storage.delete(table.bucket, sorted(set(doomed.values())))
+            with self._lock:  # nor read back from memory as if it were there
+                for path in doomed:
+                    self._parsed.pop(path, None)
+        return len(set(doomed.values()))
+
+    def _own_metadata_key(self, table: TableLocation, path: str) -> str | None:
+        """The key of `path` if it is a metadata file the catalog writes for `table`, else None."""
+        try:
+            _, key = table.confine(self.storage, path)
+        except OutsideTable:
+            return None
+        name = key.removeprefix(f"{table.prefix}/metadata/")
+        if name == key or "/" in name or not name.endswith(METADATA_FILE):
+            return None
+        return key
 
     def read(self, location: str) -> TableMetadata:
         """The table's current metadata; `MetadataFileMissing` (a named 5xx) if storage lost it."""

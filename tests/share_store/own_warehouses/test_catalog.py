@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
+from pyiceberg.table.metadata import MetadataLogEntry
 from pyiceberg.types import LongType, NestedField
 from sqlalchemy import update
 
 from share_store.errors import InvalidParameter
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
-from share_store.own_warehouses.commits import metadata_json, parse_model
+from share_store.own_warehouses.commits import created_metadata, metadata_json, parse_model
 from share_store.own_warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing, NotEmpty
 from share_store.own_warehouses.names import TableName
 from share_store.persistence import ShareStore, sqlite_url
@@ -45,8 +46,8 @@ def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
     return catalog
 
 
-def properties(key: str, value: str) -> CommitTableRequest:
-    body = {"identifier": {"namespace": ["ns"], "name": "t"},
+def properties(key: str, value: str, table: str = "t") -> CommitTableRequest:
+    body = {"identifier": {"namespace": ["ns"], "name": table},
             "updates": [{"action": "set-properties", "updates": {key: value}}]}  # fmt: skip
     return parse_model(CommitTableRequest, body, "commit")
 
@@ -325,3 +326,123 @@ def test_a_staged_create_that_lost_the_race_is_a_conflict_not_a_moved_location(
     with pytest.raises(CommitConflict, match="Requirement failed"):
         catalog.commit(name, stale)
     assert catalog.load_table(name).metadata_location == before
+
+
+# -- old metadata files: write.metadata.delete-after-commit.enabled ----------------------------------
+
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+
+
+def on_disk(uri: str | None) -> Path:
+    return Path(str(uri).removeprefix("file://"))
+
+
+def test_a_metadata_log_naming_files_outside_the_tables_metadata_folder_deletes_none_of_them(
+    catalog: WarehouseCatalog, tmp_path: Path
+) -> None:
+    """A registered table's metadata log is the caller's to write: every file it names that is not one
+    the catalog writes for this table (another table's, another warehouse's, a data file, a path
+    escaping with `..`, another spelling of a file still tracked) stays when old versions go."""
+    root: Path = catalog.storage.root  # type: ignore[attr-defined]
+    victim = catalog.create_table(TableName.of("whs", ("ns",), "victim"), NewTable(SCHEMA))
+    catalog.create_warehouse("other")
+    catalog.create_namespace("other", ("ns",), {})
+    elsewhere = catalog.create_table(TableName.of("other", ("ns",), "t"), NewTable(SCHEMA))
+    folder = root / "whs" / "ns" / "evil"
+    own_old = folder / "metadata" / "00000-old.metadata.json"  # the one file that is the table's to drop
+    data_file = folder / "data" / "x.metadata.json"
+    not_metadata = folder / "metadata" / "snap-1.avro"
+    nested = folder / "metadata" / "deeper" / "y.metadata.json"
+    outside = tmp_path / "outside.metadata.json"
+    for planted in (own_old, data_file, not_metadata, nested, outside):
+        planted.parent.mkdir(parents=True, exist_ok=True)
+        planted.write_bytes(b"{}")
+    victim_file = on_disk(victim.metadata_location)
+    climb = f"metadata/../../{victim_file.parent.parent.name}/metadata/{victim_file.name}"
+    registered = folder / "metadata" / "00001-registered.metadata.json"
+    hostile = [
+        str(victim.metadata_location),  # (a) another table's metadata file, same namespace
+        data_file.as_uri(),  # (b) inside the location, outside metadata/
+        f"{folder.as_uri()}/{climb}",  # (c) escaping the location with `..`
+        f"{folder.as_uri()}/{climb.replace('..', '%2e%2e')}",
+        str(elsewhere.metadata_location),  # (d) another warehouse's
+        outside.as_uri(),  # outside the storage altogether
+        not_metadata.as_uri(),
+        nested.as_uri(),
+        "file:" + str(registered),  # the registered file (kept in the new log), spelt another way
+        own_old.as_uri(),
+    ]
+    asked = {"format-version": "2", DELETE_AFTER_COMMIT: "true", PREVIOUS_VERSIONS_MAX: "1"}
+    metadata = created_metadata(SCHEMA, None, None, folder.as_uri(), asked)
+    log_entries = [MetadataLogEntry(metadata_file=path, timestamp_ms=1) for path in hostile]
+    registered.write_bytes(metadata_json(metadata.model_copy(update={"metadata_log": log_entries})))
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.register_table(name, registered.as_uri())
+
+    committed = catalog.commit(name, properties("k", "v"))
+
+    assert not own_old.exists()  # the deletion ran: what is the table's own did go
+    for kept in (victim_file, data_file, not_metadata, nested, outside, registered,
+                 on_disk(elsewhere.metadata_location), on_disk(committed.metadata_location)):  # fmt: skip
+        assert kept.exists(), kept
+    assert catalog.load_table(name).metadata.properties["k"] == "v"
+    assert catalog.load_table(TableName.of("whs", ("ns",), "victim")).metadata_location == str(
+        victim.metadata_location
+    )
+    assert catalog.load_table(TableName.of("other", ("ns",), "t")).metadata_location is not None
+
+
+def test_old_metadata_files_go_after_commits_when_the_table_asks_and_stay_otherwise(
+    catalog: WarehouseCatalog,
+) -> None:
+    trimmed = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(trimmed, NewTable(SCHEMA, properties={DELETE_AFTER_COMMIT: "true",
+                                                               PREVIOUS_VERSIONS_MAX: "2"}))  # fmt: skip
+    for n in range(6):
+        catalog.commit(trimmed, properties("n", str(n)))
+    loaded = catalog.load_table(trimmed)
+    assert loaded.metadata.properties["n"] == "5" and len(loaded.metadata.metadata_log) == 2
+    tracked = [loaded.metadata_location, *(entry.metadata_file for entry in loaded.metadata.metadata_log)]
+    assert metadata_files(catalog) == sorted(on_disk(path) for path in tracked)
+    catalog.drop_table(trimmed)  # off: the log is trimmed by its own property, every file stays
+    kept = TableName.of("whs", ("ns",), "kept")
+    catalog.create_table(kept, NewTable(SCHEMA, properties={PREVIOUS_VERSIONS_MAX: "3"}))
+    for n in range(6):
+        catalog.commit(kept, properties("n", str(n), table="kept"))
+    assert len(catalog.load_table(kept).metadata.metadata_log) == 3
+    assert len([f for f in metadata_files(catalog) if f.parent.parent.name.startswith("kept-")]) == 7
+
+
+def test_a_transaction_drops_each_tables_old_metadata_files_once_it_committed(
+    catalog: WarehouseCatalog,
+) -> None:
+    names = [TableName.of("whs", ("ns",), table) for table in ("a", "b")]
+    for name in names:
+        catalog.create_table(name, NewTable(SCHEMA, properties={DELETE_AFTER_COMMIT: "true",
+                                                                PREVIOUS_VERSIONS_MAX: "1"}))  # fmt: skip
+    for n in range(3):
+        catalog.commit_transaction([(name, properties("n", str(n), table=name.name)) for name in names])
+    assert len(metadata_files(catalog)) == 4  # each table's current file and the one in its log
+
+
+@pytest.mark.parametrize("error", [PermissionError("storage refused"), RuntimeError("storage went away")])
+def test_a_storage_error_deleting_old_metadata_files_leaves_the_commit_committed(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    error: Exception,
+) -> None:  # fmt: skip
+    name = TableName.of("whs", ("ns",), "t")
+    catalog.create_table(name, NewTable(SCHEMA, properties={DELETE_AFTER_COMMIT: "true",
+                                                            PREVIOUS_VERSIONS_MAX: "1"}))  # fmt: skip
+    catalog.commit(name, properties("n", "0"))
+
+    def fail(bucket: str, keys: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(catalog.storage, "delete", fail)
+    committed = catalog.commit(name, properties("n", "1"))
+    loaded = catalog.load_table(name)
+    assert loaded.metadata_location == committed.metadata_location
+    assert loaded.metadata.properties["n"] == "1"
+    assert len(metadata_files(catalog)) == 3  # the one that should have gone is still there
+    assert "old metadata files" in caplog.text

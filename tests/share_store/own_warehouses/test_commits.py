@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
-from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.metadata import MetadataLogEntry, TableMetadata
 from pyiceberg.types import LongType, NestedField
 
 from share_store.errors import InvalidParameter
@@ -22,6 +22,7 @@ from share_store.own_warehouses.commits import (
     next_file_version,
     parse_model,
     read_metadata,
+    removed_metadata_files,
 )
 from share_store.own_warehouses.errors import CommitConflict, NoSuchTable
 
@@ -240,3 +241,48 @@ def test_shapes_pyiceberg_does_not_expect_are_400s_not_500s(updates: list[dict[s
         parse_model(
             CommitTableRequest, {"identifier": {"namespace": ["ns"], "name": "t"}, "updates": updates}, "c"
         )
+
+
+def properties(**updates: str) -> CommitTableRequest:
+    return commit({"action": "set-properties", "updates": updates})
+
+
+def versions(count: int, **table_properties: str) -> list[TableMetadata]:
+    """A v2 table and `count` commits, metadata file `n` at `file(n)`."""
+    chain = [created_metadata(SCHEMA, None, None, LOCATION, {"format-version": "2", **table_properties})]
+    for n in range(count):
+        chain.append(committed_metadata(chain[-1], file(n), properties(n=str(n))))
+    return chain
+
+
+def file(n: int) -> str:
+    return f"{LOCATION}/metadata/{n:05d}-x.metadata.json"
+
+
+def test_pyiceberg_trims_the_metadata_log_to_previous_versions_max() -> None:
+    chain = versions(6, **{"write.metadata.previous-versions-max": "3"})
+    assert [e.metadata_file for e in chain[-1].metadata_log] == [file(3), file(4), file(5)]
+    assert len(versions(6)[-1].metadata_log) == 6  # the default keeps 100
+
+
+def test_old_metadata_files_are_removed_only_when_the_new_metadata_asks() -> None:
+    trimmed = {"write.metadata.previous-versions-max": "2"}
+    off = versions(4, **trimmed)
+    assert removed_metadata_files(off[3], file(3), off[4], file(4)) == []
+    on = versions(4, **trimmed, **{"write.metadata.delete-after-commit.enabled": "true"})
+    # Base file(3) was at version 3, logging file(1), file(2); the new logs file(2), file(3).
+    assert removed_metadata_files(on[3], file(3), on[4], file(4)) == [file(1)]
+    # Java's Boolean.parseBoolean: "TRUE" is true, anything but "true" is false.
+    shouting = on[4].model_copy(update={"properties": {"write.metadata.delete-after-commit.enabled": "TRUE"}})
+    assert removed_metadata_files(on[3], file(3), shouting, file(4)) == [file(1)]
+    vague = on[4].model_copy(update={"properties": {"write.metadata.delete-after-commit.enabled": "yes"}})
+    assert removed_metadata_files(on[3], file(3), vague, file(4)) == []
+
+
+def test_the_base_file_goes_when_the_new_log_drops_it_and_the_new_file_never() -> None:
+    on = versions(2, **{"write.metadata.delete-after-commit.enabled": "true"})
+    # A commit that changed nothing logs nothing: the file it replaces is tracked no more.
+    assert removed_metadata_files(on[2], file(2), on[2], file(3)) == [file(2)]
+    logged_new = [*on[2].metadata_log, MetadataLogEntry(metadata_file=file(3), timestamp_ms=1)]
+    naming_new = on[2].model_copy(update={"metadata_log": logged_new})
+    assert file(3) not in removed_metadata_files(naming_new, file(2), on[2], file(3))
