@@ -240,6 +240,52 @@ warehouse_tables_table = Table(
     UniqueConstraint("warehouse", "namespace", "name"),
 )
 
+# -- Maintenance of the own warehouses' tables (share_store/maintenance/, revision 0011) ----------
+
+# S3 Tables' maintenance configurations: per warehouse (table_id "") and per table, one per kind.
+maintenance_configs_table = Table(
+    "maintenance_configs",
+    metadata,
+    Column("warehouse", String(63), primary_key=True),
+    Column("table_id", String(36), primary_key=True),
+    Column("kind", String(40), primary_key=True),
+    # JSON: {"status": "enabled"|"disabled", "settings": {kind: {...}}}, as checked by settings.py.
+    Column("value", Text, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+# Each table's last run of each kind (S3 Tables' job status).
+maintenance_runs_table = Table(
+    "maintenance_runs",
+    metadata,
+    Column("table_id", String(36), primary_key=True),
+    Column("kind", String(40), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("message", Text),
+    # JSON: what the run did (files rewritten, snapshots expired, files deleted, bytes).
+    Column("details", Text),
+)
+
+# Files found unreferenced, and since when: deleted `nonCurrentDays` after they were marked.
+maintenance_noncurrent_table = Table(
+    "maintenance_noncurrent",
+    metadata,
+    Column("table_id", String(36), primary_key=True),
+    Column("key", String(1024), primary_key=True),
+    Column("since", DateTime(timezone=True), nullable=False),
+)
+
+# One replica runs maintenance at a time: the lease's holder, until it expires.
+maintenance_leases_table = Table(
+    "maintenance_leases",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("holder", String(64), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+
 # Catalog users sign with SigV4, so their secrets are kept sealed with the server key, not hashed.
 catalog_users_table = Table(
     "catalog_users",

@@ -1,0 +1,165 @@
+"""What maintenance does to a table, in the words and with the defaults of AWS S3 Tables.
+
+Three kinds, each enabled or disabled with its settings:
+
+- `icebergCompaction`: small data files (and the delete files that apply to them)
+  rewritten into files near `targetFileSizeMB` (64 to 512, default 512).
+- `icebergSnapshotManagement`: snapshots expired beyond `minSnapshotsToKeep`
+  (default 1) and older than `maxSnapshotAgeHours` (default 120); a branch's or
+  tag's own retention and the table's `history.expire.*` properties win.
+- `icebergUnreferencedFileRemoval`: files under a table's location that no live
+  snapshot or metadata reaches, marked noncurrent once unreferenced and older
+  than `unreferencedDays` (default 3), deleted `nonCurrentDays` (default 10) later.
+
+The first two are set per table, the third per warehouse (S3 Tables' table and
+table-bucket maintenance configurations); a warehouse may also set defaults for
+the first two, which a table's own setting overrides. All are on by default.
+Pure values and parsing: what is stored is the JSON a caller sent, checked here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from share_store.errors import InvalidParameter
+
+COMPACTION = "icebergCompaction"
+SNAPSHOT_MANAGEMENT = "icebergSnapshotManagement"
+UNREFERENCED_FILE_REMOVAL = "icebergUnreferencedFileRemoval"
+KINDS = (COMPACTION, SNAPSHOT_MANAGEMENT, UNREFERENCED_FILE_REMOVAL)
+#: What a table may set (S3 Tables' PutTableMaintenanceConfiguration); a warehouse may set all three.
+TABLE_KINDS = (COMPACTION, SNAPSHOT_MANAGEMENT)
+STRATEGIES = ("auto", "binpack", "sort")
+
+
+@dataclass(frozen=True)
+class Compaction:
+    enabled: bool = True
+    target_file_size_mb: int = 512
+    #: `auto` sorts where the table has a sort order, else packs; `sort` needs a sort order.
+    strategy: str = "auto"
+
+    @property
+    def target_bytes(self) -> int:
+        return self.target_file_size_mb * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SnapshotManagement:
+    enabled: bool = True
+    min_snapshots_to_keep: int = 1
+    max_snapshot_age_hours: int = 120
+
+
+@dataclass(frozen=True)
+class UnreferencedFileRemoval:
+    enabled: bool = True
+    unreferenced_days: int = 3
+    non_current_days: int = 10
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """A table's effective maintenance: its own settings over its warehouse's over the defaults."""
+
+    compaction: Compaction = field(default_factory=Compaction)
+    snapshot_management: SnapshotManagement = field(default_factory=SnapshotManagement)
+    unreferenced_file_removal: UnreferencedFileRemoval = field(default_factory=UnreferencedFileRemoval)
+
+
+#: Each kind's settings: (JSON name, attribute, bounds) as S3 Tables names and bounds them.
+_FIELDS: dict[str, list[tuple[str, str, int, int]]] = {
+    COMPACTION: [("targetFileSizeMB", "target_file_size_mb", 64, 512)],
+    SNAPSHOT_MANAGEMENT: [
+        ("minSnapshotsToKeep", "min_snapshots_to_keep", 1, 1_000_000),
+        ("maxSnapshotAgeHours", "max_snapshot_age_hours", 1, 1_000_000),
+    ],
+    UNREFERENCED_FILE_REMOVAL: [
+        ("unreferencedDays", "unreferenced_days", 1, 36_500),
+        ("nonCurrentDays", "non_current_days", 1, 36_500),
+    ],
+}
+_ATTRIBUTE = {
+    COMPACTION: "compaction",
+    SNAPSHOT_MANAGEMENT: "snapshot_management",
+    UNREFERENCED_FILE_REMOVAL: "unreferenced_file_removal",
+}
+
+
+def check_value(kind: str, value: Any) -> dict[str, Any]:
+    """A configuration's `value` as S3 Tables writes it, checked: `{"status": "enabled"|"disabled",
+    "settings": {kind: {...}}}`; settings left out keep their defaults. Returns it normalised."""
+    if kind not in KINDS:
+        raise InvalidParameter(f"unknown maintenance type {kind!r}: one of {', '.join(KINDS)}")
+    if not isinstance(value, dict):
+        raise InvalidParameter("a maintenance configuration's value is an object with a status")
+    unknown = set(value) - {"status", "settings"}
+    if unknown:
+        raise InvalidParameter(f"unknown keys in the maintenance configuration: {', '.join(sorted(unknown))}")
+    status = value.get("status")
+    if status not in ("enabled", "disabled"):
+        raise InvalidParameter("a maintenance configuration's status is 'enabled' or 'disabled'")
+    settings = value.get("settings") or {}
+    if not isinstance(settings, dict) or set(settings) - {kind}:
+        raise InvalidParameter(f"a {kind} configuration's settings are {{{kind!r}: {{...}}}}")
+    given = settings.get(kind) or {}
+    if not isinstance(given, dict):
+        raise InvalidParameter(f"the {kind} settings are an object")
+    known = {name: (low, high) for name, _, low, high in _FIELDS[kind]}
+    if kind == COMPACTION:
+        known["strategy"] = (0, 0)
+    unknown = set(given) - set(known)
+    if unknown:
+        raise InvalidParameter(f"unknown {kind} settings: {', '.join(sorted(unknown))}")
+    checked: dict[str, Any] = {}
+    for name, value_given in given.items():
+        if name == "strategy":
+            if value_given not in STRATEGIES:
+                raise InvalidParameter(f"the compaction strategy is one of {', '.join(STRATEGIES)}")
+            checked[name] = value_given
+            continue
+        low, high = known[name]
+        whole = isinstance(value_given, int) and not isinstance(value_given, bool)
+        if not whole or not low <= value_given <= high:
+            raise InvalidParameter(f"{kind} {name} is a whole number from {low} to {high}")
+        checked[name] = value_given
+    return {"status": status, "settings": {kind: checked}}
+
+
+def applied(maintenance: Maintenance, kind: str, value: dict[str, Any]) -> Maintenance:
+    """`maintenance` with a checked configuration `value` of `kind` laid over it."""
+    attribute = _ATTRIBUTE[kind]
+    current = getattr(maintenance, attribute)
+    changes: dict[str, Any] = {"enabled": value["status"] == "enabled"}
+    names = {name: attr for name, attr, _, _ in _FIELDS[kind]} | {"strategy": "strategy"}
+    for name, setting in value["settings"].get(kind, {}).items():
+        changes[names[name]] = setting
+    return replace(maintenance, **{attribute: replace(current, **changes)})
+
+
+def effective(warehouse: dict[str, dict[str, Any]], table: dict[str, dict[str, Any]]) -> Maintenance:
+    """A table's maintenance: the defaults, then its warehouse's configurations, then its own."""
+    maintenance = Maintenance()
+    for configured in (warehouse, table):
+        for kind in KINDS:
+            if kind in configured:
+                maintenance = applied(maintenance, kind, configured[kind])
+    return maintenance
+
+
+def described(maintenance: Maintenance, kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
+    """The effective configuration as S3 Tables' GetTableMaintenanceConfiguration writes it."""
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        current = asdict(getattr(maintenance, _ATTRIBUTE[kind]))
+        settings = {name: current[attr] for name, attr, _, _ in _FIELDS[kind]}
+        if kind == COMPACTION:
+            settings["strategy"] = current["strategy"]
+        out[kind] = {"status": "enabled" if current["enabled"] else "disabled", "settings": {kind: settings}}
+    return out
+
+
+def parse_stored(text: str) -> dict[str, Any]:
+    return dict(json.loads(text))
