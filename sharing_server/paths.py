@@ -90,6 +90,13 @@ WAREHOUSE_VIEWS = WAREHOUSE_NAMESPACE + "/views"
 WAREHOUSE_VIEW = WAREHOUSE_VIEWS + "/{view}"
 WAREHOUSE_REGISTER_VIEW = WAREHOUSE_NAMESPACE + "/register-view"
 WAREHOUSE_VIEW_RENAME = "/v1/{prefix}/views/rename"
+# Maintenance (sharing_server/own_warehouses/maintenance.py), in the spirit of S3 Tables' API.
+WAREHOUSE_MAINTENANCE = WAREHOUSE + "/maintenance"
+WAREHOUSE_MAINTENANCE_KIND = WAREHOUSE_MAINTENANCE + "/{kind}"
+WAREHOUSE_TABLE_MAINTENANCE = WAREHOUSE_TABLE + "/maintenance"
+WAREHOUSE_TABLE_MAINTENANCE_KIND = WAREHOUSE_TABLE_MAINTENANCE + "/{kind}"
+WAREHOUSE_TABLE_MAINTENANCE_RUN = WAREHOUSE_TABLE_MAINTENANCE + "/run"
+WAREHOUSE_TABLE_MAINTENANCE_STATUS = WAREHOUSE_TABLE + "/maintenance-job-status"
 WAREHOUSE_OTHER = "/{rest:path}"
 
 # -- the providers' web console (HTML pages, behind the admin token) --------------------

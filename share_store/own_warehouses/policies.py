@@ -54,6 +54,12 @@ RENAME_TABLE = "s3tables:RenameTable"
 REGISTER_TABLE = "s3tables:RegisterTable"
 PUT_TABLE_DATA = "s3tables:PutTableData"
 GET_TABLE_DATA = "s3tables:GetTableData"
+# Maintenance, as S3 Tables names it (share_store/maintenance/).
+GET_TABLE_MAINTENANCE_CONFIGURATION = "s3tables:GetTableMaintenanceConfiguration"
+PUT_TABLE_MAINTENANCE_CONFIGURATION = "s3tables:PutTableMaintenanceConfiguration"
+GET_TABLE_MAINTENANCE_JOB_STATUS = "s3tables:GetTableMaintenanceJobStatus"
+GET_TABLE_BUCKET_MAINTENANCE_CONFIGURATION = "s3tables:GetTableBucketMaintenanceConfiguration"
+PUT_TABLE_BUCKET_MAINTENANCE_CONFIGURATION = "s3tables:PutTableBucketMaintenanceConfiguration"
 
 #: Every action this catalog checks; a policy may name only these, or patterns with wildcards.
 ACTIONS = frozenset(
@@ -77,6 +83,11 @@ ACTIONS = frozenset(
         REGISTER_TABLE,
         PUT_TABLE_DATA,
         GET_TABLE_DATA,
+        GET_TABLE_MAINTENANCE_CONFIGURATION,
+        PUT_TABLE_MAINTENANCE_CONFIGURATION,
+        GET_TABLE_MAINTENANCE_JOB_STATUS,
+        GET_TABLE_BUCKET_MAINTENANCE_CONFIGURATION,
+        PUT_TABLE_BUCKET_MAINTENANCE_CONFIGURATION,
     }
 )
 _ACTIONS_LOWER = frozenset(action.lower() for action in ACTIONS)

@@ -32,6 +32,7 @@ from sharing_server.openapi.shapes import (
     response,
 )
 from sharing_server.openapi.warehouse_commits import commit_operations
+from sharing_server.openapi.warehouse_maintenance import maintenance_operations, maintenance_schemas
 from sharing_server.openapi.warehouse_shapes import (
     BAD_NAMES,
     NAMESPACE,
@@ -66,9 +67,10 @@ def area() -> Area:
             **_table_operations(),
             **commit_operations(),
             **view_operations(),
+            **maintenance_operations(),
             **_not_served(),
         },
-        schemas={**schemas(), **view_schemas()},
+        schemas={**schemas(), **view_schemas(), **maintenance_schemas()},
     )
 
 

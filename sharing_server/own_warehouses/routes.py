@@ -11,12 +11,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from share_store.maintenance.maintainer import Maintainer
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
 from sharing_server import paths
 from sharing_server.auth.catalog import CatalogTokens
 from sharing_server.http.iceberg_errors import error_response
+from sharing_server.own_warehouses.maintenance import MaintenanceEndpoints
 from sharing_server.own_warehouses.tables import TableEndpoints
 from sharing_server.own_warehouses.views import ViewEndpoints
 from sharing_server.own_warehouses.warehouses import WarehouseEndpoints
@@ -35,6 +37,7 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: Data
     r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
     v = ViewEndpoints(catalog, callers, data)
     tokens = CatalogTokens(callers)
+    m = MaintenanceEndpoints(Maintainer(catalog), callers)
     return [
         Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
         Route(paths.WAREHOUSE_OAUTH_TOKENS, tokens.token, methods=["POST"], name="warehouse_oauth"),
@@ -76,5 +79,18 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: Data
         Route(paths.WAREHOUSE_VIEW, v.view, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_view"),
         Route(paths.WAREHOUSE_REGISTER_VIEW, v.register, methods=["POST"], name="warehouse_register_view"),
         Route(paths.WAREHOUSE_VIEW_RENAME, v.rename, methods=["POST"], name="warehouse_view_rename"),
+        Route(paths.WAREHOUSE_MAINTENANCE, m.warehouse, methods=["GET"], name="warehouse_maintenance"),
+        Route(
+            paths.WAREHOUSE_MAINTENANCE_KIND, m.warehouse, methods=["PUT"], name="warehouse_maintenance_put"
+        ),
+        Route(paths.WAREHOUSE_TABLE_MAINTENANCE, m.table, methods=["GET"], name="table_maintenance"),
+        Route(paths.WAREHOUSE_TABLE_MAINTENANCE_RUN, m.run, methods=["POST"], name="table_maintenance_run"),
+        Route(paths.WAREHOUSE_TABLE_MAINTENANCE_KIND, m.table, methods=["PUT"], name="table_maintenance_put"),
+        Route(
+            paths.WAREHOUSE_TABLE_MAINTENANCE_STATUS,
+            m.status,
+            methods=["GET"],
+            name="table_maintenance_status",
+        ),
         Route(paths.WAREHOUSE_OTHER, not_served, methods=every, name="warehouse_not_served"),
     ]

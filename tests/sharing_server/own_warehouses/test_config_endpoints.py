@@ -20,8 +20,15 @@ from sharing_server.config import ServiceOptions
 from tests.sharing_server.own_warehouses.served import ADMIN, SECRET, WH
 
 #: Served under `/v1/{prefix}` but no catalog endpoint of the spec: the writers' signer, whose
-#: address comes with a table load (`s3.signer.endpoint`), not from /v1/config.
-NOT_LISTED = {paths.WAREHOUSE_S3_SIGN}
+#: address comes with a table load (`s3.signer.endpoint`), not from /v1/config, and maintenance
+#: (S3 Tables' API, not Iceberg's: no engine calls it).
+NOT_LISTED = {
+    paths.WAREHOUSE_S3_SIGN,
+    paths.WAREHOUSE_TABLE_MAINTENANCE,
+    paths.WAREHOUSE_TABLE_MAINTENANCE_KIND,
+    paths.WAREHOUSE_TABLE_MAINTENANCE_RUN,
+    paths.WAREHOUSE_TABLE_MAINTENANCE_STATUS,
+}
 
 
 def served_endpoints(app: object) -> set[str]:

@@ -1,0 +1,90 @@
+"""Maintenance of the catalog's tables over HTTP, in the spirit of S3 Tables' API (under `/_iceberg`):
+
+    GET  /v1/warehouses/{w}/maintenance                    the warehouse's configuration
+    PUT  /v1/warehouses/{w}/maintenance/{type}             {"value": {"status", "settings"}}
+    GET  /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance          the table's configuration
+    PUT  /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance/{type}   {"value": ...}
+    GET  /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance-job-status
+    POST /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance/run      run it now; each kind's run
+
+Handlers read the request; `MaintenanceAccess` decides who may, `Maintainer` what happens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.errors import InvalidParameter
+from share_store.maintenance.access import MaintenanceAccess
+from share_store.maintenance.maintainer import Maintainer
+from share_store.own_warehouses import rest
+from share_store.own_warehouses.callers import CatalogCallers, Credentials
+from share_store.own_warehouses.names import check_warehouse
+from sharing_server.auth.catalog import credentials_of
+from sharing_server.http.iceberg_errors import iceberg_errors
+
+
+class MaintenanceEndpoints:
+    def __init__(self, maintainer: Maintainer, callers: CatalogCallers) -> None:
+        self.maintainer = maintainer
+        self.callers = callers
+
+    async def access(self, credentials: Credentials) -> MaintenanceAccess:
+        who = await run_in_threadpool(self.callers.authenticate, credentials)
+        return MaintenanceAccess(self.maintainer, who)
+
+    @iceberg_errors("NoSuchWarehouseException")
+    async def warehouse(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        access = await self.access(credentials)
+        warehouse = check_warehouse(request.path_params["warehouse"])
+        if request.method == "PUT":
+            kind, value = request.path_params["kind"], _value(credentials.body)
+            await run_in_threadpool(access.configure_warehouse, warehouse, kind, value)
+            return Response(status_code=204)
+        configuration = await run_in_threadpool(access.warehouse_configuration, warehouse)
+        return JSONResponse({"warehouse": warehouse, "configuration": configuration})
+
+    @iceberg_errors("NoSuchTableException")
+    async def table(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = rest.table_at(params["prefix"], params["namespace"], params["table"])
+        if request.method == "PUT":
+            kind, value = params["kind"], _value(credentials.body)
+            await run_in_threadpool(access.configure_table, name, kind, value)
+            return Response(status_code=204)
+        configuration = await run_in_threadpool(access.table_configuration, name)
+        return JSONResponse({"table": str(name), "configuration": configuration})
+
+    @iceberg_errors("NoSuchTableException")
+    async def status(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = rest.table_at(params["prefix"], params["namespace"], params["table"])
+        return JSONResponse({"status": await run_in_threadpool(access.status, name)})
+
+    @iceberg_errors("NoSuchTableException")
+    async def run(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = rest.table_at(params["prefix"], params["namespace"], params["table"])
+        runs = await run_in_threadpool(access.run, name)
+        return JSONResponse({"runs": {kind: {
+            "status": run.status, "message": run.message, "details": run.details,
+            "lastRunTimestamp": run.started_at.isoformat(),
+        } for kind, run in runs.items()}})  # fmt: skip
+
+
+def _value(body: bytes) -> Any:
+    parsed = rest.json_object(body)
+    if set(parsed) != {"value"}:
+        raise InvalidParameter('a maintenance configuration is {"value": {"status": ..., "settings": ...}}')
+    return parsed["value"]

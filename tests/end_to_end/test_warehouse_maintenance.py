@@ -1,0 +1,171 @@
+"""Maintenance through the catalog's HTTP API, as a provider runs it, on a table a streaming writer
+made of many small appends with pyiceberg, shared with a recipient.
+
+The configuration is set and read in S3 Tables' shapes, a run is asked for, its job status read;
+the recipient reads the same rows from fewer files, and the change data feed has no rows for the
+compaction. A catalog user allowed one namespace can neither read nor set nor run another's.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import delta_sharing
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog import load_catalog
+
+from share_store.authentication.tokens import hash_secret
+from share_store.own_warehouses.users import CatalogUsers
+from tests.catalog_attacks import ATT, attacker_policy
+from tests.conftest import Deployment, deploy
+from tests.end_to_end.test_warehouse_engines import share
+
+ADMIN_TOKEN = "dsa_maintenance-admin-token-0123456789abcdef"
+WAREHOUSE = "kept"
+APPENDS = 30
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("warehouse-maintenance")
+    (tmp / "storage").mkdir()
+    deployment = deploy(
+        tmp, {"type": "local", "root": str(tmp / "storage")},
+        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
+    )  # fmt: skip
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+@pytest.fixture(scope="module")
+def api(server: Deployment) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with httpx.Client(base_url=f"{server.server.url}/_iceberg/v1", headers=headers, timeout=120) as client:
+        assert client.post("/warehouses", json={"name": WAREHOUSE}).status_code == 200
+        yield client
+
+
+@pytest.fixture(scope="module")
+def streamed(server: Deployment, api: httpx.Client) -> str:
+    """`kept.db.events`: APPENDS appends of 10 rows each, as a micro-batch writer makes them."""
+    catalog = load_catalog(f"m-{uuid.uuid4().hex[:6]}", **{
+        "type": "rest", "uri": f"{server.server.url}/_iceberg", "warehouse": WAREHOUSE, "token": ADMIN_TOKEN,
+    })  # fmt: skip
+    catalog.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
+    table = catalog.create_table("db.events", schema=schema)
+    for n in range(APPENDS):
+        ids = list(range(n * 10, n * 10 + 10))
+        table.append(pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=schema))
+    return share(server, WAREHOUSE, "db", "events")
+
+
+TABLE = f"/{WAREHOUSE}/namespaces/db/tables/events"
+
+
+def test_the_defaults_are_s3_tables_and_a_table_setting_wins(api: httpx.Client, streamed: str) -> None:
+    got = api.get(f"{TABLE}/maintenance")
+    assert got.status_code == 200, got.text
+    compaction = got.json()["configuration"]["icebergCompaction"]
+    defaults = {"targetFileSizeMB": 512, "strategy": "auto"}
+    assert compaction == {"status": "enabled", "settings": {"icebergCompaction": defaults}}
+    value = {"status": "enabled", "settings": {"icebergSnapshotManagement": {
+        "minSnapshotsToKeep": 2, "maxSnapshotAgeHours": 1}}}  # fmt: skip
+    assert api.put(f"{TABLE}/maintenance/icebergSnapshotManagement", json={"value": value}).status_code == 204
+    management = api.get(f"{TABLE}/maintenance").json()["configuration"]["icebergSnapshotManagement"]
+    assert management["settings"]["icebergSnapshotManagement"]["minSnapshotsToKeep"] == 2
+    warehouse = api.get(f"/warehouses/{WAREHOUSE}/maintenance").json()["configuration"]
+    assert warehouse["icebergUnreferencedFileRemoval"]["settings"]["icebergUnreferencedFileRemoval"] == {
+        "unreferencedDays": 3, "nonCurrentDays": 10}  # fmt: skip
+    assert api.get(f"{TABLE}/maintenance-job-status").json()["status"]["icebergCompaction"] == {
+        "status": "Not_Yet_Run"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"value": {"status": "on"}},
+        {"value": {"status": "enabled", "settings": {"icebergCompaction": {"targetFileSizeMB": 8}}}},
+        {"value": {"status": "enabled", "settings": {"icebergCompaction": {"targetFileSizeMB": "64"}}}},
+        {"value": {"status": "enabled", "settings": {"icebergCompaction": {"other": 1}}}},
+        {"status": "enabled"},
+    ],
+)
+def test_a_bad_configuration_is_a_400_and_changes_nothing(
+    api: httpx.Client, streamed: str, body: Any
+) -> None:
+    before = api.get(f"{TABLE}/maintenance").json()
+    refused = api.put(f"{TABLE}/maintenance/icebergCompaction", json=body)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["type"] == "BadRequestException"
+    assert api.get(f"{TABLE}/maintenance").json() == before
+    unknown = api.put(
+        f"{TABLE}/maintenance/icebergUnreferencedFileRemoval", json={"value": {"status": "enabled"}}
+    )
+    assert unknown.status_code == 400  # a warehouse's kind, not a table's
+
+
+def shared_files(server: Deployment, url: str) -> int:
+    profile, name = url.split("#")
+    share_name, schema, table = name.split(".")
+    token = json.loads(open(profile).read())["bearerToken"]
+    answer = httpx.post(f"{server.endpoint}/shares/{share_name}/schemas/{schema}/tables/{table}/query",
+                        json={}, headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    return sum(1 for line in answer.text.splitlines() if '"file"' in line)
+
+
+def test_a_run_compacts_expires_and_keeps_what_the_recipient_reads(
+    server: Deployment, api: httpx.Client, streamed: str
+) -> None:
+    before = delta_sharing.load_as_pandas(streamed)
+    version_before = delta_sharing.get_table_version(streamed)
+    assert shared_files(server, streamed) == APPENDS
+    ran = api.post(f"{TABLE}/maintenance/run")
+    assert ran.status_code == 200, ran.text
+    runs = ran.json()["runs"]
+    assert runs["icebergCompaction"]["status"] == "Successful", runs
+    assert runs["icebergCompaction"]["details"]["files_rewritten"] == APPENDS
+    assert runs["icebergSnapshotManagement"]["status"] == "Successful", runs
+    assert runs["icebergUnreferencedFileRemoval"]["status"] == "Successful", runs
+    after = delta_sharing.load_as_pandas(streamed)
+    assert sorted(after["id"]) == sorted(before["id"]) == list(range(APPENDS * 10))
+    assert shared_files(server, streamed) == 1
+    # The compaction is no change: the feed from the version before it holds no row.
+    changes = delta_sharing.load_table_changes_as_pandas(
+        streamed,
+        starting_version=version_before + 1,
+        ending_version=delta_sharing.get_table_version(streamed),
+    )
+    assert len(changes) == 0
+    status = api.get(f"{TABLE}/maintenance-job-status").json()["status"]
+    assert status["icebergCompaction"]["status"] == "Successful"
+    assert "lastRunTimestamp" in status["icebergCompaction"]
+
+
+def test_a_user_allowed_one_namespace_cannot_touch_another_tables_maintenance(
+    server: Deployment, api: httpx.Client, streamed: str
+) -> None:
+    user = CatalogUsers(server.store.transactions, server.secret).create("one-ns", attacker_policy(WAREHOUSE))
+    token = httpx.post(f"{server.server.url}/_iceberg/v1/oauth/tokens", data={
+        "grant_type": "client_credentials", "client_id": user.access_key, "client_secret": user.secret_key,
+    }).json()["access_token"]  # fmt: skip
+    headers = {"Authorization": f"Bearer {token}"}
+    base = f"{server.server.url}/_iceberg/v1"
+    value = {"value": {"status": "disabled"}}
+    for method, path, body in (
+        ("GET", f"{TABLE}/maintenance", None),
+        ("PUT", f"{TABLE}/maintenance/icebergCompaction", value),
+        ("GET", f"{TABLE}/maintenance-job-status", None),
+        ("POST", f"{TABLE}/maintenance/run", None),
+        ("PUT", f"/warehouses/{WAREHOUSE}/maintenance/icebergUnreferencedFileRemoval", value),
+    ):
+        answer = httpx.request(method, base + path, json=body, headers=headers)
+        assert answer.status_code == 403, (method, path, answer.text)
+    assert api.get(f"{TABLE}/maintenance").json()["configuration"]["icebergCompaction"]["status"] == "enabled"
+    assert ATT  # the attacker's own namespace, for the record
