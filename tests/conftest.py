@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from share_store.authentication.tokens import hash_secret
 from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.model import parse_create_args
 from share_store.persistence import ShareStore
@@ -131,6 +133,21 @@ def deploy(
     return Deployment(
         config, services.store, services.storage, server, tmp, services.catalogs, services.secret
     )
+
+
+@contextmanager
+def served_locally(tmp: Path, admin_token: str) -> Iterator[Deployment]:
+    """A server on local storage under `tmp` that takes `admin_token` as the provider's, stopped after."""
+    (tmp / "storage").mkdir()
+    deployment = deploy(
+        tmp, {"type": "local", "root": str(tmp / "storage")},
+        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(admin_token)},
+    )  # fmt: skip
+    try:
+        yield deployment
+    finally:
+        deployment.server.stop()
+        deployment.store.close()
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -306,7 +306,7 @@ class _Rewrite(_OverwriteFiles):  # type: ignore[misc]
         _validate_no_new_deletes_for_data_files(table, window.head, None, rewritten, window.base)
 
 
-def _forget(table: Table, written: Iterator[DataFile] | list[DataFile]) -> None:
+def _forget(table: Table, written: list[DataFile]) -> None:
     """Delete files written for a rewrite that was not committed (they would be unreferenced)."""
     for file in written:
         try:

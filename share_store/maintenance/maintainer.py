@@ -27,11 +27,11 @@ from share_store.maintenance.settings import (
     KINDS,
     SNAPSHOT_MANAGEMENT,
     TABLE_KINDS,
-    UNREFERENCED_FILE_REMOVAL,
     Maintenance,
     check_value,
     described,
     effective,
+    enabled,
 )
 from share_store.maintenance.unreferenced import remove_unreferenced
 from share_store.own_warehouses import rows as catalog_rows
@@ -89,10 +89,10 @@ class Maintainer:
         with self.transactions.read() as conn:
             last = rows.runs(conn, self._id(conn, table))
         out: dict[str, Any] = {}
-        for kind, enabled in _enabled(maintenance).items():
+        for kind in KINDS:
             run = last.get(kind)
             if run is None:
-                out[kind] = {"status": "Not_Yet_Run" if enabled else "Disabled"}
+                out[kind] = {"status": "Not_Yet_Run" if enabled(maintenance, kind) else "Disabled"}
                 continue
             out[kind] = {"status": run.status, "lastRunTimestamp": run.started_at.isoformat()}
             if run.message:
@@ -106,12 +106,11 @@ class Maintainer:
     def run(self, table: TableName, kinds: tuple[str, ...] = KINDS) -> dict[str, rows.Run]:
         """The table's enabled kinds among `kinds`, now, in order; each one's recorded run."""
         maintenance = self.maintenance(table)
-        enabled = _enabled(maintenance)
         with self.transactions.read() as conn:
             table_id = self._id(conn, table)
         done: dict[str, rows.Run] = {}
         for kind in KINDS:
-            if kind not in kinds or not enabled[kind]:
+            if kind not in kinds or not enabled(maintenance, kind):
                 continue
             started, clock = self.clock(), time.monotonic()
             try:
@@ -144,11 +143,3 @@ class Maintainer:
 
     def _id(self, conn: Any, table: TableName) -> str:
         return catalog_rows.table_pointer(conn, table.warehouse, table.namespace, table.name).id
-
-
-def _enabled(maintenance: Maintenance) -> dict[str, bool]:
-    return {
-        COMPACTION: maintenance.compaction.enabled,
-        SNAPSHOT_MANAGEMENT: maintenance.snapshot_management.enabled,
-        UNREFERENCED_FILE_REMOVAL: maintenance.unreferenced_file_removal.enabled,
-    }

@@ -1,5 +1,5 @@
 """Maintenance's rows: configurations (a warehouse's under table id "", a table's under its id),
-each table's last run of each kind, and the lease one replica holds while it maintains tables.
+and each table's last run of each kind.
 
 Every function takes the caller's connection, as `own_warehouses.rows` does.
 """
@@ -11,14 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
 from share_store.persistence.rows import utc, utc_now
 from share_store.persistence.schema import (
     maintenance_configs_table,
-    maintenance_leases_table,
     maintenance_runs_table,
 )
 
@@ -78,26 +76,3 @@ def record_run(conn: Connection, table_id: str, run: Run) -> None:
         table_id=table_id, kind=run.kind, status=run.status, started_at=run.started_at,
         finished_at=run.finished_at, message=run.message, details=json.dumps(run.details, sort_keys=True),
     ))  # fmt: skip
-
-
-def take_lease(conn: Connection, name: str, holder: str, until: datetime, now: datetime) -> bool:
-    """Whether `holder` holds the lease `name` until `until`: taken if free, expired or its own."""
-    t = maintenance_leases_table
-    renewed = conn.execute(
-        update(t).where(t.c.name == name, (t.c.holder == holder) | (t.c.expires_at < now))
-        .values(holder=holder, expires_at=until)
-    )  # fmt: skip
-    if renewed.rowcount:
-        return True
-    if conn.execute(select(t.c.name).where(t.c.name == name)).first() is not None:
-        return False  # another replica holds it
-    try:
-        conn.execute(insert(t).values(name=name, holder=holder, expires_at=until))
-    except IntegrityError:
-        return False  # another replica took it first
-    return True
-
-
-def release_lease(conn: Connection, name: str, holder: str) -> None:
-    t = maintenance_leases_table
-    conn.execute(delete(t).where(t.c.name == name, t.c.holder == holder))

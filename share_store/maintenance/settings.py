@@ -88,6 +88,10 @@ _ATTRIBUTE = {
 }
 
 
+def enabled(maintenance: Maintenance, kind: str) -> bool:
+    return bool(getattr(maintenance, _ATTRIBUTE[kind]).enabled)
+
+
 def check_value(kind: str, value: Any) -> dict[str, Any]:
     """A configuration's `value` as S3 Tables writes it, checked: `{"status": "enabled"|"disabled",
     "settings": {kind: {...}}}`; settings left out keep their defaults. Returns it normalised."""

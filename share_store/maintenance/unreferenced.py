@@ -32,13 +32,14 @@ from pyiceberg.table.metadata import TableMetadata
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
-from share_store.errors import ShareStoreError, UnsupportedOperation
+from share_store.errors import UnsupportedOperation
 from share_store.iceberg.locations import OutsideTable, TableLocation, file_location
 from share_store.maintenance.settings import UnreferencedFileRemoval
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.own_warehouses.names import TableName
+from share_store.own_warehouses.purge import reachable_files
 from share_store.own_warehouses.rows import TablePointer
 from share_store.persistence.rows import utc
 from share_store.persistence.schema import maintenance_noncurrent_table, warehouse_tables_table
@@ -51,10 +52,6 @@ CHUNK = 500
 MAX_KEY = 1024
 #: How often the table may change under a run before the run deletes nothing this round.
 SETTLE_ATTEMPTS = 3
-
-
-class UnreadableTable(ShareStoreError):
-    """A snapshot's manifest list or manifest cannot be read: what is live is unknown, so nothing goes."""
 
 
 class Listed(Protocol):  # an object as storage lists it (`ObjectInfo`)
@@ -129,46 +126,12 @@ def decide(
 def live_keys(
     storage: ObjectStorage, location: TableLocation, metadata_location: str, metadata: TableMetadata
 ) -> set[str]:
-    """The keys of every file the metadata reaches (as `purge.reachable_files` walks it), read strictly.
-
-    Unlike a purge, which skips what it cannot read, a manifest list or manifest that cannot be
-    read raises `UnreadableTable`: a removal that skipped it would delete what it names.
-    """
+    """The keys of every file the metadata reaches (`purge.reachable_files`), read strictly: unlike a
+    purge, which skips what it cannot read, a manifest list or manifest that cannot be read raises
+    `UnreadableTable`, since a removal that skipped it would delete what it names."""
     io = ConfinedFileIO(storage, location)
-    live: set[str] = set()
-    paths = [metadata_location, *(logged.metadata_file for logged in metadata.metadata_log)]
-    paths += [statistics.statistics_path for statistics in metadata.statistics]
-    paths += [statistics.statistics_path for statistics in metadata.partition_statistics]
-    for path in paths:
-        live |= _keys(storage, location, path)
-    manifests_seen: set[str] = set()
-    for snapshot in metadata.snapshots:
-        live |= _keys(storage, location, snapshot.manifest_list)
-        what = f"the manifest list of snapshot {snapshot.snapshot_id}"
-        try:
-            manifests = snapshot.manifests(io)
-        except Exception as error:  # noqa: BLE001 (gone, outside, corrupt: each leaves the live set unknown)
-            raise _unreadable(what, error) from None
-        for manifest in manifests:
-            if manifest.manifest_path in manifests_seen:
-                continue  # later snapshots list the manifests they kept: each is read once
-            manifests_seen.add(manifest.manifest_path)
-            live |= _keys(storage, location, manifest.manifest_path)
-            try:
-                entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
-            except Exception as error:  # noqa: BLE001 (as above)
-                raise _unreadable(f"a manifest of snapshot {snapshot.snapshot_id}", error) from None
-            for entry in entries:
-                live |= _keys(storage, location, entry.data_file.file_path)
-    return live
-
-
-def _unreadable(what: str, error: Exception) -> UnreadableTable:
-    # The message names no path: it may be another table's file, and run statuses are shown to users.
-    return UnreadableTable(
-        f"unreferenced file removal deleted nothing: {what} cannot be read ({type(error).__name__}), "
-        "so which files are live is unknown"
-    )
+    paths = reachable_files(metadata_location, metadata, io, strict=True)
+    return {key for path in paths for key in _keys(storage, location, path)}
 
 
 def _keys(storage: ObjectStorage, location: TableLocation, path: str) -> set[str]:

@@ -41,6 +41,7 @@ from share_store.own_warehouses.commits import (
     set_locations,
     string_properties,
     table_defaults,
+    updated_metadata,
 )
 from share_store.own_warehouses.errors import AlreadyExists, CommitConflict
 from share_store.own_warehouses.locations import (
@@ -165,7 +166,7 @@ class WarehouseCatalog(ViewCatalog):
                     raise LocationRefused(
                         f"a table's location cannot move: {table} lives at {location.uri}, not {moved}"
                     )
-            metadata = committed_metadata(base, current.metadata_location, request)
+            metadata = updated_metadata(base, current.metadata_location, request)
             version = next_file_version(current.metadata_location)
         check_files(self.storage, location, named_files(request))
         check_write_paths(self.storage, location, metadata.properties)

@@ -147,6 +147,14 @@ def committed_metadata(
 ) -> TableMetadata:
     """`base` with the commit's updates applied, after every requirement held."""
     check_requirements(base, request)
+    return updated_metadata(base, base_location, request)
+
+
+def updated_metadata(
+    base: TableMetadata | None, base_location: str | None, request: CommitTableRequest
+) -> TableMetadata:
+    """`base` with the commit's updates applied; its requirements are the caller's to have checked
+    (`check_requirements`), as the catalog does before it looks at the locations a commit asks for."""
     start, updates = _upgraded_to_v3(
         base if base is not None else MetastoreCatalog._empty_table_metadata(), request.updates
     )

@@ -11,16 +11,28 @@ table's files, by mistake or by design, never takes them with it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
+from share_store.errors import ShareStoreError
 from share_store.iceberg.locations import OutsideTable, TableLocation
 from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.storage.base import ObjectStorage
 
 
-def reachable_files(metadata_location: str, metadata: TableMetadata, io: ConfinedFileIO) -> Iterator[str]:
+class UnreadableTable(ShareStoreError):
+    """A snapshot's manifest list or manifest cannot be read: what is live is unknown, so nothing goes."""
+
+
+def reachable_files(
+    metadata_location: str, metadata: TableMetadata, io: ConfinedFileIO, strict: bool = False
+) -> Iterator[str]:
+    """Every file the metadata reaches. A manifest list or manifest that is gone or outside the
+    table is skipped, with all it names (a purge deletes what it can); `strict` raises
+    `UnreadableTable` for one that cannot be read at all, since then any file may be live."""
     yield metadata_location
     for logged in metadata.metadata_log:
         yield logged.metadata_file
@@ -31,21 +43,38 @@ def reachable_files(metadata_location: str, metadata: TableMetadata, io: Confine
     manifests_seen: set[str] = set()
     for snapshot in metadata.snapshots:
         yield snapshot.manifest_list
-        try:
-            manifests = snapshot.manifests(io)
-        except (OutsideTable, FileNotFoundError):
-            continue
-        for manifest in manifests:
+        listed = f"the manifest list of snapshot {snapshot.snapshot_id}"
+        manifests = _read(partial(snapshot.manifests, io), listed, strict)
+        for manifest in manifests or ():
             if manifest.manifest_path in manifests_seen:
                 continue  # later snapshots list the manifests they kept: each is read once
             manifests_seen.add(manifest.manifest_path)
             yield manifest.manifest_path
-            try:
-                entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
-            except (OutsideTable, FileNotFoundError):
-                continue
-            for entry in entries:
+            named = f"a manifest of snapshot {snapshot.snapshot_id}"
+            entries = _read(partial(manifest.fetch_manifest_entry, io, discard_deleted=False), named, strict)
+            for entry in entries or ():
                 yield entry.data_file.file_path
+
+
+def _read(read: Callable[[], list[Any]], what: str, strict: bool) -> list[Any] | None:
+    try:
+        return read()
+    except (OutsideTable, FileNotFoundError):
+        if not strict:
+            return None
+        raise _unreadable(what, "its file is gone or outside the table") from None
+    except Exception as error:
+        if not strict:
+            raise
+        raise _unreadable(what, type(error).__name__) from None
+
+
+def _unreadable(what: str, why: str) -> UnreadableTable:
+    # The message names no path: it may be another table's file, and run statuses are shown to users.
+    return UnreadableTable(
+        f"unreferenced file removal deleted nothing: {what} cannot be read ({why}), "
+        "so which files are live is unknown"
+    )
 
 
 def purge(

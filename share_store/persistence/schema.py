@@ -277,7 +277,8 @@ maintenance_noncurrent_table = Table(
     Column("since", DateTime(timezone=True), nullable=False),
 )
 
-# One replica runs maintenance at a time: the lease's holder, until it expires.
+# One replica runs maintenance at a time: the lease's holder, until it expires (for the background
+# runs, which are still to come; revision 0011 made it with the rest).
 maintenance_leases_table = Table(
     "maintenance_leases",
     metadata,

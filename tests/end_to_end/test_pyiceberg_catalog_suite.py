@@ -28,11 +28,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from share_store.authentication.tokens import hash_secret
 from share_store.own_warehouses.users import CatalogUsers
 from testbed.pyiceberg_suite import suite_dir
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
-from tests.conftest import Deployment, deploy
+from tests.conftest import Deployment, deploy, served_locally
 from tests.end_to_end.test_warehouse_catalog import signed
 
 SUITE = suite_dir(Path(__file__).resolve().parents[2] / ".cache" / "pyiceberg-suite")
@@ -79,15 +78,8 @@ def check(outcomes: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("pyiceberg-suite")
-    (tmp / "storage").mkdir()
-    deployment = deploy(
-        tmp, {"type": "local", "root": str(tmp / "storage")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
-    )  # fmt: skip
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+    with served_locally(tmp_path_factory.mktemp("pyiceberg-suite"), ADMIN_TOKEN) as deployment:
+        yield deployment
 
 
 def test_pyiceberg_catalog_suite_as_the_providers_engine(local: Deployment, tmp_path: Path) -> None:

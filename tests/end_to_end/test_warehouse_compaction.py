@@ -22,9 +22,8 @@ import httpx
 import pandas as pd
 import pytest
 
-from share_store.authentication.tokens import hash_secret
 from share_store.own_warehouses.users import CatalogUsers
-from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, deploy
+from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, served_locally
 from tests.end_to_end.test_spark_stream import run_available_now
 from tests.end_to_end.test_warehouse_engines import frame_rows, row_order, share
 
@@ -38,15 +37,8 @@ DELTA = "responseformat=delta;readerfeatures=deletionvectors,columnmapping"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("warehouse-compaction")
-    (tmp / "storage").mkdir()
-    deployment = deploy(
-        tmp, {"type": "local", "root": str(tmp / "storage")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
-    )  # fmt: skip
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+    with served_locally(tmp_path_factory.mktemp("warehouse-compaction"), ADMIN_TOKEN) as deployment:
+        yield deployment
 
 
 @pytest.fixture(scope="module")

@@ -33,10 +33,9 @@ import pandas as pd
 import pytest
 from requests import HTTPError
 
-from share_store.authentication.tokens import hash_secret
 from share_store.model import parse_create_args
 from share_store.own_warehouses.users import CatalogUsers, IssuedUser
-from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, audit_records, deploy
+from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, audit_records, served_locally
 
 SPARK_JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_job.py"
 ADMIN_TOKEN = "dsa_engines-admin-token-0123456789abcdef"
@@ -53,16 +52,8 @@ STEP_SECONDS = 240
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("warehouse-engines")
-    (tmp / "storage").mkdir()
-    deployment = deploy(
-        tmp,
-        {"type": "local", "root": str(tmp / "storage")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
-    )
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+    with served_locally(tmp_path_factory.mktemp("warehouse-engines"), ADMIN_TOKEN) as deployment:
+        yield deployment
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
 
-from share_store.authentication.tokens import hash_secret
 from share_store.own_warehouses.users import CatalogUsers
 from tests.catalog_attacks import ATT, attacker_policy
-from tests.conftest import Deployment, deploy
+from tests.conftest import Deployment, served_locally
 from tests.end_to_end.test_warehouse_engines import share
 
 ADMIN_TOKEN = "dsa_maintenance-admin-token-0123456789abcdef"
@@ -32,15 +31,8 @@ APPENDS = 30
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("warehouse-maintenance")
-    (tmp / "storage").mkdir()
-    deployment = deploy(
-        tmp, {"type": "local", "root": str(tmp / "storage")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
-    )  # fmt: skip
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+    with served_locally(tmp_path_factory.mktemp("warehouse-maintenance"), ADMIN_TOKEN) as deployment:
+        yield deployment
 
 
 @pytest.fixture(scope="module")

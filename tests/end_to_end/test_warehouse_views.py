@@ -24,10 +24,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
-from share_store.authentication.tokens import hash_secret
 from share_store.own_warehouses.users import CatalogUsers
 from tests.catalog_attacks import ATT, attacker_policy
-from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, deploy
+from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, served_locally
 
 SPARK_VIEWS_JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_views_job.py"
 ADMIN_TOKEN = "dsa_views-admin-token-0123456789abcdef"
@@ -39,19 +38,11 @@ SCHEMA = Schema(
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("warehouse-views")
-    (tmp / "storage").mkdir()
-    deployment = deploy(
-        tmp,
-        {"type": "local", "root": str(tmp / "storage")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)},
-    )
-    api = f"{deployment.server.url}/_iceberg/v1"
-    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    assert httpx.post(f"{api}/warehouses", json={"name": WAREHOUSE}, headers=admin).status_code == 200
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+    with served_locally(tmp_path_factory.mktemp("warehouse-views"), ADMIN_TOKEN) as deployment:
+        api = f"{deployment.server.url}/_iceberg/v1"
+        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        assert httpx.post(f"{api}/warehouses", json={"name": WAREHOUSE}, headers=admin).status_code == 200
+        yield deployment
 
 
 def catalog_of(server: Deployment, token: str) -> Catalog:

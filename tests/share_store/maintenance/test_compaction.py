@@ -25,9 +25,7 @@ from share_store.maintenance.settings import Compaction
 from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.shared import WarehouseTables
-from share_store.persistence import ShareStore, sqlite_url
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
+from tests.own_catalog import own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "part", StringType()))
 MB = 1024 * 1024
@@ -36,15 +34,7 @@ T = TableName.of("whs", ("ns",), "t")
 
 @pytest.fixture
 def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
-    request.addfinalizer(store.close)
-    (tmp_path / "root").mkdir()
-    catalog = WarehouseCatalog(
-        store.transactions, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x"))
-    )
-    catalog.create_warehouse("whs")
-    catalog.create_namespace("whs", ("ns",), {})
-    return catalog
+    return own_catalog(tmp_path, request)
 
 
 def rows(ids: range, part: str = "a") -> pa.Table:

@@ -27,9 +27,7 @@ from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseC
 from share_store.own_warehouses.commits import created_metadata, metadata_dict, parse_model
 from share_store.own_warehouses.errors import CommitConflict
 from share_store.own_warehouses.names import TableName
-from share_store.persistence import ShareStore, sqlite_url
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
+from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 LOCATION = "s3://wh/ns/t-1"
@@ -226,21 +224,9 @@ def test_the_commit_asserts_the_table_and_every_ref_and_removes_refs_first() -> 
 # -- expire_snapshots: through the catalog, on both stores ----------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=STORES)
 def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    """As tests/share_store/own_warehouses/test_catalog.py's: both stores the server runs on."""
-    if request.param == "postgresql":
-        url = request.getfixturevalue("postgres_url")
-    else:
-        url = sqlite_url(tmp_path / "store.db")
-    store = ShareStore(url)
-    request.addfinalizer(store.close)
-    (tmp_path / "root").mkdir()
-    storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
-    catalog = WarehouseCatalog(store.transactions, storage)
-    catalog.create_warehouse("whs")
-    catalog.create_namespace("whs", ("ns",), {})
-    return catalog
+    return own_catalog(tmp_path, request, request.param)
 
 
 NAME = TableName.of("whs", ("ns",), "t")

@@ -25,7 +25,6 @@ from share_store.maintenance import unreferenced
 from share_store.maintenance.settings import UnreferencedFileRemoval
 from share_store.maintenance.unreferenced import (
     Decision,
-    UnreadableTable,
     decide,
     live_keys,
     remove_unreferenced,
@@ -33,13 +32,13 @@ from share_store.maintenance.unreferenced import (
 from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
 from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.own_warehouses.names import TableName
-from share_store.own_warehouses.purge import reachable_files
+from share_store.own_warehouses.purge import UnreadableTable, reachable_files
 from share_store.own_warehouses.shared import WarehouseTables
-from share_store.persistence import ShareStore, sqlite_url
 from share_store.persistence.schema import maintenance_noncurrent_table, warehouse_tables_table
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.base import ObjectInfo
 from share_store.storage.local import LocalStorage
+from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 T = TableName.of("whs", ("ns",), "t")
@@ -49,18 +48,10 @@ NOW = datetime.now(UTC)
 DAY = timedelta(days=1)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=STORES)
 def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
     """Marks are kept in the store between runs: on both stores the server runs on."""
-    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    store = ShareStore(url or sqlite_url(tmp_path / "store.db"))
-    request.addfinalizer(store.close)
-    (tmp_path / "root").mkdir()
-    storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
-    catalog = WarehouseCatalog(store.transactions, storage)
-    catalog.create_warehouse("whs")
-    catalog.create_namespace("whs", ("ns",), {})
-    return catalog
+    return own_catalog(tmp_path, request, request.param)
 
 
 def ids(values: range) -> pa.Table:

@@ -21,29 +21,16 @@ from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import created_metadata, metadata_json, parse_model
 from share_store.own_warehouses.errors import AlreadyExists, CommitConflict, MetadataFileMissing, NotEmpty
 from share_store.own_warehouses.names import TableName
-from share_store.persistence import ShareStore, sqlite_url
 from share_store.persistence.schema import warehouse_tables_table
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
+from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=STORES)
 def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
     """The same guarantees on both stores the server runs on (PostgreSQL for replicas)."""
-    if request.param == "postgresql":
-        url = request.getfixturevalue("postgres_url")
-    else:
-        url = sqlite_url(tmp_path / "store.db")
-    store = ShareStore(url)
-    request.addfinalizer(store.close)
-    (tmp_path / "root").mkdir()
-    storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
-    catalog = WarehouseCatalog(store.transactions, storage)
-    catalog.create_warehouse("whs")
-    catalog.create_namespace("whs", ("ns",), {})
-    return catalog
+    return own_catalog(tmp_path, request, request.param)
 
 
 def properties(key: str, value: str, table: str = "t") -> CommitTableRequest:

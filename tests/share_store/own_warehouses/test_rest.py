@@ -16,9 +16,7 @@ from share_store.errors import InvalidParameter
 from share_store.own_warehouses import rest
 from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.own_warehouses.names import LEVEL_SEPARATOR, TableName
-from share_store.persistence import ShareStore, sqlite_url
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
+from tests.own_catalog import own_catalog
 
 SCHEMA_JSON = {
     "type": "struct",
@@ -37,15 +35,8 @@ def body(value: Any) -> bytes:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> Any:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
-    (tmp_path / "root").mkdir()
-    storage = LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://localhost"))
-    catalog = WarehouseCatalog(store.transactions, storage)
-    catalog.create_warehouse("whs")
-    catalog.create_namespace("whs", ("ns",), {})
-    yield catalog
-    store.close()
+def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
+    return own_catalog(tmp_path, request)
 
 
 # -- json_object ------------------------------------------------------------------------------------
