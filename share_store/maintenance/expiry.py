@@ -15,10 +15,11 @@ retention over them:
 - the current snapshot never goes.
 
 `expire_snapshots` commits that through the catalog as one request guarded by
-every ref's snapshot, so a writer's commit in between makes it conflict (then it
-loads and decides again) instead of dropping a snapshot the writer now builds
-on. Only metadata changes: the files the expired snapshots alone reached are
-left for unreferenced-file removal, as S3 Tables does.
+every ref's snapshot and by the metadata file it was decided on, so a writer's
+commit in between (a new ref included) makes it conflict (then it loads and
+decides again) instead of dropping a snapshot the writer now builds on. Only
+metadata changes: the files the expired snapshots alone reached are left for
+unreferenced-file removal, as S3 Tables does.
 """
 
 from __future__ import annotations
@@ -133,7 +134,11 @@ def expire_snapshots(
         if not expiry:
             return expiry
         try:
-            catalog.commit(table, expiry_commit(table, loaded.metadata, expiry))
+            # Decided on this very metadata: a writer's commit since (a tag on a snapshot it
+            # expires, which no requirement can name) makes it decide again.
+            catalog.commit(
+                table, expiry_commit(table, loaded.metadata, expiry), based_on=loaded.metadata_location
+            )
         except CommitConflict:
             if attempt >= attempts:
                 raise

@@ -126,10 +126,19 @@ class WarehouseCatalog(ViewCatalog):
         with self._read() as conn:
             return rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None
 
-    def commit(self, table: TableName, request: CommitTableRequest) -> LoadedTable:
-        return self.commit_transaction([(table, request)])[0]
+    def commit(
+        self, table: TableName, request: CommitTableRequest, based_on: str | None = None
+    ) -> LoadedTable:
+        """`based_on`: the metadata file the commit was decided on, for the server's own commits
+        (maintenance), which decide on more than the spec's requirements can assert (a ref made
+        since is none they could name): a commit made since is a conflict."""
+        return self.commit_transaction([(table, request)], {table: based_on} if based_on else None)[0]
 
-    def commit_transaction(self, changes: list[tuple[TableName, CommitTableRequest]]) -> list[LoadedTable]:
+    def commit_transaction(
+        self,
+        changes: list[tuple[TableName, CommitTableRequest]],
+        based_on: Mapping[TableName, str] | None = None,
+    ) -> list[LoadedTable]:
         """Apply every table's commit, all or none; a table's files are written before any swap."""
         names = [str(table) for table, _ in changes]
         if len(set(names)) != len(names):
@@ -138,7 +147,7 @@ class WarehouseCatalog(ViewCatalog):
             for table, _ in changes:
                 rows.require_namespace(conn, table.warehouse, table.namespace)
             pointers = [rows.find_table_pointer(conn, t.warehouse, t.namespace, t.name) for t, _ in changes]
-        staged = [self._staged(table, request, current)
+        staged = [self._staged(table, request, current, (based_on or {}).get(table))
                   for (table, request), current in zip(changes, pointers, strict=True)]  # fmt: skip
         self._swap(staged)
         # Only now that every pointer is swapped: a failed commit deletes nothing it replaced.
@@ -146,7 +155,13 @@ class WarehouseCatalog(ViewCatalog):
             self._delete_superseded(change)
         return [LoadedTable(s.metadata_location, s.metadata, s.location) for s in staged]
 
-    def _staged(self, table: TableName, request: CommitTableRequest, current: TablePointer | None) -> _Staged:
+    def _staged(
+        self,
+        table: TableName,
+        request: CommitTableRequest,
+        current: TablePointer | None,
+        based_on: str | None,
+    ) -> _Staged:
         """The commit's new metadata, after every path it names was found inside the table."""
         if current is None:
             # A staged create: the location comes from the commit, checked as a create's.
@@ -161,6 +176,8 @@ class WarehouseCatalog(ViewCatalog):
             location = self.locations.of(current)
             base = self.files.read(current.metadata_location)
             check_requirements(base, request)  # a stale or create-asserting commit is a 409 first
+            if based_on is not None and current.metadata_location != based_on:
+                raise CommitConflict(f"Requirement failed: {table} was changed by another commit")
             for moved in set_locations(request):
                 if requested_location(self.storage, table.warehouse, moved) != location:
                     raise LocationRefused(

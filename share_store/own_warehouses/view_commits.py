@@ -97,16 +97,27 @@ def _log_entry(version: ViewVersion) -> ViewHistoryEntry:
 
 def committed_view(base: ViewMetadata, commit: ViewCommit) -> ViewMetadata:
     """`base` with the commit's updates applied, after its requirements held."""
+    check_view_requirements(base, commit)
+    return updated_view(base, commit)
+
+
+def updated_view(base: ViewMetadata, commit: ViewCommit) -> ViewMetadata:
+    """`base` with the commit's updates applied; its requirements are the caller's to have checked."""
+    state = _Building(base)
+    for update in commit.updates:
+        state.apply(update)
+    return state.finished()
+
+
+def check_view_requirements(base: ViewMetadata, commit: ViewCommit) -> None:
+    """Every requirement of the commit holds on `base`, or the commit conflicts: checked before
+    anything else about the commit, as for tables (`commits.check_requirements`)."""
     for requirement in commit.requirements:
         if requirement.get("uuid") != base.view_uuid:
             raise CommitConflict(
                 f"Requirement failed: view uuid changed: expected {requirement.get('uuid')}, "
                 f"found {base.view_uuid}"
             )
-    state = _Building(base)
-    for update in commit.updates:
-        state.apply(update)
-    return state.finished()
 
 
 class _Building:

@@ -31,7 +31,12 @@ from share_store.own_warehouses.locations import (
 )
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.rows import VIEW, TablePointer
-from share_store.own_warehouses.view_commits import ViewCommit, committed_view, created_view
+from share_store.own_warehouses.view_commits import (
+    ViewCommit,
+    check_view_requirements,
+    created_view,
+    updated_view,
+)
 from share_store.own_warehouses.warehouses import Warehouses
 
 
@@ -87,13 +92,14 @@ class ViewCatalog(Warehouses):
             rows.require_namespace(conn, view.warehouse, view.namespace)
             current = rows.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
         location = self.locations.of(current)
+        base = self.files.read_view(current.metadata_location)
+        check_view_requirements(base, commit)  # a stale commit is a 409 before its locations are read
         for moved in commit.set_locations():
             if requested_location(self.storage, view.warehouse, moved) != location:
                 raise LocationRefused(
                     f"a view's location cannot move: {view} lives at {location.uri}, not {moved}"
                 )
-        base = self.files.read_view(current.metadata_location)
-        metadata = committed_view(base, commit)
+        metadata = updated_view(base, commit)
         if metadata.location != location.uri:
             metadata = metadata.model_copy(update={"location": location.uri})
         metadata_location = metadata_file_location(location.uri, next_file_version(current.metadata_location))

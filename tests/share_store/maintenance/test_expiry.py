@@ -309,13 +309,15 @@ def test_a_writer_committing_meanwhile_makes_the_expiry_decide_again_and_keeps_i
     commit_directly = catalog.commit
     requests: list[CommitTableRequest] = []
 
-    def writer_first(table: TableName, request: CommitTableRequest) -> LoadedTable:
+    def writer_first(
+        table: TableName, request: CommitTableRequest, based_on: str | None = None
+    ) -> LoadedTable:
         requests.append(request)
         if len(requests) == 1:
             # Between the expiry's load and its commit, a writer rolls main back to 2 (which the
             # expiry loaded as expired) and appends 5 onto it.
             add_snapshot(catalog, 5, 0, parent=2, commit_with=commit_directly)
-        return commit_directly(table, request)
+        return commit_directly(table, request, based_on)
 
     monkeypatch.setattr(catalog, "commit", writer_first)
     settings = SnapshotManagement(min_snapshots_to_keep=2)
@@ -341,12 +343,38 @@ def test_an_expiry_losing_every_race_gives_up_with_the_conflict(
     commit_directly = catalog.commit
     writes = iter(range(10, 20))
 
-    def writer_always(table: TableName, request: CommitTableRequest) -> LoadedTable:
+    def writer_always(
+        table: TableName, request: CommitTableRequest, based_on: str | None = None
+    ) -> LoadedTable:
         add_snapshot(catalog, next(writes), 0, commit_with=commit_directly)
-        return commit_directly(table, request)
+        return commit_directly(table, request, based_on)
 
     monkeypatch.setattr(catalog, "commit", writer_always)
     with pytest.raises(CommitConflict, match="Requirement failed"):
         expire_snapshots(catalog, NAME, DEFAULTS, NOW, attempts=3)
     # Three attempts, each beaten by a writer's snapshot; nothing expired.
     assert snapshot_ids(catalog) == [1, 2, 10, 11, 12]
+
+
+def test_a_tag_made_meanwhile_on_a_snapshot_the_expiry_would_drop_keeps_it(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No requirement can name a ref the expiry never saw: its commit asserts the metadata it was
+    decided on, so a writer's new tag makes it decide again, and the tagged snapshot stays."""
+    catalog.create_table(NAME, NewTable(SCHEMA, properties={"format-version": "2"}))
+    for snapshot_id, age in ((1, 300), (2, 200), (3, 1)):
+        add_snapshot(catalog, snapshot_id, age)
+    commit_directly = catalog.commit
+    tagged: list[bool] = []
+
+    def tag_first(table: TableName, request: CommitTableRequest, based_on: str | None = None) -> LoadedTable:
+        if not tagged:
+            tagged.append(True)
+            set_ref(catalog, "release", {"type": "tag", "snapshot-id": 1})
+        return commit_directly(table, request, based_on)
+
+    monkeypatch.setattr(catalog, "commit", tag_first)
+    done = expire_snapshots(catalog, NAME, DEFAULTS, NOW)
+    assert done == Expiry(ids(2), frozenset())
+    assert snapshot_ids(catalog) == [1, 3]
+    assert catalog.load_table(NAME).metadata.refs["release"].snapshot_id == 1

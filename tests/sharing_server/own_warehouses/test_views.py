@@ -266,7 +266,7 @@ def test_a_replace_that_loses_the_race_is_a_commit_conflict(
     uuid = made(catalog, "ns", "v")["metadata"]["view-uuid"]
     storage = LocalStorage(catalog.root, UrlSigner(SECRET, "http://localhost"))
     other = WarehouseCatalog(catalog.store.transactions, storage)
-    applied = views_module.committed_view
+    applied = views_module.updated_view
     raced: list[str] = []
 
     def racing(base: Any, commit: ViewCommit) -> Any:
@@ -278,7 +278,7 @@ def test_a_replace_that_loses_the_race_is_a_commit_conflict(
             raced.append(won.metadata_location)
         return applied(base, commit)
 
-    monkeypatch.setattr(views_module, "committed_view", racing)
+    monkeypatch.setattr(views_module, "updated_view", racing)
     before = set(catalog.metadata_files())
     message = error_of(catalog.call("POST", view_path("ns", "v"), replacing(uuid, "SELECT 'lost'")), 409,
                        "CommitFailedException")  # fmt: skip
@@ -427,3 +427,12 @@ def test_the_error_model_holds_for_every_view_endpoint_without_credentials(catal
     ):
         error_of(catalog.call(method, path, {}, token=None), 401, "NotAuthorizedException")
     assert catalog.call("HEAD", view_path("ns", "v")).status_code == 204
+
+
+def test_a_stale_replace_asking_to_move_the_view_is_a_conflict_first(catalog: Served) -> None:
+    """As for tables: a commit decided on another view (its uuid) is a 409, whatever location it asks."""
+    made(catalog, "ns", "v")
+    stale = replacing("00000000-0000-0000-0000-000000000000", "SELECT 1")
+    stale["updates"].append({"action": "set-location", "location": "file:///elsewhere/v"})
+    message = error_of(catalog.call("POST", view_path("ns", "v"), stale), 409, "CommitFailedException")
+    assert "view uuid changed" in message
