@@ -33,6 +33,8 @@ from starlette.types import Receive, Scope, Send
 from share_store.authentication.console_sessions import SessionCodec
 from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.external_catalogs.registry import CatalogRegistry
+from share_store.maintenance.background import BackgroundMaintenance
+from share_store.maintenance.maintainer import Maintainer
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
@@ -164,7 +166,9 @@ def lifespan(services: Services) -> Callable[[Starlette], AbstractAsyncContextMa
             threading.Thread(target=services.activity.warm, name="warm-activity", daemon=True).start()
         quiet_aborted_connections(asyncio.get_running_loop())
         services.warmer.start()
+        services.maintenance.start()
         yield
+        await asyncio.to_thread(services.maintenance.stop)
         await asyncio.to_thread(services.warmer.stop)
         # Recipients' last requests reach the store before the server stops.
         await asyncio.to_thread(services.activity.close)
@@ -292,6 +296,7 @@ def create_app(
             options.refresh_seconds,
             options.warm_window_hours * 3600,
         ),
+        maintenance=BackgroundMaintenance(Maintainer(warehouses), options.maintenance),
         queries=TableQueries(readers, secret, hint_limits, options.prefer_delta_format),
         streams=StreamSlots(options.streams_per_token, options.streams_per_process),
         list_tokens=TokenCodec(secret, "list-page"),

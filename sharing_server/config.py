@@ -27,6 +27,11 @@
            the catalog's keys: "vended-credentials" (STS keys for the table's location, with
            [iceberg]'s credential_role_arn, credential_sts_endpoint and credential_duration)
            and/or "remote-signing" (this server signs each request); none by default
+[maintenance]  the server's own maintenance of the own warehouses' tables (compaction,
+           snapshot expiry, unreferenced-file removal, as each table is configured):
+           background (default true), interval_seconds (between rounds, and between two
+           runs on a table being written; default 60), cpu_share (of one core; default
+           0.25), period_hours (every table is kept at least this often; default 24)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds),
            warm_on_start (build the snapshots of the tables read in the last
@@ -59,6 +64,7 @@ from typing import Any
 
 from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
+from share_store.maintenance.schedule import Background
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
@@ -73,6 +79,7 @@ from sharing_server.config_sections import (
     SERVER_KEYS,
     STORAGE_KEYS,
     access_delegation,
+    background_maintenance,
     delete_options,
     max_token_lifetime,
     parse_bool,
@@ -131,6 +138,8 @@ class ServiceOptions:
     # `[warehouses] access_delegation`: how writers' engines reach own tables' files with only the
     # catalog's keys ("vended-credentials", "remote-signing"); none by default.
     access_delegation: tuple[str, ...] = ()
+    # `[maintenance]`: the server keeps its own warehouses' tables in the background.
+    maintenance: Background = field(default_factory=Background)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
     # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
@@ -171,6 +180,7 @@ class ServerConfig:
     cache: dict[str, Any] = field(default_factory=dict)
     console: dict[str, Any] = field(default_factory=dict)
     warehouses: dict[str, Any] = field(default_factory=dict)
+    maintenance: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def options(self) -> ServiceOptions:
@@ -213,6 +223,7 @@ class ServerConfig:
             iceberg=iceberg,
             vending=vending_settings(self.iceberg),
             access_delegation=access_delegation(self.warehouses),
+            maintenance=background_maintenance(self.maintenance),
         )
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime
@@ -385,5 +396,6 @@ def load_config(
     config.cache = sections["cache"]
     config.console = sections["console"]
     config.warehouses = sections["warehouses"]
+    config.maintenance = sections["maintenance"]
     config.options  # noqa: B018 - checks the values at load time, not at the first request
     return config

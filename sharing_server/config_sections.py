@@ -14,6 +14,7 @@ from typing import Any
 from share_store.errors import AdminError, CatalogError
 from share_store.external_catalogs.settings import catalog_settings
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
+from share_store.maintenance.schedule import Background
 from share_store.own_warehouses.data_access import ACCESS_MODES
 from share_store.storage.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
@@ -136,6 +137,7 @@ SECTION_KEYS = {
     ),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
     "warehouses": ("access_delegation",),
+    "maintenance": ("background", "interval_seconds", "cpu_share", "period_hours"),
 }
 STORAGE_KEYS = (
     "type",
@@ -185,6 +187,23 @@ def access_delegation(values: dict[str, Any]) -> tuple[str, ...]:
             f"use {' and/or '.join(ACCESS_MODES)}"
         )
     return modes
+
+
+def background_maintenance(values: dict[str, Any]) -> Background:
+    """`[maintenance]`: the server's own maintenance of its warehouses' tables; on by default."""
+    defaults = Background()
+    try:
+        return Background(
+            enabled=parse_bool(values.get("background", defaults.enabled)),
+            interval_seconds=float(values.get("interval_seconds", defaults.interval_seconds)),
+            cpu_share=float(values.get("cpu_share", defaults.cpu_share)),
+            period_hours=float(values.get("period_hours", defaults.period_hours)),
+        )
+    except ValueError as error:
+        message = str(error)
+        raise ConfigError(
+            message if message.startswith("[") else f"invalid [maintenance] setting: {message}"
+        ) from None
 
 
 def read_catalogs(raw: Any) -> dict[str, dict[str, str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from share_store.authentication.sign_in_throttle import AdminToken
+from share_store.maintenance.background import BackgroundMaintenance
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
@@ -48,6 +49,8 @@ class Services:
     data: DataAccess
     admin_token: AdminToken
     warmer: SnapshotWarmer
+    #: The own warehouses' tables kept in the background (`[maintenance]`).
+    maintenance: BackgroundMaintenance
     queries: TableQueries
     streams: StreamSlots
     list_tokens: TokenCodec

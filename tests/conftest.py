@@ -123,6 +123,9 @@ def deploy(
         "SHARING_SERVER_PORT": str(port),
         "SHARING_SERVER_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "SHARING_SERVER_AUDIT_LOG": str(tmp / "audit.log"),
+        # Background maintenance (on by default) would rewrite tests' tables under them whenever a
+        # module outlasts its interval; the tests of it turn it back on.
+        "SHARING_MAINTENANCE_BACKGROUND": "false",
     }
     settings.update({f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()})
     settings.update(env or {})

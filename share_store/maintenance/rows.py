@@ -1,5 +1,5 @@
 """Maintenance's rows: configurations (a warehouse's under table id "", a table's under its id),
-and each table's last run of each kind.
+each table's last run of each kind, and the lease of the background runs.
 
 Every function takes the caller's connection, as `own_warehouses.rows` does.
 """
@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
+from share_store.maintenance.schedule import LastRun, TableState
+from share_store.own_warehouses.names import TableName, namespace_levels
+from share_store.own_warehouses.rows import TABLE
 from share_store.persistence.rows import utc, utc_now
 from share_store.persistence.schema import (
     maintenance_configs_table,
+    maintenance_leases_table,
+    maintenance_noncurrent_table,
     maintenance_runs_table,
+    warehouse_tables_table,
+    warehouses_table,
 )
 
 #: The table id under which a warehouse's own configurations are kept.
@@ -76,3 +84,67 @@ def record_run(conn: Connection, table_id: str, run: Run) -> None:
         table_id=table_id, kind=run.kind, status=run.status, started_at=run.started_at,
         finished_at=run.finished_at, message=run.message, details=json.dumps(run.details, sort_keys=True),
     ))  # fmt: skip
+
+
+# -- the lease: one replica runs the background maintenance at a time ---------------------------
+
+
+def take_lease(conn: Connection, name: str, holder: str, now: datetime, seconds: float) -> bool:
+    """Whether `holder` holds the lease `name` until `now + seconds`: taken when free or expired,
+    renewed when it is already the holder's; False while another holder's lease runs."""
+    t = maintenance_leases_table
+    until = now + timedelta(seconds=seconds)
+    renewed = conn.execute(
+        update(t)
+        .where(t.c.name == name, or_(t.c.holder == holder, t.c.expires_at < now))
+        .values(holder=holder, expires_at=until)
+    )
+    if renewed.rowcount == 1:
+        return True
+    if conn.execute(select(t.c.name).where(t.c.name == name)).first() is not None:
+        return False
+    try:
+        # A savepoint, so that a replica inserting at the same moment leaves this transaction usable.
+        with conn.begin_nested():
+            conn.execute(insert(t).values(name=name, holder=holder, expires_at=until))
+    except IntegrityError:
+        return False
+    return True
+
+
+def release_lease(conn: Connection, name: str, holder: str) -> None:
+    t = maintenance_leases_table
+    conn.execute(delete(t).where(t.c.name == name, t.c.holder == holder))
+
+
+def forget_dropped(conn: Connection) -> int:
+    """Delete the configurations, runs and marks of tables no longer in the catalog (dropped,
+    purged, or gone with their warehouse); a warehouse's own configurations go with it."""
+    tables = select(warehouse_tables_table.c.id)
+    warehouses = select(warehouses_table.c.name)
+    removed = 0
+    for t in (maintenance_runs_table, maintenance_noncurrent_table):
+        removed += conn.execute(delete(t).where(t.c.table_id.not_in(tables))).rowcount
+    c = maintenance_configs_table
+    removed += conn.execute(
+        delete(c).where(or_(
+            (c.c.table_id != WAREHOUSE) & c.c.table_id.not_in(tables), c.c.warehouse.not_in(warehouses)
+        ))
+    ).rowcount  # fmt: skip
+    return removed
+
+
+def table_states(conn: Connection) -> list[TableState]:
+    """Every catalog table (views need no maintenance) with its last commit and each kind's last run."""
+    t, r = warehouse_tables_table, maintenance_runs_table
+    runs: dict[str, dict[str, LastRun]] = {}
+    for row in conn.execute(select(r.c.table_id, r.c.kind, r.c.started_at, r.c.finished_at)):
+        runs.setdefault(row.table_id, {})[row.kind] = LastRun(utc(row.started_at), utc(row.finished_at))
+    found = conn.execute(
+        select(t.c.id, t.c.warehouse, t.c.namespace, t.c.name, t.c.updated_at).where(t.c.kind == TABLE)
+    )
+    states = []
+    for row in found:
+        name = TableName(row.warehouse, namespace_levels(row.namespace), row.name)
+        states.append(TableState(row.id, name, utc(row.updated_at), runs.get(row.id, {})))
+    return states

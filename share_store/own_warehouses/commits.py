@@ -176,18 +176,24 @@ def updated_metadata(
     return with_row_lineage(updated, base, added)
 
 
-#: Iceberg's table property (`TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED`, default false):
-#: a commit deletes the metadata files its new metadata log no longer tracks. How many that log
-#: keeps is `write.metadata.previous-versions-max` (default 100), which pyiceberg's
-#: `update_table_metadata` applies when it appends the base file to the log.
+#: Iceberg's table property (`TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED`): a commit
+#: deletes the metadata files its new metadata log no longer tracks. How many that log keeps is
+#: `write.metadata.previous-versions-max` (default 100), which pyiceberg's `update_table_metadata`
+#: applies when it appends the base file to the log.
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+#: Iceberg's default is false, for file-system catalogs where a reader may hold any old file's
+#: path. This catalog hands out only its current file, and a table written by a streaming job
+#: would otherwise keep every metadata file it ever had (each holding every snapshot: 357 MB after
+#: 1,000 appends of 100 rows), so its tables keep the newest 101 unless they set it to false, as
+#: S3 Tables and AIStor manage their tables' metadata files themselves.
+DELETE_AFTER_COMMIT_DEFAULT = "true"
 
 
 def removed_metadata_files(
     base: TableMetadata, base_location: str, new: TableMetadata, new_location: str
 ) -> list[str]:
     """The metadata files a commit from `base` (the file at `base_location`) to `new` (written at
-    `new_location`) stops tracking, if `new` asks for them to go; none otherwise.
+    `new_location`) stops tracking, unless `new` asks to keep them; none otherwise.
 
     As Java's `CatalogUtil.deleteRemovedMetadataFiles`: the base's log, less the new log. The base
     file itself too: a commit that changes nothing logs nothing, yet moves the pointer. Never the
@@ -197,7 +203,7 @@ def removed_metadata_files(
     """
     # Java's Boolean.parseBoolean: "true" in any case, anything else is false (never an error
     # after a commit that has happened).
-    if new.properties.get(DELETE_AFTER_COMMIT, "").lower() != "true":
+    if new.properties.get(DELETE_AFTER_COMMIT, DELETE_AFTER_COMMIT_DEFAULT).lower() != "true":
         return []
     kept = {entry.metadata_file for entry in new.metadata_log} | {new_location}
     removed = [entry.metadata_file for entry in base.metadata_log] + [base_location]

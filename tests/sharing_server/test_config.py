@@ -158,6 +158,24 @@ def test_snapshot_warming_settings_come_from_the_cache_section(tmp_path: Path) -
         assert local_config(tmp_path, SHARING_CACHE_REFRESH_SECONDS="-1").options
 
 
+def test_background_maintenance_is_on_by_default_and_set_in_its_section(tmp_path: Path) -> None:
+    defaults = local_config(tmp_path).options.maintenance
+    assert (defaults.enabled, defaults.interval_seconds, defaults.cpu_share, defaults.period_hours) == (
+        True, 60.0, 0.25, 24.0)  # fmt: skip
+    path = tmp_path / "sharing.toml"
+    path.write_text("[maintenance]\nbackground = false\ninterval_seconds = 5\ncpu_share = 0.5\n")
+    env = {"SHARING_SERVER_DATA_DIR": str(tmp_path / "d"), "SHARING_MAINTENANCE_PERIOD_HOURS": "6"}
+    set_ = load_config(path, env=env).options.maintenance
+    assert (set_.enabled, set_.interval_seconds, set_.cpu_share, set_.period_hours) == (False, 5.0, 0.5, 6.0)
+    for key, value, message in (
+        ("CPU_SHARE", "2", "cpu_share must be above 0 and at most 1"),
+        ("INTERVAL_SECONDS", "0", "interval_seconds must be above 0"),
+        ("INTERVAL_SECONDS", "soon", "invalid \\[maintenance\\] setting"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            assert local_config(tmp_path, **{f"SHARING_MAINTENANCE_{key}": value}).options
+
+
 def test_credential_vending_settings_from_the_iceberg_section(tmp_path: Path) -> None:
     path = tmp_path / "sharing.toml"
     path.write_text('[iceberg]\ncredential_vending = "sts"\ncredential_role_arn = "arn:aws:iam::1:role/r"\n')

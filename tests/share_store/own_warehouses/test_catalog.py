@@ -380,21 +380,25 @@ def test_a_metadata_log_naming_files_outside_the_tables_metadata_folder_deletes_
     assert catalog.load_table(TableName.of("other", ("ns",), "t")).metadata_location is not None
 
 
-def test_old_metadata_files_go_after_commits_when_the_table_asks_and_stay_otherwise(
+def test_old_metadata_files_go_after_commits_unless_the_table_keeps_them(
     catalog: WarehouseCatalog,
 ) -> None:
-    trimmed = TableName.of("whs", ("ns",), "t")
-    catalog.create_table(trimmed, NewTable(SCHEMA, properties={DELETE_AFTER_COMMIT: "true",
-                                                               PREVIOUS_VERSIONS_MAX: "2"}))  # fmt: skip
-    for n in range(6):
-        catalog.commit(trimmed, properties("n", str(n)))
-    loaded = catalog.load_table(trimmed)
-    assert loaded.metadata.properties["n"] == "5" and len(loaded.metadata.metadata_log) == 2
-    tracked = [loaded.metadata_location, *(entry.metadata_file for entry in loaded.metadata.metadata_log)]
-    assert metadata_files(catalog) == sorted(on_disk(path) for path in tracked)
-    catalog.drop_table(trimmed)  # off: the log is trimmed by its own property, every file stays
+    # Unset, as explicitly "true": the catalog keeps a table's newest files (the log and the current).
+    for name, asked in (("t", {DELETE_AFTER_COMMIT: "true"}), ("unset", {})):
+        trimmed = TableName.of("whs", ("ns",), name)
+        catalog.create_table(trimmed, NewTable(SCHEMA, properties={**asked, PREVIOUS_VERSIONS_MAX: "2"}))
+        for n in range(6):
+            catalog.commit(trimmed, properties("n", str(n), table=name))
+        loaded = catalog.load_table(trimmed)
+        assert loaded.metadata.properties["n"] == "5" and len(loaded.metadata.metadata_log) == 2
+        tracked = [loaded.metadata_location, *(entry.metadata_file for entry in loaded.metadata.metadata_log)]
+        own = [f for f in metadata_files(catalog) if f.parent.parent.name.startswith(f"{name}-")]
+        assert own == sorted(on_disk(path) for path in tracked)
+        catalog.drop_table(trimmed)
+    # "false", as Iceberg's own default: the log is trimmed by its own property, every file stays.
     kept = TableName.of("whs", ("ns",), "kept")
-    catalog.create_table(kept, NewTable(SCHEMA, properties={PREVIOUS_VERSIONS_MAX: "3"}))
+    catalog.create_table(kept, NewTable(SCHEMA, properties={DELETE_AFTER_COMMIT: "false",
+                                                            PREVIOUS_VERSIONS_MAX: "3"}))  # fmt: skip
     for n in range(6):
         catalog.commit(kept, properties("n", str(n), table="kept"))
     assert len(catalog.load_table(kept).metadata.metadata_log) == 3

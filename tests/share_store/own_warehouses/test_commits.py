@@ -265,10 +265,12 @@ def test_pyiceberg_trims_the_metadata_log_to_previous_versions_max() -> None:
     assert len(versions(6)[-1].metadata_log) == 6  # the default keeps 100
 
 
-def test_old_metadata_files_are_removed_only_when_the_new_metadata_asks() -> None:
+def test_old_metadata_files_are_removed_unless_the_new_metadata_keeps_them() -> None:
     trimmed = {"write.metadata.previous-versions-max": "2"}
-    off = versions(4, **trimmed)
+    off = versions(4, **trimmed, **{"write.metadata.delete-after-commit.enabled": "false"})
     assert removed_metadata_files(off[3], file(3), off[4], file(4)) == []
+    unset = versions(4, **trimmed)  # this catalog's default (Iceberg's is false): trimmed
+    assert removed_metadata_files(unset[3], file(3), unset[4], file(4)) == [file(1)]
     on = versions(4, **trimmed, **{"write.metadata.delete-after-commit.enabled": "true"})
     # Base file(3) was at version 3, logging file(1), file(2); the new logs file(2), file(3).
     assert removed_metadata_files(on[3], file(3), on[4], file(4)) == [file(1)]

@@ -1,0 +1,106 @@
+"""The server keeping its tables by itself: rounds of maintenance in a thread of their own.
+
+Every `[maintenance] interval_seconds` a round takes the store's lease (so one
+replica of a deployment runs maintenance at a time, whichever replica's round
+comes first; a replica that stops or dies leaves it to expire), forgets the
+rows of dropped tables, and runs on each table the kinds the schedule finds due
+(`schedule.due_tables`), through the same `Maintainer` as the API and the CLI,
+so what a background run may do is what an asked-for run may. The lease is
+renewed before each table, so that it outlives the round's longest run.
+
+It keeps to `cpu_share` of a core by waiting, after each table, as long again
+as its share requires (a quarter of a core: three times as long as it worked),
+so recipients' queries keep the rest. A round stops between two tables when the
+server stops; a run under way finishes first (a compaction's commit is one
+compare-and-swap, never half made).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+
+from share_store.maintenance import rows
+from share_store.maintenance.maintainer import Maintainer
+from share_store.maintenance.schedule import Background, due_tables
+from share_store.persistence.rows import utc_now
+
+log = logging.getLogger(__name__)
+
+LEASE = "background-maintenance"
+#: The lease lasts this long past its last renewal, at least: more than one run of a big table.
+LEASE_SECONDS = 900.0
+
+
+class BackgroundMaintenance:
+    def __init__(
+        self,
+        maintainer: Maintainer,
+        background: Background,
+        clock: Callable[[], datetime] = utc_now,
+        holder: str | None = None,
+    ) -> None:
+        self.maintainer = maintainer
+        self.transactions = maintainer.transactions
+        self.background = background
+        self.clock = clock
+        #: Who holds the lease: this process, told apart from another replica on the same host.
+        self.holder = holder or f"{socket.gethostname()[:32]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if not self.background.enabled:
+            return
+        self._thread = threading.Thread(target=self._loop, name="maintenance", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            with self.transactions.change() as conn:
+                rows.release_lease(conn, LEASE, self.holder)
+
+    def _loop(self) -> None:
+        while not self._stopped.wait(self.background.interval_seconds):
+            try:
+                self.run_round()
+            except Exception:  # the store unreachable, say: the next round tries again
+                log.exception("a round of background maintenance failed")
+
+    def _lease(self) -> bool:
+        seconds = max(LEASE_SECONDS, 3 * self.background.interval_seconds)
+        with self.transactions.change() as conn:
+            return rows.take_lease(conn, LEASE, self.holder, self.clock(), seconds)
+
+    def run_round(self) -> list[tuple[str, tuple[str, ...]]]:
+        """One round: the tables kept (as `warehouse.namespace.table`) and the kinds run on each."""
+        if not self._lease():
+            return []
+        with self.transactions.change() as conn:
+            forgotten = rows.forget_dropped(conn)
+            states = rows.table_states(conn)
+        if forgotten:
+            log.info("maintenance forgot %d row(s) of dropped tables", forgotten)
+        done: list[tuple[str, tuple[str, ...]]] = []
+        for state, kinds in due_tables(states, self.clock(), self.background):
+            if self._stopped.is_set() or not self._lease():
+                break
+            started = time.monotonic()
+            try:
+                ran = self.maintainer.run(state.name, kinds)
+            except Exception:  # dropped meanwhile, say: the other tables are still kept
+                log.warning("background maintenance of %s.%s skipped", state.name.warehouse, state.name,
+                            exc_info=True)  # fmt: skip
+                continue
+            done.append((f"{state.name.warehouse}.{state.name}", tuple(ran)))
+            self._stopped.wait(self.background.pause_after(time.monotonic() - started))
+        return done
