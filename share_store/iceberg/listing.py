@@ -72,8 +72,32 @@ def snapshot_id_at(listing: IcebergListing, version: int, versions: VersionStore
             f"Version {version} is no longer in the history of the Iceberg table (it was rolled back)."
         )
     raise InvalidParameter(
-        f"Version {version} of the table is no longer available: its Iceberg snapshot has expired."
+        f"Version {version} of the table is no longer available: its Iceberg snapshot has expired "
+        f"under {retention(listing.table.metadata.properties)}. The earliest version available is "
+        f"{min(listing.snapshots)}; read from there, or ask the provider to keep history longer."
     )
+
+
+#: Iceberg's table properties for snapshot retention, which win over the catalog's maintenance.
+MAX_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
+MIN_KEPT_PROPERTY = "history.expire.min-snapshots-to-keep"
+
+
+def retention(properties: dict[str, str]) -> str:
+    """The retention a recipient is told expired a version: the table's own `history.expire.*`
+    where it sets them, else the maintenance that keeps own warehouses' tables by S3 Tables' rules."""
+    age, kept = properties.get(MAX_AGE_PROPERTY), properties.get(MIN_KEPT_PROPERTY)
+    if age is None and kept is None:
+        return (
+            "the provider's snapshot management (by default, as S3 Tables': snapshots older than "
+            "120 hours expire, keeping at least 1)"
+        )
+    rules = []
+    if age is not None and age.isdigit():
+        rules.append(f"snapshots older than {_duration(int(age))} expire ({MAX_AGE_PROPERTY})")
+    if kept is not None and kept.isdigit():
+        rules.append(f"keeping at least {int(kept)} ({MIN_KEPT_PROPERTY})")
+    return "the table's snapshot retention: " + (", ".join(rules) or "its history.expire.* properties")
 
 
 def previous_version(listing: IcebergListing, version: int) -> int | None:
@@ -89,3 +113,10 @@ def schema_at(table: Any, snapshot_id: int) -> Any:
     snap = table.metadata.snapshot_by_id(snapshot_id)
     schemas = table.schemas()
     return schemas.get(snap.schema_id, table.schema()) if snap.schema_id is not None else table.schema()
+
+
+def _duration(ms: int) -> str:
+    for unit, size in (("hours", 3_600_000), ("minutes", 60_000), ("seconds", 1000)):
+        if ms >= size:
+            return f"{ms / size:g} {unit}"
+    return f"{ms} ms"

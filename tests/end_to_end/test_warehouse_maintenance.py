@@ -161,3 +161,32 @@ def test_a_user_allowed_one_namespace_cannot_touch_another_tables_maintenance(
         assert answer.status_code == 403, (method, path, answer.text)
     assert api.get(f"{TABLE}/maintenance").json()["configuration"]["icebergCompaction"]["status"] == "enabled"
     assert ATT  # the attacker's own namespace, for the record
+
+
+def test_a_version_expired_by_maintenance_is_refused_naming_the_retention(
+    server: Deployment, api: httpx.Client
+) -> None:
+    catalog = load_catalog(f"x-{uuid.uuid4().hex[:6]}", **{
+        "type": "rest", "uri": f"{server.server.url}/_iceberg", "warehouse": WAREHOUSE, "token": ADMIN_TOKEN,
+    })  # fmt: skip
+    catalog.create_namespace_if_not_exists("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    # The table's own retention wins over the catalog's maintenance settings, as in Iceberg.
+    table = catalog.create_table("db.brief", schema=schema, properties={
+        "history.expire.max-snapshot-age-ms": "1", "history.expire.min-snapshots-to-keep": "1"})  # fmt: skip
+    for n in range(3):
+        table.append(pa.table({"id": [n]}, schema=schema))
+    url = share(server, WAREHOUSE, "db", "brief")
+    first = delta_sharing.get_table_version(url) - 2
+    assert sorted(delta_sharing.load_as_pandas(url, version=first)["id"]) == [0]
+    ran = api.post(f"/{WAREHOUSE}/namespaces/db/tables/brief/maintenance/run")
+    assert ran.json()["runs"]["icebergSnapshotManagement"]["details"]["snapshots_expired"] >= 2, ran.text
+    profile, _ = url.split("#")
+    token = json.loads(open(profile).read())["bearerToken"]
+    refused = httpx.post(f"{server.endpoint}/shares/{WAREHOUSE}_brief/schemas/db/tables/brief/query",
+                         json={"version": first}, headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["message"]
+    assert "has expired" in message and "history.expire.max-snapshot-age-ms" in message, message
+    assert "The earliest version available is" in message
+    assert sorted(delta_sharing.load_as_pandas(url)["id"]) == [0, 1, 2]

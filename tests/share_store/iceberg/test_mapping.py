@@ -193,7 +193,25 @@ def test_rollback_and_expiry_give_clear_errors(local: Deployment) -> None:
     table.maintenance.expire_snapshots().by_id(snapshots[0].snapshot_id).commit()
     expired = api.post(f"{path}/query", json={"version": 0})
     assert expired.status_code == 400 and "expired" in expired.json()["message"]
+    assert "snapshot management" in expired.json()["message"]
+    assert "The earliest version available is 1" in expired.json()["message"]
     assert sorted(delta_sharing.load_as_pandas(url, version=1)["id"]) == [0, 1, 10, 11]
+
+
+def test_an_expired_versions_error_names_the_retention_that_expired_it() -> None:
+    from share_store.iceberg.listing import retention
+
+    assert "120 hours" in retention({})
+    told = retention(
+        {"history.expire.max-snapshot-age-ms": "7200000", "history.expire.min-snapshots-to-keep": "3"}
+    )
+    assert told == (
+        "the table's snapshot retention: snapshots older than 2 hours expire "
+        "(history.expire.max-snapshot-age-ms), keeping at least 3 (history.expire.min-snapshots-to-keep)"
+    )
+    assert retention({"history.expire.max-snapshot-age-ms": "soon"}).endswith(
+        "its history.expire.* properties"
+    )
 
 
 def test_hints_become_row_filters() -> None:
