@@ -12,6 +12,7 @@ from sharing_server.console import (
     activity,
     health,
     named_recipients,
+    own_table,
     picker,
     recipients,
     shares,
@@ -27,6 +28,8 @@ TABLE = SHARE + "/tables/{schema}/{table}"
 TOKEN = SHARE + "/tokens/{token_id}"
 CLIENT = SHARE + "/oauth-clients/{client_id}"
 RECIPIENT = "/recipients/{recipient}"
+# A table of the own warehouses: its namespace's levels joined with "." (names hold none).
+OWN_TABLE = "/tables/{warehouse}/{namespace}/{table}"
 
 
 def console_routes(console: Console | None) -> list[BaseRoute]:
@@ -76,6 +79,8 @@ def _pages(_page: Callable[..., Route], console: Console | None) -> list[BaseRou
         _page("/tables", warehouses.tables_page),
         _page("/tables/share", warehouses.share_table_page),
         _page("/tables/defaults", warehouses.set_format_version, "POST"),
+        _page(OWN_TABLE, own_table.own_table_page),
+        _page(OWN_TABLE + "/maintenance", own_table.run_maintenance, "POST"),
         _page("/activity", activity.activity_page),
         _page("/health", health.health_page),
         Mount("/static", StaticFiles(directory=STATIC), name="console_static"),

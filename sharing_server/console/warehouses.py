@@ -7,6 +7,8 @@ snapshots, the current snapshot's time and `total-records`, location) with a
 form with the table's spec filled in (`SCHEMA:NAME:uniform:WAREHOUSE:NAMESPACE:TABLE`).
 A table whose names a spec cannot carry (a `.`, `:` or other characters outside
 the share names' letters, digits, `_` and `-`) is listed without the link.
+Each table's name links to its own page (`own_table`): its files, size and maintenance, read
+there for that one table only, so this page reads no more than each table's metadata file.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 from pyiceberg.table.snapshots import Summary
 
-from share_store.errors import AdminError, ShareStoreError
+from share_store.errors import AdminError, InvalidParameter, ShareStoreError
 from share_store.model import NAME_PATTERN, TableSpec
 from share_store.own_warehouses.access import PROVIDER, CatalogAccess
 from share_store.own_warehouses.catalog import WarehouseCatalog
@@ -44,6 +46,8 @@ class TableEntry:
     location: str = ""
     spec: str | None = None
     problem: str = ""
+    #: Its own page (files, size, maintenance), None for names the catalog would refuse today.
+    link: str | None = None
 
     @property
     def share_link(self) -> str | None:
@@ -107,16 +111,30 @@ def table_spec(warehouse: str, levels: tuple[str, ...], name: str) -> str | None
     return spec
 
 
-def _problem(error: Exception) -> str:
+def table_url(warehouse: str, levels: tuple[str, ...], name: str) -> str | None:
+    """The table's own page, or None for a name the catalog refuses now (a row older than the checks).
+
+    Checked names hold no `.` and nothing a URL treats specially, so the levels joined with `.` are
+    one path segment that splits back into them.
+    """
+    try:
+        TableName.of(warehouse, levels, name)
+    except InvalidParameter:
+        return None
+    return f"{TABLES_URL}/{quote(warehouse)}/{quote('.'.join(levels))}/{quote(name)}"
+
+
+def problem_of(error: Exception) -> str:
     """A short reason for the page; storage errors by kind only (their messages may hold credentials)."""
     if isinstance(error, ShareStoreError):
         return error.message
     return f"metadata unreadable ({type(error).__name__})"
 
 
-def _records(summary: Summary | None) -> int | None:
-    """The `total-records` of a snapshot's summary, if it has a whole number there."""
-    value = summary.get("total-records") if summary is not None else None
+def summary_number(summary: Summary | None, key: str) -> int | None:
+    """A count of a snapshot's summary (`total-records`, `total-data-files`...), if it has a whole
+    number there: the summary is free text any writer fills, and some leave totals out."""
+    value = summary.get(key) if summary is not None else None
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
@@ -124,20 +142,21 @@ def _records(summary: Summary | None) -> int | None:
 
 
 def table_entry(catalog: WarehouseCatalog, warehouse: str, levels: tuple[str, ...], name: str) -> TableEntry:
-    spec = table_spec(warehouse, levels, name)
+    spec, link = table_spec(warehouse, levels, name), table_url(warehouse, levels, name)
     try:
         metadata = catalog.load_table(TableName(warehouse, levels, name)).metadata
     except Exception as error:  # noqa: BLE001 - one unreadable table must not hide the others
-        return TableEntry(name, spec=spec, problem=_problem(error))
+        return TableEntry(name, spec=spec, problem=problem_of(error), link=link)
     current = metadata.current_snapshot()
     return TableEntry(
         name,
         format_version=metadata.format_version,
         snapshots=len(metadata.snapshots),
         snapshot_time=current.timestamp_ms if current else None,
-        rows=_records(current.summary) if current else None,
+        rows=summary_number(current.summary, "total-records") if current else None,
         location=metadata.location,
         spec=spec,
+        link=link,
     )
 
 
@@ -181,7 +200,7 @@ def warehouse_entries(catalog: WarehouseCatalog) -> tuple[list[WarehouseEntry], 
         try:
             properties = catalog.warehouse_properties(name)
         except ShareStoreError as error:
-            entry.problem = _problem(error)
+            entry.problem = problem_of(error)
             continue
         entry.defaults = {key.removeprefix(TABLE_DEFAULT): value for key, value in properties.items()}
         _walk(catalog, entry, (), budget)

@@ -5,7 +5,8 @@ A provider signs in, creates a share, adds a Delta table and an Iceberg table
 recipient reads with `delta_sharing` and that profile; the read shows in
 Activity; the preview equals what the client read; revoking the token refuses
 the next read. Tables that are not there are refused (in a new share's table box
-and when added) unless to be written later, and a table is removed. Screenshots
+and when added) unless to be written later, and a table is removed. An own
+warehouse's table page shows its files and maintenance, and runs it. Screenshots
 of the main pages go to test-artifacts/console/.
 """
 
@@ -17,9 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import delta_sharing
+import httpx
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyiceberg.catalog import load_catalog
 
 from share_store.authentication.tokens import hash_secret
 from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
@@ -246,6 +249,55 @@ def test_missing_tables_are_refused_and_a_table_is_removed(server: Deployment, p
     expect(page.locator("#tables")).not_to_contain_text("sales.later")
     expect(page.locator("#tables")).to_contain_text("sales.parts")
     assert [table.name for table in server.store.list_tables("removals")] == ["parts"]
+
+
+def test_an_own_tables_page_shows_its_files_and_runs_its_maintenance(
+    server: Deployment, page: sync_api.Page
+) -> None:
+    """From the Tables page to the page of a table of the server's own warehouse, written by three
+    pyiceberg appends through its catalog: files and rows, each maintenance kind's last run, and
+    "Run maintenance now", which compacts the three files into one."""
+    expect = sync_api.expect
+    url = server.server.url
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    assert (
+        httpx.post(f"{url}/_iceberg/v1/warehouses", json={"name": "lake"}, headers=admin).status_code == 200
+    )
+    writer = load_catalog("browser-writer", **{
+        "type": "rest", "uri": f"{url}/_iceberg", "warehouse": "lake", "token": ADMIN_TOKEN,
+    })  # fmt: skip
+    writer.create_namespace("web")
+    clicks = pa.table({"id": pa.array([1, 2], pa.int64()), "page": ["/", "/a"]})
+    table = writer.create_table("web.clicks", clicks.schema)
+    for _ in range(3):
+        table.append(clicks)
+
+    page.set_viewport_size({"width": 1200, "height": 900})
+    sign_in(page, url)
+    page.get_by_role("link", name="Tables", exact=True).click()
+    page.get_by_role("link", name="web.clicks", exact=True).click()
+    expect(page.get_by_role("heading", name="web.clicks")).to_be_visible()
+    expect(page.locator("#data-files")).to_have_text("3")
+    expect(page.locator("#delete-files")).to_have_text("0")
+    expect(page.locator("#rows")).to_have_text("6")
+    compaction = page.locator('#maintenance tr[data-kind="icebergCompaction"]')
+    expect(compaction.locator(".status")).to_have_text("Not yet run")
+    page.get_by_role("button", name="Run maintenance now").click()
+    expect(page.locator(".flash.ok")).to_have_text(
+        "Maintenance ran on lake.web.clicks: compaction successful; snapshot expiry successful; "
+        "unreferenced file removal successful."
+    )
+    expect(compaction.locator(".status")).to_have_text("Successful")
+    expect(compaction.locator(".details")).to_contain_text("3 data file(s) rewritten")
+    expect(page.locator("#data-files")).to_have_text("1")
+    expect(page.locator("#rows")).to_have_text("6")
+    shot(page, "own-table")
+    # Narrow screens: the facts and the Maintenance table (which scrolls sideways) fit.
+    page.set_viewport_size({"width": 380, "height": 800})
+    page.reload()
+    wide = page.evaluate(WIDER_THAN_SCREEN)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 380 + 1, wide
+    shot(page, "own-table-narrow")
 
 
 def test_recipients_activity_views_narrow_actions_and_the_sign_in_throttle(

@@ -154,8 +154,35 @@ def test_names_with_html_are_escaped_and_offered_no_spec(server: Deployment) -> 
     assert esc(ODD_TABLE) in page.text and esc(ODD_NAMESPACE) in page.text
     odd = _row(page, ODD_NAMESPACE, ODD_TABLE)
     assert "Share…" not in odd and "no spec for this name" in odd
+    assert 'class="table-link"' not in odd  # no page for a name the catalog refuses now
+    assert (
+        '<a class="table-link" href="/console/tables/whs/sales.eu/orders" aria-label="sales.eu.orders">'
+        in page.text
+    )
     assert table_spec("whs", ("sales.eu",), "t") is None  # a dot would name another namespace
     assert table_spec("whs", ("sales", "eu"), "t") == "eu:t:uniform:whs:sales.eu:t"
+
+
+def _fact(page: httpx.Response, ident: str) -> str:
+    found = re.search(rf'<dd id="{ident}">(.*?)</dd>', page.text, re.S)
+    assert found, page.text
+    return re.sub(r"<[^>]+>", "", found.group(1)).strip()
+
+
+def test_a_tables_own_page_says_what_its_snapshot_summary_leaves_out(server: Deployment) -> None:
+    client = signed_in(server)
+    # `orders`' one snapshot was committed with `total-records` only in its summary.
+    orders = client.get("/console/tables/whs/sales.eu/orders")
+    assert orders.status_code == 200
+    assert _fact(orders, "rows") == "3" and _fact(orders, "snapshots") == "1"
+    assert _fact(orders, "data-files") == _fact(orders, "delete-files") == _fact(orders, "total-size") == "—"
+    # `empty` has no snapshot at all.
+    empty = client.get("/console/tables/whs/sales/empty")
+    assert empty.status_code == 200
+    assert (
+        _fact(empty, "current-snapshot") == "none yet: no data written" and _fact(empty, "snapshots") == "0"
+    )
+    assert 'id="data-files"' not in empty.text and 'data-kind="icebergCompaction"' in empty.text
 
 
 def test_a_bad_spec_is_a_message(server: Deployment) -> None:
