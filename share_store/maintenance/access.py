@@ -10,6 +10,7 @@ from typing import Any
 
 from share_store.maintenance.maintainer import Maintainer
 from share_store.maintenance.rows import Run
+from share_store.maintenance.settings import KINDS
 from share_store.own_warehouses import policies as actions
 from share_store.own_warehouses.access import Principal
 from share_store.own_warehouses.names import TableName
@@ -37,9 +38,9 @@ class MaintenanceAccess:
         self.who.require(actions.GET_TABLE_MAINTENANCE_JOB_STATUS, _arn(table))
         return self.maintainer.status(table)
 
-    def run(self, table: TableName) -> dict[str, Run]:
+    def run(self, table: TableName, kinds: tuple[str, ...] = KINDS) -> dict[str, Run]:
         self.who.require(actions.PUT_TABLE_MAINTENANCE_CONFIGURATION, _arn(table))
-        return self.maintainer.run(table)
+        return self.maintainer.run(table, kinds)
 
     def warehouse_configuration(self, warehouse: str) -> dict[str, Any]:
         self.who.require(actions.GET_TABLE_BUCKET_MAINTENANCE_CONFIGURATION, warehouse_arn(warehouse))

@@ -105,6 +105,10 @@ class Maintainer:
 
     def run(self, table: TableName, kinds: tuple[str, ...] = KINDS) -> dict[str, rows.Run]:
         """The table's enabled kinds among `kinds`, now, in order; each one's recorded run."""
+        unknown = [kind for kind in kinds if kind not in KINDS]
+        if unknown:
+            # Refused rather than skipped: a misspelt kind would otherwise run nothing, silently.
+            raise InvalidParameter(f"unknown maintenance type {unknown[0]!r}: one of {', '.join(KINDS)}")
         maintenance = self.maintenance(table)
         with self.transactions.read() as conn:
             table_id = self._id(conn, table)
@@ -143,3 +147,13 @@ class Maintainer:
 
     def _id(self, conn: Any, table: TableName) -> str:
         return catalog_rows.table_pointer(conn, table.warehouse, table.namespace, table.name).id
+
+
+def described_run(run: rows.Run) -> dict[str, Any]:
+    """A run as the API's `maintenance/run` answers it (and the CLI prints it), per kind."""
+    return {
+        "status": run.status,
+        "message": run.message,
+        "details": run.details,
+        "lastRunTimestamp": run.started_at.isoformat(),
+    }

@@ -1,103 +1,40 @@
-"""The grammar of `sharing-server table …`: AIStor Tables' warehouses, namespaces, tables and users.
+"""The grammar of `sharing-server table …`: AIStor Tables' warehouses, namespaces, tables,
+their maintenance (`table_maintenance_grammar`) and users.
 
-It follows MinIO AIStor's `mc table`, whose commands name the cluster first
-(`mc table warehouse create ALIAS WAREHOUSE`). This CLI talks to its own store
-(or to `--server`), so the alias is optional: given, it is dropped with a note.
-An alias is told from a name by counting words, never by guessing from the
-words themselves: the first word is the alias exactly when there are more
-words than the command's required names. So `namespace list A B` is
-`ALIAS WAREHOUSE`, as in mc, and a parent namespace without an alias is given
-with `--parent`. `sharing_server.admin.table_commands` runs what is parsed here.
+It follows MinIO AIStor's `mc table`, an alias first word optional (`table_words`), told from a
+name by counting words: so `namespace list A B` is `ALIAS WAREHOUSE`, as in mc, and a parent
+namespace without an alias is given with `--parent`. `sharing_server.admin.table_commands` runs
+what is parsed here.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-
-class AliasedWords(argparse.Action):
-    """The positional words of a `table` command: `[ALIAS] NAME…`, each name set on the namespace.
-
-    `names` are the destinations in order; the last `optional` of them may be left out.
-    """
-
-    def __init__(
-        self,
-        option_strings: list[str],
-        dest: str,
-        names: tuple[str, ...] = (),
-        optional: int = 0,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(option_strings, dest, nargs="*", **kwargs)
-        self.names = names
-        self.optional = optional
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        words = [str(word) for word in values or []]
-        required = len(self.names) - self.optional
-        alias = words.pop(0) if len(words) > required else None
-        if not required <= len(words) <= len(self.names):
-            # `help` is the words as the usage line shows them: `[ALIAS] WAREHOUSE [PARENT]`.
-            parser.error(f"expected {self.help}, got {len(words) + (alias is not None)} word(s)")
-        if alias is not None:
-            if not alias.rstrip("/") or "/" in alias.rstrip("/"):
-                parser.error(f"invalid alias {alias!r}: an mc alias is one word")
-            print(
-                f"note: the alias {alias.rstrip('/')!r} is ignored (this CLI talks to its own server)",
-                file=sys.stderr,
-            )
-        for index, name in enumerate(self.names):
-            setattr(namespace, name, words[index] if index < len(words) else None)
-
-
-def _leaf(
-    parent: Any, name: str, what: str, words: tuple[str, ...], text: str, optional: int = 0
-) -> argparse.ArgumentParser:
-    """One `table` command: its words after an optional alias, and `what` for the dispatcher."""
-    shown = " ".join(
-        ["[ALIAS]", *(w.upper() for w in words[: len(words) - optional])]
-        + [f"[{w.upper()}]" for w in words[len(words) - optional :]]
-    )
-    parser: argparse.ArgumentParser = parent.add_parser(
-        name, help=text, description=text, usage=f"%(prog)s {shown} [options]"
-    )
-    parser.add_argument(
-        "words", action=AliasedWords, names=words, optional=optional, metavar="WORD", help=shown
-    )
-    parser.set_defaults(what=what)
-    return parser
+from sharing_server.admin.table_maintenance_grammar import add_maintenance_commands
+from sharing_server.admin.table_words import leaf
 
 
 def add_table_commands(commands: Any) -> None:
     """`table …` under the top-level subparsers `commands`."""
     table = commands.add_parser(
         "table",
-        help="manage AIStor Tables: warehouses, namespaces, Iceberg tables, catalog users",
+        help="manage AIStor Tables: warehouses, namespaces, Iceberg tables, maintenance, catalog users",
         description="AIStor Tables, in the grammar of `mc table`: an ALIAS given first is ignored. "
         "With --server, through the server's catalog API (/_iceberg/v1) as the admin.",
     ).add_subparsers(dest="action", required=True)
 
     warehouse = table.add_parser("warehouse", help="manage warehouses (each is a bucket)")
     verbs = warehouse.add_subparsers(dest="verb", required=True)
-    created = _leaf(verbs, "create", "warehouse create", ("warehouse",), "create a warehouse and its bucket")
+    created = leaf(verbs, "create", "warehouse create", ("warehouse",), "create a warehouse and its bucket")
     created.add_argument(
         "--adopt",
         action="store_true",
         help="take a bucket that already exists as the warehouse, objects and all (refused otherwise)",
     )
-    _leaf(verbs, "list", "warehouse list", (), "list warehouses")
-    defaults = _leaf(
+    leaf(verbs, "list", "warehouse list", (), "list warehouses")
+    defaults = leaf(
         verbs,
         "defaults",
         "warehouse defaults",
@@ -115,18 +52,18 @@ def add_table_commands(commands: Any) -> None:
     defaults.add_argument(
         "--unset", action="append", default=[], metavar="KEY", help="drop a default (repeat for more)"
     )
-    _leaf(verbs, "remove", "warehouse remove", ("warehouse",), "remove an empty warehouse")
+    leaf(verbs, "remove", "warehouse remove", ("warehouse",), "remove an empty warehouse")
 
     namespace = table.add_parser("namespace", help="manage namespaces (dotted for nested: sales.eu)")
     verbs = namespace.add_subparsers(dest="verb", required=True)
-    _leaf(
+    leaf(
         verbs,
         "create",
         "namespace create",
         ("warehouse", "namespace"),
         "create a namespace; a nested one's parent must exist",
     )
-    nlist = _leaf(
+    nlist = leaf(
         verbs,
         "list",
         "namespace list",
@@ -140,9 +77,9 @@ def add_table_commands(commands: Any) -> None:
         metavar="NAMESPACE",
         help="list the namespaces under this one (dotted: sales.eu)",
     )
-    _leaf(verbs, "remove", "namespace remove", ("warehouse", "namespace"), "remove an empty namespace")
+    leaf(verbs, "remove", "namespace remove", ("warehouse", "namespace"), "remove an empty namespace")
 
-    create = _leaf(
+    create = leaf(
         table, "create", "table create", ("warehouse", "namespace", "table"), "create an Iceberg table"
     )
     create.add_argument(
@@ -170,15 +107,15 @@ def add_table_commands(commands: Any) -> None:
         metavar="URI",
         help="where the table lives, inside its warehouse (default: chosen by the catalog)",
     )
-    _leaf(table, "list", "table list", ("warehouse", "namespace"), "list a namespace's tables")
-    _leaf(
+    leaf(table, "list", "table list", ("warehouse", "namespace"), "list a namespace's tables")
+    leaf(
         table,
         "info",
         "table info",
         ("warehouse", "namespace", "table"),
         "show a table's location, schema, partition spec and snapshots",
     )
-    remove = _leaf(
+    remove = leaf(
         table,
         "remove",
         "table remove",
@@ -190,6 +127,8 @@ def add_table_commands(commands: Any) -> None:
         action="store_true",
         help="also delete its files (metadata, manifests, data) inside its location",
     )
+
+    add_maintenance_commands(table)
 
     local_only = (
         "manage catalog users (SigV4 keys and policies), on the store only: the server has no HTTP "

@@ -29,6 +29,15 @@ BAD = BAD_NAMES + ", or a configuration that does not fit (`BadRequestException`
 
 def maintenance_operations() -> dict[OperationKey, Schema]:
     table = [PREFIX, NAMESPACE, TABLE]
+    run = catalog_operation(
+        "runTableMaintenance", "Run a table's maintenance now",
+        "Its enabled types in order (compaction, snapshot expiry, unreferenced-file removal), or only "
+        "those a body's `types` names; each one's run as the job status records it.",
+        returns("Each type's run.", "MaintenanceRuns"),
+        {400: BAD, 404: NO_TABLE}, on_table(actions.PUT_TABLE_MAINTENANCE_CONFIGURATION), table,
+        "MaintenanceRunRequest",
+    )  # fmt: skip
+    run["requestBody"]["required"] = False  # no body: every enabled type
     return {
         ("warehouse_maintenance", "GET"): catalog_operation(
             "getWarehouseMaintenance", "A warehouse's maintenance configuration",
@@ -63,19 +72,14 @@ def maintenance_operations() -> dict[OperationKey, Schema]:
             returns("Each type's last run.", "MaintenanceStatus"),
             {400: BAD, 404: NO_TABLE}, on_table(actions.GET_TABLE_MAINTENANCE_JOB_STATUS), table,
         ),
-        ("table_maintenance_run", "POST"): catalog_operation(
-            "runTableMaintenance", "Run a table's maintenance now",
-            "Its enabled types in order (compaction, snapshot expiry, unreferenced-file removal); each "
-            "one's run as the job status records it.",
-            returns("Each type's run.", "MaintenanceRuns"),
-            {400: BAD, 404: NO_TABLE}, on_table(actions.PUT_TABLE_MAINTENANCE_CONFIGURATION), table,
-        ),
+        ("table_maintenance_run", "POST"): run,
     }  # fmt: skip
 
 
 def maintenance_schemas() -> dict[str, Schema]:
     value = object_schema({"status": {"type": "string", "enum": ["enabled", "disabled"]}},
                           {"settings": {"type": "object"}})  # fmt: skip
+    kinds = {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(KINDS)}}
     return {
         "MaintenanceValue": object_schema({"value": value}),
         "MaintenanceConfiguration": object_schema(
@@ -83,4 +87,5 @@ def maintenance_schemas() -> dict[str, Schema]:
         ),
         "MaintenanceStatus": object_schema({"status": {"type": "object"}}),
         "MaintenanceRuns": object_schema({"runs": {"type": "object"}}),
+        "MaintenanceRunRequest": object_schema({"types": kinds}),
     }

@@ -6,6 +6,7 @@
     PUT  /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance/{type}   {"value": ...}
     GET  /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance-job-status
     POST /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance/run      run it now; each kind's run
+                                                    (optionally {"types": [...]}: only those kinds)
 
 Handlers read the request; `MaintenanceAccess` decides who may, `Maintainer` what happens.
 """
@@ -20,7 +21,8 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.errors import InvalidParameter
 from share_store.maintenance.access import MaintenanceAccess
-from share_store.maintenance.maintainer import Maintainer
+from share_store.maintenance.maintainer import Maintainer, described_run
+from share_store.maintenance.settings import KINDS
 from share_store.own_warehouses import rest
 from share_store.own_warehouses.callers import CatalogCallers, Credentials
 from share_store.own_warehouses.names import check_warehouse
@@ -76,11 +78,19 @@ class MaintenanceEndpoints:
         params = request.path_params
         access = await self.access(credentials)
         name = rest.table_at(params["prefix"], params["namespace"], params["table"])
-        runs = await run_in_threadpool(access.run, name)
-        return JSONResponse({"runs": {kind: {
-            "status": run.status, "message": run.message, "details": run.details,
-            "lastRunTimestamp": run.started_at.isoformat(),
-        } for kind, run in runs.items()}})  # fmt: skip
+        runs = await run_in_threadpool(access.run, name, _kinds(credentials.body))
+        return JSONResponse({"runs": {kind: described_run(run) for kind, run in runs.items()}})
+
+
+def _kinds(body: bytes) -> tuple[str, ...]:
+    """A run's kinds: every kind without a body, else the body's `types` (checked by the Maintainer)."""
+    if not body.strip():
+        return KINDS
+    parsed = rest.json_object(body)
+    kinds = parsed["types"] if set(parsed) == {"types"} else None
+    if not isinstance(kinds, list) or not kinds or not all(isinstance(kind, str) for kind in kinds):
+        raise InvalidParameter('a maintenance run\'s body is {"types": ["icebergCompaction", ...]} or none')
+    return tuple(kinds)
 
 
 def _value(body: bytes) -> Any:

@@ -1,8 +1,9 @@
 """The `table` commands (AIStor Tables), good input and bad, through the real entry point.
 
-On a temporary configuration (local storage, SQLite store) and, once, on a live
-server through `--server` and its `/_iceberg/v1`, where a pyiceberg client
-writes a snapshot so that `info` and `remove --purge` meet real data files.
+On a temporary configuration (local storage, SQLite store: conftest's `config`) and, once, on
+a live server through `--server` and its `/_iceberg/v1`, where a pyiceberg client writes a
+snapshot so that `info` and `remove --purge` meet real data files. Maintenance: in
+test_table_maintenance.py.
 """
 
 from __future__ import annotations
@@ -39,23 +40,6 @@ SCHEMA = json.dumps(
 )
 BAD_TYPE = SCHEMA.replace('"long"', '"lng"')
 ADMIN_TOKEN = "dsa_test-admin-token-for-the-table-commands-0123456789"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "sharing.toml"
-    path.write_text(f"""
-[server]
-host = "127.0.0.1"
-port = 9999
-public_url = "https://sharing.example.com"
-data_dir = "{tmp_path / "data"}"
-
-[storage]
-type = "local"
-root = "{tmp_path / "buckets"}"
-""")
-    return path
 
 
 def run(config: Path, *args: str) -> int:

@@ -1,0 +1,137 @@
+"""`sharing-server table warehouse|namespace …` and `table create|list|info|remove`: the catalog's
+tree, through a `TableBackend` (the store as the provider, or a server's API)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from pyiceberg.schema import Schema
+
+from share_store.errors import AdminError, InvalidParameter
+from share_store.own_warehouses.catalog import LoadedTable, NewTable
+from share_store.own_warehouses.commits import TABLE_DEFAULT, parse_model
+from share_store.own_warehouses.errors import NoSuchWarehouse
+from share_store.own_warehouses.names import TableName, check_warehouse
+from sharing_server.admin.table_backend import TableBackend
+from sharing_server.admin.table_parsing import dotted_namespace, partition_spec
+
+
+def require_warehouse(tables: TableBackend, name: str) -> str:
+    """The warehouse checked first, so that a misspelt one is named as such, not as a namespace."""
+    if not tables.has_warehouse(check_warehouse(name)):
+        raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+    return name
+
+
+def run_warehouse(tables: TableBackend, args: argparse.Namespace) -> None:
+    if args.what == "warehouse list":
+        for name in tables.list_warehouses():
+            print(name)
+    elif args.what == "warehouse create":
+        tables.create_warehouse(check_warehouse(args.warehouse), adopt=args.adopt)
+        print(f"{'Adopted bucket as' if args.adopt else 'Created'} warehouse '{args.warehouse}'.")
+    elif args.what == "warehouse defaults":
+        run_warehouse_defaults(tables, args)
+    elif args.what == "warehouse remove":
+        require_warehouse(tables, args.warehouse)
+        tables.drop_warehouse(args.warehouse)
+        print(f"Removed warehouse '{args.warehouse}'.")
+
+
+def run_warehouse_defaults(tables: TableBackend, args: argparse.Namespace) -> None:
+    """`warehouse defaults W [--set K=V]... [--unset K]...`: keys without `table-default.` get it."""
+    name = require_warehouse(tables, args.warehouse)
+    updates: dict[str, str] = {}
+    for pair in args.set:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AdminError(f"--set takes KEY=VALUE, e.g. format-version=3, not {pair!r}")
+        updates[_table_default(key.strip())] = value
+    removals = [_table_default(key.strip()) for key in args.unset]
+    if updates or removals:
+        tables.update_warehouse_properties(name, removals, updates)
+    defaults = tables.warehouse_properties(name)
+    if not defaults:
+        print(f"Warehouse '{name}' has no table defaults (new tables are format version 2).")
+    for key, value in sorted(defaults.items()):
+        print(f"{key.removeprefix(TABLE_DEFAULT)}={value}")
+
+
+def _table_default(key: str) -> str:
+    return key if key.startswith(TABLE_DEFAULT) else TABLE_DEFAULT + key
+
+
+def run_namespace(tables: TableBackend, args: argparse.Namespace) -> None:
+    warehouse = args.warehouse
+    if args.what == "namespace list":
+        if args.parent and args.parent_option:
+            raise InvalidParameter("name the parent namespace once: as a word or with --parent")
+        parent_text = args.parent or args.parent_option
+        parent = dotted_namespace(parent_text) if parent_text else ()
+        for levels in tables.list_namespaces(require_warehouse(tables, warehouse), parent):
+            print(".".join(levels))
+        return
+    levels = dotted_namespace(args.namespace)
+    require_warehouse(tables, warehouse)
+    if args.what == "namespace create":
+        tables.create_namespace(warehouse, levels, {})
+        print(f"Created namespace '{'.'.join(levels)}' in warehouse '{warehouse}'.")
+    else:
+        tables.drop_namespace(warehouse, levels)
+        print(f"Removed namespace '{'.'.join(levels)}' from warehouse '{warehouse}'.")
+
+
+def run_table_verb(tables: TableBackend, args: argparse.Namespace) -> None:
+    levels = dotted_namespace(args.namespace)
+    if args.what == "table list":
+        for name in tables.list_tables(require_warehouse(tables, args.warehouse), levels):
+            print(name)
+        return
+    table = TableName.of(args.warehouse, levels, args.table)
+    if args.what == "table create":
+        schema: Schema = parse_model(Schema, args.schema.encode(), "schema")
+        spec = partition_spec(schema, args.partition)
+        require_warehouse(tables, table.warehouse)
+        properties = {} if args.format_version is None else {"format-version": str(args.format_version)}
+        created = tables.create_table(
+            table, NewTable(schema, spec, location=args.location, properties=properties)
+        )
+        partitioned = ", partitioned by " + ", ".join(f.name for f in spec.fields) if spec.fields else ""
+        print(
+            f"Created table '{table}' in warehouse '{table.warehouse}' "
+            f"(format version {created.metadata.format_version}{partitioned})."
+        )
+        print(f"Location:         {created.metadata.location}")
+    elif args.what == "table info":
+        require_warehouse(tables, table.warehouse)
+        print_table_info(table, tables.load_table(table))
+    elif args.what == "table remove":
+        require_warehouse(tables, table.warehouse)
+        tables.drop_table(table, args.purge)
+        files = " and deleted its files" if args.purge else " (its files are kept)"
+        print(f"Removed table '{table}' from warehouse '{table.warehouse}'{files}.")
+
+
+def print_table_info(table: TableName, loaded: LoadedTable) -> None:
+    metadata = loaded.metadata
+    schema, spec = metadata.schema(), metadata.spec()
+    print(f"Table:            {table.warehouse}: {table}")
+    print(f"Location:         {metadata.location}")
+    print(f"Metadata:         {loaded.metadata_location}")
+    print(f"Format version:   {metadata.format_version}")
+    print(f"Schema (id {schema.schema_id}):")
+    for field in schema.fields:
+        print(f"  {field.field_id}  {field.name}  {field.field_type}{'  required' if field.required else ''}")
+    print(f"Partition spec (id {spec.spec_id}):" if spec.fields else "Partition spec:   unpartitioned")
+    for part in spec.fields:
+        print(f"  {part.field_id}  {part.name}  {part.transform}({schema.find_column_name(part.source_id)})")
+    current = metadata.current_snapshot()
+    if current is None:
+        print("Current snapshot: none")
+    else:
+        when = datetime.fromtimestamp(current.timestamp_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        print(f"Current snapshot: {current.snapshot_id} ({when})")
+        for key, value in (current.summary.model_dump() if current.summary else {}).items():
+            print(f"  {key}: {value}")
+    print(f"Snapshots:        {len(metadata.snapshots)}")
