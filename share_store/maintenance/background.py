@@ -66,8 +66,11 @@ class BackgroundMaintenance:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-            with self.transactions.change() as conn:
-                rows.release_lease(conn, LEASE, self.holder)
+            try:  # given back, so that another replica need not wait for it to expire
+                with self.transactions.change() as conn:
+                    rows.release_lease(conn, LEASE, self.holder)
+            except Exception:  # the store gone first: the lease expires by itself
+                log.warning("the maintenance lease was not given back; it expires by itself", exc_info=True)
 
     def _loop(self) -> None:
         while not self._stopped.wait(self.background.interval_seconds):

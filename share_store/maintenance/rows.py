@@ -138,8 +138,8 @@ def table_states(conn: Connection) -> list[TableState]:
     """Every catalog table (views need no maintenance) with its last commit and each kind's last run."""
     t, r = warehouse_tables_table, maintenance_runs_table
     runs: dict[str, dict[str, LastRun]] = {}
-    for row in conn.execute(select(r.c.table_id, r.c.kind, r.c.started_at, r.c.finished_at)):
-        runs.setdefault(row.table_id, {})[row.kind] = LastRun(utc(row.started_at), utc(row.finished_at))
+    for run in conn.execute(select(r.c.table_id, r.c.kind, r.c.started_at, r.c.finished_at)):
+        runs.setdefault(run.table_id, {})[run.kind] = LastRun(utc(run.started_at), utc(run.finished_at))
     found = conn.execute(
         select(t.c.id, t.c.warehouse, t.c.namespace, t.c.name, t.c.updated_at).where(t.c.kind == TABLE)
     )
