@@ -22,6 +22,7 @@ from share_store.own_warehouses.access import PROVIDER, CatalogAccess
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore
+from sharing_server.admin import spark_maintenance
 from sharing_server.admin.table_backend import RemoteTables, TableBackend
 from sharing_server.admin.table_maintenance import run_maintenance
 from sharing_server.admin.table_maintenance_backend import (
@@ -38,6 +39,9 @@ __all__ = ["RemoteTables", "TableBackend", "run_local", "run_remote", "run_table
 
 def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig, secret: bytes) -> None:
     """On the configured store; the server key (`secret`) seals users' secrets as the server expects."""
+    if args.what == "maintenance spark":  # a Spark job through a server's catalog, not the store
+        spark_maintenance.run(args)
+        return
     catalog = WarehouseCatalog(store.transactions, config.make_storage(secret))
     # The provider on its own store: the same rules as every other entry point, all actions allowed.
     tables = CatalogAccess(catalog, PROVIDER)
@@ -45,6 +49,9 @@ def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig,
 
 
 def run_remote(args: argparse.Namespace) -> None:
+    if args.what == "maintenance spark":  # its own credentials: a catalog user's will do
+        spark_maintenance.run(args)
+        return
     if args.what.startswith("user "):
         raise AdminError(
             "catalog users are managed on the store only (the server has no HTTP API for "

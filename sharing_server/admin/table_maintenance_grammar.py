@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from share_store.maintenance.settings import KINDS, TABLE_KINDS
+from sharing_server.admin import spark_maintenance
 from sharing_server.admin.table_words import leaf
 
 TABLE_WORDS = ("warehouse", "namespace", "table")
@@ -18,7 +19,7 @@ KIND_HELP = (
 
 
 def add_maintenance_commands(table: Any) -> None:
-    """`table maintenance get|set|run|status` under the `table` subparsers."""
+    """`table maintenance get|set|run|status|spark` under the `table` subparsers."""
     text = (
         "configure, run and watch the maintenance of the own warehouses' tables: compaction, "
         "snapshot expiry and unreferenced-file removal, as AWS S3 Tables does them"
@@ -89,6 +90,16 @@ def add_maintenance_commands(table: Any) -> None:
     )
     for parser in (get, put, run, status):
         _json_option(parser)
+    spark = leaf(
+        verbs,
+        "spark",
+        "maintenance spark",
+        TABLE_WORDS,
+        "maintain a table too big for the server's own maintenance with Spark: Iceberg's "
+        "rewrite_data_files, expire_snapshots and remove_orphan_files through the catalog, with the "
+        "table's maintenance configuration",
+    )
+    spark_maintenance.add_arguments(spark)
 
 
 def _json_option(parser: argparse.ArgumentParser) -> None:
