@@ -24,6 +24,7 @@ from bench.hostile import bench_rate_limit_tricks, bench_writer_commits
 from bench.iceberg_queries import bench_iceberg, bench_iceberg_deletes
 from bench.iceberg_rest import bench_iceberg_rest
 from bench.local_queries import bench_million, bench_server
+from bench.maintenance import bench_maintenance
 from bench.presign import bench_presign
 from bench.restart import bench_restart
 from bench.results import RESULTS, machine, write_results
@@ -58,6 +59,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
         "warehouse": bench_warehouse,
         "delegation": bench_delegation,
+        "maintenance": bench_maintenance,
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
         "writer": bench_writer_commits,
