@@ -225,7 +225,6 @@ class DeltaAsIceberg:
             DataFile,
             DataFileContent,
             FileFormat,
-            ManifestContent,
             ManifestEntry,
             ManifestEntryStatus,
             ManifestWriterV2,
@@ -235,13 +234,7 @@ class DeltaAsIceberg:
         from pyiceberg.schema import Schema
         from pyiceberg.typedef import Record
 
-        class DeleteManifestWriter(ManifestWriterV2):
-            def content(self) -> ManifestContent:
-                return ManifestContent.DELETES
-
-            @property
-            def _meta(self) -> dict[str, str]:
-                return {**super()._meta, "content": "deletes"}
+        from share_store.iceberg.delete_manifests import DeleteManifestWriter
 
         version = snapshot.version
         snapshot_id = version + 1

@@ -59,7 +59,6 @@ from pyiceberg.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     ManifestWriter,
-    ManifestWriterV2,
 )
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.snapshots import (
@@ -72,6 +71,7 @@ from pyiceberg.table.snapshots import (
 from pyiceberg.table.update.snapshot import _OverwriteFiles
 from pyiceberg.typedef import KeyDefaultDict, Record
 
+from share_store.iceberg.delete_manifests import DeleteManifestWriter
 from share_store.maintenance.settings import Compaction
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.names import TableName
@@ -383,17 +383,6 @@ def _commit(table: Table, base: Snapshot, groups: list[_Group]) -> int:
     return int(producer._snapshot_id)
 
 
-class _DeleteManifestWriter(ManifestWriterV2):
-    """pyiceberg's v2 manifest writer, for a delete manifest (pyiceberg 0.12 writes no deletes)."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
-
-
 @dataclass
 class _Removal:
     """What one commit attempt removes from its parent snapshot, and the manifests it reads for it."""
@@ -529,7 +518,7 @@ class _Rewrite(_OverwriteFiles):  # type: ignore[misc]
         spec = self.spec(manifest.partition_spec_id)
         writer: ManifestWriter
         if manifest.content == ManifestContent.DELETES:
-            writer = _DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id,
+            writer = DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id,
                                            self._compression)  # fmt: skip
         else:
             writer = self.new_manifest_writer(spec)

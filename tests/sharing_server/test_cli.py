@@ -19,23 +19,6 @@ from sharing_server.admin.commands import Admin
 from sharing_server.cli import main, parse_duration
 
 
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    path = tmp_path / "sharing.toml"
-    path.write_text(f"""
-[server]
-host = "127.0.0.1"
-port = 9999
-public_url = "https://sharing.example.com"
-data_dir = "{tmp_path / "data"}"
-
-[storage]
-type = "local"
-root = "{tmp_path / "buckets"}"
-""")
-    return path
-
-
 def run(config: Path, *args: str) -> int:
     return main(["--config", str(config), *args])
 

@@ -1,4 +1,4 @@
-"""The `table` commands' temporary configuration: local storage, a SQLite store, under `tmp_path`."""
+"""The admin commands' temporary configuration: local storage, a SQLite store, under `tmp_path`."""
 
 from __future__ import annotations
 
