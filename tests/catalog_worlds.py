@@ -22,7 +22,6 @@ from pyiceberg.manifest import (
     DataFile,
     DataFileContent,
     FileFormat,
-    ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
@@ -32,6 +31,7 @@ from pyiceberg.manifest import (
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
+from share_store.iceberg.delete_manifests import DeleteManifestWriter
 from share_store.model import parse_create_args
 from share_store.own_warehouses.users import CatalogUsers
 from share_store.storage.local import LocalStorage
@@ -144,17 +144,6 @@ def adds_of(answer: httpx.Response) -> list[dict[str, Any]]:
 
 
 # -- writing Iceberg files by hand, as an engine does -------------------------------------------
-
-
-class DeleteManifestWriter(ManifestWriterV2):
-    """pyiceberg's v2 manifest writer, for a delete manifest (pyiceberg 0.12 writes no deletes)."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
 
 
 def write_bytes(table: Table, path: str, data: bytes) -> None:

@@ -23,7 +23,6 @@ from pyiceberg.manifest import (
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
-    ManifestWriterV2,
     write_manifest_list,
 )
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -35,6 +34,7 @@ from pyiceberg.transforms import BucketTransform, IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
+from share_store.iceberg.delete_manifests import DeleteManifestWriter
 from share_store.maintenance import compaction
 from share_store.maintenance.compaction import Candidate, compact, plan, sort_keys
 from share_store.maintenance.settings import Compaction
@@ -200,17 +200,6 @@ def test_disabled_or_empty_tables_are_left_alone(catalog: WarehouseCatalog) -> N
 
 #: Field ids of a position delete file's columns (the Iceberg spec's reserved ids).
 FILE_PATH_ID, POS_ID = 2147483546, 2147483545
-
-
-class DeleteManifestWriter(ManifestWriterV2):
-    """pyiceberg's v2 manifest writer, for a delete manifest (pyiceberg 0.12 writes none)."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
 
 
 def position_deletes(
