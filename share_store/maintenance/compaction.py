@@ -7,9 +7,9 @@ a partition is rewritten when it has two such files or one with deletes.
 input file at a time, writes new files rolled at the target size (sorted by
 the table's sort order where it has one: identity and order-preserving
 transforms, up to the first that is not), and commits one `replace` snapshot
-through the catalog's compare-and-swap. Memory holds one input file's batches,
-or one output file's rows when sorting (so a sorted output file is capped at
-`SORT_BUFFER_BYTES`).
+through the catalog's compare-and-swap. Memory holds a row group's rows
+(`ROW_GROUP_BYTES` of input, by its on-disk size), or one output file's rows when
+sorting (so a sorted output file is capped at `SORT_BUFFER_BYTES`).
 
 A writer that commits meanwhile never loses its commit: the compaction commits
 through the catalog's compare-and-swap, and on a lost race pyiceberg's
@@ -83,6 +83,8 @@ log = logging.getLogger(__name__)
 SMALL_SHARE = 0.75
 #: Rows of one sorted output file are held in memory: its on-disk size is capped here.
 SORT_BUFFER_BYTES = 128 * 1024 * 1024
+#: Unsorted rows are written to the open output file this much at a time (one row group or more).
+ROW_GROUP_BYTES = 64 * 1024 * 1024
 #: Transforms under which a column's order is the transformed value's order.
 ORDERED_TRANSFORMS = ("identity", "year", "month", "day", "hour", "truncate")
 #: Commits of one rewrite, each with pyiceberg's own retries (`commit.retry.*`), before it is left
@@ -270,7 +272,12 @@ def _candidate(task: Any) -> Candidate:
 def _rewrite(
     table: Table, tasks: list[Any], target_bytes: int, keys: list[tuple[str, str, str]]
 ) -> list[DataFile]:
-    """The group's rows, deletes applied, in new files of about `target_bytes` each."""
+    """The group's rows, deletes applied, in new files of about `target_bytes` each.
+
+    Unsorted, rows go out a row group at a time (`ROW_GROUP_BYTES`) into the open file, rolled at
+    the target; sorted, a file's rows are held to be sorted, so a sorted file is capped at
+    `SORT_BUFFER_BYTES`.
+    """
     from pyiceberg.io.pyarrow import ArrowScan
 
     metadata = table.metadata
@@ -278,76 +285,97 @@ def _rewrite(
     roll_at = min(target_bytes, SORT_BUFFER_BYTES) if keys else target_bytes
     first = tasks[0].file
     files: list[DataFile] = []
+    out: _Output | None = None
     held: list[pa.RecordBatch] = []
-    held_bytes = 0.0
+    held_bytes = written_bytes = 0.0
     for task in tasks:
         # On-disk bytes per row of this input: what its rows will take in the output, roughly.
         per_row = task.file.file_size_in_bytes / max(1, task.file.record_count)
         for batch in scan.to_record_batches([task]):
             held.append(batch)
             held_bytes += per_row * batch.num_rows
-            if held_bytes >= roll_at:
-                files.append(_write(table, first, _sorted(held, keys)))
-                held, held_bytes = [], 0.0
+            if not keys and held_bytes >= ROW_GROUP_BYTES:
+                out = out or _Output(table, first)
+                out.write(held)
+                written_bytes, held, held_bytes = written_bytes + held_bytes, [], 0.0
+            if written_bytes + held_bytes >= roll_at:
+                out = out or _Output(table, first)
+                out.write([_sorted(held, keys)] if keys else held)
+                files.append(out.close())
+                out, held, held_bytes, written_bytes = None, [], 0.0, 0.0
     if held and sum(b.num_rows for b in held):
-        files.append(_write(table, first, _sorted(held, keys)))
+        out = out or _Output(table, first)
+        out.write([_sorted(held, keys)] if keys else held)
+    if out is not None:
+        files.append(out.close())
     return files
 
 
 def _sorted(batches: list[pa.RecordBatch], keys: list[tuple[str, str, str]]) -> pa.Table:
     rows = pa.Table.from_batches(batches)
-    if not keys:
-        return rows
     # pyarrow sorts nulls one way for all keys: the first key's null order decides.
     return rows.sort_by([(column, direction) for column, direction, _ in keys], null_placement=keys[0][2])
 
 
-def _write(table: Table, like: DataFile, rows: pa.Table) -> DataFile:
-    """One new data file in the table's data folder, in the partition of `like` (the group's)."""
-    from pyiceberg.io.pyarrow import (
-        ParquetFormatModel,
-        ParquetFormatWriter,
-        _to_requested_schema,
-        pyarrow_to_schema,
-    )
-    from pyiceberg.table.locations import load_location_provider
+class _Output:
+    """One new data file in the table's data folder, in the partition of `like` (the group's),
+    written a row group at a time."""
 
-    metadata = table.metadata
-    schema = metadata.schema()
-    spec = metadata.specs()[like.spec_id]
-    provider = load_location_provider(table_location=metadata.location, table_properties=metadata.properties)
-    # The provider asks a partition key only for its path; the group's partition is already
-    # transformed, so the path is made from it directly.
-    partition = _PartitionPath(spec.partition_to_path(like.partition, schema)) if spec.fields else None
-    path = provider.new_data_location(f"{uuid.uuid4()}-compacted.parquet", partition_key=partition)  # type: ignore[arg-type]
-    output = table.io.new_output(path)
-    writer = ParquetFormatWriter(output, schema, metadata.properties)
-    file_schema = pyarrow_to_schema(rows.schema, name_mapping=schema.name_mapping)
-    model = ParquetFormatModel()
-    fitted = [
-        _to_requested_schema(schema, file_schema, batch, include_field_ids=True, format_model=model)
-        for batch in rows.to_batches()
-    ]
-    # One write of the whole file, so that its row groups are the table's row-group size: written
-    # batch by batch, each input file's batches were a row group of their own (1,000 row groups of
-    # 100 rows after 1,000 small appends, read 4x slower than the same rows written at once).
-    writer.write(pa.Table.from_batches(fitted, schema=fitted[0].schema) if fitted else rows)
-    statistics = writer.close()
-    order = metadata.sort_order_by_id(metadata.default_sort_order_id)
-    written = DataFile.from_args(
-        content=DataFileContent.DATA,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=like.partition if spec.fields else Record(),
-        file_size_in_bytes=len(output),
-        sort_order_id=order.order_id if order is not None and order.fields else None,
-        equality_ids=None,
-        key_metadata=None,
-        **statistics.to_serialized_dict(),
-    )
-    # Not a field of the file (`from_args` drops it): the manifest it is added to is its spec's.
-    written.spec_id = like.spec_id
-    return written
+    def __init__(self, table: Table, like: DataFile) -> None:
+        from pyiceberg.io.pyarrow import ParquetFormatWriter
+        from pyiceberg.table.locations import load_location_provider
+
+        metadata = table.metadata
+        self.metadata, self.like, self.schema = metadata, like, metadata.schema()
+        self.spec = metadata.specs()[like.spec_id]
+        provider = load_location_provider(
+            table_location=metadata.location, table_properties=metadata.properties
+        )
+        # The provider asks a partition key only for its path; the group's partition is already
+        # transformed, so the path is made from it directly.
+        partition = (
+            _PartitionPath(self.spec.partition_to_path(like.partition, self.schema))
+            if self.spec.fields
+            else None
+        )
+        self.path = provider.new_data_location(f"{uuid.uuid4()}-compacted.parquet", partition_key=partition)  # type: ignore[arg-type]
+        self.output = table.io.new_output(self.path)
+        self.writer = ParquetFormatWriter(self.output, self.schema, metadata.properties)
+
+    def write(self, rows: list[pa.RecordBatch] | list[pa.Table]) -> None:
+        """Rows as one write, so that they make row groups of the table's size: written batch by
+        batch, each input file's batches were a row group of their own (1,000 row groups of 100
+        rows after 1,000 small appends, read 9x slower than the same rows written at once)."""
+        from pyiceberg.io.pyarrow import ParquetFormatModel, _to_requested_schema, pyarrow_to_schema
+
+        batches = [b for part in rows for b in (part.to_batches() if isinstance(part, pa.Table) else [part])]
+        if not batches:
+            return
+        file_schema = pyarrow_to_schema(batches[0].schema, name_mapping=self.schema.name_mapping)
+        model = ParquetFormatModel()
+        fitted = [
+            _to_requested_schema(self.schema, file_schema, batch, include_field_ids=True, format_model=model)
+            for batch in batches
+        ]
+        self.writer.write(pa.Table.from_batches(fitted, schema=fitted[0].schema))
+
+    def close(self) -> DataFile:
+        statistics = self.writer.close()
+        order = self.metadata.sort_order_by_id(self.metadata.default_sort_order_id)
+        written = DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=self.path,
+            file_format=FileFormat.PARQUET,
+            partition=self.like.partition if self.spec.fields else Record(),
+            file_size_in_bytes=len(self.output),
+            sort_order_id=order.order_id if order is not None and order.fields else None,
+            equality_ids=None,
+            key_metadata=None,
+            **statistics.to_serialized_dict(),
+        )
+        # Not a field of the file (`from_args` drops it): the manifest it is added to is its spec's.
+        written.spec_id = self.like.spec_id
+        return written
 
 
 @dataclass(frozen=True)

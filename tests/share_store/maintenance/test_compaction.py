@@ -541,3 +541,20 @@ def test_a_compacted_file_has_row_groups_of_the_tables_size_not_one_per_input(
     (path,) = data_files(table_of(catalog))
     # Written input by input, it had 30 row groups of 10 rows: read as slowly as the 30 files.
     assert pq.ParquetFile(path.removeprefix("file://")).metadata.num_row_groups == 1
+
+
+def test_unsorted_rows_stream_into_the_output_a_row_group_at_a_time(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    table = written(catalog, 30)
+    before = sorted_ids(table)
+    size = max(task.file.file_size_in_bytes for task in table.scan().plan_files())
+    # Memory holds about this much before it goes out: here three inputs' rows, a row group each.
+    monkeypatch.setattr(compaction, "ROW_GROUP_BYTES", 3 * size)
+    compact(catalog, T, Compaction())
+    (path,) = data_files(table_of(catalog))
+    # Written as it was read, three inputs or so at a time: neither one group nor one per input.
+    assert 1 < pq.ParquetFile(path.removeprefix("file://")).metadata.num_row_groups <= 10
+    assert sorted_ids(table_of(catalog)) == before
