@@ -162,6 +162,11 @@ def job_environment(args: argparse.Namespace) -> dict[str, str]:
     token = args.token or (
         None if credential else getattr(args, "admin_token", None) or os.environ.get(ADMIN_TOKEN_VARIABLE)
     )
+    if args.spark_submit:
+        # The spark-submit given runs the Spark it belongs to, which it finds itself without
+        # SPARK_HOME: one inherited from this process (a PySpark of another version, say) would
+        # have it run that Spark instead, with a runtime jar built for another Scala.
+        environment.pop("SPARK_HOME", None)
     if args.python:  # spark-submit of a pip-installed pyspark finds its Spark with this Python
         environment["PYSPARK_PYTHON"] = args.python
     elif not args.spark_submit:  # Spark's Python workers, the job's Python

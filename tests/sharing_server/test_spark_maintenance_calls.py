@@ -153,3 +153,19 @@ def test_the_job_gets_one_secret_in_its_environment(monkeypatch: pytest.MonkeyPa
     assert keyed[job.CREDENTIAL_VARIABLE] == "KEY:SECRET" and job.TOKEN_VARIABLE not in keyed
     given = spark_maintenance.job_environment(launcher("--token", "dsa_given", "--credential", "KEY:SECRET"))
     assert given[job.TOKEN_VARIABLE] == "dsa_given" and job.CREDENTIAL_VARIABLE not in given
+
+
+def test_a_given_spark_submit_runs_its_own_spark_whatever_spark_home_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from sharing_server.admin import spark_maintenance
+
+    monkeypatch.setenv("SPARK_HOME", "/elsewhere/pyspark-4")
+    parser = argparse.ArgumentParser()
+    spark_maintenance.add_arguments(parser)
+    submitted = parser.parse_args(["--token", "t", "--spark-submit", "/opt/spark/bin/spark-submit"])
+    assert "SPARK_HOME" not in spark_maintenance.job_environment(submitted)
+    local = parser.parse_args(["--token", "t"])
+    assert spark_maintenance.job_environment(local)["SPARK_HOME"] == "/elsewhere/pyspark-4"
