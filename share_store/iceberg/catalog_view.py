@@ -173,7 +173,7 @@ def table_locations(table: Any) -> list[str]:
 
 def readable_files(table: Any, history_shared: bool) -> ReadableFiles:
     """What the signer may sign for a pyiceberg `table` under the grant."""
-    from pyiceberg.table.snapshots import ancestors_of
+    from share_store.iceberg.ancestry import ancestors
 
     metadata = table.metadata
     current = metadata.current_snapshot()
@@ -182,5 +182,5 @@ def readable_files(table: Any, history_shared: bool) -> ReadableFiles:
     confined = table_location_of(table)
     if not history_shared:
         return ReadableFiles(snapshots=[current], io=table.io, live_only=True, confined=confined)
-    ancestry = list(ancestors_of(current, metadata))
+    ancestry = ancestors(metadata, current)
     return ReadableFiles(_prefixes(table_locations(table)), ancestry, table.io, confined=confined)

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from share_store.delta.log_listing import LogListing
 from share_store.errors import InvalidParameter, TableFilesMissing
+from share_store.iceberg.ancestry import ancestors
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 
 
@@ -35,10 +36,8 @@ class VersionStore(Protocol):
 
 def list_snapshots(table: Any, table_id: str, versions: VersionStore) -> IcebergListing:
     """The versions of `table` (a pyiceberg table) still in its ancestry; new snapshots numbered now."""
-    from pyiceberg.table.snapshots import ancestors_of
-
     current = table.current_snapshot()
-    ancestry = list(reversed(list(ancestors_of(current, table.metadata)))) if current else []
+    ancestry = list(reversed(ancestors(table.metadata, current))) if current else []
     known = versions.snapshot_versions(table_id)
     created = int(table.metadata.last_updated_ms)
     added = new_versions(known, [(s.snapshot_id, s.timestamp_ms) for s in ancestry], created)
