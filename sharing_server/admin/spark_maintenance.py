@@ -169,6 +169,8 @@ def job_environment(args: argparse.Namespace) -> dict[str, str]:
         environment.pop("SPARK_HOME", None)
     if args.python:  # spark-submit of a pip-installed pyspark finds its Spark with this Python
         environment["PYSPARK_PYTHON"] = args.python
+        # The driver too: one inherited (a PySpark of another version) would drive this Spark.
+        environment["PYSPARK_DRIVER_PYTHON"] = args.python
     elif not args.spark_submit:  # Spark's Python workers, the job's Python
         environment.setdefault("PYSPARK_PYTHON", sys.executable)
     if token:

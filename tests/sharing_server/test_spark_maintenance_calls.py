@@ -163,9 +163,14 @@ def test_a_given_spark_submit_runs_its_own_spark_whatever_spark_home_says(
     from sharing_server.admin import spark_maintenance
 
     monkeypatch.setenv("SPARK_HOME", "/elsewhere/pyspark-4")
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", "/elsewhere/bin/python")
     parser = argparse.ArgumentParser()
     spark_maintenance.add_arguments(parser)
     submitted = parser.parse_args(["--token", "t", "--spark-submit", "/opt/spark/bin/spark-submit"])
     assert "SPARK_HOME" not in spark_maintenance.job_environment(submitted)
+    given = parser.parse_args(["--token", "t", "--spark-submit", "/opt/spark/bin/spark-submit",
+                               "--python", "/opt/venv/bin/python"])  # fmt: skip
+    driven = spark_maintenance.job_environment(given)
+    assert driven["PYSPARK_DRIVER_PYTHON"] == driven["PYSPARK_PYTHON"] == "/opt/venv/bin/python"
     local = parser.parse_args(["--token", "t"])
     assert spark_maintenance.job_environment(local)["SPARK_HOME"] == "/elsewhere/pyspark-4"
