@@ -95,9 +95,12 @@ def due_tables(
 ) -> list[tuple[TableState, tuple[str, ...]]]:
     """The tables with a kind due, those whose oldest run is oldest first (never run: first of all)."""
     due = [(state, kinds) for state in states if (kinds := due_kinds(state, now, background))]
+    never = datetime.min.replace(tzinfo=now.tzinfo)
 
     def waited(item: tuple[TableState, tuple[str, ...]]) -> datetime:
-        runs = [item[0].runs[kind].started_at for kind in item[1] if kind in item[0].runs]
-        return min(runs) if len(runs) == len(item[1]) else datetime.min.replace(tzinfo=now.tzinfo)
+        state, kinds = item
+        if any(kind not in state.runs for kind in kinds):
+            return never
+        return min(state.runs[kind].started_at for kind in kinds)
 
     return sorted(due, key=waited)

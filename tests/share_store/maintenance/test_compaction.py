@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,23 @@ def written(catalog: WarehouseCatalog, appends: int, new: NewTable | None = None
     for n in range(appends):
         table_of(catalog).append(rows(range(n * 10, n * 10 + 10), part="ab"[n % 2]))
     return table_of(catalog)
+
+
+def after_rewrite(monkeypatch: pytest.MonkeyPatch, write: Callable[[], object], every: bool = False) -> None:
+    """A writer's commit between the compaction's rewrite and its commit: after the first rewrite, or
+    with `every`, after each (so that each retry finds the table moved again)."""
+    rewrite = compaction._rewrite
+    calls = 0
+
+    def rewrite_then_write(*args: Any) -> Any:
+        nonlocal calls
+        files = rewrite(*args)
+        if every or calls == 0:
+            write()
+        calls += 1
+        return files
+
+    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_write)
 
 
 def sorted_ids(table: Any) -> list[int]:
@@ -153,16 +171,8 @@ def test_a_writer_appending_meanwhile_keeps_its_rows(
     catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written(catalog, 4)
-    rewrite = compaction._rewrite
-
-    def rewrite_then_append(*args: Any) -> Any:
-        files = rewrite(*args)
-        if not getattr(rewrite_then_append, "done", False):
-            rewrite_then_append.done = True  # type: ignore[attr-defined]
-            table_of(catalog).append(rows(range(900, 905)))  # a streaming writer's commit
-        return files
-
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_append)
+    # A streaming writer's commit.
+    after_rewrite(monkeypatch, lambda: table_of(catalog).append(rows(range(900, 905))))
     done = compact(catalog, T, Compaction())
     after = table_of(catalog)
     assert done.snapshot_id == after.current_snapshot().snapshot_id
@@ -175,14 +185,8 @@ def test_a_writer_deleting_meanwhile_wins_and_the_rewrite_leaves_no_file(
     catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     written(catalog, 4)
-    rewrite = compaction._rewrite
-
-    def rewrite_then_delete(*args: Any) -> Any:
-        files = rewrite(*args)
-        table_of(catalog).delete("id < 5")  # rewrites a file the compaction read
-        return files
-
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_delete)
+    # A writer rewrites a file the compaction read, before each of its commits.
+    after_rewrite(monkeypatch, lambda: table_of(catalog).delete("id < 5"), every=True)
     done = compact(catalog, T, Compaction())
     assert done.snapshot_id is None and "changed" in (done.skipped or "")
     assert sorted_ids(table_of(catalog)) == list(range(5, 40))
@@ -312,19 +316,13 @@ def test_a_writer_deleting_rows_of_a_rewritten_file_before_another_commit_still_
     # A position delete lands on a file the compaction read, then an append lands on top: the
     # check of new deletes must look at every snapshot since the compaction began, not the head only.
     written(catalog, 4, properties=V2)
-    rewrite = compaction._rewrite
 
-    def rewrite_then_delete_then_append(*args: Any) -> Any:
-        files = rewrite(*args)
-        if not getattr(rewrite_then_delete_then_append, "done", False):
-            rewrite_then_delete_then_append.done = True  # type: ignore[attr-defined]
-            commit_deletes(
-                catalog, [position_deletes(table_of(catalog), [(paths_by_first_id(table_of(catalog))[0], 3)])]
-            )
-            table_of(catalog).append(rows(range(900, 905)))
-        return files
+    def write() -> None:
+        first = paths_by_first_id(table_of(catalog))[0]
+        commit_deletes(catalog, [position_deletes(table_of(catalog), [(first, 3)])])
+        table_of(catalog).append(rows(range(900, 905)))
 
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_delete_then_append)
+    after_rewrite(monkeypatch, write)
     compact(catalog, T, Compaction())
     assert sorted_ids(table_of(catalog)) == [*range(3), *range(4, 40), *range(900, 905)]
 
@@ -375,16 +373,8 @@ def test_a_delete_file_that_may_still_apply_to_a_file_left_stays(
     big = paths_by_first_id(before)[1000]
     size = next(t.file.file_size_in_bytes for t in before.scan().plan_files() if t.file.file_path == big)
     monkeypatch.setattr(Compaction, "target_bytes", property(lambda self: size))
-    rewrite = compaction._rewrite
-
-    def rewrite_then_append(*args: Any) -> Any:
-        files = rewrite(*args)
-        if not getattr(rewrite_then_append, "done", False):
-            rewrite_then_append.done = True  # type: ignore[attr-defined]
-            table_of(catalog).append(rows(range(900, 905), part="a"))  # a streaming writer's commit
-        return files
-
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_append)
+    # A streaming writer's commit.
+    after_rewrite(monkeypatch, lambda: table_of(catalog).append(rows(range(900, 905), part="a")))
     done = compact(catalog, T, Compaction())
     after = table_of(catalog)
     assert done.snapshot_id == after.current_snapshot().snapshot_id and done.files_rewritten == 4
@@ -473,16 +463,8 @@ def test_a_writer_deleting_in_one_partition_leaves_the_others_compacted(
     catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     written(catalog, 6, partition_spec=PART, properties=V2)  # a: 0-9, 20-29, 40-49; b: the others
-    rewrite = compaction._rewrite
-
-    def rewrite_then_delete(*args: Any) -> Any:
-        files = rewrite(*args)
-        if not getattr(rewrite_then_delete, "done", False):
-            rewrite_then_delete.done = True  # type: ignore[attr-defined]
-            table_of(catalog).delete("id = 0")  # a streaming writer's delete, in partition a
-        return files
-
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_delete)
+    # A streaming writer's delete, in partition a.
+    after_rewrite(monkeypatch, lambda: table_of(catalog).delete("id = 0"))
     done = compact(catalog, T, Compaction())
     after = table_of(catalog)
     assert done.snapshot_id == after.current_snapshot().snapshot_id
@@ -498,14 +480,7 @@ def test_a_rewrite_outlasting_pyicebergs_retries_is_committed_on_the_new_head(
 ) -> None:
     # Writers committing more often than pyiceberg's retries wait: here, none at all.
     written(catalog, 4, properties={**V2, "commit.retry.num-retries": "0"})
-    rewrite = compaction._rewrite
-
-    def rewrite_then_append(*args: Any) -> Any:
-        files = rewrite(*args)
-        table_of(catalog).append(rows(range(900, 905)))
-        return files
-
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_append)
+    after_rewrite(monkeypatch, lambda: table_of(catalog).append(rows(range(900, 905))), every=True)
     done = compact(catalog, T, Compaction())
     after = table_of(catalog)
     assert done.snapshot_id == after.current_snapshot().snapshot_id
