@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from share_store.authentication.tokens import hash_secret
@@ -78,6 +79,11 @@ class Deployment:
         path = self.tmp / f"{share}-{secret[-6:]}.share"
         write_profile(path, self.endpoint, secret, None)
         return str(path)
+
+    def catalog_api(self, bearer: str, timeout: float = 120) -> httpx.Client:
+        """The writable catalog's API (`/_iceberg/v1`) with a bearer token: the admin's or a user's."""
+        headers = {"Authorization": f"Bearer {bearer}"}
+        return httpx.Client(base_url=f"{self.server.url}/_iceberg/v1", headers=headers, timeout=timeout)
 
 
 def audit_records(server: Deployment) -> list[dict]:

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import delta_sharing
-import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
@@ -50,8 +49,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
 
 
 def test_a_streaming_writers_table_is_kept_without_being_asked(server: Deployment) -> None:
-    api = httpx.Client(base_url=f"{server.server.url}/_iceberg/v1",
-                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=60)  # fmt: skip
+    api = server.catalog_api(ADMIN_TOKEN)
     assert api.post("/warehouses", json={"name": WAREHOUSE}).status_code == 200
     catalog = load_catalog(f"b-{uuid.uuid4().hex[:6]}", **{
         "type": "rest", "uri": f"{server.server.url}/_iceberg", "warehouse": WAREHOUSE, "token": ADMIN_TOKEN,

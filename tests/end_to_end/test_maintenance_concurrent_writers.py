@@ -76,8 +76,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
 @pytest.fixture(scope="module")
 def api(server: Deployment) -> Iterator[httpx.Client]:
     """The catalog's HTTP API as the provider."""
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with httpx.Client(base_url=f"{server.server.url}/_iceberg/v1", headers=headers, timeout=120) as client:
+    with server.catalog_api(ADMIN_TOKEN) as client:
         yield client
 
 

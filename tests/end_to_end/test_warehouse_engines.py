@@ -77,8 +77,7 @@ def catalog_token(server: Deployment, user: IssuedUser) -> str:
 @pytest.fixture(scope="module")
 def api(server: Deployment, user: IssuedUser) -> Iterator[httpx.Client]:
     """The catalog API as the user, with a bearer token from the OAuth2 endpoint."""
-    headers = {"Authorization": f"Bearer {catalog_token(server, user)}"}
-    with httpx.Client(base_url=f"{server.server.url}/_iceberg/v1", headers=headers, timeout=30) as client:
+    with server.catalog_api(catalog_token(server, user), timeout=30) as client:
         yield client
 
 

@@ -37,8 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
 
 @pytest.fixture(scope="module")
 def api(server: Deployment) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    with httpx.Client(base_url=f"{server.server.url}/_iceberg/v1", headers=headers, timeout=120) as client:
+    with server.catalog_api(ADMIN_TOKEN) as client:
         assert client.post("/warehouses", json={"name": WAREHOUSE}).status_code == 200
         yield client
 
