@@ -323,14 +323,12 @@ class _Output:
 
     def __init__(self, table: Table, like: DataFile) -> None:
         from pyiceberg.io.pyarrow import ParquetFormatWriter
-        from pyiceberg.table.locations import load_location_provider
 
         metadata = table.metadata
         self.metadata, self.like, self.schema = metadata, like, metadata.schema()
         self.spec = metadata.specs()[like.spec_id]
-        provider = load_location_provider(
-            table_location=metadata.location, table_properties=metadata.properties
-        )
+        # The table is a `ServerTable`: its provider is never one a table property names.
+        provider = table.location_provider()
         # The provider asks a partition key only for its path; the group's partition is already
         # transformed, so the path is made from it directly.
         partition = (

@@ -24,11 +24,32 @@ from pyiceberg.table import (
     TableRequirement,
     TableUpdate,
 )
+from pyiceberg.table.locations import LocationProvider, load_location_provider
+from pyiceberg.typedef import Properties
 
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.errors import CommitConflict, NoSuchNamespace, NoSuchTable, NoSuchWarehouse
 from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.own_warehouses.names import TableName
+
+#: pyiceberg imports the class this table property names and calls it with the table's location and
+#: properties, to name the files it writes: code chosen by whoever may commit to the table.
+CALLER_LOCATION_PROVIDER = "write.py-location-provider.impl"
+
+
+def server_location_provider(location: str, properties: Properties) -> LocationProvider:
+    """pyiceberg's own location provider for a table the server writes files of (compaction's data
+    files, manifests and manifest lists): never one its properties name (`CALLER_LOCATION_PROVIDER`)."""
+    kept = {key: value for key, value in properties.items() if key != CALLER_LOCATION_PROVIDER}
+    return load_location_provider(table_location=location, table_properties=kept)
+
+
+class ServerTable(Table):
+    """A pyiceberg table the server loads from its own warehouses: files it writes are named by
+    `server_location_provider` (pyiceberg's snapshot producer asks the table for its provider)."""
+
+    def location_provider(self) -> LocationProvider:
+        return server_location_provider(self.metadata.location, self.metadata.properties)
 
 
 class WarehouseTables(NoopCatalog):
@@ -53,7 +74,7 @@ class WarehouseTables(NoopCatalog):
             raise NoSuchNamespaceError(error.message) from None
         # Read through a FileIO confined to the table's recorded location: whatever its metadata
         # names, sharing it reads, signs and vends nothing of another table.
-        return Table(
+        return ServerTable(
             identifier=parts,
             metadata=loaded.metadata,
             metadata_location=loaded.metadata_location or "",
