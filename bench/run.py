@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import cache
 
 from bench.activity import bench_activity
+from bench.cold_reads import bench_cold_local
 from bench.concurrency import bench_concurrency, bench_stalled_streams
 from bench.equality import bench_equality_deletes
 from bench.hints import bench_hints
@@ -51,6 +52,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
     return {
         "presign": bench_presign,
         "server": lambda: bench_server(sizes, rows()),
+        "cold": bench_cold_local,
         "concurrency": concurrency,
         "million": lambda: bench_million(million),
         "s3": lambda: bench_s3(rows(), sizes),

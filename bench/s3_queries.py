@@ -10,6 +10,7 @@ import delta_sharing
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from bench.cold_reads import bench_cold_s3
 from bench.delta_tables import make_delta_table, make_readable
 from bench.local_queries import bench_warmed_start
 from bench.paths import BUCKET, FIRST_COMMIT, QUERY
@@ -69,6 +70,8 @@ def bench_s3(rows_table: pa.Table, sizes: list[int]) -> None:
                 lambda: DeltaTable("s3://bench/readable", storage_options=options).to_pandas(),
             )
         bench_warmed_start(largest, seaweed.storage_config(path_style="true"), " on S3")
+        if largest == 100_000:
+            bench_cold_s3(seaweed)
 
 
 def freshness_check(storage: S3Storage, client: Any, commits: int = 3000) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
 
@@ -14,11 +16,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from share_store.arrow_text import string_data
+from share_store.delta import replay
 from share_store.delta.deletion_vectors import dv_storage_path
 from share_store.delta.log_listing import LogListing
 from share_store.delta.replay import LogReader, ReplayState, collector_paused, file_identity
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
+from share_store.tables.active_files import FileSet, StreamedFileSet
 from share_store.tables.commits import Commit, monotonic
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, TableSnapshots
@@ -29,6 +33,17 @@ FULL_LISTING_SECONDS = 60.0
 MAX_ADVANCED_COMMITS = 100
 #: A held snapshot's memo entry: its active files by identity, which later versions start from.
 ACTIVE = "active files"
+
+logger = logging.getLogger(__name__)
+
+#: Held snapshots built behind a first reader (see `DeltaTableReader.snapshot`), one at a
+#: time for all tables: after a start many tables may be read for the first time at once,
+#: and their builds, each a core's work for most of a second, must not crowd the answers.
+_builds = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-build")
+#: A build waits for the first listing of the streamed files to end, at most this long: it
+#: would take half the interpreter from that answer while it runs (the first of a client's
+#: calls is often `/metadata`, which lists nothing, its `/query` a moment later).
+BUILD_WAIT_SECONDS = 2.0
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -76,6 +91,11 @@ class DeltaTableReader:
         #: The newest snapshot built, which later versions are built from (see `_advanced`);
         #: weakly, so that the snapshot cache alone decides what stays in memory.
         self._newest: Callable[[], TableSnapshot | None] = lambda: None
+        #: Held snapshots being built behind their first readers, by version.
+        self._building: dict[int, Future[TableSnapshot]] = {}
+        #: Called with each snapshot built behind a first reader, once its files were looked up:
+        #: the server makes its lines there, as the snapshot warmer does for what it builds.
+        self.on_built: Callable[[TableSnapshot], None] | None = None
 
     def listing(self) -> LogListing:
         """The log's files as of now: only what follows the newest known version is listed.
@@ -156,18 +176,88 @@ class DeltaTableReader:
         try:
             snapshot = self._advanced(listing, version)
             if snapshot is None:
-                state = self.log.replay(listing, version)
-                assert state.protocol is not None and state.metadata is not None  # or replay raises
-                snapshot = TableSnapshot(version, state.protocol, state.metadata, state.files())
-                if not snapshot.streamed:
-                    snapshot.memo[ACTIVE] = state.active
+                snapshot = self._replayed(listing, version, first_reader=True)
         except TableFilesMissing:
             self._forget_listing()  # a listed file is gone: list in full next time
             raise
+        if snapshot.streamed and self.log.checkpoint_bytes(listing, version) <= replay.STREAM_THRESHOLD_BYTES:
+            self._build_behind(listing, snapshot)
+        return self._keep(snapshot)
+
+    def _replayed(self, listing: LogListing, version: int, first_reader: bool) -> TableSnapshot:
+        """`version` replayed from its checkpoint; for a `first_reader`, streamed from a checkpoint
+        too big to hold at once (`replay.COLD_STREAM_BYTES`), else held as long as it fits."""
+        stream_above = min(replay.COLD_STREAM_BYTES, replay.STREAM_THRESHOLD_BYTES) if first_reader else None
+        state = self.log.replay(listing, version, stream_above)
+        assert state.protocol is not None and state.metadata is not None  # or replay raises
+        snapshot = TableSnapshot(version, state.protocol, state.metadata, state.files())
+        if not snapshot.streamed:
+            snapshot.memo[ACTIVE] = state.active
+        return snapshot
+
+    def _build_behind(self, listing: LogListing, streamed: TableSnapshot) -> None:
+        """Build the held snapshot of `streamed`'s version in the background, for the reads after the first.
+
+        The first reader of a table nobody read yet gets its lines as the checkpoint is
+        decoded (first byte in milliseconds rather than after the whole replay); the
+        next ones get the held snapshot, whose lines are made once and kept, and whose
+        files were looked up here (a streamed answer does not look them up).
+        """
+        version = streamed.version
+        kept = self._snapshots.get(version)
+        with self._lock:
+            if version in self._building or (kept is not None and not kept.streamed):
+                return  # being built, or built by now (this reader replayed while it was)
+            future = _builds.submit(self._build, listing, version, streamed.adds)
+            self._building[version] = future
+
+    def _build(self, listing: LogListing, version: int, streamed: FileSet) -> TableSnapshot:
+        try:
+            if isinstance(streamed, StreamedFileSet):
+                streamed.listed.wait(BUILD_WAIT_SECONDS)
+            held = self._replayed(listing, version, first_reader=False)
+            self._keep(held)
+            try:
+                self.check_files_exist(held, with_dvs=True)
+            except TableFilesMissing:
+                return held  # the next query looks again, and tells its recipient
+            if self.on_built is not None:
+                try:
+                    self.on_built(held)
+                except Exception:
+                    logger.debug("making the lines of %s/%s failed", self.bucket, self.path, exc_info=True)
+            return held
+        except Exception:
+            logger.debug("building a held snapshot of %s/%s failed", self.bucket, self.path, exc_info=True)
+            self._snapshots.drop(version)  # the next query replays again, and reports what fails
+            raise
+        finally:
+            with self._lock:
+                self._building.pop(version, None)
+
+    def built(self, snapshot: TableSnapshot) -> TableSnapshot:
+        """`snapshot` with its files held: waits for a build behind its first reader, if one runs."""
+        if not snapshot.streamed:
+            return snapshot
+        with self._lock:
+            future = self._building.get(snapshot.version)
+        if future is None:  # never built, or built already
+            return self._snapshots.get(snapshot.version) or snapshot
+        try:
+            return future.result()
+        except Exception:  # noqa: BLE001 - reported by the next query, which replays again
+            return snapshot
+
+    def _keep(self, snapshot: TableSnapshot) -> TableSnapshot:
+        """Cache `snapshot` and advance later versions from it if it is the newest built."""
         self._snapshots.put(snapshot)
         with self._lock:
             newest = self._newest()
-            if newest is None or snapshot.version > newest.version:
+            if (
+                newest is None
+                or snapshot.version > newest.version
+                or (snapshot.version == newest.version and newest.streamed and not snapshot.streamed)
+            ):
                 self._newest = weakref.ref(snapshot)
                 older = newest
             else:

@@ -148,6 +148,9 @@ class IcebergTableReader:
 
     # -- snapshots ----------------------------------------------------------------
 
+    def built(self, snapshot: TableSnapshot) -> TableSnapshot:
+        return snapshot  # built whole when asked for: nothing is built behind a reader
+
     def head(self, listing: IcebergListing | None = None) -> TableSnapshot:
         # No summaries persist for Iceberg tables: loading the table's metadata is cheap next to a log replay.
         return self.snapshot(listing=listing)

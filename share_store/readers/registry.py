@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 
 from share_store.delta.log_listing import LogListing
@@ -57,6 +58,9 @@ class TableReaders:
         self._used: dict[tuple[str, str, str], tuple[SharedTable, float]] = {}
         self._last_use = float("-inf")
         self._lock = threading.Lock()
+        #: Called with a Delta reader and the held snapshot it built behind a first reader
+        #: (`DeltaTableReader.on_built`); set by the server to make the snapshot's lines.
+        self.on_built: Callable[[TableReader, TableSnapshot], None] | None = None
 
     def reader(self, table: SharedTable, used: bool = True) -> TableReader:
         """The table's reader; `used`: on a recipient's behalf (not the warmer's)."""
@@ -92,7 +96,10 @@ class TableReaders:
                 table, self.catalogs, self.versions, self.storage, self.iceberg, snapshots, checked
             )
         persisted = partial(_persisted, self.summaries, table) if self.summaries is not None else None
-        return DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked, persisted)
+        reader = DeltaTableReader(self.storage, table.bucket, table.path, snapshots, checked, persisted)
+        if self.on_built is not None:
+            reader.on_built = partial(self.on_built, reader)
+        return reader
 
 
 def _persisted(summaries: SummaryStore, table: SharedTable, listing: LogListing) -> TableSnapshot | None:

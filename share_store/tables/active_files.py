@@ -11,6 +11,7 @@ queries are fastest.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from functools import cached_property
@@ -58,6 +59,12 @@ class StreamedFileSet(FileSet):
     `parts` are the checkpoint's Parquet files on local disk (temporary copies
     for remote storage, deleted with this object); `tail` holds the adds of the
     commits after the checkpoint and `removed` the identities they removed.
+
+    Files come in the order a held replay keeps them (a dictionary by identity
+    filled from the checkpoint, then each commit): the checkpoint's rows, a file
+    added again after it without being removed in its checkpoint place, then the
+    tail's new files. The two must agree: a paged answer may be read part from
+    this set, part from the held snapshot built from the same version later.
     """
 
     def __init__(
@@ -76,6 +83,11 @@ class StreamedFileSet(FileSet):
         self._identity = identity
         if temporary:
             weakref.finalize(self, _delete, list(parts))
+        #: Tail files that replace a checkpoint row of the same identity in its place
+        #: (added again, never removed): found by `_totals`, listed where the row was.
+        self._in_place: set[Identity] = set()
+        #: Set once a listing of the files has ended (finished, or left by its reader).
+        self.listed = threading.Event()
         self.count, self.total_size, self.has_deletion_vectors = self._totals()
 
     @property
@@ -90,7 +102,7 @@ class StreamedFileSet(FileSet):
 
         Vectorized, so the exact check by identity runs only on the few rows it names.
         """
-        if not self._superseded_paths:
+        if self._superseded_paths is None:
             return None
         hits = pc.is_in(paths, value_set=self._superseded_paths)
         if not pc.any(hits).as_py():
@@ -98,9 +110,9 @@ class StreamedFileSet(FileSet):
         return hits.to_pylist()
 
     @cached_property
-    def _superseded_paths(self) -> pa.Array:
+    def _superseded_paths(self) -> pa.Array | None:
         paths = {path for path, _ in self._removed} | {path for path, _ in self._tail}
-        return pa.array(sorted(paths), pa.string())
+        return pa.array(sorted(paths), pa.string()) if paths else None
 
     def _totals(self) -> tuple[int, int, bool]:
         """Count, bytes and deletion vectors, computed on columns without making rows."""
@@ -121,10 +133,18 @@ class StreamedFileSet(FileSet):
                 suspects = self._suspects(fields["path"])
                 if suspects is None:
                     continue
-                for add, suspect in zip(adds.to_pylist(), suspects, strict=True):
-                    if suspect and add is not None and self._superseded(self._identity(add)):
+                # Only the suspect rows become dictionaries: a whole batch's would cost more than
+                # the rest of the totals (a commit after the checkpoint names files of any batch).
+                rows = adds.take(pa.array([index for index, suspect in enumerate(suspects) if suspect]))
+                for add in rows.to_pylist():
+                    if add is None:
+                        continue
+                    identity = self._identity(add)
+                    if self._superseded(identity):  # counted with the tail, or removed
                         count -= 1
                         size -= int(add.get("size") or 0)
+                    if identity in self._tail and identity not in self._removed:
+                        self._in_place.add(identity)
         return count, size, dvs
 
     def batches(self) -> Iterator[tuple[pa.StructArray, list[bool] | None]]:
@@ -133,24 +153,34 @@ class StreamedFileSet(FileSet):
         Rows include the batch's other actions (null) and files superseded
         later: `rows` and `kept` leave them out.
         """
-        for part in self._parts:
-            parquet = pq.ParquetFile(part)
-            for batch in parquet.iter_batches(batch_size=LISTING_BATCH_ROWS, columns=["add"]):
-                adds = batch.column("add")
-                yield adds, self._suspects(adds.field("path"))
+        try:
+            for part in self._parts:
+                parquet = pq.ParquetFile(part)
+                for batch in parquet.iter_batches(batch_size=LISTING_BATCH_ROWS, columns=["add"]):
+                    adds = batch.column("add")
+                    yield adds, self._suspects(adds.field("path"))
+        finally:
+            self.listed.set()
 
     def rows(self, adds: pa.StructArray, suspects: list[bool] | None) -> Iterator[Action]:
         """One batch's active files as actions (dictionaries)."""
         for index, row in struct_rows(adds):
             add = self._normalize(row)
-            if suspects is not None and suspects[index] and self._superseded(self._identity(add)):
-                continue
+            if suspects is not None and suspects[index]:
+                identity = self._identity(add)
+                if identity in self._in_place:
+                    yield self._tail[identity]
+                    continue
+                if self._superseded(identity):
+                    continue
             yield add
 
-    def kept(self, adds: pa.StructArray, suspects: list[bool] | None) -> pa.StructArray:
-        """One batch's active files as rows, for a batch without deletion vectors.
+    def kept(self, adds: pa.StructArray, suspects: list[bool] | None) -> pa.StructArray | None:
+        """One batch's active files as rows, for a batch without deletion vectors; None when
+        a file of it was added again after the checkpoint (its row is not what is listed:
+        `rows` lists the batch).
 
-        Without them a file's identity is its path alone, which the rows give
+        Without vectors a file's identity is its path alone, which the rows give
         without making an action of each.
         """
         if suspects is None and adds.null_count == 0:
@@ -158,19 +188,25 @@ class StreamedFileSet(FileSet):
         keep = adds.is_valid()
         if suspects is not None:
             paths = adds.field("path").to_pylist()
+            if self._in_place and any(
+                s and (path, "") in self._in_place for s, path in zip(suspects, paths, strict=True)
+            ):
+                return None
             gone = [s and self._superseded((path, "")) for s, path in zip(suspects, paths, strict=True)]
             keep = pc.and_(keep, pc.invert(pa.array(gone, pa.bool_())))
         return adds.filter(keep)
 
     @property
     def tail(self) -> Iterable[Action]:
-        """The files added after the checkpoint."""
-        return self._tail.values()
+        """The files added after the checkpoint, but those listed in their checkpoint place."""
+        if not self._in_place:
+            return self._tail.values()
+        return [add for identity, add in self._tail.items() if identity not in self._in_place]
 
     def __iter__(self) -> Iterator[Action]:
         for adds, suspects in self.batches():
             yield from self.rows(adds, suspects)
-        yield from self._tail.values()
+        yield from self.tail
 
 
 def struct_rows(column: pa.StructArray) -> Iterator[tuple[int, dict[str, Any]]]:

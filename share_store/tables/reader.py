@@ -46,6 +46,11 @@ class TableReader(Protocol):
         """The snapshot of `version` (the latest when None)."""
         ...
 
+    def built(self, snapshot: TableSnapshot) -> TableSnapshot:
+        """`snapshot` with its files held, once a build of it behind its first reader lands
+        (itself when there is none): what the snapshot warmer makes ready."""
+        ...
+
     def head(self, listing: Any = None) -> TableSnapshot:
         """The latest version for its head lines only (its files may not be listable)."""
         ...

@@ -62,9 +62,14 @@ class SnapshotCache:
             return snapshot
 
     def put(self, table: object, snapshot: TableSnapshot) -> None:
+        """Keep `snapshot`; a held snapshot replaces a streamed one of its version, built behind
+        its first reader (see `DeltaTableReader.snapshot`); anything else already kept stays."""
         key = (table, snapshot.version)
         with self._lock:
-            if key in self._entries:
+            kept = self._entries.get(key)
+            if kept is not None and kept.streamed and not snapshot.streamed:
+                self._evict(key)
+            elif kept is not None:
                 self._entries.move_to_end(key)
                 return
             self._entries[key] = snapshot
@@ -81,6 +86,11 @@ class SnapshotCache:
         self._counts[key[0]] -= 1
         if not self._counts[key[0]]:
             del self._counts[key[0]]
+
+    def drop(self, table: object, version: int) -> None:
+        with self._lock:
+            if (table, version) in self._entries:
+                self._evict((table, version))
 
     def contains(self, table: object, version: int) -> bool:
         return (table, version) in self._entries
@@ -102,6 +112,9 @@ class TableSnapshots:
 
     def put(self, snapshot: TableSnapshot) -> None:
         self._cache.put(self._table, snapshot)
+
+    def drop(self, version: int) -> None:
+        self._cache.drop(self._table, version)
 
     def __contains__(self, version: int) -> bool:
         return self._cache.contains(self._table, version)

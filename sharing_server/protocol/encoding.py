@@ -217,9 +217,10 @@ class LineEncoder:
             )
         for adds, suspects in files.batches():
             made = None
-            if batches is not None:
+            kept = files.kept(adds, suspects) if batches is not None else None
+            if batches is not None and kept is not None:
                 try:
-                    made = batches.encode(files.kept(adds, suspects), present_fields(adds))
+                    made = batches.encode(kept, present_fields(adds))
                 except Unencodable:
                     pass
             if made is None:

@@ -98,6 +98,9 @@ class SnapshotWarmer:
         self.store = store
         self.warm_window = warm_window
         self.readers = readers
+        # A snapshot built behind a table's first reader (see `DeltaTableReader.snapshot`) is
+        # made ready as one built here: the query after the first finds its lines made.
+        readers.on_built = prepare_lines
         self.metrics = metrics
         self.warm_on_start = warm_on_start
         self.refresh_seconds = refresh_seconds
@@ -224,7 +227,8 @@ class SnapshotWarmer:
         started = time.perf_counter()
         try:
             reader = self.readers.reader(table, used=False)
-            snapshot = reader.snapshot()
+            # Held, as a query after the first finds it: its check and lines are made here.
+            snapshot = reader.built(reader.snapshot())
         except Exception as error:  # noqa: BLE001 - the next query reports it to its recipient
             self.metrics.snapshot_warms.labels(why, "failed").inc()
             logger.debug("warming %s failed: %s", table.full_name, type(error).__name__)
@@ -260,7 +264,7 @@ class SnapshotWarmer:
         reader = self.readers.reader(table, used=False)
         self._check_ahead(table, reader, snapshot, budgeted)
         if prepare:
-            _prepare_lines(reader, snapshot)
+            prepare_lines(reader, snapshot)
 
     def _save_summary(self, table: SharedTable, reader: TableReader, snapshot: TableSnapshot) -> None:
         """Persist what the head lines of `snapshot` say, for a restarted server's `/metadata`."""
@@ -330,7 +334,7 @@ def tables_to_warm(tables: list[SharedTable], read: set[tuple[str, str, str]]) -
     return chosen
 
 
-def _prepare_lines(reader: TableReader, snapshot: TableSnapshot) -> None:
+def prepare_lines(reader: TableReader, snapshot: TableSnapshot) -> None:
     """Every file line's template, in the format a request without capabilities gets.
 
     That is parquet, unless parquet cannot carry the table, whose recipients then

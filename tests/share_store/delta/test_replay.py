@@ -104,8 +104,8 @@ def test_streamed_checkpoints_give_the_same_actions(
         monkeypatch.undo()
         files = state.files()
         streamed += bool(state.streamed_parts)
-        by_path = sorted(files, key=lambda add: add["path"])
-        assert by_path == sorted(held, key=lambda add: add["path"]), f"version {version}"
+        # In the held replay's order too: a paged answer may be read part from each.
+        assert list(files) == list(held), f"version {version}"
         assert (files.count, files.total_size, files.has_deletion_vectors) == (
             held.count,
             held.total_size,

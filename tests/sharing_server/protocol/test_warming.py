@@ -470,3 +470,27 @@ def test_summaries_of_the_start_are_written_together_and_only_for_tables_read(
     ids = {store.get_table("warm", "s", name).id: name for name in ("t0", "t1", "t2")}
     assert [[ids[t] for t in batch] for batch in batches] == [["t0", "t2"]]
     assert store.snapshot_summary(store.get_table("warm", "s", "t1").id) is None
+
+
+def test_the_warmer_makes_ready_the_held_snapshot_of_a_table_first_read_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint a first reader gets streamed (`replay.COLD_STREAM_BYTES`) is built held behind
+    it; the warmer waits for that build and checks and prepares the held snapshot, as a query
+    after the first finds it."""
+    from deltalake import DeltaTable
+
+    from share_store.delta import replay
+
+    store, readers, metrics = setting(tmp_path, tables=1)
+    DeltaTable(str(tmp_path / "buckets" / "bucket" / "t0")).create_checkpoint()
+    monkeypatch.setattr(replay, "COLD_STREAM_BYTES", -1)
+    SnapshotWarmer(store, readers, metrics).warm_shared_tables()
+    assert warms(metrics, "start", "built") == 1
+    reader = delta_reader(readers, store, "t0")
+    snapshot = reader.snapshot()
+    assert not snapshot.streamed
+    # Checked (by the build, or by the warmer after it): a query looks nothing up.
+    assert not reader.check_files_exist(snapshot, with_dvs=True)
+    assert len(snapshot.memo[("lines", "parquet", "parquet", None)]) == 3
+    store.close()
