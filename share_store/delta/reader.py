@@ -44,6 +44,12 @@ _builds = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-build")
 #: would take half the interpreter from that answer while it runs (the first of a client's
 #: calls is often `/metadata`, which lists nothing, its `/query` a moment later).
 BUILD_WAIT_SECONDS = 2.0
+#: Builds waiting or running, all tables together, beyond which a first reader's snapshot is
+#: not built behind it (its next reader streams too, and asks again): a recipient reading
+#: many cold versions cheaply, each answer left after its first byte, must not queue a
+#: core-second of work per request.
+MAX_PENDING_BUILDS = 4
+_pending = threading.BoundedSemaphore(MAX_PENDING_BUILDS)
 
 
 def file_key(table_path: str, log_path: str) -> str:
@@ -180,7 +186,11 @@ class DeltaTableReader:
         except TableFilesMissing:
             self._forget_listing()  # a listed file is gone: list in full next time
             raise
-        if snapshot.streamed and self.log.checkpoint_bytes(listing, version) <= replay.STREAM_THRESHOLD_BYTES:
+        if (
+            snapshot.streamed
+            and version == listing.latest_version  # what the next readers read; time travel is rare
+            and self.log.checkpoint_bytes(listing, version) <= replay.STREAM_THRESHOLD_BYTES
+        ):
             self._build_behind(listing, snapshot)
         return self._keep(snapshot)
 
@@ -208,7 +218,13 @@ class DeltaTableReader:
         with self._lock:
             if version in self._building or (kept is not None and not kept.streamed):
                 return  # being built, or built by now (this reader replayed while it was)
-            future = _builds.submit(self._build, listing, version, streamed.adds)
+            if not _pending.acquire(blocking=False):
+                return  # enough builds queued already
+            try:
+                future = _builds.submit(self._build, listing, version, streamed.adds)
+            except RuntimeError:  # the interpreter is exiting: nothing more is built
+                _pending.release()
+                return
             self._building[version] = future
 
     def _build(self, listing: LogListing, version: int, streamed: FileSet) -> TableSnapshot:
@@ -234,6 +250,7 @@ class DeltaTableReader:
         finally:
             with self._lock:
                 self._building.pop(version, None)
+            _pending.release()
 
     def built(self, snapshot: TableSnapshot) -> TableSnapshot:
         """`snapshot` with its files held: waits for a build behind its first reader, if one runs."""

@@ -9,7 +9,6 @@ goes unreported by the streamed answer and is reported by the next.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -128,19 +127,24 @@ def test_a_missing_file_is_reported_by_the_answer_after_the_first(tmp_path: Path
 
 
 def test_one_build_per_version_however_many_first_readers(tmp_path: Path, cold: None) -> None:
+    import threading
+
     checkpointed(tmp_path)
     cache = SnapshotCache()
     table = reader(tmp_path, cache)
-    first = table.snapshot()
-    cache.drop(table._snapshots._table, first.version)  # another first reader, the build still pending
-    again = table.snapshot()
-    assert again.streamed
+    gate = threading.Event()
+    delta_reader._builds.submit(gate.wait, 10)  # the build thread busy: builds stay pending
+    try:
+        first = table.snapshot()
+        pending = dict(table._building)
+        cache.drop(table._snapshots._table, first.version)  # evicted: another first reader replays
+        again = table.snapshot()
+        assert again.streamed and again is not first
+        assert table._building == pending and len(pending) == 1  # still the one build
+    finally:
+        gate.set()
     held = table.built(again)
-    assert not held.streamed
-    deadline = time.monotonic() + 10
-    while table._building and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not table._building
+    assert not held.streamed and table.snapshot() is held
 
 
 def test_the_cache_takes_a_held_snapshot_over_a_streamed_one_only(tmp_path: Path, cold: None) -> None:
@@ -152,3 +156,23 @@ def test_the_cache_takes_a_held_snapshot_over_a_streamed_one_only(tmp_path: Path
     assert cache.files == held.num_files  # the streamed one's tail is no longer counted
     cache.put(table._snapshots._table, first)  # a streamed snapshot never displaces a held one
     assert table.snapshot() is held
+
+
+def test_older_versions_and_builds_over_the_cap_are_not_built(
+    tmp_path: Path, cold: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recipient reading many cold versions, or many tables at once, queues no build per request."""
+    import threading
+
+    checkpointed(tmp_path)
+    table = reader(tmp_path)
+    listing = table.listing()
+    older = table.snapshot(listing.latest_version - 1)  # time travel: streamed, nothing built
+    assert older.streamed and not table._building and table.built(older) is older
+    monkeypatch.setattr(delta_reader, "_pending", threading.BoundedSemaphore(1))
+    assert delta_reader._pending.acquire(blocking=False)  # the one build allowed is taken
+    latest = table.snapshot()
+    assert latest.streamed and not table._building and table.built(latest) is latest
+    delta_reader._pending.release()
+    table._snapshots.drop(latest.version)
+    assert not table.built(table.snapshot()).streamed  # room again: built
