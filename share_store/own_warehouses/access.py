@@ -11,7 +11,7 @@ Polaris decide authorization at this layer too, under their APIs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyiceberg.table import CommitTableRequest
@@ -150,15 +150,23 @@ class CatalogAccess:
         self.who.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(table))
         return self.catalog.table_exists(table)
 
-    def commit(self, table: TableName, request: CommitTableRequest) -> LoadedTable:
-        return self.commit_transaction([(table, request)])[0]
+    def commit(
+        self, table: TableName, request: CommitTableRequest, later: list[Callable[[], None]] | None = None
+    ) -> LoadedTable:
+        return self.commit_transaction([(table, request)], later)[0]
 
-    def commit_transaction(self, changes: list[tuple[TableName, CommitTableRequest]]) -> list[LoadedTable]:
+    def commit_transaction(
+        self,
+        changes: list[tuple[TableName, CommitTableRequest]],
+        later: list[Callable[[], None]] | None = None,
+    ) -> list[LoadedTable]:
+        """`later`: what the catalog leaves to do once the answer is sent (`WarehouseCatalog.
+        commit_transaction`)."""
         for table, request in changes:
             self.who.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(table))
             if creates(request):  # a staged create's commit makes the table
                 self.who.require(actions.CREATE_TABLE, _arn(table))
-        return self.catalog.commit_transaction(changes)
+        return self.catalog.commit_transaction(changes, later=later)
 
     def drop_table(self, table: TableName, purge: bool = False) -> None:
         self.who.require(actions.DELETE_TABLE, _arn(table))

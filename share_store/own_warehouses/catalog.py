@@ -16,8 +16,9 @@ the table's own (`MetadataFiles.delete_superseded`).
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pyiceberg.partitioning import PartitionSpec
@@ -35,6 +36,7 @@ from share_store.own_warehouses.commits import (
     committed_metadata,
     created_metadata,
     metadata_file_location,
+    metadata_json,
     named_files,
     next_file_version,
     removed_metadata_files,
@@ -66,6 +68,9 @@ class LoadedTable:
     metadata: TableMetadata
     #: Where the table lives, when recorded (None for a table made before locations were).
     location: TableLocation | None = None
+    #: `metadata` as JSON (`commits.metadata_json`), when at hand: the bytes of its file, which the
+    #: answer carries as they are rather than serialising a long history again.
+    text: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -107,14 +112,15 @@ class WarehouseCatalog(ViewCatalog):
         if new.stage:
             return LoadedTable(None, metadata, where)
         metadata_location = metadata_file_location(where.uri, 0)
-        self._swap([_Staged(table, None, where, metadata_location, metadata)])
-        return LoadedTable(metadata_location, metadata, where)
+        text = metadata_json(metadata)
+        self._swap([_Staged(table, None, where, metadata_location, metadata, text)])
+        return LoadedTable(metadata_location, metadata, where, text)
 
     def load_table(self, table: TableName) -> LoadedTable:
         with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
-        metadata = self.files.read(pointer.metadata_location)
-        return LoadedTable(pointer.metadata_location, metadata, self.locations.recorded(pointer))
+        metadata, text = self.files.read_with_json(pointer.metadata_location)
+        return LoadedTable(pointer.metadata_location, metadata, self.locations.recorded(pointer), text)
 
     def table_location(self, table: TableName) -> TableLocation:
         """Where the table lives, recording it first for a table made before locations were recorded."""
@@ -127,19 +133,32 @@ class WarehouseCatalog(ViewCatalog):
             return rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None
 
     def commit(
-        self, table: TableName, request: CommitTableRequest, based_on: str | None = None
+        self,
+        table: TableName,
+        request: CommitTableRequest,
+        based_on: str | None = None,
+        *,
+        later: list[Callable[[], None]] | None = None,
     ) -> LoadedTable:
         """`based_on`: the metadata file the commit was decided on, for the server's own commits
         (maintenance), which decide on more than the spec's requirements can assert (a ref made
-        since is none they could name): a commit made since is a conflict."""
-        return self.commit_transaction([(table, request)], {table: based_on} if based_on else None)[0]
+        since is none they could name): a commit made since is a conflict. `later`: as
+        `commit_transaction`'s."""
+        chosen = {table: based_on} if based_on else None
+        return self.commit_transaction([(table, request)], chosen, later=later)[0]
 
     def commit_transaction(
         self,
         changes: list[tuple[TableName, CommitTableRequest]],
         based_on: Mapping[TableName, str] | None = None,
+        *,
+        later: list[Callable[[], None]] | None = None,
     ) -> list[LoadedTable]:
-        """Apply every table's commit, all or none; a table's files are written before any swap."""
+        """Apply every table's commit, all or none; a table's files are written before any swap.
+
+        With `later`, the deletion of the metadata files the commits stopped tracking is added
+        to it rather than done: the HTTP API runs it once the answer is sent, as nothing in the
+        answer depends on it (a storage round trip per commit once a table's log is full)."""
         names = [str(table) for table, _ in changes]
         if len(set(names)) != len(names):
             raise InvalidParameter("a transaction names one table more than once")
@@ -152,8 +171,13 @@ class WarehouseCatalog(ViewCatalog):
         self._swap(staged)
         # Only now that every pointer is swapped: a failed commit deletes nothing it replaced.
         for change in staged:
-            self._delete_superseded(change)
-        return [LoadedTable(s.metadata_location, s.metadata, s.location) for s in staged]
+            if change.current is not None:
+                self.files.replaced(change.current.metadata_location)
+            if later is None:
+                self._delete_superseded(change)
+            elif change.removed:
+                later.append(functools.partial(self._delete_superseded, change))
+        return [LoadedTable(s.metadata_location, s.metadata, s.location, s.text) for s in staged]
 
     def _staged(
         self,
@@ -193,7 +217,9 @@ class WarehouseCatalog(ViewCatalog):
         removed = () if base is None or current is None else tuple(
             removed_metadata_files(base, current.metadata_location, metadata, metadata_location)
         )  # fmt: skip
-        return _Staged(table, current, location, metadata_location, metadata, removed)
+        # Serialised once, after every check: the file written and the commit's answer are these bytes.
+        text = metadata_json(metadata)
+        return _Staged(table, current, location, metadata_location, metadata, text, removed)
 
     def _delete_superseded(self, change: _Staged) -> None:
         """The old metadata files of a committed change that the table asked to drop."""
@@ -218,7 +244,7 @@ class WarehouseCatalog(ViewCatalog):
         committing = False
         try:
             for change in staged:
-                self.files.write(change.location, change.metadata_location, change.metadata)
+                self.files.write(change.location, change.metadata_location, change.metadata, change.text)
                 written.append(change)
             with self._change() as conn:
                 # New tables' warehouses first, in one order: a transaction never holds a table's row
@@ -327,5 +353,7 @@ class _Staged:
     location: TableLocation
     metadata_location: str
     metadata: TableMetadata
+    #: `metadata_json(metadata)`: the file's bytes, and the commit's answer's.
+    text: bytes
     #: The metadata files the commit stops tracking, for the table to drop (`removed_metadata_files`).
     removed: tuple[str, ...] = ()

@@ -2,7 +2,13 @@
 and kept.
 
 A metadata file never changes once written, so parsed files are kept by
-location. Every write goes through the table's recorded location
+location, with a table's JSON as written (or, for a file read, as the
+catalog writes it): a load answers those bytes and a commit writes and
+answers the same bytes, so neither serialises a long history again. Loads and
+commits look files up by the location the table's pointer names, read from the
+store each time: what they get is the file that pointer names now, never
+another table's, nor an older version after another replica's commit.
+Every write goes through the table's recorded location
 (`TableLocation.confine`); a stored file that is gone or is no metadata file
 is a named error, never a bare 500. Old ones a commit stops tracking are
 deleted only when the table asks, and only the catalog's own (`delete_superseded`).
@@ -15,6 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 from pyiceberg.table.metadata import TableMetadata
@@ -33,22 +40,41 @@ METADATA_FILE = ".metadata.json"
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class _Kept:
+    """A table's metadata file as parsed, and its JSON once made (as written, or as written again)."""
+
+    metadata: TableMetadata
+    text: bytes | None = None
+
+
 class MetadataFiles:
     def __init__(self, storage: ObjectStorage) -> None:
         self.storage = storage
-        self._parsed: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._parsed: OrderedDict[str, _Kept] = OrderedDict()
         self._views: OrderedDict[str, ViewMetadata] = OrderedDict()
         self._lock = threading.Lock()
 
-    def write(self, table: TableLocation, location: str, metadata: TableMetadata | ViewMetadata) -> None:
-        """A table's or a view's metadata file, inside its location (`confine`)."""
+    def write(
+        self,
+        table: TableLocation,
+        location: str,
+        metadata: TableMetadata | ViewMetadata,
+        text: bytes | None = None,
+    ) -> bytes:
+        """A table's or a view's metadata file, inside its location (`confine`); the bytes written.
+
+        `text` is `metadata_json(metadata)` when the caller made it already (a commit, whose answer
+        carries the same bytes)."""
         bucket, key = table.confine(self.storage, location)
-        self.storage.write(bucket, key, metadata_json(metadata))
+        data = metadata_json(metadata) if text is None else text
+        self.storage.write(bucket, key, data)
         if isinstance(metadata, ViewMetadata):
             with self._lock:
                 self._views[location] = metadata
         else:
-            self._remember(location, metadata)
+            self._remember(location, _Kept(metadata, data))
+        return data
 
     def read_view(self, location: str) -> ViewMetadata:
         """A view's current metadata; `MetadataFileMissing` (a named 5xx) if storage lost it."""
@@ -75,6 +101,15 @@ class MetadataFiles:
             while len(self._views) > METADATA_CACHE:
                 self._views.popitem(last=False)
         return metadata
+
+    def replaced(self, location: str) -> None:
+        """A table's file its pointer no longer names (a commit replaced it): not kept any more.
+
+        Loads and commits ask for the file a pointer names, so a replaced one would only take
+        memory, up to a whole history's JSON per commit of a long table (parsed versions share
+        their snapshots; their JSON does not). One still asked for is read again from storage."""
+        with self._lock:
+            self._parsed.pop(location, None)
 
     def forget(self, table: TableLocation, location: str) -> None:
         """Delete a file written for a commit that did not happen (an orphan would be harmless)."""
@@ -128,23 +163,41 @@ class MetadataFiles:
                 f"the table's metadata file {location} cannot be read from storage: {error}"
             ) from None
 
+    def read_with_json(self, location: str) -> tuple[TableMetadata, bytes]:
+        """`read(location)` and its JSON as the catalog writes it (`metadata_json`), made once per file.
+
+        Not the stored bytes of a file the catalog did not write (a registered table's): those
+        may say more, or otherwise, than the metadata parsed from them, and a load answers what
+        the catalog understood."""
+        metadata = self.read(location)
+        with self._lock:
+            kept = self._parsed.get(location)
+            if kept is not None and kept.metadata is metadata and kept.text is not None:
+                return metadata, kept.text
+        text = metadata_json(metadata)
+        with self._lock:
+            kept = self._parsed.get(location)
+            if kept is not None and kept.metadata is metadata:
+                kept.text = text
+        return metadata, text
+
     def parse(self, location: str) -> TableMetadata:
         """The metadata file at `location`; `FileNotFoundError`, or `InvalidParameter` if it is not one."""
         with self._lock:
             if location in self._parsed:
                 self._parsed.move_to_end(location)
-                return self._parsed[location]
+                return self._parsed[location].metadata
         bucket, key = file_location(self.storage, location)
         data = self.storage.read(bucket, key)
         try:
             metadata = read_metadata(data)
         except (ValidationError, ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
             raise InvalidParameter(f"{location} is not an Iceberg table metadata file") from None
-        self._remember(location, metadata)
+        self._remember(location, _Kept(metadata))
         return metadata
 
-    def _remember(self, location: str, metadata: TableMetadata) -> None:
+    def _remember(self, location: str, kept: _Kept) -> None:
         with self._lock:
-            self._parsed[location] = metadata
+            self._parsed[location] = kept
             while len(self._parsed) > METADATA_CACHE:
                 self._parsed.popitem(last=False)

@@ -23,7 +23,7 @@ from pyiceberg.table import CommitTableRequest
 
 from share_store.errors import InvalidParameter
 from share_store.own_warehouses.catalog import LoadedTable, NewTable
-from share_store.own_warehouses.commits import metadata_dict, parse_model
+from share_store.own_warehouses.commits import metadata_dict, metadata_json, parse_model
 from share_store.own_warehouses.names import (
     TableName,
     check_name,
@@ -195,7 +195,7 @@ def load_result(
 ) -> dict[str, Any]:
     """The spec's `LoadTableResult`, with the `config` and `storage-credentials` of its access
     delegation (`data_access`), if any."""
-    metadata = metadata_dict(loaded.metadata)
+    metadata = _metadata_dict(loaded)
     if snapshots == "refs":
         wanted = {ref["snapshot-id"] for ref in metadata.get("refs", {}).values()}
         metadata["snapshots"] = [s for s in metadata.get("snapshots", []) if s["snapshot-id"] in wanted]
@@ -210,4 +210,52 @@ def load_result(
 
 def commit_result(loaded: LoadedTable) -> dict[str, Any]:
     """The spec's `CommitTableResponse`."""
-    return {"metadata-location": loaded.metadata_location, "metadata": metadata_dict(loaded.metadata)}
+    return {"metadata-location": loaded.metadata_location, "metadata": _metadata_dict(loaded)}
+
+
+# The answers as bytes: `load_result` and `commit_result` as JSON, each the same object as the
+# dictionary serialised (as Starlette's JSONResponse writes one), but with the table's metadata
+# spliced in as the bytes of its file (`LoadedTable.text`) rather than parsed and written again:
+# on a table of 1,000 snapshots that is 660 KB, three passes over which were most of a load's time.
+
+
+def load_answer(
+    loaded: LoadedTable,
+    snapshots: str = "all",
+    delegation: tuple[dict[str, str], list[dict[str, Any]]] = ({}, []),
+) -> bytes:
+    """`load_result` as the response's body."""
+    if snapshots != "all":  # only some snapshots: the metadata is taken apart
+        return _json(load_result(loaded, snapshots, delegation))
+    config, credentials = delegation
+    fields: list[tuple[str, bytes]] = [("metadata", _metadata_text(loaded)), ("config", _json(dict(config)))]
+    if credentials:
+        fields.append(("storage-credentials", _json(credentials)))
+    if loaded.metadata_location is not None:
+        fields.append(("metadata-location", _json(loaded.metadata_location)))
+    return _object(fields)
+
+
+def commit_answer(loaded: LoadedTable) -> bytes:
+    """`commit_result` as the response's body."""
+    return _object(
+        [("metadata-location", _json(loaded.metadata_location)), ("metadata", _metadata_text(loaded))]
+    )
+
+
+def _metadata_text(loaded: LoadedTable) -> bytes:
+    return loaded.text if loaded.text is not None else metadata_json(loaded.metadata)
+
+
+def _metadata_dict(loaded: LoadedTable) -> dict[str, Any]:
+    return json.loads(loaded.text) if loaded.text is not None else metadata_dict(loaded.metadata)
+
+
+def _json(value: Any) -> bytes:
+    """`value` as Starlette's JSONResponse writes it."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+
+
+def _object(fields: list[tuple[str, bytes]]) -> bytes:
+    """A JSON object of `fields`, each value JSON already."""
+    return b"{" + b",".join(_json(name) + b":" + value for name, value in fields) + b"}"

@@ -11,8 +11,10 @@ answer by refreshing and retrying.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -35,6 +37,26 @@ def _no_store(delegation: tuple[dict[str, str], list[Any]]) -> dict[str, str] | 
     return {"Cache-Control": "no-store"} if config or credentials else None
 
 
+def _json(
+    body: bytes, headers: dict[str, str] | None = None, background: BackgroundTask | None = None
+) -> Response:
+    """An answer `rest` made as JSON already (a table's metadata as the bytes of its file)."""
+    return Response(body, media_type="application/json", headers=headers, background=background)
+
+
+def _after(later: list[Callable[[], None]]) -> BackgroundTask | None:
+    """What a commit left to do (old metadata files to delete), run once its answer is sent: in a
+    worker thread, as Starlette runs a plain function's background task."""
+    if not later:
+        return None
+
+    def run() -> None:
+        for step in later:
+            step()  # each logs and swallows its own failure (`WarehouseCatalog._delete_superseded`)
+
+    return BackgroundTask(run)
+
+
 class TableEndpoints(CatalogEndpoints):
     @iceberg_errors("NoSuchNamespaceException")
     async def tables(self, request: Request) -> Response:
@@ -50,7 +72,7 @@ class TableEndpoints(CatalogEndpoints):
             delegation = await run_in_threadpool(
                 self.data.delegate, asked, access, table, loaded, signer, credentials.notes
             )
-            return JSONResponse(rest.load_result(loaded, "all", delegation), headers=_no_store(delegation))
+            return _json(rest.load_answer(loaded, "all", delegation), _no_store(delegation))
         names = await run_in_threadpool(access.list_tables, warehouse, levels)
         identifiers = [{"namespace": list(levels), "name": name} for name in names]
         return JSONResponse({"identifiers": identifiers, "next-page-token": None})
@@ -68,8 +90,9 @@ class TableEndpoints(CatalogEndpoints):
             return Response(status_code=204)
         if request.method == "POST":
             commit = rest.commit(name, credentials.body)
-            loaded = await run_in_threadpool(access.commit, name, commit)
-            return JSONResponse(rest.commit_result(loaded))
+            later: list[Callable[[], None]] = []
+            loaded = await run_in_threadpool(access.commit, name, commit, later)
+            return _json(rest.commit_answer(loaded), background=_after(later))
         if request.method == "HEAD":
             exists = await run_in_threadpool(access.table_exists, name)
             return Response(status_code=204 if exists else 404)
@@ -78,7 +101,7 @@ class TableEndpoints(CatalogEndpoints):
         delegation = await run_in_threadpool(
             self.data.delegate, asked, access, name, loaded, signer, credentials.notes
         )
-        return JSONResponse(rest.load_result(loaded, snapshots, delegation), headers=_no_store(delegation))
+        return _json(rest.load_answer(loaded, snapshots, delegation), _no_store(delegation))
 
     @iceberg_errors("NoSuchTableException")
     async def credentials(self, request: Request) -> Response:
@@ -119,7 +142,7 @@ class TableEndpoints(CatalogEndpoints):
         warehouse, levels = rest.namespace_at(params["prefix"], params["namespace"])
         name, metadata_location, overwrite = rest.registration(warehouse, levels, credentials.body)
         loaded = await run_in_threadpool(access.register_table, name, metadata_location, overwrite)
-        return JSONResponse(rest.load_result(loaded))
+        return _json(rest.load_answer(loaded))
 
     @iceberg_errors("NoSuchTableException")
     async def rename(self, request: Request) -> Response:
@@ -135,8 +158,11 @@ class TableEndpoints(CatalogEndpoints):
         credentials = await credentials_of(request)
         warehouse = request.path_params["prefix"]
         access = await self.access(credentials)
-        await run_in_threadpool(access.commit_transaction, rest.transaction(warehouse, credentials.body))
-        return Response(status_code=204)
+        later: list[Callable[[], None]] = []
+        await run_in_threadpool(
+            access.commit_transaction, rest.transaction(warehouse, credentials.body), later
+        )
+        return Response(status_code=204, background=_after(later))
 
     @iceberg_errors("NoSuchTableException")
     async def metrics(self, request: Request) -> Response:
