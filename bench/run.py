@@ -45,15 +45,11 @@ def scenarios() -> dict[str, Callable[[], None]]:
     hint_files = int(os.environ.get("BENCH_HINT_FILES", "10000"))
     rows = cache(readable_rows)  # 2M rows, made once for the scenarios that read them
 
-    def concurrency() -> None:
-        for workers in (1, 2):
-            bench_concurrency(workers)
-
     return {
         "presign": bench_presign,
         "server": lambda: bench_server(sizes, rows()),
         "cold": bench_cold_local,
-        "concurrency": concurrency,
+        "concurrency": bench_concurrency,
         "million": lambda: bench_million(million),
         "s3": lambda: bench_s3(rows(), sizes),
         "iceberg": lambda: bench_iceberg(rows(), iceberg_files),

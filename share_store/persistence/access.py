@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Select, and_, exists, or_, select
+from sqlalchemy import Select, and_, bindparam, exists, or_, select
 from sqlalchemy.engine import Connection, Row
 
 from share_store.authentication.tokens import hash_secret
@@ -28,7 +28,7 @@ from share_store.persistence.shares import table_not_found
 OnToken = Callable[[Token], None]
 
 
-def _query(digest: str, share: str, table: tuple[str, str] | None) -> Select:
+def _query(with_table: bool) -> Select:
     # The share joins only if it has the name asked for and is the token's own, or granted to
     # the named recipient whose token it is.
     granted = (
@@ -40,26 +40,35 @@ def _query(digest: str, share: str, table: tuple[str, str] | None) -> Select:
         .correlate(tokens_table, shares_table)
     )
     share_join = and_(
-        shares_table.c.name_key == share.lower(),
+        shares_table.c.name_key == bindparam("share_key"),
         or_(shares_table.c.id == tokens_table.c.share_id, granted),
     )
     query = select(tokens_table, shares_table).select_from(tokens_table).outerjoin(shares_table, share_join)
-    if table is not None:
-        schema_name, table_name = table
+    if with_table:
         table_join = and_(
             tables_table.c.share_id == shares_table.c.id,
-            tables_table.c.schema_key == schema_name.lower(),
-            tables_table.c.name_key == table_name.lower(),
+            tables_table.c.schema_key == bindparam("schema_key"),
+            tables_table.c.name_key == bindparam("table_key"),
         )
         query = query.add_columns(tables_table).outerjoin(tables_table, table_join)
-    return query.where(tokens_table.c.secret_hash == digest)
+    return query.where(tokens_table.c.secret_hash == bindparam("digest"))
+
+
+# Made once, the names bound at each run: made per request, with the names in it, a statement
+# cost more to build and for SQLAlchemy to walk for its cache key than the database took to
+# answer it (every protocol request makes one). SQLAlchemy keeps a statement's key once made.
+SHARE_QUERY = _query(with_table=False)
+TABLE_QUERY = _query(with_table=True)
 
 
 def _lookup(
     conn: Connection, secret: str, share: str, on_token: OnToken | None, table: tuple[str, str] | None = None
 ) -> tuple[Row, Token, Share]:
     digest = hash_secret(secret)
-    row = conn.execute(_query(digest, share, table)).first()
+    params = {"digest": digest, "share_key": share.lower()}
+    if table is not None:
+        params.update(schema_key=table[0].lower(), table_key=table[1].lower())
+    row = conn.execute(TABLE_QUERY if table is not None else SHARE_QUERY, params).first()
     token = active_token(None if row is None else columns(row, tokens_table), digest)
     assert row is not None  # active_token refuses a secret no token holds
     if on_token is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, delete, insert, select, update
+from sqlalchemy import ColumnElement, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from share_store.authentication.tokens import CLIENT_SECRET_PREFIX, hash_secret, new_secret, new_token_id
@@ -38,10 +38,14 @@ def active_token(fields: Fields | None, digest: str) -> Token:
     return token
 
 
+# Made once, as `access`'s lookups are: every /shares request runs it.
+TOKEN_BY_HASH = select(tokens_table).where(tokens_table.c.secret_hash == bindparam("digest"))
+
+
 def authenticate(conn: Connection, secret: str) -> Token:
     """The active token holding `secret`, or `Unauthenticated`."""
     digest = hash_secret(secret)
-    row = conn.execute(select(tokens_table).where(tokens_table.c.secret_hash == digest)).mappings().first()
+    row = conn.execute(TOKEN_BY_HASH, {"digest": digest}).mappings().first()
     return active_token(row, digest)
 
 

@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import Engine, ExceptionContext
 
 from share_store.errors import StoreDiskFull
@@ -29,10 +29,30 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+# Connections a SQLite store keeps open: more than the threads that may read at once (the
+# server's 40 worker threads and its background ones). SQLAlchemy's default keeps 5 and
+# closes any further one when it is handed back: under 64 clients a fifth of all reads
+# opened a connection again, and set its pragmas, for a lookup that takes far less.
+SQLITE_POOL_SIZE = 48
+SQLITE_POOL_OVERFLOW = 32
+
+
+def _sqlite_file(url: str) -> bool:
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
+
+
 def make_engine(url: str) -> Engine:
-    # Pre-ping: after the database restarts or fails over, pooled connections are
-    # dead; checking each before use lets service resume without a restart.
-    engine = create_engine(url, future=True, pool_pre_ping=True)
+    if _sqlite_file(url):
+        # A file, not a server: there is no restart or failover that leaves pooled connections
+        # dead, and pinging each before use was a third of every lookup's time.
+        engine = create_engine(
+            url, future=True, pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW
+        )
+    else:
+        # Pre-ping: after the database restarts or fails over, pooled connections are
+        # dead; checking each before use lets service resume without a restart.
+        engine = create_engine(url, future=True, pool_pre_ping=True)
     directory = None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)

@@ -9,8 +9,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from functools import cache
 
-from sqlalchemy import RowMapping, and_, delete, func, insert, or_, select
+from sqlalchemy import (
+    BindParameter,
+    Integer,
+    RowMapping,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+)
 from sqlalchemy.engine import Connection
 
 from share_store.errors import AdminConflict, NotFound
@@ -49,8 +62,12 @@ def get_share(conn: Connection, name: str) -> Share:
     return share_from(share_row(conn, name))
 
 
+# Made once: each /shares request of a share's own token runs it.
+SHARE_BY_ID = select(shares_table).where(shares_table.c.id == bindparam("share_id"))
+
+
 def get_share_by_id(conn: Connection, share_id: str) -> Share | None:
-    row = conn.execute(select(shares_table).where(shares_table.c.id == share_id)).mappings().first()
+    row = conn.execute(SHARE_BY_ID, {"share_id": share_id}).mappings().first()
     return share_from(row) if row else None
 
 
@@ -88,25 +105,38 @@ def list_tables(conn: Connection, share: str | Share, schema: str | None = None)
     return tables
 
 
-def tables_page(
-    conn: Connection, share: str | Share, schema: str | None, after: tuple[str, str] | None, limit: int
-) -> list[SharedTable]:
-    """At most `limit` tables of a share (or of one schema), in (schema, name) order after `after`:
-    one page read with the share's index, not the whole list sliced. 404 for an unknown schema."""
-    share_id, share_name = _share_key(conn, share)
-    query = select(tables_table).where(tables_table.c.share_id == share_id)
-    if schema is not None:
-        query = query.where(tables_table.c.schema_key == schema.lower())
-    if after is not None:
-        schema_key, name_key = after
+@cache
+def _tables_page_query(by_schema: bool, after: bool) -> Select:
+    """`tables_page`'s statement of one shape, made once, its values bound at each run (see SHARE_BY_ID)."""
+    query = select(tables_table).where(tables_table.c.share_id == bindparam("share_id"))
+    if by_schema:
+        query = query.where(tables_table.c.schema_key == bindparam("schema_key"))
+    if after:
+        schema_key: BindParameter[str] = bindparam("after_schema")
+        name_key: BindParameter[str] = bindparam("after_name")
         query = query.where(
             or_(
                 tables_table.c.schema_key > schema_key,
                 and_(tables_table.c.schema_key == schema_key, tables_table.c.name_key > name_key),
             )
         )
-    query = query.order_by(tables_table.c.schema_key, tables_table.c.name_key).limit(limit)
-    tables = [table_from(row, share_name) for row in conn.execute(query).mappings()]
+    limit = bindparam("limit", type_=Integer)
+    return query.order_by(tables_table.c.schema_key, tables_table.c.name_key).limit(limit)
+
+
+def tables_page(
+    conn: Connection, share: str | Share, schema: str | None, after: tuple[str, str] | None, limit: int
+) -> list[SharedTable]:
+    """At most `limit` tables of a share (or of one schema), in (schema, name) order after `after`:
+    one page read with the share's index, not the whole list sliced. 404 for an unknown schema."""
+    share_id, share_name = _share_key(conn, share)
+    params: dict[str, object] = {"share_id": share_id, "limit": limit}
+    if schema is not None:
+        params["schema_key"] = schema.lower()
+    if after is not None:
+        params["after_schema"], params["after_name"] = after
+    query = _tables_page_query(schema is not None, after is not None)
+    tables = [table_from(row, share_name) for row in conn.execute(query, params).mappings()]
     if schema is not None and not tables and after is None:
         raise NotFound(f"schema '{schema}' not found")
     return tables
