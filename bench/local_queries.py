@@ -46,7 +46,11 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> None:
         client = server.client(token)
         for files in sizes:
             query_rows(client, f"{files:>7,} files", f"t{files // 1000}k", files, targets=files == 100_000)
-        query_rows(client, f"{largest:>7,} files, checkpointed", checkpointed, largest)
+        assert server.process is not None
+        pid = server.process.pid
+        query_rows(
+            client, f"{largest:>7,} files, checkpointed", checkpointed, largest, settled=lambda: settle(pid)
+        )
         paged_rows(client, f"{QUERY}/t{largest // 1000}k/query", largest)
         largest_name = f"t{largest // 1000}k"
         with limit_producer(BUCKET / largest_name / "_delta_log" / FIRST_COMMIT, "local") as limit:
