@@ -27,6 +27,7 @@ from share_store.authentication.tokens import hash_secret
 from share_store.migrate import current_revision, head_revision
 from testbed.seaweed import free_port
 from tests.conftest import TESTDATA_BUCKET
+from tests.served import served
 
 ADMIN_TOKEN = "dsa_replica-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"
@@ -190,21 +191,7 @@ def test_serve_with_several_workers(tmp_path: Path, root: Path) -> None:
 
     assert main([*base, "share", "create", "w", "s", f"t:delta:{TESTDATA_BUCKET}:{TABLE}"]) == 0
     assert main([*base, "token", "create", "w", "--profile", str(tmp_path / "w.share")]) == 0
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sharing_server", *base, "serve"], stdout=log, stderr=log
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and process.poll() is None, (
-                    tmp_path / "serve.log"
-                ).read_text()
-                time.sleep(0.2)
+    with served(config, port, tmp_path / "serve.log") as process:
         workers = [status for status in Path("/proc").glob("[0-9]*/status") if _ppid(status) == process.pid]
         assert len(workers) >= 2
         for _ in range(3):
@@ -222,14 +209,6 @@ def test_serve_with_several_workers(tmp_path: Path, root: Path) -> None:
                 r'sharing_requests_total\{method="GET",route="list_shares",status="200"\} (\S+)', metrics
             )
             assert listed and float(listed.group(1)) == 20, metrics
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def _ppid(status: Path) -> int | None:

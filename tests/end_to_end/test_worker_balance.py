@@ -9,16 +9,14 @@ listens on a socket of its own (SO_REUSEPORT; `sharing_server.serving`).
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import pytest
 
 from testbed.seaweed import free_port
+from tests.served import served
 
 pytestmark = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc")
 
@@ -30,44 +28,26 @@ def test_connections_spread_over_workers(tmp_path: Path) -> None:
         f'[server]\nhost = "127.0.0.1"\nport = {port}\nworkers = 2\ndata_dir = "{tmp_path / "data"}"\n'
         f'[storage]\ntype = "local"\nroot = "{tmp_path / "buckets"}"\n'
     )
-    log = (tmp_path / "serve.log").open("wb")
-    command = [sys.executable, "-m", "sharing_server", "--config", str(config), "serve"]
-    process = subprocess.Popen(command, stdout=log, stderr=log)
     clients: list[socket.socket] = []
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and process.poll() is None, (
-                    tmp_path / "serve.log"
-                ).read_text()
-                time.sleep(0.2)
-        # Each worker answers once it listens: the first may well answer alone for a while.
-        while len(listening := _sockets(_children(process.pid), port, "0A")) < 2:
-            assert time.monotonic() < deadline, listening
-            time.sleep(0.2)
-        workers = list(listening)
-        for _ in range(64):
-            client = socket.create_connection(("127.0.0.1", port))
-            client.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-            clients.append(client)
-        for client in clients:
-            assert client.recv(1024).startswith(b"HTTP/1.1 200")
-        held = _sockets(workers, port, "01")
-        assert sum(held.values()) == 64 and min(held[pid] for pid in workers) >= 8, held
-    finally:
-        for client in clients:
-            client.close()
-        process.terminate()
+    with served(config, port, tmp_path / "serve.log") as process:
         try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+            deadline = time.monotonic() + 60
+            # Each worker answers once it listens: the first may well answer alone for a while.
+            while len(listening := _sockets(_children(process.pid), port, "0A")) < 2:
+                assert time.monotonic() < deadline, listening
+                time.sleep(0.2)
+            workers = list(listening)
+            for _ in range(64):
+                client = socket.create_connection(("127.0.0.1", port))
+                client.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+                clients.append(client)
+            for client in clients:
+                assert client.recv(1024).startswith(b"HTTP/1.1 200")
+            held = _sockets(workers, port, "01")
+            assert sum(held.values()) == 64 and min(held[pid] for pid in workers) >= 8, held
+        finally:
+            for client in clients:
+                client.close()
 
 
 def _children(pid: int) -> list[int]:
