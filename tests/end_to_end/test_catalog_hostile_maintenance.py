@@ -308,6 +308,17 @@ def assert_untouched(world: World, own: str, buckets: list[str], before: Files) 
     )
 
 
+def purged_leaving_others_intact(
+    world: World, name: str, own: str, buckets: list[str], before: Files, *victims: Victim
+) -> None:
+    """The attacker purges its table `name` (at `own`): nothing else in `buckets` changed since
+    `before`, and every victim reads as it was made."""
+    purge(world, name)
+    assert_untouched(world, own, buckets, before)
+    for victim in victims:
+        assert_intact(world.deployment, world.admin, victim)
+
+
 def add_own_file(world: World, name: str) -> None:
     """The attacker's engine writes a small data file inside its table (by hand, at the table's
     `data/` folder whatever its properties say) and commits it: something to compact."""
@@ -372,10 +383,7 @@ def test_a_registered_log_naming_other_tables_metadata_files_loses_none_by_defau
     assert crafted and not set(crafted) & keys_under(d, bucket, prefix + "metadata/")
     runs = background_round(world, name)
     assert runs, "the round kept no table"
-    purge(world, name)
-    assert_untouched(world, own.location(), buckets, before)
-    assert_intact(d, world.admin, victim)
-    assert_intact(d, world.admin, elsewhere)
+    purged_leaving_others_intact(world, name, own.location(), buckets, before, victim, elsewhere)
 
 
 WRITE_SETTINGS = ["write.data.path", "write.object-storage.path", "write.metadata.path",
@@ -425,10 +433,7 @@ def test_write_paths_out_of_the_table_are_refused_and_maintenance_writes_nothing
             background_round(world, name)
             assert_untouched(world, own.location(), buckets, before)
     background_round(world, name)
-    purge(world, name)
-    assert_untouched(world, own.location(), buckets, before)
-    assert_intact(world.deployment, world.admin, victim)
-    assert_intact(world.deployment, world.admin, elsewhere)
+    purged_leaving_others_intact(world, name, own.location(), buckets, before, victim, elsewhere)
     for what, answer in answers.items():
         assert_refused(answer, 400, BAD_REQUEST, what=what)
 
@@ -466,10 +471,7 @@ def test_set_location_out_of_the_table_is_refused_and_maintenance_and_purge_take
     assert runs["icebergCompaction"].status == "Successful", runs
     kept = world.admin.catalog(world.wh).load_table(f"{ATT}.{name}")
     assert kept.location() == own.location()
-    purge(world, name)
-    assert_untouched(world, own.location(), buckets, before)
-    assert_intact(world.deployment, world.admin, victim)
-    assert_intact(world.deployment, world.admin, elsewhere)
+    purged_leaving_others_intact(world, name, own.location(), buckets, before, victim, elsewhere)
     for what, answer in answers.items():
         assert_refused(answer, 400, BAD_REQUEST, what=what)
 
@@ -520,10 +522,7 @@ def test_files_named_outside_the_table_are_neither_read_nor_deleted_by_backgroun
     for days in (0, 4, 20, 40):
         statuses[days] = {kind: run.status for kind, run in background_round(world, name, days).items()}
         assert_untouched(world, own.location(), buckets, before)
-    purge(world, name)
-    assert_untouched(world, own.location(), buckets, before)
-    assert_intact(d, world.admin, victim)
-    assert_intact(d, world.admin, elsewhere)
+    purged_leaving_others_intact(world, name, own.location(), buckets, before, victim, elsewhere)
     for what, refused in statistics.items():
         assert_refused(refused, 400, BAD_REQUEST, what=what)
     # Neither compaction nor the removal could read the table's files through its confined FileIO.
@@ -559,9 +558,7 @@ def test_a_location_provider_named_by_the_table_is_never_imported_or_called_by_t
     answer = world.attack([{"action": "set-properties", "updates": updates}], name)
     runs = background_round(world, name) if answer.status_code == 200 else {}
     called = list(Planted.calls)
-    purge(world, name)
-    assert_untouched(world, own.location(), buckets, before)
-    assert_intact(world.deployment, world.admin, victim)
+    purged_leaving_others_intact(world, name, own.location(), buckets, before, victim)
     assert not called, f"the server imported and called {impl} for {called} (runs {runs})"
     if runs:  # taken, and ignored: the server names the files it writes itself
         assert runs["icebergCompaction"].status == "Successful", runs
