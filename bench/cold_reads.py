@@ -23,7 +23,7 @@ from bench.delta_tables import make_delta_table
 from bench.paths import BUCKET, QUERY
 from bench.procfs import settle
 from bench.results import record
-from bench.servers import Server
+from bench.servers import Server, upload_all
 from bench.timing import timed_query
 
 FILES = 100_000
@@ -61,10 +61,8 @@ def make_checkpointed_table(location: Path, files: int = FILES) -> int:
 def upload_log_and_tail(client: Any, location: Path, bucket: str, prefix: str) -> None:
     """What `make_checkpointed_table` adds to a table already uploaded under `prefix`: its log and
     the tail's data files (the checkpoint's files are those `make_delta_table` made)."""
-    paths = sorted((location / "_delta_log").iterdir()) + sorted(location.glob("part-tail-*.parquet"))
-    for path in paths:
-        key = f"{prefix}/{path.relative_to(location).as_posix()}"
-        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+    paths = [*(location / "_delta_log").iterdir(), *location.glob("part-tail-*.parquet")]
+    upload_all(client, location, bucket, prefix, paths)
 
 
 def cold_rows(where: str, storage: dict[str, str] | None, table: str, files: int) -> None:

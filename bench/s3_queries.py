@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import delta_sharing
@@ -15,7 +14,7 @@ from bench.delta_tables import make_delta_table, make_readable
 from bench.local_queries import bench_warmed_start
 from bench.paths import BUCKET, FIRST_COMMIT, QUERY
 from bench.results import record
-from bench.servers import Server, limit_producer, running_seaweed
+from bench.servers import Server, limit_producer, running_seaweed, upload_all
 from bench.timing import best_of, limit_rows, query_rows, read_ratio, timed_query
 from share_store.delta.log_listing import list_log
 from share_store.storage.s3 import S3Storage
@@ -87,16 +86,3 @@ def freshness_check(storage: S3Storage, client: Any, commits: int = 3000) -> Non
     tail = best_of(lambda: list_log(storage, "bench", prefix, after=commits - 1))
     record(f"latest-version check, {commits:,}-commit log on S3: full listing", f"{full * 1000:.0f} ms")
     record(f"latest-version check, {commits:,}-commit log on S3: tail listing", f"{tail * 1000:.1f} ms")
-
-
-def upload_all(client: Any, source: Path, bucket: str, prefix: str) -> None:
-    """Every file under `source` to `bucket` under `prefix`, 16 at a time: 100,000 take a minute or two."""
-    paths = [path for path in source.rglob("*") if path.is_file()]
-
-    def put(path: Path) -> None:
-        client.put_object(
-            Bucket=bucket, Key=f"{prefix}/{path.relative_to(source).as_posix()}", Body=path.read_bytes()
-        )
-
-    with ThreadPoolExecutor(16) as pool:
-        list(pool.map(put, paths))
