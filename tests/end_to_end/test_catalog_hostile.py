@@ -315,6 +315,61 @@ def test_registering_another_live_tables_metadata_file_is_refused(world: World, 
     assert_refused(purge, 404)  # there was no table to purge
 
 
+def spellings(own: str, victim_metadata: str, key: str) -> dict[str, str]:
+    """A victim's metadata file named plainly and spelt otherwise, from its own folder or from the
+    attacker's table `own` (`key`: the file's key in its bucket)."""
+    up = "../../.."  # metadata -> the table -> its namespace -> the warehouse
+    return {
+        "plain": victim_metadata,
+        "fragment": f"{victim_metadata}#",
+        "query": f"{victim_metadata}?v=1",
+        "dot": victim_metadata.replace("/metadata/", "/metadata/./"),
+        "encoded-slash": victim_metadata.replace("/metadata/", "%2Fmetadata%2F"),
+        "dots": f"{own}/metadata/{up}/{key}",
+        "encoded-dots": f"{own}/metadata/{up.replace('..', '%2E%2E')}/{key}",
+    }
+
+
+def test_a_registered_or_committed_name_never_answers_another_tables_kept_metadata(
+    world: World, victims: Victims, own: Table
+) -> None:
+    """The catalog keeps tables' metadata files by location, as parsed and as JSON, and answers loads
+    and commits with those bytes. The victims are loaded first (their files now kept); the attacker
+    then registers each victim's metadata file under its namespace, plainly and spelt with '#', '?',
+    '.', '%2F', '..' and '%2E%2E': refused, no table made. Its own table's loads and commits still
+    answer its own metadata, never a victim's, and purges take nothing of theirs."""
+    d = world.deployment
+    victim_uuids = set()
+    for victim in (victims.inside, victims.outside):  # loaded: the catalog keeps their files now
+        loaded = world.admin.call("GET", table_path(victim.warehouse, victim.namespace, victim.name))
+        victim_uuids.add(loaded.json()["metadata"]["table-uuid"])
+    answers = {}
+    for victim in (victims.inside, victims.outside):
+        key = split(d, victim.metadata_location)[1]
+        for what, location in spellings(own.location(), victim.metadata_location, key).items():
+            name = f"stolen_{rand()}"
+            body = {"name": name, "metadata-location": location}
+            answers[f"{victim.identifier} {what}"] = (
+                world.attacker.call("POST", f"/{world.attack_wh}/namespaces/{ATT}/register", body),
+                world.admin.call("HEAD", world.own_path(name)).status_code,
+                world.attacker.call("DELETE", world.own_path(name) + "?purgeRequested=true").status_code,
+            )
+    own_load = world.attacker.call("GET", world.own_path(name_of(own))).json()
+    committed = world.attack([{"action": "set-properties", "updates": {"after": "attacks"}}], name_of(own))
+
+    victims.assert_intact(world)
+    for what, (answer, found, purged) in answers.items():
+        assert_refused(answer, {400, 404, 409}, what=what)
+        assert found == 404, f"{what}: a table was registered over a victim's metadata"
+        assert purged == 404, f"{what}: there was a table to purge"
+    assert committed.status_code == 200, committed.text
+    for answer in (own_load, committed.json()):
+        assert answer["metadata"]["location"] == own.location()
+        assert answer["metadata"]["table-uuid"] == str(own.metadata.table_uuid)
+        assert answer["metadata"]["table-uuid"] not in victim_uuids
+    assert committed.json()["metadata"]["properties"]["after"] == "attacks"
+
+
 # -- 5. assert-create is no CreateTable ------------------------------------------------------
 
 
