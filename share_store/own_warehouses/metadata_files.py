@@ -156,12 +156,7 @@ class MetadataFiles:
 
     def read(self, location: str) -> TableMetadata:
         """The table's current metadata; `MetadataFileMissing` (a named 5xx) if storage lost it."""
-        try:
-            return self.parse(location)
-        except (FileNotFoundError, InvalidParameter, UnsupportedOperation) as error:
-            raise MetadataFileMissing(
-                f"the table's metadata file {location} cannot be read from storage: {error}"
-            ) from None
+        return self._read(location).metadata
 
     def read_with_json(self, location: str) -> tuple[TableMetadata, bytes]:
         """`read(location)` and its JSON as the catalog writes it (`metadata_json`), made once per file.
@@ -169,32 +164,38 @@ class MetadataFiles:
         Not the stored bytes of a file the catalog did not write (a registered table's): those
         may say more, or otherwise, than the metadata parsed from them, and a load answers what
         the catalog understood."""
-        metadata = self.read(location)
-        with self._lock:
-            kept = self._parsed.get(location)
-            if kept is not None and kept.metadata is metadata and kept.text is not None:
-                return metadata, kept.text
-        text = metadata_json(metadata)
-        with self._lock:
-            kept = self._parsed.get(location)
-            if kept is not None and kept.metadata is metadata:
-                kept.text = text
-        return metadata, text
+        kept = self._read(location)
+        if kept.text is None:
+            # Outside the lock: two first loads at once may both make it, the same bytes.
+            kept.text = metadata_json(kept.metadata)
+        return kept.metadata, kept.text
+
+    def _read(self, location: str) -> _Kept:
+        try:
+            return self._parsed_file(location)
+        except (FileNotFoundError, InvalidParameter, UnsupportedOperation) as error:
+            raise MetadataFileMissing(
+                f"the table's metadata file {location} cannot be read from storage: {error}"
+            ) from None
 
     def parse(self, location: str) -> TableMetadata:
         """The metadata file at `location`; `FileNotFoundError`, or `InvalidParameter` if it is not one."""
+        return self._parsed_file(location).metadata
+
+    def _parsed_file(self, location: str) -> _Kept:
         with self._lock:
             if location in self._parsed:
                 self._parsed.move_to_end(location)
-                return self._parsed[location].metadata
+                return self._parsed[location]
         bucket, key = file_location(self.storage, location)
         data = self.storage.read(bucket, key)
         try:
             metadata = read_metadata(data)
         except (ValidationError, ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
             raise InvalidParameter(f"{location} is not an Iceberg table metadata file") from None
-        self._remember(location, _Kept(metadata))
-        return metadata
+        kept = _Kept(metadata)
+        self._remember(location, kept)
+        return kept
 
     def _remember(self, location: str, kept: _Kept) -> None:
         with self._lock:
