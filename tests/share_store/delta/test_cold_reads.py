@@ -9,6 +9,7 @@ goes unreported by the streamed answer and is reported by the next.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -127,8 +128,6 @@ def test_a_missing_file_is_reported_by_the_answer_after_the_first(tmp_path: Path
 
 
 def test_one_build_per_version_however_many_first_readers(tmp_path: Path, cold: None) -> None:
-    import threading
-
     checkpointed(tmp_path)
     cache = SnapshotCache()
     table = reader(tmp_path, cache)
@@ -162,8 +161,6 @@ def test_older_versions_and_builds_over_the_cap_are_not_built(
     tmp_path: Path, cold: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recipient reading many cold versions, or many tables at once, queues no build per request."""
-    import threading
-
     checkpointed(tmp_path)
     table = reader(tmp_path)
     listing = table.listing()
