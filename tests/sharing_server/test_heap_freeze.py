@@ -19,5 +19,7 @@ def test_the_heap_is_frozen_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert frozen > 0
     kept = [[index] for index in range(1000)]  # tracked objects made after the start
     app.freeze_heap()
-    assert gc.get_freeze_count() == frozen  # not frozen again: tests start many apps in one process
+    # Not frozen again (tests start many apps in one process): that would add the 1,000 lists. The
+    # count may fall meanwhile, as frozen objects other threads held are freed.
+    assert gc.get_freeze_count() <= frozen
     del kept
