@@ -36,7 +36,6 @@ from share_store.own_warehouses.commits import (
     committed_metadata,
     created_metadata,
     metadata_file_location,
-    metadata_json,
     named_files,
     next_file_version,
     removed_metadata_files,
@@ -52,6 +51,7 @@ from share_store.own_warehouses.locations import (
     check_write_paths,
     requested_location,
 )
+from share_store.own_warehouses.metadata_text import MetadataText, metadata_text
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.purge import purge
 from share_store.own_warehouses.rows import TablePointer
@@ -112,9 +112,9 @@ class WarehouseCatalog(ViewCatalog):
         if new.stage:
             return LoadedTable(None, metadata, where)
         metadata_location = metadata_file_location(where.uri, 0)
-        text = metadata_json(metadata)
+        text = metadata_text(metadata)
         self._swap([_Staged(table, None, where, metadata_location, metadata, text)])
-        return LoadedTable(metadata_location, metadata, where, text)
+        return LoadedTable(metadata_location, metadata, where, text.data)
 
     def load_table(self, table: TableName) -> LoadedTable:
         with self._read() as conn:
@@ -177,7 +177,7 @@ class WarehouseCatalog(ViewCatalog):
                 self._delete_superseded(change)
             elif change.removed:
                 later.append(functools.partial(self._delete_superseded, change))
-        return [LoadedTable(s.metadata_location, s.metadata, s.location, s.text) for s in staged]
+        return [LoadedTable(s.metadata_location, s.metadata, s.location, s.text.data) for s in staged]
 
     def _staged(
         self,
@@ -190,6 +190,7 @@ class WarehouseCatalog(ViewCatalog):
         if current is None:
             # A staged create: the location comes from the commit, checked as a create's.
             base: TableMetadata | None = None
+            base_text: MetadataText | None = None
             asked = set_locations(request)
             metadata = committed_metadata(None, None, request)
             location = self.locations.new(
@@ -198,7 +199,7 @@ class WarehouseCatalog(ViewCatalog):
             version = 0
         else:
             location = self.locations.of(current)
-            base = self.files.read(current.metadata_location)
+            base, base_text = self.files.read_with_text(current.metadata_location)
             check_requirements(base, request)  # a stale or create-asserting commit is a 409 first
             if based_on is not None and current.metadata_location != based_on:
                 raise CommitConflict(f"Requirement failed: {table} was changed by another commit")
@@ -217,8 +218,9 @@ class WarehouseCatalog(ViewCatalog):
         removed = () if base is None or current is None else tuple(
             removed_metadata_files(base, current.metadata_location, metadata, metadata_location)
         )  # fmt: skip
-        # Serialised once, after every check: the file written and the commit's answer are these bytes.
-        text = metadata_json(metadata)
+        # Serialised once, after every check: the file written and the commit's answer are these bytes,
+        # its unchanged snapshots copied from the base's.
+        text = metadata_text(metadata, base_text)
         return _Staged(table, current, location, metadata_location, metadata, text, removed)
 
     def _delete_superseded(self, change: _Staged) -> None:
@@ -353,7 +355,7 @@ class _Staged:
     location: TableLocation
     metadata_location: str
     metadata: TableMetadata
-    #: `metadata_json(metadata)`: the file's bytes, and the commit's answer's.
-    text: bytes
+    #: `metadata_text(metadata)`: the file's bytes, and the commit's answer's.
+    text: MetadataText
     #: The metadata files the commit stops tracking, for the table to drop (`removed_metadata_files`).
     removed: tuple[str, ...] = ()

@@ -31,6 +31,7 @@ from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg.locations import OutsideTable, TableLocation, file_location
 from share_store.own_warehouses.commits import metadata_json, read_metadata
 from share_store.own_warehouses.errors import MetadataFileMissing
+from share_store.own_warehouses.metadata_text import MetadataText, metadata_text
 from share_store.storage.base import ObjectStorage
 
 #: Metadata files parsed and kept (they never change once written).
@@ -45,7 +46,7 @@ class _Kept:
     """A table's metadata file as parsed, and its JSON once made (as written, or as written again)."""
 
     metadata: TableMetadata
-    text: bytes | None = None
+    text: MetadataText | None = None
 
 
 class MetadataFiles:
@@ -60,21 +61,22 @@ class MetadataFiles:
         table: TableLocation,
         location: str,
         metadata: TableMetadata | ViewMetadata,
-        text: bytes | None = None,
+        text: MetadataText | None = None,
     ) -> bytes:
         """A table's or a view's metadata file, inside its location (`confine`); the bytes written.
 
-        `text` is `metadata_json(metadata)` when the caller made it already (a commit, whose answer
-        carries the same bytes)."""
+        `text` is a table's `metadata_text(metadata)` when the caller made it already (a commit,
+        whose answer carries the same bytes); kept, it makes the table's next file quicker."""
         bucket, key = table.confine(self.storage, location)
-        data = metadata_json(metadata) if text is None else text
-        self.storage.write(bucket, key, data)
+        if text is None:
+            text = MetadataText(metadata_json(metadata))
+        self.storage.write(bucket, key, text.data)
         if isinstance(metadata, ViewMetadata):
             with self._lock:
                 self._views[location] = metadata
         else:
-            self._remember(location, _Kept(metadata, data))
-        return data
+            self._remember(location, _Kept(metadata, text))
+        return text.data
 
     def read_view(self, location: str) -> ViewMetadata:
         """A view's current metadata; `MetadataFileMissing` (a named 5xx) if storage lost it."""
@@ -164,10 +166,16 @@ class MetadataFiles:
         Not the stored bytes of a file the catalog did not write (a registered table's): those
         may say more, or otherwise, than the metadata parsed from them, and a load answers what
         the catalog understood."""
+        metadata, text = self.read_with_text(location)
+        return metadata, text.data
+
+    def read_with_text(self, location: str) -> tuple[TableMetadata, MetadataText]:
+        """`read_with_json`, the JSON with where its snapshots are (`metadata_text`), for a commit
+        to make the next file from."""
         kept = self._read(location)
         if kept.text is None:
             # Outside the lock: two first loads at once may both make it, the same bytes.
-            kept.text = metadata_json(kept.metadata)
+            kept.text = metadata_text(kept.metadata)
         return kept.metadata, kept.text
 
     def _read(self, location: str) -> _Kept:

@@ -1,8 +1,8 @@
 """Issue 39: a commit applies its updates without pyiceberg's deep copy, serialises the new metadata once
-(the file and the answer are the same bytes), and a load answers the kept JSON of the file the table's
-pointer names. Each must mean exactly what the slower path meant: the same metadata, byte for byte,
-the same refusals, the same answers as JSON; and a kept file must never stand in for another table's,
-nor for a newer version another replica committed."""
+(the file and the answer are the same bytes, its unchanged snapshots' copied from the last file's), and
+a load answers the kept JSON of the file the table's pointer names. Each must mean exactly what the
+slower path meant: the same metadata, byte for byte, the same refusals, the same answers as JSON; and a
+kept file must never stand in for another table's, nor for a newer version another replica committed."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from share_store.own_warehouses.commits import (
     read_metadata,
 )
 from share_store.own_warehouses.errors import CommitConflict
+from share_store.own_warehouses.metadata_text import MetadataText, metadata_text
 from share_store.own_warehouses.names import TableName
 from tests.own_catalog import STORES, own_catalog
 
@@ -165,6 +166,60 @@ def test_updates_applied_without_the_deep_copy_are_pyicebergs_byte_for_byte(what
     ours = applied_updates(base, tuple(updates), location)
     assert metadata_json(ours) == metadata_json(theirs)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("what", list(COMMITS))
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.usefixtures("fixed_clock")
+def test_a_files_json_made_from_the_last_files_is_metadata_jsons(what: str, version: int) -> None:
+    base, location = base_with_history(version)
+    before = metadata_text(base)
+    assert before.data == metadata_json(base)
+    asked = append(4, 3, v3=True) if version == 3 and what == "append" else COMMITS[what]
+    new = applied_updates(base, tuple(request_of(*asked).updates), location)
+
+    made = metadata_text(new, before)
+
+    assert made.data == metadata_json(new)
+    shared = [s for s in new.snapshots if any(s is old for old in base.snapshots)]
+    if version > 1:  # v1 is serialised whole: pyiceberg rewrites its snapshots as it does
+        assert shared and all(made.snapshot_json(s) == before.snapshot_json(s) for s in shared)
+    # Made again from the new one (a second commit), and from nothing (a file read from storage).
+    assert metadata_text(new, made).data == metadata_text(new).data == metadata_json(new)
+
+
+def test_a_snapshots_json_is_copied_only_for_that_very_object() -> None:
+    base, _ = base_with_history()
+    before = metadata_text(base)
+    # The same metadata parsed again: equal snapshots, other objects, never copied.
+    again = read_metadata(before.data)
+    assert all(before.snapshot_json(s) is None for s in again.snapshots)
+    # A span kept under an id another object now has (the first freed, its id reused) is not taken.
+    stale = MetadataText(b"x" * len(before.data), {id(s): (base.snapshots[0], 0, 5) for s in again.snapshots})
+    assert metadata_text(again, stale).data == metadata_json(again)
+
+
+def test_a_long_historys_json_made_from_the_last_files_matches_on_every_commit() -> None:
+    """200 appends, the third from last expiring the oldest half: each file's JSON made from the last's
+    is `metadata_json`'s, and copies every snapshot kept as it was. Expiring makes the oldest kept
+    snapshot a new object without its parent: serialised again, never copied."""
+    metadata = created_metadata(SCHEMA, None, None, LOCATION, {})
+    text, location = metadata_text(metadata), f"{LOCATION}/metadata/00000-a.metadata.json"
+    for n in range(1, 201):
+        updates = append(n, n - 1 if n > 1 else None)
+        if n == 198:
+            updates.append({"action": "remove-snapshots", "snapshot-ids": list(range(1, 100))})
+        new = applied_updates(metadata, tuple(request_of(*updates).updates), location)
+        made = metadata_text(new, text)
+        assert made.data == metadata_json(new), n
+        kept = [s for s in new.snapshots if any(s is old for old in metadata.snapshots)]
+        assert len(kept) == (len(new.snapshots) - 1 if n != 198 else len(new.snapshots) - 2), n
+        assert all(made.snapshot_json(s) == text.snapshot_json(s) for s in kept), n
+        if n == 198:
+            oldest = made.snapshot_json(new.snapshots[0])
+            assert oldest is not None and b"parent-snapshot-id" not in oldest
+        metadata, text, location = new, made, f"{LOCATION}/metadata/{n:05d}-a.metadata.json"
+    assert len(metadata.snapshots) == 200 - 99
 
 
 @pytest.mark.usefixtures("fixed_clock")
