@@ -1,12 +1,13 @@
-"""SigV4 query-string presigning for S3 GET URLs, written for speed.
+"""SigV4 query-string presigning for S3 object URLs (GET, and the server's own PUT and DELETE),
+written for speed.
 
 botocore spends about 0.3 ms per URL building a request object, hooks and a
 canonical request through generic code; a 100,000-file table would spend half
 a minute just signing. This module does only what an S3 GET URL needs, caches
 the signing key per day, and produces byte for byte the URL botocore's
 `generate_presigned_url("get_object", …)` does for the same inputs (path-style
-addressing, `X-Amz-SignedHeaders=host`, `UNSIGNED-PAYLOAD`), which the tests
-check against botocore itself.
+addressing, `X-Amz-SignedHeaders=host`, `UNSIGNED-PAYLOAD`), and of `put_object` and
+`delete_object` for the other methods, which the tests check against botocore itself.
 """
 
 from __future__ import annotations
@@ -74,10 +75,14 @@ class S3Presigner:
         self._second = (second, values)
         return values
 
-    def presign(self, bucket: str, key: str, expires_in: int, now: datetime | None = None) -> str:
-        return self.signing(expires_in, now)(bucket, key)
+    def presign(
+        self, bucket: str, key: str, expires_in: int, now: datetime | None = None, method: str = "GET"
+    ) -> str:
+        return self.signing(expires_in, now, method)(bucket, key)
 
-    def signing(self, expires_in: int, now: datetime | None = None) -> Callable[[str, str], str]:
+    def signing(
+        self, expires_in: int, now: datetime | None = None, method: str = "GET"
+    ) -> Callable[[str, str], str]:
         """`presign` as of one moment: what every URL shares (stamp, scope, query) is made once."""
         moment = (now or datetime.now(UTC)).astimezone(UTC)
         stamp, scope, credential, signing_key = self._per_second(moment)
@@ -110,7 +115,7 @@ class S3Presigner:
                 host = f"{bucket}.{netloc}"
                 path = f"{base_path}/{quoted_key}"
             # The path is already URI-encoded once, which is S3's canonical form.
-            canonical = f"GET\n{path}\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
+            canonical = f"{method}\n{path}\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
             signature = hexdigest((to_sign_head + sha256(canonical.encode()).hexdigest()).encode())
             return f"{scheme}://{host}{path}?{query}&X-Amz-Signature={signature}"
 

@@ -33,6 +33,8 @@ from share_store.storage.s3_errors import (
     ELSEWHERE,
     NO_BUCKET,
     UNREACHABLE,
+    Meaning,
+    Rule,
     client_error,
     error_code,
     permission_denied,
@@ -46,6 +48,8 @@ from share_store.storage.s3_errors import (
 # table of 100,000 files is checked in the time of a few pages, not of 100 in a row.
 CHECK_RANGE_KEYS = 1000
 CHECK_THREADS = 16
+#: How long a URL signed for one of the server's own requests is good for: it is sent at once.
+OWN_URL_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,12 @@ class S3Storage(ObjectStorage):
             self._presigner = S3Presigner(signing_endpoint, settings.region, credentials)
         # botocore signs only what the fast signer does not cover.
         self._signing_client = None if self._presigner else self._make_client(signing_endpoint)
+        # The server's own writes and single deletes (a catalog commit's metadata file, the one it
+        # replaced), by a URL signed for the endpoint it reaches: see `_object_request`.
+        self._own_signer: S3Presigner | None = None
+        if settings.endpoint and settings.access_key and settings.secret_key and settings.path_style:
+            credentials = Credentials(settings.access_key, settings.secret_key, settings.session_token)
+            self._own_signer = S3Presigner(settings.endpoint, settings.region, credentials)
 
     def _make_client(self, endpoint: str | None) -> Any:  # boto3 makes its client classes at run time
         return boto3.client(
@@ -175,6 +185,10 @@ class S3Storage(ObjectStorage):
 
     def delete(self, bucket: str, keys: Iterable[str]) -> None:
         batch = list(keys)
+        if len(batch) == 1 and self._own_signer is not None:
+            # A DELETE answers 204 whether or not the key was there, as DeleteObjects does.
+            self._object_request("DELETE", bucket, batch[0], None, "DeleteObject")
+            return
         with s3_errors():
             for start in range(0, len(batch), 1000):  # DeleteObjects takes 1,000 keys at most
                 objects = [{"Key": key} for key in batch[start : start + 1000]]
@@ -183,8 +197,48 @@ class S3Storage(ObjectStorage):
     def write(self, bucket: str, key: str, data: bytes) -> None:
         # A PUT replaces the object atomically: readers see the old object or the new.
         refused = PermissionError(f"cannot write to bucket {bucket}")
+        if self._own_signer is not None:
+            no_bucket = ({"NoSuchBucket"}, refused)
+            self._object_request("PUT", bucket, key, data, "PutObject", no_bucket, denied=refused)
+            return
         with s3_errors(({"NoSuchBucket"}, refused), denied=refused):
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
+
+    def _object_request(
+        self, method: str, bucket: str, key: str, body: bytes | None, operation: str, *rules: Rule,
+        denied: Meaning = permission_denied,
+    ) -> None:  # fmt: skip
+        """One PUT or DELETE of an object by a URL our signer signs, its answer mapped as botocore's.
+
+        A catalog commit waits for its metadata file's PUT: botocore took 2.8 ms for an 8 KB one
+        and 7.9 ms for 660 KB against SeaweedFS on loopback, this 1.9 and 6.0 ms; a one-key
+        DeleteObjects 1.9 ms, a DELETE 0.8 ms (medians; botocore's hooks, endpoint rules, the
+        body's SHA-256 and CRC32, and the parsing of its answer go). Same
+        retries (`max_attempts`, on no answer or a 5xx; both requests are idempotent) and
+        timeouts as the client's, and the same meanings for the answers (`s3_errors`).
+        """
+        assert self._own_signer is not None
+        url = self._own_signer.presign(bucket, key, OWN_URL_SECONDS, method=method)
+        attempts = max(self.settings.max_attempts, 1)
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(method, url, body=body, retries=False, timeout=self._timeout)
+            except urllib3.exceptions.HTTPError as error:
+                if attempt < attempts:
+                    continue
+                raise StorageUnavailable(UNREACHABLE) from error
+            if 200 <= response.status < 300:
+                return
+            answer = client_error(response.status, response.data, operation)
+            failure = storage_error(answer, *rules, denied=denied)
+            if isinstance(failure, StorageUnavailable) and response.status >= 500 and attempt < attempts:
+                continue  # a failing store may well answer the same request a moment later
+            if failure is None:  # no failure here
+                return
+            if failure is answer:  # no meaning for the storage: raised as botocore reports it
+                raise failure
+            raise failure from answer
+        raise StorageUnavailable(UNREACHABLE)
 
     def stat(self, bucket: str, key: str) -> ObjectInfo | None:
         with s3_errors((ABSENT, None)):  # absent: no information, None

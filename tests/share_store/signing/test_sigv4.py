@@ -22,7 +22,9 @@ KEYS = [
 
 @pytest.mark.parametrize("token", [None, "session/token+with=odd chars"])
 @pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9000", "https://s3.example.com", "http://h:1/prefix"])
-def test_identical_to_botocore(token: str | None, endpoint: str) -> None:
+@pytest.mark.parametrize(("method", "operation"), [("GET", "get_object"), ("PUT", "put_object"),
+                                                   ("DELETE", "delete_object")])  # fmt: skip
+def test_identical_to_botocore(token: str | None, endpoint: str, method: str, operation: str) -> None:
     client = boto3.client(
         "s3",
         endpoint_url=endpoint,
@@ -36,9 +38,9 @@ def test_identical_to_botocore(token: str | None, endpoint: str) -> None:
     for key in KEYS:
         for _ in range(5):  # both must sign within the same second
             second = int(time.time())
-            mine = ours.presign("my-bucket", key, 900, datetime.fromtimestamp(second, UTC))
+            mine = ours.presign("my-bucket", key, 900, datetime.fromtimestamp(second, UTC), method)
             theirs = client.generate_presigned_url(
-                "get_object", Params={"Bucket": "my-bucket", "Key": key}, ExpiresIn=900
+                operation, Params={"Bucket": "my-bucket", "Key": key}, ExpiresIn=900
             )
             if int(time.time()) == second:
                 break

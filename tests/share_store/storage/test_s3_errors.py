@@ -242,6 +242,7 @@ def test_each_call_maps_an_answer(
         raise error
 
     monkeypatch.setattr(storage._client, "_make_api_call", refuse)
+    storage._own_signer = None  # botocore's way, as for a store our signer does not cover (below)
     if expected is UNCHANGED:
         with pytest.raises(ClientError) as raised:
             CALLS[call](storage)
@@ -264,6 +265,7 @@ def test_each_call_makes_no_answer_an_outage(
         raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
 
     monkeypatch.setattr(storage._client, "_make_api_call", unreachable)
+    storage._own_signer = None
     with pytest.raises(StorageUnavailable, match="unreachable"):
         CALLS[call](storage)
 
@@ -339,3 +341,65 @@ def test_the_listing_maps_its_answers(
         with pytest.raises(kind, match=message):
             storage.missing("b", "t/", ["t/a", "t/b"])
     assert storage._http.requests == requests
+
+
+# -- the server's own PUT and single DELETE (`_object_request`) ------------------------------------
+
+OK = Response(200)
+WRITE_REFUSED = (PermissionError, "cannot write to bucket b")
+
+
+@pytest.mark.parametrize(
+    ("call", "answers", "expected", "requests"),
+    [
+        ("write", [OK], returned(None), 1),
+        ("write", [Response(404, code("NoSuchBucket"))], WRITE_REFUSED, 1),
+        ("write", [Response(403, code("AccessDenied"))], WRITE_REFUSED, 1),
+        ("write", [Response(403, code("SignatureDoesNotMatch"))], WRITE_REFUSED, 1),
+        ("write", [Response(503, code("AccessDenied"))], WRITE_REFUSED, 1),  # a refusal is not retried
+        ("write", [Response(503, code("SlowDown")), OK], returned(None), 2),  # retried
+        ("write", [Response(500)], DOWN, 2),  # retried, then an outage
+        ("write", [Response(400, code("EntityTooLarge"))], ("unchanged", "EntityTooLarge"), 1),
+        ("write", [urllib3.exceptions.ProtocolError("reset"), OK], returned(None), 2),
+        ("write", [urllib3.exceptions.ConnectTimeoutError("slow")], DOWN, 2),
+        ("delete", [Response(204)], returned(None), 1),
+        ("delete", [Response(403, code("AccessDenied"))], DENIED, 1),
+        ("delete", [Response(503, code("SlowDown"))], DOWN, 2),
+        ("delete", [Response(404, code("NoSuchBucket"))], ("unchanged", "NoSuchBucket"), 1),
+        ("delete", [urllib3.exceptions.ReadTimeoutError(None, "/", "slow")], DOWN, 2),
+    ],
+)
+def test_own_requests_map_their_answers_as_botocores(
+    storage: S3Storage, monkeypatch: pytest.MonkeyPatch, call: str, answers: list[Any], expected: Any,
+    requests: int,
+) -> None:  # fmt: skip
+    """A write and a one-key delete go by a URL our signer signs, never through botocore, and mean
+    what botocore's answers mean to the same calls (the table above)."""
+
+    def not_botocore(*_: Any, **__: Any) -> None:
+        raise AssertionError("botocore was called")
+
+    monkeypatch.setattr(storage._client, "_make_api_call", not_botocore)
+    storage._http = Pool(*answers)
+    if expected[0] == "returned":
+        assert CALLS[call](storage) == expected[1]
+    elif expected[0] == "unchanged":
+        with pytest.raises(ClientError) as unchanged:
+            CALLS[call](storage)
+        assert unchanged.value.response["Error"]["Code"] == expected[1]
+    else:
+        kind, message = expected
+        with pytest.raises(kind) as raised:
+            CALLS[call](storage)
+        assert type(raised.value) is kind and str(raised.value) == message
+    assert storage._http.requests == requests
+
+
+def test_a_delete_of_many_keys_is_one_botocore_delete_objects(
+    storage: S3Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    called: list[str] = []
+    monkeypatch.setattr(storage._client, "_make_api_call", lambda operation, _: called.append(operation))
+    storage._http = Pool(AssertionError("a DELETE per key"))
+    storage.delete("b", ["k1", "k2", "k3"])
+    assert called == ["DeleteObjects"]
