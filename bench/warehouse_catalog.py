@@ -10,8 +10,9 @@ driven by pyiceberg with SigV4, v2 tables (pyiceberg 0.12 cannot write v3):
 3. `writers` threads, each with its own catalog client, appending one row `per_writer`
    times at once, retrying after a reload on `CommitFailedException` (pyiceberg's own
    retries with backoff turned off for this table): commits per second, retries, and
-   lost commits (appends that returned but whose row is not in the table; its snapshots
-   and rows must both be writers x per_writer), and the CPU of the clients (this process),
+   lost commits (appends that returned but whose row is not in the table; its append
+   snapshots and rows must both be writers x per_writer: our server's own maintenance may
+   add compaction snapshots meanwhile, counted apart), and the CPU of the clients (this process),
    our server and `weed` while they wrote.
 
 Where SeaweedFS's catalog cannot be set up or fails a step, our figures stay and a row
@@ -219,7 +220,9 @@ class Tally:
     retries: int = 0
     errors: Counter[str] = field(default_factory=Counter)  # other than CommitFailedException
     given_up: int = 0
-    snapshots: int = 0
+    snapshots: int = 0  # appends: the writers' own
+    #: Snapshots of other operations (our server's compaction, `replace`), by operation.
+    others: Counter[str] = field(default_factory=Counter)
     ids: list[int] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)  # seconds, by process, while they wrote
 
@@ -287,7 +290,12 @@ def concurrent_writers(side: Side, sizes: Sizes, processes: dict[str, int]) -> T
     if problems:
         raise problems[0]
     final = side.connect().load_table(name)
-    tally.snapshots = len(final.metadata.snapshots)
+    operations = Counter(
+        snapshot.summary.operation.value if snapshot.summary else "none"
+        for snapshot in final.metadata.snapshots
+    )
+    tally.snapshots = operations.pop("append", 0)
+    tally.others = operations
     tally.ids = pc.cast(final.scan().to_arrow()["id"], pa.int64()).to_pylist()
     return tally
 
@@ -323,10 +331,15 @@ def writer_rows(sides: list[Side], sizes: Sizes, failures: dict[str, str], proce
             f"{PREFIX}: {what}, {label}: wall / CPU of {', '.join(tally.cpu)}",
             f"{tally.seconds:.1f} / " + ", ".join(f"{cpu:.1f}" for cpu in tally.cpu.values()) + " s",
         )
+        if tally.others:
+            record(
+                f"{PREFIX}: {what}, {label}: other snapshots meanwhile (its maintenance)",
+                ", ".join(f"{count} {operation}" for operation, count in sorted(tally.others.items())),
+            )
         if not tally.whole(expected):
             duplicated = len(tally.ids) - len(set(tally.ids))
             record(
-                f"{PREFIX}: {what}, {label}: snapshots / rows / duplicated rows",
+                f"{PREFIX}: {what}, {label}: append snapshots / rows / duplicated rows",
                 f"{tally.snapshots} / {len(tally.ids)} / {duplicated}",
                 f"{expected} / {expected} / 0",
             )
