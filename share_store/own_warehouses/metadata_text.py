@@ -66,14 +66,31 @@ def metadata_text(metadata: TableMetadata, previous: MetadataText | None = None)
     opened = at + len(_SNAPSHOTS)
     data = bytearray(rest[:opened])
     spans: dict[int, tuple[Snapshot, int, int]] = {}
+    kept = previous.spans if previous is not None else {}
+    source = memoryview(previous.data if previous is not None else b"")
+    # Snapshots kept in a row, as they were in `previous` (an append keeps all but the new one),
+    # are copied as one run of its bytes, the commas between them included.
+    run_from = run_to = -1
+    run_at = 0  # where the run goes in `data`: nothing else is added until it is copied
     for index, snapshot in enumerate(metadata.snapshots):
+        found = kept.get(id(snapshot))
+        if found is not None and found[0] is snapshot:
+            start, end = found[1], found[2]
+            if start != run_to + 1:  # not right after the run (and its comma): a run of its own
+                data += source[run_from:run_to]
+                if index:
+                    data += b","
+                run_from, run_at = start, len(data)
+            run_to = end
+            spans[id(snapshot)] = (snapshot, run_at + start - run_from, run_at + end - run_from)
+            continue
+        data += source[run_from:run_to]
+        run_from = run_to = -1
         if index:
             data += b","
-        made = previous.snapshot_json(snapshot) if previous is not None else None
-        if made is None:
-            made = _serialised(snapshot)
         start = len(data)
-        data += made
+        data += _serialised(snapshot)
         spans[id(snapshot)] = (snapshot, start, len(data))
+    data += source[run_from:run_to]
     data += rest[opened:]
     return MetadataText(bytes(data), spans)

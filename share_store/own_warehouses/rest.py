@@ -257,5 +257,10 @@ def _json(value: Any) -> bytes:
 
 
 def _object(fields: list[tuple[str, bytes]]) -> bytes:
-    """A JSON object of `fields`, each value JSON already."""
-    return b"{" + b",".join(_json(name) + b":" + value for name, value in fields) + b"}"
+    """A JSON object of `fields`, each value JSON already: made in one copy of each (the metadata
+    may be 660 KB, which concatenations copied four times over)."""
+    parts = [b"{"]
+    for index, (name, value) in enumerate(fields):
+        parts += [b"," if index else b"", _json(name), b":", value]
+    parts.append(b"}")
+    return b"".join(parts)

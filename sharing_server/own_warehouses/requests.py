@@ -4,12 +4,17 @@ is."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from starlette.concurrency import run_in_threadpool
 
 from share_store.own_warehouses.access import CatalogAccess
 from share_store.own_warehouses.callers import CatalogCallers, Credentials
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
+
+T = TypeVar("T")
 
 
 class CatalogEndpoints:
@@ -24,3 +29,13 @@ class CatalogEndpoints:
         authenticated before anything else of the request is read."""
         who = await run_in_threadpool(self.callers.authenticate, credentials)
         return CatalogAccess(self.catalog, who)
+
+    async def as_caller(self, credentials: Credentials, action: Callable[[CatalogAccess], T]) -> T:
+        """`access(credentials)`, then `action` on it, in one trip to a worker thread: for the hot
+        calls (a table's load and commit), each trip a wait for a thread to take it up. The
+        caller is authenticated first there too; `action` reads the body only after."""
+
+        def authenticated_action() -> T:
+            return action(CatalogAccess(self.catalog, self.callers.authenticate(credentials)))
+
+        return await run_in_threadpool(authenticated_action)

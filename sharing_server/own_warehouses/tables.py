@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.own_warehouses import rest
+from share_store.own_warehouses.access import CatalogAccess
+from share_store.own_warehouses.names import TableName
 from share_store.signing.request_signing import parse_sign_request
 from sharing_server import paths
 from sharing_server.auth.catalog import credentials_of
@@ -82,26 +84,38 @@ class TableEndpoints(CatalogEndpoints):
         credentials = await credentials_of(request)
         params, query, asked = request.path_params, request.query_params, request.headers.get(DELEGATION)
         signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
+
+        def table_name() -> TableName:  # read once the caller is known, as all of the request
+            return rest.table_at(params["prefix"], params["namespace"], params["table"])
+
+        # A load and a commit (the calls engines make most) authenticate and do all their work in
+        # one trip to a worker thread.
+        if request.method == "POST":
+            later: list[Callable[[], None]] = []
+
+            def commit(access: CatalogAccess) -> bytes:
+                name = table_name()
+                return rest.commit_answer(access.commit(name, rest.commit(name, credentials.body), later))
+
+            answer = await self.as_caller(credentials, commit)
+            return _json(answer, background=_after(later))
+        if request.method == "GET":
+
+            def load(access: CatalogAccess) -> tuple[bytes, dict[str, str] | None]:
+                name, snapshots = table_name(), rest.snapshots_mode(query.get("snapshots"))
+                loaded = access.load_table(name)
+                delegation = self.data.delegate(asked, access, name, loaded, signer, credentials.notes)
+                return rest.load_answer(loaded, snapshots, delegation), _no_store(delegation)
+
+            return _json(*await self.as_caller(credentials, load))
         access = await self.access(credentials)
-        name = rest.table_at(params["prefix"], params["namespace"], params["table"])
+        name = table_name()
         if request.method == "DELETE":
             purge = query.get("purgeRequested", "false").lower() == "true"
             await run_in_threadpool(access.drop_table, name, purge)
             return Response(status_code=204)
-        if request.method == "POST":
-            commit = rest.commit(name, credentials.body)
-            later: list[Callable[[], None]] = []
-            loaded = await run_in_threadpool(access.commit, name, commit, later)
-            return _json(rest.commit_answer(loaded), background=_after(later))
-        if request.method == "HEAD":
-            exists = await run_in_threadpool(access.table_exists, name)
-            return Response(status_code=204 if exists else 404)
-        snapshots = rest.snapshots_mode(query.get("snapshots"))
-        loaded = await run_in_threadpool(access.load_table, name)
-        delegation = await run_in_threadpool(
-            self.data.delegate, asked, access, name, loaded, signer, credentials.notes
-        )
-        return _json(rest.load_answer(loaded, snapshots, delegation), _no_store(delegation))
+        exists = await run_in_threadpool(access.table_exists, name)  # HEAD
+        return Response(status_code=204 if exists else 404)
 
     @iceberg_errors("NoSuchTableException")
     async def credentials(self, request: Request) -> Response:
