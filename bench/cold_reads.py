@@ -25,6 +25,7 @@ from bench.procfs import settle
 from bench.results import record
 from bench.servers import Server, upload_all
 from bench.timing import timed_query
+from bench.wake import wake_rows
 
 FILES = 100_000
 #: Commits after the checkpoint, each adding and removing a few files.
@@ -106,6 +107,8 @@ def cold_rows(where: str, storage: dict[str, str] | None, table: str, files: int
 
 
 def bench_cold_local() -> None:
+    # First: the wake-up every after-idle row below (and the server scenario's) includes.
+    wake_rows()
     files = make_checkpointed_table(BUCKET / NAME)
     cold_rows("", None, NAME, files)
 
