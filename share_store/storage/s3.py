@@ -50,6 +50,7 @@ CHECK_RANGE_KEYS = 1000
 CHECK_THREADS = 16
 #: How long a URL signed for one of the server's own requests is good for: it is sent at once.
 OWN_URL_SECONDS = 60
+_DOT_SEGMENTS = frozenset({".", ".."})
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class S3Storage(ObjectStorage):
 
     def delete(self, bucket: str, keys: Iterable[str]) -> None:
         batch = list(keys)
-        if len(batch) == 1 and self._own_signer is not None:
+        if len(batch) == 1 and self._signs_own(batch[0]):
             # A DELETE answers 204 whether or not the key was there, as DeleteObjects does.
             self._object_request("DELETE", bucket, batch[0], None, "DeleteObject")
             return
@@ -197,12 +198,18 @@ class S3Storage(ObjectStorage):
     def write(self, bucket: str, key: str, data: bytes) -> None:
         # A PUT replaces the object atomically: readers see the old object or the new.
         refused = PermissionError(f"cannot write to bucket {bucket}")
-        if self._own_signer is not None:
+        if self._signs_own(key):
             no_bucket = ({"NoSuchBucket"}, refused)
             self._object_request("PUT", bucket, key, data, "PutObject", no_bucket, denied=refused)
             return
         with s3_errors(({"NoSuchBucket"}, refused), denied=refused):
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
+
+    def _signs_own(self, key: str) -> bool:
+        """Whether `key` goes by `_object_request`: not a key with `.` or `..` segments, which
+        urllib3 would resolve in the URL (another key, and a signature that no longer holds);
+        botocore sends those as they are. The catalog's own keys never have them."""
+        return self._own_signer is not None and not _DOT_SEGMENTS.intersection(key.split("/"))
 
     def _object_request(
         self, method: str, bucket: str, key: str, body: bytes | None, operation: str, *rules: Rule,

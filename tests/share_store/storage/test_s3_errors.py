@@ -403,3 +403,21 @@ def test_a_delete_of_many_keys_is_one_botocore_delete_objects(
     storage._http = Pool(AssertionError("a DELETE per key"))
     storage.delete("b", ["k1", "k2", "k3"])
     assert called == ["DeleteObjects"]
+
+
+@pytest.mark.parametrize("key", ["t/../other/k", "t/./k", ".."])
+def test_a_key_with_dot_segments_goes_by_botocore_as_it_is(
+    storage: S3Storage, monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    """urllib3 resolves `..` and `.` in a URL's path: sent by our signed URL, the request would
+    name another key (and its signature fail). botocore sends the key as it is."""
+    sent: list[tuple[str, str]] = []
+
+    def botocore(operation: str, params: dict[str, Any]) -> None:
+        sent.append((operation, params.get("Key") or params["Delete"]["Objects"][0]["Key"]))
+
+    monkeypatch.setattr(storage._client, "_make_api_call", botocore)
+    storage._http = Pool(AssertionError("sent by our signed URL"))
+    storage.write("b", key, b"x")
+    storage.delete("b", [key])
+    assert sent == [("PutObject", key), ("DeleteObjects", key)]
