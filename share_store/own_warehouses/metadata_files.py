@@ -19,8 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from contextlib import suppress
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -47,6 +47,17 @@ class _Kept:
 
     metadata: TableMetadata
     text: MetadataText | None = None
+
+
+@contextmanager
+def _readable(what: str, location: str) -> Iterator[None]:
+    """A stored file that is gone or is no metadata file, as the named 5xx `MetadataFileMissing`."""
+    try:
+        yield
+    except (FileNotFoundError, InvalidParameter, UnsupportedOperation) as error:
+        raise MetadataFileMissing(
+            f"the {what}'s metadata file {location} cannot be read from storage: {error}"
+        ) from None
 
 
 class MetadataFiles:
@@ -80,12 +91,8 @@ class MetadataFiles:
 
     def read_view(self, location: str) -> ViewMetadata:
         """A view's current metadata; `MetadataFileMissing` (a named 5xx) if storage lost it."""
-        try:
+        with _readable("view", location):
             return self.parse_view(location)
-        except (FileNotFoundError, InvalidParameter, UnsupportedOperation) as error:
-            raise MetadataFileMissing(
-                f"the view's metadata file {location} cannot be read from storage: {error}"
-            ) from None
 
     def parse_view(self, location: str) -> ViewMetadata:
         """The view metadata file at `location`; `FileNotFoundError`, or `InvalidParameter` if not one."""
@@ -179,12 +186,8 @@ class MetadataFiles:
         return kept.metadata, kept.text
 
     def _read(self, location: str) -> _Kept:
-        try:
+        with _readable("table", location):
             return self._parsed_file(location)
-        except (FileNotFoundError, InvalidParameter, UnsupportedOperation) as error:
-            raise MetadataFileMissing(
-                f"the table's metadata file {location} cannot be read from storage: {error}"
-            ) from None
 
     def parse(self, location: str) -> TableMetadata:
         """The metadata file at `location`; `FileNotFoundError`, or `InvalidParameter` if it is not one."""

@@ -99,7 +99,9 @@ class S3Storage(ObjectStorage):
         # The server's own writes and single deletes (a catalog commit's metadata file, the one it
         # replaced), by a URL signed for the endpoint it reaches: see `_object_request`.
         self._own_signer: S3Presigner | None = None
-        if settings.endpoint and settings.access_key and settings.secret_key and settings.path_style:
+        if signing_endpoint == settings.endpoint:
+            self._own_signer = self._presigner  # no public endpoint: the one signer serves both
+        elif settings.endpoint and settings.access_key and settings.secret_key and settings.path_style:
             credentials = Credentials(settings.access_key, settings.secret_key, settings.session_token)
             self._own_signer = S3Presigner(settings.endpoint, settings.region, credentials)
 
