@@ -21,6 +21,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from share_store.errors import InvalidParameter
 from share_store.own_warehouses import catalog as catalog_module
 from share_store.own_warehouses import commits, rest
+from share_store.own_warehouses import metadata_text as metadata_text_module
 from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import (
     applied_updates,
@@ -183,7 +184,7 @@ def test_a_files_json_made_from_the_last_files_is_metadata_jsons(what: str, vers
     assert made.data == metadata_json(new)
     shared = [s for s in new.snapshots if any(s is old for old in base.snapshots)]
     if version > 1:  # v1 is serialised whole: pyiceberg rewrites its snapshots as it does
-        assert shared and all(made.snapshot_json(s) == before.snapshot_json(s) for s in shared)
+        assert shared and all(made.entry_json(s) == before.entry_json(s) for s in shared)
     # Made again from the new one (a second commit), and from nothing (a file read from storage).
     assert metadata_text(new, made).data == metadata_text(new).data == metadata_json(new)
 
@@ -191,11 +192,13 @@ def test_a_files_json_made_from_the_last_files_is_metadata_jsons(what: str, vers
 def test_a_snapshots_json_is_copied_only_for_that_very_object() -> None:
     base, _ = base_with_history()
     before = metadata_text(base)
-    # The same metadata parsed again: equal snapshots, other objects, never copied.
+    # The same metadata parsed again: equal entries, other objects, never copied.
     again = read_metadata(before.data)
-    assert all(before.snapshot_json(s) is None for s in again.snapshots)
-    # A span kept under an id another object now has (the first freed, its id reused) is not taken.
-    stale = MetadataText(b"x" * len(before.data), {id(s): (base.snapshots[0], 0, 5) for s in again.snapshots})
+    entries = [*again.snapshots, *again.snapshot_log, *again.metadata_log]
+    assert all(before.entry_json(entry) is None for entry in entries)
+    assert metadata_text(again, before).data == metadata_json(again)
+    # Bounds kept for other objects (as if the first were freed and their ids reused) are not taken.
+    stale = MetadataText(b"x" * len(before.data), before.arrays)
     assert metadata_text(again, stale).data == metadata_json(again)
 
 
@@ -214,12 +217,42 @@ def test_a_long_historys_json_made_from_the_last_files_matches_on_every_commit()
         assert made.data == metadata_json(new), n
         kept = [s for s in new.snapshots if any(s is old for old in metadata.snapshots)]
         assert len(kept) == (len(new.snapshots) - 1 if n != 198 else len(new.snapshots) - 2), n
-        assert all(made.snapshot_json(s) == text.snapshot_json(s) for s in kept), n
+        assert all(made.entry_json(s) == text.entry_json(s) is not None for s in kept), n
+        # The logs' entries too: each grows by one, the metadata log dropping its oldest once full.
+        logs = ((new.snapshot_log, metadata.snapshot_log), (new.metadata_log, metadata.metadata_log))
+        for logged, was in logs:
+            copied = [e for e in logged if any(e is old for old in was)]
+            assert len(copied) >= len(logged) - 1, n
+            assert all(made.entry_json(e) == text.entry_json(e) is not None for e in copied), n
         if n == 198:
-            oldest = made.snapshot_json(new.snapshots[0])
+            oldest = made.entry_json(new.snapshots[0])
             assert oldest is not None and b"parent-snapshot-id" not in oldest
         metadata, text, location = new, made, f"{LOCATION}/metadata/{n:05d}-a.metadata.json"
     assert len(metadata.snapshots) == 200 - 99
+    assert len(metadata.metadata_log) == 100  # full: each commit dropped its oldest entry
+
+
+def test_an_append_on_a_long_history_serialises_only_what_it_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of a 150-commit table, an append serialises its snapshot and the two logs' new entries: every
+    other entry of the three arrays (the metadata log full, so shifted by one) is copied."""
+    metadata = created_metadata(SCHEMA, None, None, LOCATION, {})
+    text, location = metadata_text(metadata), f"{LOCATION}/metadata/00000-a.metadata.json"
+    for n in range(1, 151):
+        updates = tuple(request_of(*append(n, n - 1 if n > 1 else None)).updates)
+        new = applied_updates(metadata, updates, location)
+        metadata, text = new, metadata_text(new, text)
+        location = f"{LOCATION}/metadata/{n:05d}-a.metadata.json"
+    serialised: list[Any] = []
+    real = metadata_text_module._serialised
+    monkeypatch.setattr(metadata_text_module, "_serialised", lambda e: serialised.append(e) or real(e))
+    new = applied_updates(metadata, tuple(request_of(*append(151, 150)).updates), location)
+
+    made = metadata_text(new, text)
+
+    assert made.data == metadata_json(new)
+    added = [new.snapshots[-1], new.snapshot_log[-1], new.metadata_log[-1]]
+    assert len(serialised) == 3 and all(any(entry is done for done in serialised) for entry in added)
+    assert len(new.metadata_log) == 100 and new.metadata_log[0] is metadata.metadata_log[1]
 
 
 @pytest.mark.usefixtures("fixed_clock")
