@@ -365,5 +365,5 @@ def bench_warehouse(sizes: Sizes | None = None) -> None:
         # Imported here: bench.catalog_history builds on this module's tables and rows.
         from bench.catalog_history import history_rows
 
-        history_rows(sides, sizes.history_samples, dict(setup))
+        history_rows(sides, sizes.history_samples, dict(setup), seaweed)
         writer_rows(sides, sizes, dict(setup), processes)
