@@ -48,7 +48,10 @@ COMMIT_GOAL = 1.5
 SAMPLES = 20
 #: What is timed at each size: pyiceberg's calls, the same requests with the answer unparsed, and
 #: the storage's write of the table's metadata file.
-WHAT = ("commit", "raw commit", "load", "raw load", "file write")
+WHAT = ("commit", "raw commit", "load", "raw load", "file write", "raw commit after gap")
+#: The idle gap an append leaves its catalog while its client writes to S3 (`bench.wake`): the
+#: commit is also timed after one, each catalog (and the S3) idle alike.
+GAP_SECONDS = 0.04
 #: Where the file's write is timed: a bucket of no catalog's, named as the catalogs name their files
 #: (SeaweedFS decides by the name whether to compress what it is sent).
 SCRATCH_BUCKET, SCRATCH_KEY = "benchscratch", "table/metadata/00001-scratch.metadata.json"
@@ -207,6 +210,19 @@ def history_rows(
                 guarded(side, failures, sample)
                 if side.label == OURS and writes is not None and ours_file is not None:
                     _timed(lambda data=ours_file: writes.write(data), spent["file write"])
+        # Apart, so that the rows above keep their conditions: each commit after the same idle gap.
+        for _ in range(samples):
+            for side in sides:
+                if side.label not in histories or side.label in failures:
+                    continue
+                history, spent = histories[side.label], times[side.label]
+
+                def after_gap(history: History = history, spent: dict[str, list[float]] = spent) -> bool:
+                    time.sleep(GAP_SECONDS)
+                    _timed(history.raw_commit, spent["raw commit after gap"])
+                    return True
+
+                guarded(side, failures, after_gap)
         for label, history in histories.items():
             if label not in failures:
                 figures[label][size] = {
@@ -228,6 +244,11 @@ def history_rows(
 
         mine = label == OURS
         record(f"{PREFIX}: commit, answer read unparsed, median {at}, {label}", pair("raw commit"))
+        record(
+            f"{PREFIX}: commit, answer read unparsed, at {small:,} snapshots, interleaved (above) / each "
+            f"after {GAP_SECONDS * 1000:.0f} ms idle (the gap an append leaves), medians, {label}",
+            f"{got[small]['raw commit']:.1f} / {got[small]['raw commit after gap']:.1f} ms",
+        )
         ratio_row(
             f"{PREFIX}: commit, answer read unparsed, median at {large:,} / at {small:,}, {label}",
             growth("raw commit"),
