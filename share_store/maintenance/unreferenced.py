@@ -37,7 +37,6 @@ from share_store.iceberg.locations import OutsideTable, TableLocation, file_loca
 from share_store.maintenance.settings import UnreferencedFileRemoval
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.catalog import WarehouseCatalog
-from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.purge import reachable_files
 from share_store.own_warehouses.rows import TablePointer
@@ -129,6 +128,9 @@ def live_keys(
     """The keys of every file the metadata reaches (`purge.reachable_files`), read strictly: unlike a
     purge, which skips what it cannot read, a manifest list or manifest that cannot be read raises
     `UnreadableTable`, since a removal that skipped it would delete what it names."""
+    # Imported here: see `purge.purge`.
+    from share_store.own_warehouses.file_io import ConfinedFileIO
+
     io = ConfinedFileIO(storage, location)
     paths = reachable_files(metadata_location, metadata, io, strict=True)
     return {key for path in paths for key in _keys(storage, location, path)}

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.table.metadata import TableMetadata
 
 from share_store.errors import ShareStoreError
 from share_store.iceberg.locations import OutsideTable, TableLocation
-from share_store.own_warehouses.file_io import ConfinedFileIO
 from share_store.storage.base import ObjectStorage
+
+if TYPE_CHECKING:
+    from share_store.own_warehouses.file_io import ConfinedFileIO
 
 
 class UnreadableTable(ShareStoreError):
@@ -81,6 +83,11 @@ def purge(
     storage: ObjectStorage, metadata_location: str, metadata: TableMetadata, location: TableLocation
 ) -> int:
     """Delete every file `reachable_files` finds inside `location`; how many were asked to go."""
+    # Imported here, not with the catalog: pyiceberg's pyarrow FileIO (and the pyarrow dataset
+    # modules it brings) takes 5 MB a server without own warehouses never needs; one with some
+    # loads it as it starts (`app.CATALOG_MODULES`).
+    from share_store.own_warehouses.file_io import ConfinedFileIO
+
     io = ConfinedFileIO(storage, location)
     keys = [location.confine(storage, path)[1] for path in reachable_files(metadata_location, metadata, io)
             if location.holds_path(storage, path)]  # fmt: skip

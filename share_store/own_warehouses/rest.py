@@ -13,12 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyiceberg.catalog.rest import (
-    CreateTableRequest,
-    CreateViewRequest,
-    RegisterTableRequest,
-    RegisterViewRequest,
-)
 from pyiceberg.table import CommitTableRequest
 
 from share_store.errors import InvalidParameter
@@ -33,6 +27,10 @@ from share_store.own_warehouses.names import (
 )
 from share_store.own_warehouses.view_commits import ViewCommit
 from share_store.own_warehouses.views import LoadedView, NewView
+
+# pyiceberg's REST request models are imported where a body is parsed into one, not with this
+# module: theirs brings `requests` and pyiceberg's REST client (5 MB) into every server, which one
+# without own warehouses never needs (one with some loads it as it starts: `app.CATALOG_MODULES`).
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -99,6 +97,8 @@ def property_changes(body: bytes) -> tuple[list[str], dict[str, str]]:
 
 def new_table(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, NewTable]:
     # The spec makes these optional; pyiceberg's model wants them present.
+    from pyiceberg.catalog.rest import CreateTableRequest  # imported here: see above `json_object`
+
     raw = {"location": None, "partition-spec": None, "write-order": None, **json_object(body)}
     create = parse_model(CreateTableRequest, raw, "create table request")
     table = TableName.of(warehouse, levels, create.name)
@@ -117,6 +117,8 @@ def commit(table: TableName, body: bytes) -> CommitTableRequest:
 def registration(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, str, bool]:
     """A register's table, metadata file and whether it overwrites."""
     # The spec makes `overwrite` optional; pyiceberg's model wants it present.
+    from pyiceberg.catalog.rest import RegisterTableRequest  # imported here: see above `json_object`
+
     raw = {"overwrite": False, **json_object(body)}
     request = parse_model(RegisterTableRequest, raw, "register table request")
     return TableName.of(warehouse, levels, request.name), request.metadata_location, request.overwrite
@@ -146,6 +148,8 @@ def transaction(warehouse: str, body: bytes) -> list[tuple[TableName, CommitTabl
 
 def new_view(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, NewView]:
     # The spec makes `location` optional; pyiceberg's model wants it present.
+    from pyiceberg.catalog.rest import CreateViewRequest  # imported here: see above `json_object`
+
     raw = {"location": None, **json_object(body)}
     create = parse_model(CreateViewRequest, raw, "create view request")
     view = TableName.of(warehouse, levels, create.name)
@@ -158,6 +162,8 @@ def view_commit(body: bytes) -> ViewCommit:
 
 
 def view_registration(warehouse: str, levels: tuple[str, ...], body: bytes) -> tuple[TableName, str]:
+    from pyiceberg.catalog.rest import RegisterViewRequest  # imported here: see above `json_object`
+
     request = parse_model(RegisterViewRequest, json_object(body), "register view request")
     return TableName.of(warehouse, levels, request.name), request.metadata_location
 

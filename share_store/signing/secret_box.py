@@ -16,11 +16,10 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 VERSION = "v1"
 HKDF_INFO = b"catalog-user-secrets"
@@ -33,6 +32,12 @@ class SealedSecretError(Exception):
 
 
 def _aead(server_key: bytes) -> AESGCM:
+    # Imported on first use: cryptography's bindings take 6.5 MB a server that has no catalog
+    # users never needs (one with own warehouses loads them as it starts: `app.CATALOG_MODULES`).
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=HKDF_INFO).derive(server_key)
     return AESGCM(derived)
 
@@ -59,8 +64,11 @@ def open_sealed(server_key: bytes, access_key: str, token: str) -> str:
         raw = b""
     if len(raw) < NONCE_BYTES + TAG_BYTES:
         raise SealedSecretError(f"the sealed secret of access key {access_key!r} is truncated or not base64")
+    aead = _aead(server_key)
+    from cryptography.exceptions import InvalidTag
+
     try:
-        plain = _aead(server_key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], access_key.encode())
+        plain = aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], access_key.encode())
     except InvalidTag:
         raise SealedSecretError(
             f"the sealed secret of access key {access_key!r} does not open: the server key changed, "

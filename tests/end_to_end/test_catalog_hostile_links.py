@@ -108,7 +108,7 @@ def test_a_purge_does_not_follow_a_link_planted_while_it_reads_manifests(
     statistics file (a file of its own when checked); while the purge reads manifests (a window
     as long as the table has manifests to read; the hook below stands for the attacker's timing)
     `stash` becomes a link to the victim's data folder."""
-    from share_store.own_warehouses import purge as purging
+    from share_store.own_warehouses import file_io
 
     world = local_world
     victim = make_victim(world.deployment, world.admin, world.wh, f"victims_{rand()}")
@@ -122,7 +122,7 @@ def test_a_purge_does_not_follow_a_link_planted_while_it_reads_manifests(
     )
     folder, target = local_path(world, stash), local_path(world, stolen).parent
 
-    class Timed(purging.ConfinedFileIO):  # type: ignore[misc,name-defined]
+    class Timed(file_io.ConfinedFileIO):  # type: ignore[misc]
         def new_input(self, location: str) -> Any:
             if not folder.is_symlink():  # the attacker's move, once the statistics file was checked
                 for entry in folder.iterdir():
@@ -131,7 +131,7 @@ def test_a_purge_does_not_follow_a_link_planted_while_it_reads_manifests(
                 folder.symlink_to(target, target_is_directory=True)
             return super().new_input(location)
 
-    monkeypatch.setattr(purging, "ConfinedFileIO", Timed)
+    monkeypatch.setattr(file_io, "ConfinedFileIO", Timed)
     world.attacker.call("DELETE", world.own_path(name_of(own)) + "?purgeRequested=true")
     monkeypatch.undo()
 
