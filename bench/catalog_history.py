@@ -27,6 +27,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import requests
@@ -164,6 +165,41 @@ def _floor_rows(got: dict[int, dict[str, float]], at: str) -> None:
               "transfer grown, nothing else, ours", floor, None)  # fmt: skip
 
 
+def _rounds(
+    sides: list[Side],
+    histories: dict[str, History],
+    times: dict[str, dict[str, list[float]]],
+    failures: dict[str, str],
+    samples: int,
+    step: Callable[[History, dict[str, list[float]]], object],
+) -> None:
+    """`samples` rounds of `step`, each side still standing in turn (`guarded`), its times in `times`."""
+    for _ in range(samples):
+        for side in sides:
+            if side.label in histories and side.label not in failures:
+                guarded(side, failures, partial(step, histories[side.label], times[side.label]))
+
+
+def _sample(
+    history: History,
+    spent: dict[str, list[float]],
+    ours: History | None = None,
+    file_write: Callable[[], None] | None = None,
+) -> None:
+    """One of each timed call; for our side, the metadata file's write after them."""
+    _timed(history.raw_commit, spent["raw commit"])
+    _timed(history.pyiceberg_commit, spent["commit"])
+    _timed(history.raw_load, spent["raw load"])
+    _timed(history.pyiceberg_load, spent["load"])
+    if history is ours and file_write is not None:
+        _timed(file_write, spent["file write"])
+
+
+def _after_gap(history: History, spent: dict[str, list[float]]) -> None:
+    time.sleep(GAP_SECONDS)
+    _timed(history.raw_commit, spent["raw commit after gap"])
+
+
 def _timed(action: Callable[[], Any], times: list[float]) -> None:
     start = time.perf_counter()
     action()
@@ -194,35 +230,14 @@ def history_rows(
             guarded(side, failures, lambda history=history, size=size: history.grow_to(size))
         times = {label: {what: [] for what in WHAT} for label in histories}
         ours_file = histories[OURS].metadata_file() if writes is not None and OURS in histories else None
-        for _ in range(samples):
-            for side in sides:
-                if side.label not in histories or side.label in failures:
-                    continue
-                history, spent = histories[side.label], times[side.label]
 
-                def sample(history: History = history, spent: dict[str, list[float]] = spent) -> bool:
-                    _timed(history.raw_commit, spent["raw commit"])
-                    _timed(history.pyiceberg_commit, spent["commit"])
-                    _timed(history.raw_load, spent["raw load"])
-                    _timed(history.pyiceberg_load, spent["load"])
-                    return True
-
-                guarded(side, failures, sample)
-                if side.label == OURS and writes is not None and ours_file is not None:
-                    _timed(lambda data=ours_file: writes.write(data), spent["file write"])
+        file_write = (
+            partial(writes.write, ours_file) if writes is not None and ours_file is not None else None
+        )
+        sample = partial(_sample, ours=histories.get(OURS), file_write=file_write)
+        _rounds(sides, histories, times, failures, samples, sample)
         # Apart, so that the rows above keep their conditions: each commit after the same idle gap.
-        for _ in range(samples):
-            for side in sides:
-                if side.label not in histories or side.label in failures:
-                    continue
-                history, spent = histories[side.label], times[side.label]
-
-                def after_gap(history: History = history, spent: dict[str, list[float]] = spent) -> bool:
-                    time.sleep(GAP_SECONDS)
-                    _timed(history.raw_commit, spent["raw commit after gap"])
-                    return True
-
-                guarded(side, failures, after_gap)
+        _rounds(sides, histories, times, failures, samples, _after_gap)
         for label, history in histories.items():
             if label not in failures:
                 figures[label][size] = {

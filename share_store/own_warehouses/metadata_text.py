@@ -62,15 +62,6 @@ class MetadataText:
     #: By the array's key in the file; none for a file serialised whole.
     arrays: dict[str, Entries] = field(default_factory=dict, repr=False)
 
-    def entry_json(self, entry: Any) -> bytes | None:
-        """`entry`'s bytes in this file, if this very object was serialised into it."""
-        for entries in self.arrays.values():
-            for index, item in enumerate(entries.items):
-                if item is entry:
-                    start, end = entries.span(index)
-                    return self.data[start:end]
-        return None
-
 
 def _serialised(entry: Any) -> bytes:
     """`entry` as `IcebergBaseModel.model_dump_json` writes it (no entry has private fields for it
@@ -115,6 +106,7 @@ def _entries(data: bytearray, items: list[Any], was: Entries | None, source: mem
     bounds: array[int] = array("q")
     first = 0  # the first entry not yet in `data`
     old = was.items if was is not None else []
+    outside_run = len(old)  # how many of `was`'s entries the run did not copy
     if was is not None and items and old:
         # Where this array's first entry was (the start, or after the entries a log dropped), and
         # how many after it are still the same objects in a row: compared in C, not per entry.
@@ -126,19 +118,18 @@ def _entries(data: bytearray, items: list[Any], was: Entries | None, source: mem
             data += source[was.at + begin : was.at + end]
             run_bounds = was.bounds[2 * start : 2 * (start + run)]
             bounds = run_bounds if begin == 0 else array("q", (b - begin for b in run_bounds))
-            first = run
-            old = old[:start] + old[start + run :]  # what else may still be copied
+            first, outside_run = run, len(old) - run
     index: dict[int, int] | None = None
     for item in items[first:]:
         if len(data) > at:
             data += b","
         start_at = len(data)
         found = None
-        if old:  # an entry kept out of the run (rare: a snapshot expiry, a log rewritten)
+        if outside_run and was is not None:  # one kept out of the run (rare: an expiry, a log rewritten)
             if index is None:
-                index = {id(entry): position for position, entry in enumerate(was.items)} if was else {}
+                index = {id(entry): position for position, entry in enumerate(was.items)}
             position = index.get(id(item))
-            if position is not None and was is not None and was.items[position] is item:
+            if position is not None and was.items[position] is item:
                 found = was.span(position)
         data += source[found[0] : found[1]] if found is not None else _serialised(item)
         bounds.append(start_at - at)

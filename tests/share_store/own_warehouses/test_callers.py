@@ -34,7 +34,7 @@ from share_store.signing.token_codec import TokenCodec
 KEY = b"server-key-for-the-callers-tests"
 ADMIN = "dsa_callers-test-admin-token-0123456789abcdef"
 ENDPOINT = "http://catalog.test:8080"
-ADDRESS = "203.0.113.7"
+ADDRESS = "127.0.3.7"
 
 
 @pytest.fixture
@@ -263,9 +263,9 @@ def test_wrong_bearer_tokens_are_throttled_per_address(callers: CatalogCallers) 
     with pytest.raises(RateLimited):
         callers.authenticate(bearer(ADMIN))
     # ... but another address is not held to this one's failures.
-    assert callers.authenticate(bearer(ADMIN, address="198.51.100.1")).policy is None
+    assert callers.authenticate(bearer(ADMIN, address="127.0.4.1")).policy is None
     with pytest.raises(NotAuthenticated):
-        callers.authenticate(bearer("dsa_wrong", address="198.51.100.2"))
+        callers.authenticate(bearer("dsa_wrong", address="127.0.4.2"))
 
 
 def test_catalog_tokens_never_count_as_failed_admin_attempts(

@@ -426,9 +426,9 @@ def test_a_key_with_dot_segments_goes_by_botocore_as_it_is(
 def test_own_requests_are_signed_for_the_endpoint_the_server_reaches() -> None:
     """Recipients' URLs name the public endpoint; the server's own PUT and DELETE the one it reaches
     (the same signer when they are one)."""
-    both = S3Storage(S3Settings(endpoint="http://10.0.0.5:9000", public_endpoint="https://s3.example.com",
+    both = S3Storage(S3Settings(endpoint="http://127.0.0.1:9000", public_endpoint="https://s3.example.com",
                                 access_key="a", secret_key="b"))  # fmt: skip
     assert both._presigner is not None and both._own_signer is not None
-    assert both._presigner.netloc == "s3.example.com" and both._own_signer.netloc == "10.0.0.5:9000"
-    one = S3Storage(S3Settings(endpoint="http://10.0.0.5:9000", access_key="a", secret_key="b"))
+    assert both._presigner.netloc == "s3.example.com" and both._own_signer.netloc == "127.0.0.1:9000"
+    one = S3Storage(S3Settings(endpoint="http://127.0.0.1:9000", access_key="a", secret_key="b"))
     assert one._own_signer is one._presigner

@@ -507,7 +507,7 @@ def test_wrong_admin_tokens_are_throttled_per_address(served: Served) -> None:
     error_of(throttled, 429, "TooManyRequestsException")
     assert 1 <= int(throttled.headers["retry-after"]) <= 60
     # Another client address, on the same app (its lifespan is the fixture's client's).
-    elsewhere = TestClient(served.client.app, client=("198.51.100.9", 40000))
+    elsewhere = TestClient(served.client.app, client=("127.0.4.9", 40000))
     answer = elsewhere.get(f"{API}/warehouses", headers={"Authorization": f"Bearer {ADMIN}"})
     assert answer.status_code == 200 and answer.json() == {"warehouses": []}
 
