@@ -7,9 +7,16 @@ engine can do; the provider turns each mode on (`[warehouses] access_delegation`
   session policy allows reading, writing and deleting only under the table's
   recorded location, and listing only under it (`signing.vended_scope`);
 * **remote-signing**: the engine sends each S3 request to this server, which
-  signs it with its own keys if it names one object under the table's location
-  and the caller's policy allows it: `GET`/`HEAD` need `s3tables:GetTableData`,
-  `PUT`/`DELETE`/multipart `s3tables:PutTableData`.
+  signs a request it builds itself (`signing.request_signing`) if it names one
+  object under the table's location and the caller's policy allows it:
+  `GET`/`HEAD` need `s3tables:GetTableData`, `PUT`/`DELETE`/multipart (and a copy,
+  whose source must be the table's too) `s3tables:PutTableData`.
+
+A signing grant names the table's uuid and location, and follows its table:
+each signature looks the table up again under the grant's name and refuses when
+it is gone, dropped, renamed away or replaced by another table (another uuid or
+location), so a rename out of the caller's namespace ends the grant at once, as a
+removed user or a narrowed policy does.
 
 What a caller gets is what its policy allows on the table: a user allowed only
 `GetTableData` gets read-only keys and read-only signatures. The location is the
@@ -29,7 +36,8 @@ from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import policies as actions
 from share_store.own_warehouses.access import CatalogAccess, Forbidden, Principal
-from share_store.own_warehouses.catalog import LoadedTable
+from share_store.own_warehouses.catalog import LoadedTable, WarehouseCatalog
+from share_store.own_warehouses.errors import NoSuchTable
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import table_arn
 from share_store.readers.iceberg_grants import store_signer
@@ -122,24 +130,34 @@ class DataAccess:
         if not asked_modes(asked) or not self.modes:
             return {}, []
         location = loaded.location or access.catalog.table_location(table)
-        config, credentials, noted = self.load_config(asked, access.who, table, location, signer_uri)
+        staged = loaded.metadata_location is None
+        config, credentials, noted = self.load_config(
+            asked, access.who, table, location, signer_uri, (str(loaded.metadata.table_uuid), staged)
+        )
         if noted:
             notes.update(noted)
         return config, credentials
 
     def load_config(
-        self, asked: str | None, who: Principal, table: TableName, location: TableLocation, signer_uri: str
+        self,
+        asked: str | None,
+        who: Principal,
+        table: TableName,
+        location: TableLocation,
+        signer_uri: str,
+        identity: tuple[str, bool],
     ) -> tuple[dict[str, str], list[dict[str, Any]], dict[str, Any] | None]:
         """The load result's `config` and `storage-credentials` for the modes `asked` lists and the
         provider turned on (the first that is, in the engine's order), and what the audit line
-        notes; nothing when none is."""
+        notes; nothing when none is. `identity` is the table's uuid and whether it is only staged."""
         for mode in asked_modes(asked):
             if mode == VENDED and self.vends:
                 keys = self.vended_keys(who, table, location)
                 credentials = self.storage_credentials(keys, location)
                 return credentials[0]["config"], credentials, {"vended": keys.scope.describe()}
             if mode == SIGNED and self.signs:
-                return self.signing_config(who, table, location, signer_uri), [], {"signing": location.uri}
+                config = self.signing_config(who, table, location, signer_uri, identity)
+                return config, [], {"signing": location.uri}
         return {}, [], None
 
     def refreshed(
@@ -168,10 +186,16 @@ class DataAccess:
         return [{"prefix": prefix, "config": keys.properties(endpoint, store.region)}]
 
     def signing_config(
-        self, who: Principal, table: TableName, location: TableLocation, signer_uri: str
+        self,
+        who: Principal,
+        table: TableName,
+        location: TableLocation,
+        signer_uri: str,
+        identity: tuple[str, bool],
     ) -> dict[str, str]:
-        """Where the engine has its S3 requests signed: a grant naming the caller, the table and
-        its location, in the signer's path, so that each request is checked against them."""
+        """Where the engine has its S3 requests signed: a grant naming the caller, the table (its
+        name, uuid, whether it is only staged) and its location, in the signer's path, so that
+        each request is checked against them and against the table as it is then."""
         if not self.signs:
             raise DelegationOff(
                 f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"
@@ -185,6 +209,8 @@ class DataAccess:
                 "w": table.warehouse,
                 "n": list(table.namespace),
                 "t": table.name,
+                "u": identity[0],
+                "s": 1 if identity[1] else 0,
                 "b": location.bucket,
                 "l": location.prefix,
                 "m": "rw" if rights.write else "r",
@@ -208,14 +234,16 @@ class DataAccess:
         warehouse: str,
         grant: str,
         principal_of: Any,
+        catalog: WarehouseCatalog,
         method: str,
         uri: str,
         headers: dict[str, list[str]],
         notes: dict[str, Any],
-    ) -> dict[str, list[str]]:
-        """The headers that sign one S3 request of an engine holding `grant`, if the request names
-        one object under the grant's location and the principal still may (`principal_of(key)`
-        answers it from the store now: a removed user, or a narrowed policy, stops signing)."""
+    ) -> tuple[str, dict[str, list[str]]]:
+        """The URI to send and the headers that sign it, for one S3 request of an engine holding
+        `grant`, if the request names objects under the grant's location, the principal still may
+        (`principal_of(key)` answers it from the store now: a removed user, or a narrowed policy,
+        stops signing) and the grant's table is still the one under its name in `catalog`."""
         if not self.signs:
             raise DelegationOff(
                 f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"
@@ -239,14 +267,18 @@ class DataAccess:
         except SigningRefused as error:
             raise Forbidden(f"not signed: {error}") from None
         notes["signing"] = {"method": request.method, "object": f"{request.bucket}/{request.key}"}
+        if request.copy_source is not None:
+            notes["signing"]["copy"] = "/".join(request.copy_source)
         prefix = str(payload["l"]).rstrip("/") + "/"
-        if request.bucket != payload.get("b") or not request.key.startswith(prefix):
-            raise Forbidden(f"not signed: {request.bucket}/{request.key} is outside the table's location")
+        for bucket, key in request.objects():
+            if bucket != payload.get("b") or not key.startswith(prefix):
+                raise Forbidden(f"not signed: {bucket}/{key} is outside the table's location")
         reads = request.method in READ_METHODS
         if not (rights.read if reads else rights.write and payload.get("m") == "rw"):
             needed = actions.GET_TABLE_DATA if reads else actions.PUT_TABLE_DATA
             raise Forbidden(f"{who.name} is not allowed to {needed} on {table}")
-        return signer.sign(request)
+        _still_the_grants(catalog, table, payload)
+        return request.uri, signer.sign(request)
 
     def _rights(self, who: Principal, table: TableName) -> DataRights:
         rights = DataRights.of(who, table)
@@ -262,3 +294,32 @@ class DataAccess:
                 "access delegation needs S3 storage with static keys: local storage has no STS or signer"
             )
         return self._store
+
+
+def _still_the_grants(catalog: WarehouseCatalog, table: TableName, payload: dict[str, Any]) -> None:
+    """Refused unless the table under the grant's name is the grant's: same uuid, same location.
+
+    A staged create's grant signs while no table has the name yet (its files are written
+    before the create is committed) as long as no table claims its location, and for the
+    table its commit made after.
+    """
+    bucket, prefix = str(payload.get("b")), str(payload.get("l")).strip("/")
+    granted = TableLocation(f"s3://{bucket}/{prefix}", bucket, prefix)
+    try:
+        now = catalog.load_table(table)
+    except NoSuchTable:
+        if payload.get("s"):
+            with catalog.transactions.read() as conn:
+                claimed = catalog.locations.others(conn, table.warehouse)
+            if not any(other.overlaps(granted) for other in claimed):
+                return
+        raise Forbidden(
+            f"not signed: {table} no longer exists under this grant's name (dropped or renamed): "
+            "load the table again"
+        ) from None
+    location = now.location
+    same_place = location is None or (
+        location.bucket == granted.bucket and location.prefix.strip("/") == granted.prefix
+    )
+    if str(now.metadata.table_uuid) != payload.get("u") or not same_place:
+        raise Forbidden(f"not signed: {table} is another table now than this grant's: load the table again")

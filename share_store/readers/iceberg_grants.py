@@ -187,8 +187,8 @@ class IcebergGrants:
         """
         grant = self._kept(table)
         request = parse_object_request(method, uri, headers, grant.endpoint)
-        allowed = grant.readable.allows(request.bucket, request.key)
+        allowed = all(grant.readable.allows(bucket, key) for bucket, key in request.objects())
         if not allowed and recheck and time.monotonic() - grant.made > RECHECK_SECONDS:
             grant = self.load(table)
-            allowed = grant.readable.allows(request.bucket, request.key)
+            allowed = all(grant.readable.allows(bucket, key) for bucket, key in request.objects())
         return (request, grant.signer.sign(request)) if allowed else None

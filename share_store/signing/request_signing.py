@@ -1,27 +1,48 @@
-"""SigV4 header signing of one S3 object request, for the Iceberg REST remote signer.
+"""SigV4 header signing of one S3 object request, for both Iceberg REST remote signers.
 
-Iceberg clients that read through a remote signer (pyiceberg's `S3V4RestSigner`,
-the Java client's `s3.remote-signing-enabled`) build each S3 request without
-credentials and send its method, URI and headers to the catalog, which answers
-the headers that authorize it. The storage keys stay with the server; the
-recipient only ever holds signatures for the requests it was allowed.
+Iceberg clients that read (and, for an own warehouse's table, write) through a
+remote signer (pyiceberg's `S3V4RestSigner`, the Java client's
+`s3.remote-signing-enabled`) build each S3 request without credentials and send
+its method, URI and headers to the catalog, which answers the headers that
+authorize it and the URI to send them to. The storage keys stay with the server.
 
-Only what a reader needs is signed: `GET` or `HEAD` of one object, no query
-string (no listings, no ACLs, no versions); for a writer of an own warehouse's
-table, also `PUT` and `DELETE` of one object and the steps of its multipart
-upload (`uploads`, `uploadId`, `partNumber` only), their bodies unsigned
-(`UNSIGNED-PAYLOAD`: the body is the engine's). Of the client's headers only
-`Range`, which changes what is read but not which object, and its `x-amz-*`
-request parameters (such as `x-amz-checksum-mode`), which S3 wants signed
-whenever they are sent. This is a signing
-request, not a hot path: botocore's signer, the reference, does the work.
+What is signed is never the caller's request: the caller's request is parsed into
+one operation this module understands, and the request signed is one it builds
+from that operation, against the configured store endpoint, in path style (the
+addressing the catalogs hand out with `s3.path-style-access`); the answer's URI is
+that request's, and clients send it as given. So nothing the caller wrote in its
+request reaches the signature unless it is named here:
+
+* the method: `GET`/`HEAD` of one object; for a writer also `PUT` and `DELETE` of
+  one object and the steps of its multipart upload;
+* the query: a closed set of parameters per method (`uploads`, `uploadId`,
+  `partNumber`), each once, each value checked; nothing else (no listings, ACLs,
+  versions, tags);
+* the host: the endpoint's own. A virtual-host request (`bucket.host/...`) is
+  refused: a store that does not resolve virtual hosts would serve the bucket its
+  path names, not the one its host names;
+* the path: the bucket and key decode one way only (strict UTF-8, no control
+  characters, no `.`/`..`/empty segments, which some stores normalize), and are
+  encoded again by this module;
+* headers: an allow-list of those that shape one object's bytes (range, content
+  type/length/MD5/encoding, conditional writes, checksums, user metadata). Any
+  other `x-amz-*` header refuses the request, since a store may honour it
+  unsigned (`x-amz-acl`, `x-amz-tagging`, object lock, server-side encryption
+  with a key the caller names: this server configures none). `x-amz-copy-source`
+  is parsed into the object it copies, which the grant must allow as it allows
+  the target (`ObjectRequest.objects`).
+
+A write's body is left out of the signature (`UNSIGNED-PAYLOAD`: the body is the
+engine's, never seen here). This is a signing request, not a hot path: botocore's
+signer, the reference, does the signing.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote, unquote, urlsplit
 
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -32,18 +53,49 @@ from share_store.errors import InvalidParameter
 READ_METHODS = frozenset({"GET", "HEAD"})
 #: What a writer's engine sends besides reads: objects put and deleted, multipart uploads.
 WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
-#: The query parameters of multipart uploads, the only ones a write may carry.
-MULTIPART_PARAMETERS = frozenset({"uploads", "uploadId", "partNumber"})
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
-#: The client's headers that take part in the signature, with its `x-amz-*` ones; others are dropped.
-SIGNED_CLIENT_HEADERS = frozenset({"range"})
+
+#: The query parameters each method may carry, as the sets a request's names may form.
+QUERIES: dict[str, tuple[frozenset[str], ...]] = {
+    "GET": (frozenset(),),
+    "HEAD": (frozenset(),),
+    "PUT": (frozenset(), frozenset({"partNumber", "uploadId"})),  # a put, or one part's upload
+    "POST": (frozenset({"uploads"}), frozenset({"uploadId"})),  # a multipart upload begun or done
+    "DELETE": (frozenset(), frozenset({"uploadId"})),  # an object deleted, or an upload aborted
+}
+MAX_PART_NUMBER = 10_000
+_UPLOAD_ID = re.compile(r"[A-Za-z0-9._~+/=-]{1,1024}")
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
+
+#: Headers other than `x-amz-*` that are signed when sent: they shape one object's bytes.
+SIGNED_HEADERS = frozenset(
+    {"range", "content-type", "content-length", "content-md5", "content-encoding"}
+    | {"if-match", "if-none-match"}  # conditional writes
+)
+#: `x-amz-*` headers that are signed when sent; any other one refuses the request.
+AMZ_HEADERS = frozenset(
+    {
+        "x-amz-checksum-mode",
+        "x-amz-checksum-algorithm",
+        "x-amz-checksum-type",
+        "x-amz-sdk-checksum-algorithm",
+        "x-amz-trailer",
+        "x-amz-decoded-content-length",
+        "x-amz-expected-bucket-owner",
+        "x-amz-copy-source-range",
+        "x-amz-copy-source-if-match",
+        "x-amz-copy-source-if-none-match",
+        "x-amz-copy-source-if-modified-since",
+        "x-amz-copy-source-if-unmodified-since",
+        "x-amz-metadata-directive",
+    }
+)
+AMZ_HEADER_PREFIXES = ("x-amz-checksum-", "x-amz-meta-")
+COPY_SOURCE = "x-amz-copy-source"
 #: What the signer sets itself, whatever the client sent.
-OWN_HEADERS = frozenset({"authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"})
-
-
-def _signed_header(name: str) -> bool:
-    name = name.lower()
-    return name not in OWN_HEADERS and (name in SIGNED_CLIENT_HEADERS or name.startswith("x-amz-"))
+OWN_HEADERS = frozenset(
+    {"authorization", "host", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"}
+)
 
 
 class _WriterAuth(S3SigV4Auth):
@@ -60,11 +112,24 @@ class SigningRefused(Exception):
 
 @dataclass(frozen=True)
 class ObjectRequest:
+    """One operation on one object, and the request this module built for it (`uri`, `headers`)."""
+
     method: str
     bucket: str
     key: str
     uri: str
     headers: dict[str, str]
+    #: The object an `x-amz-copy-source` header names (a copy, or a part copied from it).
+    copy_source: tuple[str, str] | None = None
+    query: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def reads(self) -> bool:
+        return self.method in READ_METHODS
+
+    def objects(self) -> list[tuple[str, str]]:
+        """Every object the request touches, as (bucket, key): a grant must allow each."""
+        return [(self.bucket, self.key)] + ([self.copy_source] if self.copy_source else [])
 
 
 def _endpoint_parts(endpoint: str) -> tuple[str, str, str]:
@@ -72,17 +137,95 @@ def _endpoint_parts(endpoint: str) -> tuple[str, str, str]:
     return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/")
 
 
+def _decoded(raw: str, what: str) -> str:
+    try:
+        text = unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise SigningRefused(f"the {what} is not UTF-8") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in text) or "\\" in text:
+        raise SigningRefused(f"the {what} has control characters or backslashes")
+    return text
+
+
+def _object_name(bucket: str, key: str) -> tuple[str, str]:
+    """`bucket` and `key`, if they name one object in one way only."""
+    if not _BUCKET.fullmatch(bucket) or not key:
+        raise SigningRefused("the request does not name one object")
+    if any(segment in ("", ".", "..") for segment in key.split("/")):
+        # Some stores resolve such segments, which would let a key that looks like it is under a
+        # table's location name an object outside it.
+        raise SigningRefused("the request does not name one object")
+    return bucket, key
+
+
+def _query(method: str, raw: str, writes: bool) -> tuple[tuple[str, str], ...]:
+    pairs: dict[str, str] = {}
+    for part in raw.split("&") if raw else ():
+        name, _, value = part.partition("=")
+        name, value = _decoded(name, "query"), _decoded(value, "query")
+        if name in pairs:
+            raise SigningRefused(f"the query names {name!r} twice")
+        pairs[name] = value
+    if pairs and not writes:
+        raise SigningRefused("requests with a query string (listings, versions, ACLs) are not signed")
+    if frozenset(pairs) not in QUERIES[method]:
+        raise SigningRefused(
+            f"a {method} is signed with no query or the steps of a multipart upload only, "
+            f"not {', '.join(sorted(pairs)) or 'none'}"
+        )
+    if pairs.get("uploads"):
+        raise SigningRefused("'uploads' takes no value")
+    if "uploadId" in pairs and not _UPLOAD_ID.fullmatch(pairs["uploadId"]):
+        raise SigningRefused("the upload id is not one a store makes")
+    if "partNumber" in pairs:
+        number = pairs["partNumber"]
+        if not (number.isascii() and number.isdigit() and 1 <= int(number) <= MAX_PART_NUMBER):
+            raise SigningRefused(f"a part number is 1 to {MAX_PART_NUMBER}")
+    return tuple(sorted(pairs.items()))
+
+
+def _copy_source(value: str) -> tuple[str, str]:
+    """The object an `x-amz-copy-source` names (`bucket/key` or `/bucket/key`, URL-encoded)."""
+    raw = value.strip()
+    if "?" in raw:
+        raise SigningRefused("a copy source is signed without a version or any query")
+    bucket, _, key = raw.removeprefix("/").partition("/")
+    return _object_name(_decoded(bucket, "copy source"), _decoded(key, "copy source"))
+
+
+def _headers(
+    method: str, headers: dict[str, list[str]], query: tuple[tuple[str, str], ...]
+) -> tuple[dict[str, str], tuple[str, str] | None]:
+    kept: dict[str, str] = {}
+    source = None
+    for name, values in headers.items():
+        lower = name.strip().lower()
+        if lower in OWN_HEADERS or not values:
+            continue
+        value = ", ".join(values)
+        if any(ord(c) < 32 and c != "\t" for c in value):
+            raise SigningRefused(f"the header {lower} has control characters")
+        if lower == COPY_SOURCE:
+            if method != "PUT":
+                raise SigningRefused("a copy source is signed on a PUT only")
+            source = _copy_source(value)
+        elif lower.startswith("x-amz-"):
+            if lower not in AMZ_HEADERS and not lower.startswith(AMZ_HEADER_PREFIXES):
+                raise SigningRefused(f"the header {lower} is not one this signer signs")
+        elif lower not in SIGNED_HEADERS:
+            continue  # not signed: a store gives an unsigned header no say over which object
+        kept[lower] = value
+    if any(name.startswith("x-amz-copy-source-") for name in kept) and source is None:
+        raise SigningRefused("copy conditions are signed with a copy source only")
+    return kept, source
+
+
 def parse_object_request(
     method: str, uri: str, headers: dict[str, list[str]], endpoint: str, writes: bool = False
 ) -> ObjectRequest:
-    """The bucket and key an S3 request URI names, if it is a read of one object at `endpoint` (with
-    `writes`, also a put or delete of one, or a step of its multipart upload).
-
-    Both addressing styles are understood: `endpoint/bucket/key` and
-    `bucket.endpoint-host/key`. Keys with `.` or `..` segments or empty segments
-    are refused: some stores normalize them, which would let a key that looks
-    like it is under a table's location name an object outside it.
-    """
+    """The one operation an S3 request names, if it is a read of one object at `endpoint` (with
+    `writes`, also a put, copy or delete of one, or a step of its multipart upload), and the
+    request built for it; `SigningRefused` for anything else."""
     method = method.upper()
     allowed = READ_METHODS | WRITE_METHODS if writes else READ_METHODS
     if method not in allowed:
@@ -91,41 +234,26 @@ def parse_object_request(
     scheme, netloc, base_path = _endpoint_parts(endpoint)
     if parts.fragment:
         raise SigningRefused("requests with a fragment are not signed")
-    if parts.query and not (writes and _multipart(parts.query)):
-        raise SigningRefused("requests with a query string (listings, versions, ACLs) are not signed")
-    if method == "POST" and not parts.query:
-        raise SigningRefused("a POST is signed only as a step of a multipart upload")
-    if parts.scheme.lower() != scheme:
-        raise SigningRefused("the request is not addressed to this store's endpoint")
-    host = parts.netloc.lower()
+    if parts.scheme.lower() != scheme or parts.netloc.lower() != netloc:
+        raise SigningRefused(
+            "the request is not addressed to this store's endpoint in path style, as the catalog "
+            "configures clients"
+        )
     if not parts.path.startswith(base_path + "/"):
         raise SigningRefused("the request is not addressed to this store's endpoint")
-    path = parts.path[len(base_path) + 1 :]
-    if host == netloc:
-        bucket, _, key = path.partition("/")
-        bucket = unquote(bucket)
-    elif host.endswith("." + netloc):
-        bucket, key = host[: -len(netloc) - 1], path
-    else:
-        raise SigningRefused("the request is not addressed to this store's endpoint")
-    key = unquote(key)
-    segments = key.split("/")
-    if not bucket or not key or any(segment in ("", ".", "..") for segment in segments):
-        raise SigningRefused("the request does not name one object")
-    kept = {
-        name.lower(): ", ".join(values) for name, values in headers.items() if _signed_header(name) and values
-    }
-    return ObjectRequest(method, bucket, key, uri, kept)
-
-
-def _multipart(query: str) -> bool:
-    names = [pair.partition("=")[0] for pair in query.split("&")]
-    return bool(names) and all(name in MULTIPART_PARAMETERS for name in names)
+    raw_bucket, _, raw_key = parts.path[len(base_path) + 1 :].partition("/")
+    bucket, key = _object_name(_decoded(raw_bucket, "bucket"), _decoded(raw_key, "key"))
+    query = _query(method, parts.query, writes)
+    kept, source = _headers(method, headers, query)
+    built = f"{scheme}://{netloc}{base_path}/{quote(bucket, safe='')}/{quote(key, safe='/~')}"
+    if query:
+        built += "?" + "&".join(quote(n, safe="") + (f"={quote(v, safe='')}" if v else "") for n, v in query)
+    return ObjectRequest(method, bucket, key, built, kept, source, query)
 
 
 @dataclass(frozen=True)
 class HeaderSigner:
-    """Signs object reads with one store's credentials, for the address recipients reach."""
+    """Signs object requests with one store's credentials, for the address clients reach."""
 
     region: str
     access_key: str
@@ -133,7 +261,7 @@ class HeaderSigner:
     session_token: str | None = None
 
     def sign(self, request: ObjectRequest) -> dict[str, list[str]]:
-        """The headers to add to `request` (each a list, as the signer protocol carries them)."""
+        """The headers to add to `request.uri` (each a list, as the signer protocol carries them)."""
         aws = AWSRequest(method=request.method, url=request.uri, headers=dict(request.headers))
         auth = _WriterAuth(
             Credentials(self.access_key, self.secret_key, self.session_token), "s3", self.region

@@ -136,17 +136,18 @@ class TableEndpoints(CatalogEndpoints):
         SigV4): it names the caller and the table, and each request is checked against them."""
         params, body, notes = request.path_params, await request.body(), audit_fields(request)
         method, uri, headers = parse_sign_request(body)
-        signed = await run_in_threadpool(
+        signed_uri, signed = await run_in_threadpool(
             self.data.sign,
             params["prefix"],
             params["grant"],
             self.callers.principal,
+            self.catalog,
             method,
             uri,
             headers,
             notes,
         )
-        return JSONResponse({"uri": uri, "headers": signed}, headers={"Cache-Control": "no-store"})
+        return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})
 
     @iceberg_errors("NoSuchNamespaceException")
     async def register(self, request: Request) -> Response:

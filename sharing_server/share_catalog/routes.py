@@ -57,8 +57,9 @@ def _sign_for_share(
     uri: str,
     headers: dict[str, list[str]],
     fields: dict[str, Any],
-) -> dict[str, list[str]]:
-    """The signed headers, if an Iceberg table of the token's share may be read at `uri`."""
+) -> tuple[str, dict[str, list[str]]]:
+    """The URI to send and its signed headers, if an Iceberg table of the token's share may be read
+    at `uri` (the URI is the request the signer built, not the client's)."""
     refusal = "not a file of the share's tables"
     tables = store.list_tables(token.share)
     # What each table's kept grant allows first; a fresh look only when none does.
@@ -75,7 +76,7 @@ def _sign_for_share(
                 table=table.name,
                 signing={"method": request.method, "object": f"{request.bucket}/{request.key}"},
             )
-            return signature
+            return request.uri, signature
     fields["signing"] = {"method": method, "refused": refusal}
     raise IcebergError(403, f"this token may not have that request signed: {refusal}")
 
@@ -223,7 +224,10 @@ class ShareCatalog:
             metrics.iceberg_signatures.labels("refused").inc()
             raise
         metrics.iceberg_signatures.labels("signed").inc()
-        return JSONResponse({"uri": uri, "headers": signed}, headers={"Cache-Control": "no-store"})
+        signed_uri, signed_headers = signed
+        return JSONResponse(
+            {"uri": signed_uri, "headers": signed_headers}, headers={"Cache-Control": "no-store"}
+        )
 
     async def read_only(self, request: Request) -> Response:
         await self._token(request)

@@ -14,6 +14,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import boto3
 import httpx
@@ -367,3 +368,197 @@ def test_duckdb_creates_a_table_and_inserts_with_vended_keys(server: Deployment,
         assert duck_rows(connection, "SELECT id, name FROM lake.duck.made") == [[1, "a"], [2, "b"]]
     finally:
         connection.close()
+
+
+# -- the writers' signer under attack: a user allowed one namespace --------------------------------
+
+ATT = "att"
+
+
+@pytest.fixture(scope="module")
+def attacker(server: Deployment, owner: IssuedUser) -> IssuedUser:
+    """Everything on the tables of namespace `att` of the writers' warehouse, nothing elsewhere."""
+    arn = "arn:aws:s3tables:::bucket/"
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3tables:*"], "Resource": [f"{arn}{WAREHOUSE}/table/{ATT}/*"]},
+            {
+                "Effect": "Allow",
+                "Action": ["s3tables:GetTableBucket", "s3tables:GetNamespace", "s3tables:ListTables"],
+                "Resource": [f"{arn}{WAREHOUSE}"],
+            },
+        ],
+    }
+    writer(server, owner, VENDED).create_namespace(ATT)
+    return CatalogUsers(server.store.transactions, server.secret).create("attacker", json.dumps(policy))
+
+
+def signer_of(server: Deployment, user: IssuedUser, namespace: str, table: str) -> tuple[str, str]:
+    """The signer URL of a remote-signing load of the table by `user`, and the store's endpoint."""
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{table}"
+    loaded = signed(user, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED})
+    assert loaded.status_code == 200, loaded.text
+    config = loaded.json()["config"]
+    return f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}", config["s3.endpoint"]
+
+
+def sign_at(
+    signer: str, method: str, uri: str, headers: dict[str, list[str]] | None = None
+) -> httpx.Response:
+    return httpx.post(
+        signer, json={"method": method, "region": "us-east-1", "uri": uri, "headers": headers or {}}
+    )
+
+
+def sent(answer: httpx.Response, method: str, own: dict[str, str] | None = None) -> httpx.Response:
+    """The signed request sent to the store as the signer answered it (its URI, its headers), with
+    the client's `own` headers it had signed."""
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    headers = {name: ", ".join(values) for name, values in body["headers"].items()}
+    return httpx.request(method, body["uri"], headers={**(own or {}), **headers})
+
+
+def victim_file(server: Deployment, owner: IssuedUser) -> tuple[str, str]:
+    """A data file of a table in another warehouse: (bucket, key)."""
+    catalog = writer(server, owner, VENDED, OTHER)
+    catalog.create_namespace_if_not_exists("victims")
+    name = f"victims.t{uuid.uuid4().hex[:6]}"
+    table = catalog.create_table(name, schema=ROWS)
+    table.append(rows((1, "secret")))
+    path = next(f.file.file_path for f in catalog.load_table(name).scan().plan_files())
+    bucket, _, key = path.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def test_a_copy_source_outside_the_grant_is_refused_and_one_inside_is_signed(
+    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+) -> None:
+    """A PUT into the caller's own table that copies another warehouse's file, as one object or as a
+    part of a multipart upload: refused. A copy within the table itself is signed and works."""
+    victim_bucket, victim_key = victim_file(server, owner)
+    mine = writer(server, attacker, SIGNED).create_table(f"{ATT}.copier_{uuid.uuid4().hex[:6]}", schema=ROWS)
+    mine.append(rows((7, "mine")))
+    name = mine.name()[-1]
+    signer, endpoint = signer_of(server, attacker, ATT, name)
+    own_key = mine.location().removeprefix(f"s3://{WAREHOUSE}/")
+    target = f"{endpoint}/{WAREHOUSE}/{own_key}/data/stolen.parquet"
+    for source in (f"/{victim_bucket}/{victim_key}", f"{victim_bucket}/{victim_key}",
+                   f"/{victim_bucket}/{quote(victim_key, safe='')}"):  # fmt: skip
+        answer = sign_at(signer, "PUT", target, {"x-amz-copy-source": [source]})
+        assert answer.status_code == 403, answer.text
+        assert answer.json()["error"]["type"] == "ForbiddenException"
+    # The part-copy of a multipart upload: begun by the store for real, then the copy refused.
+    begun = sent(sign_at(signer, "POST", f"{target}?uploads"), "POST")
+    assert begun.status_code == 200, begun.text
+    upload_id = begun.text.split("<UploadId>")[1].split("</UploadId>")[0]
+    part = f"{target}?partNumber=1&uploadId={upload_id}"
+    answer = sign_at(signer, "PUT", part, {"x-amz-copy-source": [f"/{victim_bucket}/{victim_key}"]})
+    assert answer.status_code == 403, answer.text
+    assert sent(sign_at(signer, "DELETE", f"{target}?uploadId={upload_id}"), "DELETE").status_code == 204
+    seaweed = server.seaweed  # type: ignore[attr-defined]
+    assert "Contents" not in seaweed.client().list_objects_v2(
+        Bucket=WAREHOUSE, Prefix=f"{own_key}/data/stolen"
+    )
+    # Within the grant's own table, a copy is signed, and the store makes it.
+    own_file = next(f.file.file_path for f in mine.scan().plan_files()).removeprefix(f"s3://{WAREHOUSE}/")
+    copy = {"x-amz-copy-source": f"/{WAREHOUSE}/{own_file}"}
+    copied = sent(sign_at(signer, "PUT", target, {k: [v] for k, v in copy.items()}), "PUT", copy)
+    assert copied.status_code == 200, copied.text
+    assert (
+        seaweed.client().get_object(Bucket=WAREHOUSE, Key=f"{own_key}/data/stolen.parquet")["Body"].read()[:4]
+        == b"PAR1"
+    )
+    refusals = [r for r in audit_records(server) if "copy" in json.dumps(r.get("signing", {}))]
+    assert any(victim_key in json.dumps(r) and r["status"] == 403 for r in refusals)
+
+
+def test_the_writers_signer_refuses_the_host_form_and_headers_it_does_not_sign(
+    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+) -> None:
+    """`http://<bucket>.<store>/<other bucket>/<key>`: a store without virtual hosts serves the other
+    bucket. Refused, as is every x-amz header the signer does not know."""
+    victim_bucket, victim_key = victim_file(server, owner)
+    mine = writer(server, attacker, SIGNED).create_table(f"{ATT}.host_{uuid.uuid4().hex[:6]}", schema=ROWS)
+    name = mine.name()[-1]
+    signer, endpoint = signer_of(server, attacker, ATT, name)
+    scheme, _, host = endpoint.partition("://")
+    own = mine.location().removeprefix(f"s3://{WAREHOUSE}/")
+    for uri in (
+        f"{scheme}://{WAREHOUSE}.{host}/{victim_bucket}/{victim_key}",
+        f"{scheme}://{WAREHOUSE}.{host}/{own}/data/x.parquet",
+    ):
+        for method in ("GET", "PUT", "DELETE"):
+            answer = sign_at(signer, method, uri)
+            assert answer.status_code == 403, (method, uri, answer.text)
+            assert "path style" in answer.json()["error"]["message"]
+    inside = f"{endpoint}/{WAREHOUSE}/{own}/data/x.parquet"
+    unsigned = ("x-amz-acl", "x-amz-tagging", "x-amz-object-lock-mode", "x-amz-grant-full-control")
+    unsigned += ("x-amz-server-side-encryption-customer-key", "x-amz-website-redirect-location")
+    for header in unsigned:
+        answer = sign_at(signer, "PUT", inside, {header: ["v"]})
+        assert answer.status_code == 403 and header in answer.text, header
+    # What is signed is the request the signer built: the answer's URI, in path style.
+    good = sign_at(signer, "PUT", inside, {"Content-Type": ["application/octet-stream"], "User-Agent": ["x"]})
+    assert good.status_code == 200 and good.json()["uri"] == inside
+    assert "content-type" in good.json()["headers"]["Authorization"][0]
+    assert "user-agent" not in good.json()["headers"]["Authorization"][0]
+
+
+def test_a_signing_grant_ends_when_its_table_is_renamed_away_or_dropped(
+    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+) -> None:
+    """A grant taken while the table was in the caller's namespace signs nothing once the owner
+    renamed it out, or dropped it, even before the grant's hour is up; a new table under the old
+    name is another table."""
+    owners = writer(server, owner, VENDED)
+    owners.create_namespace_if_not_exists("payroll")
+    suffix = uuid.uuid4().hex[:6]
+    table = owners.create_table(f"{ATT}.moving_{suffix}", schema=ROWS)
+    table.append(rows((1, "salary")))
+    data = next(f.file.file_path for f in table.scan().plan_files()).removeprefix(f"s3://{WAREHOUSE}/")
+    signer, endpoint = signer_of(server, attacker, ATT, f"moving_{suffix}")
+    delete = f"{endpoint}/{WAREHOUSE}/{data}"
+    assert sign_at(signer, "GET", delete).status_code == 200
+    owners.rename_table(f"{ATT}.moving_{suffix}", f"payroll.moving_{suffix}")
+    for method in ("GET", "DELETE"):
+        answer = sign_at(signer, method, delete)
+        assert answer.status_code == 403 and "load the table again" in answer.text, answer.text
+    # Renamed back, it is the grant's table again; then replaced by a new one under the name: not.
+    owners.rename_table(f"payroll.moving_{suffix}", f"{ATT}.moving_{suffix}")
+    assert sign_at(signer, "GET", delete).status_code == 200
+    owners.drop_table(f"{ATT}.moving_{suffix}")
+    assert sign_at(signer, "DELETE", delete).status_code == 403
+    owners.create_table(f"{ATT}.moving_{suffix}", schema=ROWS)
+    assert sign_at(signer, "DELETE", delete).status_code == 403
+
+
+def test_a_staged_creates_grant_ends_once_another_table_holds_its_location(
+    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+) -> None:
+    """A staged create's grant signs before its table exists; once committed and renamed away by
+    the owner, its location is claimed by a table the caller may not touch: no signature."""
+    name = f"staged_{uuid.uuid4().hex[:6]}"
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{ATT}/tables"
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    body = {"name": name, "schema": json.loads(schema.model_dump_json()), "stage-create": True}
+    staged = signed(
+        attacker, "POST", url, json.dumps(body).encode(), **{"X-Iceberg-Access-Delegation": SIGNED}
+    )
+    assert staged.status_code == 200, staged.text
+    config = staged.json()["config"]
+    signer = f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}"
+    location = staged.json()["metadata"]["location"].removeprefix(f"s3://{WAREHOUSE}/")
+    inside = f"{config['s3.endpoint']}/{WAREHOUSE}/{location}/data/x.parquet"
+    assert sign_at(signer, "PUT", inside).status_code == 200  # no table has the name yet
+    # The owner makes a table of that name at that very location: another table than the staged one.
+    owners = writer(server, owner, VENDED)
+    owners.create_namespace_if_not_exists("payroll")
+    owners.create_table(f"{ATT}.{name}", schema=ROWS, location=f"s3://{WAREHOUSE}/{location}")
+    assert sign_at(signer, "PUT", inside).status_code == 403
+    # Renamed out of the caller's namespace, it still holds the location: no table has the name,
+    # yet the grant signs nothing there.
+    owners.rename_table(f"{ATT}.{name}", f"payroll.{name}")
+    answer = sign_at(signer, "PUT", inside)
+    assert answer.status_code == 403 and "load the table again" in answer.text
