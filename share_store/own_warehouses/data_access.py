@@ -261,7 +261,7 @@ class DataAccess:
             raise Forbidden("the signing grant's user no longer exists")
         table = TableName.of(warehouse, payload["n"], payload["t"])
         rights = DataRights.of(who, table)
-        signer, endpoint, _ = self._s3()
+        _, endpoint, _ = self._s3()
         try:
             request = parse_object_request(method, uri, headers, endpoint, writes=True)
         except SigningRefused as error:
@@ -278,7 +278,21 @@ class DataAccess:
             needed = actions.GET_TABLE_DATA if reads else actions.PUT_TABLE_DATA
             raise Forbidden(f"{who.name} is not allowed to {needed} on {table}")
         _still_the_grants(catalog, table, payload)
-        return request.uri, signer.sign(request)
+        return request.uri, self._signer(table, payload, reads).sign(request)
+
+    def _signer(self, table: TableName, payload: dict[str, Any], reads: bool) -> HeaderSigner:
+        """What signs for a grant: where the store has STS (vending on), keys from `AssumeRole`
+        whose session policy is the grant's location, read-only for a read, so that the store, not
+        only the checks above, bounds what a signature reaches; else the server's own keys."""
+        signer, _, store = self._s3()
+        if not self.vends:
+            return signer
+        assert self.vendor is not None
+        scope = VendingScope(prefixes_of([(str(payload["b"]), str(payload["l"]))]), write=not reads)
+        # One session per table and kind of right, so the store's audit names what signed.
+        session = f"signer-{'r' if reads else 'w'}-{table.warehouse[:16]}-{table.name[:32]}"
+        keys = self.vendor.vend(store, scope, session, None)
+        return HeaderSigner(store.region, keys.access_key, keys.secret_key, keys.session_token)
 
     def _rights(self, who: Principal, table: TableName) -> DataRights:
         rights = DataRights.of(who, table)

@@ -191,4 +191,16 @@ class IcebergGrants:
         if not allowed and recheck and time.monotonic() - grant.made > RECHECK_SECONDS:
             grant = self.load(table)
             allowed = all(grant.readable.allows(bucket, key) for bucket, key in request.objects())
-        return (request, grant.signer.sign(request)) if allowed else None
+        return (request, self._signer(table, grant).sign(request)) if allowed else None
+
+    def _signer(self, table: SharedTable, grant: TableGrant) -> HeaderSigner:
+        """What signs a recipient's read: with vending on (the store has STS), keys from
+        `AssumeRole` whose session policy is the table's prefixes, so that the store bounds what a
+        signature reaches as well as `ReadableFiles` does; else the store's own keys."""
+        if not self.vends:
+            return grant.signer
+        assert self.vendor is not None
+        # The table's prefixes, not the grant's exact files: a new snapshot needs no new keys.
+        scope = VendingScope(grant.prefixes or grant.readable.bucket_prefixes)
+        keys = self.vendor.vend(grant.store, scope, f"signer-{table.id[:48]}", None)
+        return HeaderSigner(grant.store.region, keys.access_key, keys.secret_key, keys.session_token)

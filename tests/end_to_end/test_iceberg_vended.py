@@ -188,6 +188,29 @@ def test_pyiceberg_reads_with_vended_keys_and_with_remote_signing(server: Deploy
         assert as_rows(through_iceberg).equals(as_rows(shared_frame(server, "vended", name)))
 
 
+
+def test_with_vending_on_the_signer_signs_with_keys_scoped_to_the_table(
+    server: Deployment, seaweed: SeaweedS3
+) -> None:
+    """The store bounds what a recipient's signature reaches, not only the signer's checks: the
+    signature is made with STS keys whose session policy is the table's prefixes."""
+    parted = DELTA_TABLES["parted"]
+    listed = seaweed.client().list_objects_v2(Bucket=DELTA_BUCKET, Prefix=f"{parted}/")["Contents"]
+    key = next(item["Key"] for item in listed if item["Key"].endswith(".parquet"))
+    uri = f"{seaweed.endpoint}/{DELTA_BUCKET}/{key}"
+    answer = httpx.post(
+        f"{catalog_uri(server)}/v1/aws/s3/sign",
+        json={"method": "GET", "region": "us-east-1", "uri": uri, "headers": {}},
+        headers={"Authorization": f"Bearer {server.token('vended')}"},
+    )
+    assert answer.status_code == 200, answer.text
+    headers = {name: values[0] for name, values in answer.json()["headers"].items()}
+    assert headers["x-amz-security-token"]
+    assert f"Credential={seaweed.access_key}/" not in headers["Authorization"]
+    got = httpx.get(answer.json()["uri"], headers=headers)
+    assert got.status_code == 200 and got.content[:4] == b"PAR1"
+
+
 # -- what the keys can and cannot do ------------------------------------------------------
 
 

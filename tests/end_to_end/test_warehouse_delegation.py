@@ -502,6 +502,10 @@ def test_the_writers_signer_refuses_the_host_form_and_headers_it_does_not_sign(
     # What is signed is the request the signer built: the answer's URI, in path style.
     good = sign_at(signer, "PUT", inside, {"Content-Type": ["application/octet-stream"], "User-Agent": ["x"]})
     assert good.status_code == 200 and good.json()["uri"] == inside
+    # Signed with keys from STS scoped to the table's location (vending is on), not the server's.
+    seaweed = server.seaweed  # type: ignore[attr-defined]
+    assert good.json()["headers"]["x-amz-security-token"]
+    assert f"Credential={seaweed.access_key}/" not in good.json()["headers"]["Authorization"][0]
     assert "content-type" in good.json()["headers"]["Authorization"][0]
     assert "user-agent" not in good.json()["headers"]["Authorization"][0]
 
@@ -562,3 +566,38 @@ def test_a_staged_creates_grant_ends_once_another_table_holds_its_location(
     owners.rename_table(f"{ATT}.{name}", f"payroll.{name}")
     answer = sign_at(signer, "PUT", inside)
     assert answer.status_code == 403 and "load the table again" in answer.text
+
+
+def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
+    seaweed: SeaweedS3, owner: IssuedUser, server: Deployment
+) -> None:
+    """Defence in depth: were the signer's parser wrong, the keys it signs with are the table's (STS,
+    a session policy of the grant's location, read-only for reads), so SeaweedFS refuses a request
+    outside it that the parser let through. Here the parser is bypassed on purpose."""
+    from share_store.own_warehouses.data_access import DataAccess
+    from share_store.own_warehouses.names import TableName
+    from share_store.signing.request_signing import ObjectRequest
+    from share_store.signing.token_codec import TokenCodec
+    from share_store.storage.s3 import S3Settings, S3Storage
+    from share_store.storage.sts_vending import CredentialVendor, VendingSettings
+
+    victim_bucket, victim_key = victim_file(server, owner)
+    settings = S3Settings(seaweed.endpoint, None, seaweed.region, seaweed.access_key, seaweed.secret_key)
+    vendor = CredentialVendor(VendingSettings("sts", WRITER_ROLE_ARN))
+    data = DataAccess(S3Storage(settings), (VENDED, SIGNED), vendor, TokenCodec(b"k" * 32, "test"))
+    payload = {"b": WAREHOUSE, "l": "att/mine"}
+    table = TableName.of(WAREHOUSE, ("att",), "mine")
+
+    def send(method: str, bucket: str, key: str, reads: bool) -> int:
+        uri = f"{seaweed.endpoint}/{bucket}/{key}"
+        request = ObjectRequest(method, bucket, key, uri, {})
+        headers = data._signer(table, payload, reads).sign(request)
+        flat = {name: values[0] for name, values in headers.items()}
+        return httpx.request(method, uri, headers=flat, content=b"x" if method == "PUT" else None).status_code
+
+    assert send("PUT", WAREHOUSE, "att/mine/data/ok.parquet", reads=False) == 200
+    assert send("GET", WAREHOUSE, "att/mine/data/ok.parquet", reads=True) == 200
+    assert send("GET", victim_bucket, victim_key, reads=True) == 403
+    assert send("PUT", WAREHOUSE, "att/other/data/x.parquet", reads=False) == 403
+    assert send("DELETE", victim_bucket, victim_key, reads=False) == 403
+    assert send("PUT", WAREHOUSE, "att/mine/data/by-reader.parquet", reads=True) == 403  # read-only keys
