@@ -34,7 +34,7 @@ from bench.s3_queries import bench_s3
 from bench.scale import bench_scale
 from bench.spark_reads import bench_spark
 from bench.warehouse_catalog import bench_warehouse
-from bench.warehouse_delegation import bench_delegation
+from bench.warehouse_delegation import bench_delegation, bench_signing_keys
 
 
 def scenarios() -> dict[str, Callable[[], None]]:
@@ -57,6 +57,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
         "warehouse": bench_warehouse,
         "delegation": bench_delegation,
+        "signing-keys": bench_signing_keys,
         "maintenance": bench_maintenance,
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),

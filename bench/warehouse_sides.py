@@ -81,10 +81,14 @@ def signed_post(url: str, body: dict[str, str], access_key: str, secret_key: str
 
 @contextmanager
 def our_side(
-    seaweed: SeaweedS3, env: dict[str, str] | None = None, name: str = "run-warehouse"
+    seaweed: SeaweedS3,
+    env: dict[str, str] | None = None,
+    name: str = "run-warehouse",
+    warehouse: str = WAREHOUSE,
 ) -> Iterator[tuple[Side, int]]:
     """Our server on the SeaweedFS S3, a warehouse and a namespace in it, while the block runs; its pid.
-    `Side.connect(**more)` takes more pyiceberg properties; `s3_keys=False` gives it no S3 keys."""
+    `Side.connect(**more)` takes more pyiceberg properties; `s3_keys=False` gives it no S3 keys.
+    Two servers on one SeaweedFS need a `warehouse` each (a warehouse is a bucket)."""
     server = Server(name, seaweed.storage_config(path_style="true"), env=env)
     # The user is made in the server's own share store and sealed with its key, as the
     # admin would make one; the server process reads both when it starts.
@@ -95,12 +99,12 @@ def our_side(
         services.close()
     with server:
         root = f"http://127.0.0.1:{server.port}/_iceberg"
-        made = signed_post(f"{root}/v1/warehouses", {"name": WAREHOUSE}, user.access_key, user.secret_key)
+        made = signed_post(f"{root}/v1/warehouses", {"name": warehouse}, user.access_key, user.secret_key)
         if made.status_code != 200:
             raise RuntimeError(f"our warehouse was not made: {made.status_code} {made.text[:300]}")
         properties = {
             "uri": root,
-            "warehouse": WAREHOUSE,
+            "warehouse": warehouse,
             **sigv4_properties(user.access_key, user.secret_key, "local"),
             **s3_properties(seaweed),
         }
