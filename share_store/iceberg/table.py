@@ -342,7 +342,14 @@ class IcebergTableReader:
             bucket = self.options.deletes.cache_bucket or self.locate(table.metadata_location)[0]
             # Written with the configured keys: vended ones are commonly read-only.
             storage = self.configured_storage
-            self._derived = DerivedFiles(storage, bucket, self.options.deletes.cache_prefix, self._uri)
+            prefix = self.options.deletes.cache_prefix
+            if self._confined is not None:
+                # An own-warehouse table's committer writes its manifests: they may name any key, and
+                # `locate_file` lets this cache's through. So the cache of such a table is a folder
+                # of its own (by its location, which no other table holds), and another table's
+                # derived files are outside it like any file outside the table.
+                prefix = f"{prefix.rstrip('/')}/tables/{self._confined.bucket}/{self._confined.prefix}/"
+            self._derived = DerivedFiles(storage, bucket, prefix, self._uri)
         return self._derived
 
     def _uri(self, bucket: str, key: str) -> str:

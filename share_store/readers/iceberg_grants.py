@@ -93,9 +93,12 @@ def _files_in_summary(table: Any) -> int:
     summary = current.summary if current is not None else None
     if summary is None:
         return 0 if current is None else MAX_EXACT_FILES + 1
+    # A committer writes the summary: a count missing (pyiceberg's `get` answers None then) or not a
+    # number means many, never a failed signature.
+    data, deletes = summary.get("total-data-files"), summary.get("total-delete-files")
     try:
-        return int(summary.get("total-data-files", "")) + int(summary.get("total-delete-files", "0"))
-    except ValueError:
+        return int(data) + int(deletes or 0)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return MAX_EXACT_FILES + 1
 
 

@@ -19,6 +19,7 @@ import time
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 from pyiceberg.manifest import (
     DataFile,
@@ -39,6 +40,7 @@ from tests.catalog_attacks import (
     assert_intact,
     assert_refused,
     commit,
+    contents,
     create_body,
     keys_under,
     make_victim,
@@ -380,3 +382,59 @@ def snapshot_updates_naming(table: Table, manifest_list: str) -> list[dict[str, 
         {"action": "add-snapshot", "snapshot": snapshot},
         {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
     ]
+
+
+# -- 5. the cache of derived files: only the table's own are served --------------------------------
+
+
+def test_a_manifest_naming_another_tables_derived_file_shares_none_of_it(world: World) -> None:
+    """The server's cache (`.delta-sharing-cache/`) holds files derived from shared tables: copies of
+    data files without their deleted rows, deletion vectors. They are in no table's location, so
+    `locate_file` let any of them through for an own-warehouse table whose manifest names it: the
+    attacker's table names the victim's materialized copy as its own data file, is shared, and its
+    recipients (the attacker) are served the victim's rows. Only derived files of the table being
+    read are its files."""
+    victim = make_deleted(world)
+    cache = ".delta-sharing-cache/"
+    before = keys_under(world.deployment, world.wh, cache)
+    assert adds_of(query(world, share(world, world.wh, victim.namespace, victim.name), DELTA_FORMAT))
+    # What the victim's query derived: its deletion vector index (vectors, copies alike).
+    derived = sorted(keys_under(world.deployment, world.wh, cache) - before)
+    assert derived, "the victim's query derived nothing"
+    stolen_key = derived[0]
+    size = len(contents(world.deployment, world.wh, stolen_key)[stolen_key])
+    stolen = DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=uri(world.deployment, world.wh, stolen_key),
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=2,
+        file_size_in_bytes=size,
+    )
+    own = own_table(world)
+    name = name_of(own)
+    snapshot_id = new_snapshot_id()
+    # With a delete of its own, so that the reader of the attacker's table has its derived files.
+    own_file = next(iter(own.scan().plan_files())).file
+    deletes = position_delete_file(own, [(own_file.file_path, 0)])
+    manifests = [write_manifest(own, snapshot_id, [stolen, own_file], False),
+                 write_manifest(own, snapshot_id, [deletes], True)]  # fmt: skip
+    world.attack(snapshot_updates(own, snapshot_id, manifests, "overwrite"), name)
+    shared = share(world, world.wh, ATT, name)
+
+    answer = query(world, shared, DELTA_FORMAT)
+    marker = stolen_key.rsplit("/", 1)[-1]
+    leaked = [line for line in answer.text.splitlines() if marker in line]
+    assert not leaked, f"the attacker's share hands out the victim's derived {stolen_key}: {leaked}"
+    if answer.status_code != 200:
+        assert {"errorCode", "message"} <= set(answer.json()), answer.text[:300]
+    if world.s3:
+        settings = world.deployment.storage.settings  # type: ignore[attr-defined]
+        endpoint = (settings.public_endpoint or settings.endpoint).rstrip("/")
+        signed = httpx.post(
+            f"{world.deployment.server.url}/iceberg/v1/aws/s3/sign",
+            json={"method": "GET", "uri": f"{endpoint}/{world.wh}/{stolen_key}", "headers": {}},
+            headers={"Authorization": f"Bearer {world.deployment.token(shared[0])}"},
+            timeout=60,
+        )
+        assert signed.status_code == 403, signed.text
