@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.errors import ServerErrorMiddleware
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from share_store.authentication.console_sessions import SessionCodec
 from share_store.authentication.sign_in_throttle import AdminToken
@@ -58,6 +60,7 @@ from sharing_server.config import ServiceOptions
 from sharing_server.console.routes import console_routes
 from sharing_server.console.web import Console
 from sharing_server.http.connections import ConnectionGuard
+from sharing_server.http.error_models import APP_ROOT
 from sharing_server.http.errors import EXCEPTION_HANDLERS
 from sharing_server.http.files import LocalFiles
 from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
@@ -240,20 +243,48 @@ def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:
 
 
 class SharingApp(Starlette):
-    """Starlette, minus the exception it raises again once a 500 has been answered.
+    """Starlette, with its handler of unexpected errors inside the middleware that sees every answer,
+    and minus the exception it raises again once a 500 has been answered.
 
-    Its `ServerErrorMiddleware` hands an unexpected error to `internal_error`
-    (which answers 500 and logs the error's type) and then raises it again for
-    the ASGI server, which would log the whole traceback and message ("Error in
-    ASGI Framework"): messages of storage and database errors may carry
-    credentials. Mid-stream, returning without the body's end still makes the
+    Starlette puts its `ServerErrorMiddleware`, which hands an unexpected error (a bug, the share
+    store's database gone) to `internal_error`, outside every middleware: its 500 or 503 would
+    leave without the security headers and the request id, and the audit line and metrics would
+    say 500 whatever it answered. Here it sits inside `OUTSIDE_ERRORS`, and outside the guards
+    (`ConnectionGuard` ends a stalled send itself, which is no error to log).
+
+    `ServerErrorMiddleware` then raises the error again for the ASGI server, which would log the
+    whole traceback and message ("Error in ASGI Framework"): messages of storage and database
+    errors may carry credentials. Mid-stream, returning without the body's end still makes the
     server cut the connection, so the client sees a broken response, not a short one.
+
+    It also notes where the app starts (`error_models.APP_ROOT`): errors answered under the
+    Iceberg catalogs' prefixes take their model, wherever the app is served or mounted.
     """
+
+    OUTSIDE_ERRORS: tuple[type, ...] = (ForwardedHeaders, SecurityHeaders, Observe)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        handlers = dict(self.exception_handlers)
+        on_error = handlers.pop(500, None)
+        on_error = handlers.pop(Exception, on_error)
+        outer = [m for m in self.user_middleware if m.cls in self.OUTSIDE_ERRORS]
+        inner = [m for m in self.user_middleware if m.cls not in self.OUTSIDE_ERRORS]
+        middleware = [
+            *outer,
+            Middleware(ServerErrorMiddleware, handler=on_error, debug=self.debug),
+            *inner,
+            Middleware(ExceptionMiddleware, handlers=handlers, debug=self.debug),
+        ]
+        app: ASGIApp = self.router
+        for cls, args, kwargs in reversed(middleware):
+            app = cls(app, *args, **kwargs)
+        return app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        scope[APP_ROOT] = scope.get("root_path", "")
         try:
             await super().__call__(scope, receive, send)
         except Exception:  # noqa: BLE001, S110 - answered and logged by `internal_error` already

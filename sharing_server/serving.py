@@ -16,6 +16,9 @@ that worker: 64 connections opened together split 46/18 or 60/4, and a second
 worker took little of the load. So each worker binds a listening socket of its
 own on the same address (SO_REUSEPORT, which Hypercorn sets with several
 workers), and the kernel spreads new connections over them evenly.
+
+Hypercorn's access log (on when the audit log is off) names each request's path, which may hold
+a signing grant: its lines go through `sharing_server.observability.redaction` as the audit's do.
 """
 
 from __future__ import annotations
@@ -23,11 +26,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from hypercorn.config import Config, Sockets
+from hypercorn.logging import Logger
 
 from sharing_server.config import ServiceOptions
+from sharing_server.observability.redaction import REDACTED, SECRET_HEADERS, redact_path, redact_query
+
+if TYPE_CHECKING:
+    from hypercorn.typing import ResponseSummary, WWWScope
 
 logger = logging.getLogger("sharing_server")
 
@@ -98,10 +107,38 @@ class HypercornConfig(Config):
         return sockets
 
 
+class RedactingLogger(Logger):
+    """Hypercorn's logger, whose access lines hold paths, queries and headers as the audit's
+    redaction leaves them, whichever atoms the format names."""
+
+    def atoms(
+        self, request: WWWScope, response: ResponseSummary | None, request_time: float
+    ) -> Mapping[str, str]:
+        atoms = super().atoms(request, response, request_time)
+        assert isinstance(atoms, dict)  # Hypercorn's AccessLogAtoms, changed in place
+        path, query = redact_path(request["path"]), redact_query(request["query_string"].decode("latin-1"))
+        with_query = path + ("?" + query if query else "")
+        method, protocol = atoms["m"], atoms["H"]
+        atoms.update(
+            {
+                "U": path,
+                "Uq": with_query,
+                "q": query,
+                "r": f"{method} {path} {protocol}",
+                "R": f"{method} {with_query} {protocol}",
+            }
+        )
+        for atom in list(atoms):  # header atoms: "{name}i" (request), "{name}o" (response)
+            if atom.startswith("{") and atom[1:-2] in SECRET_HEADERS:
+                atoms[atom] = REDACTED
+        return atoms
+
+
 def hypercorn_config(options: ServiceOptions) -> HypercornConfig:
     """What Hypercorn takes from our settings; binds, TLS and logs are the caller's to add."""
     config = HypercornConfig()
     config.user_timeout = options.stream_send_timeout
+    config.logger_class = RedactingLogger
     return config
 
 

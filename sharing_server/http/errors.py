@@ -1,4 +1,11 @@
-"""Every error leaves as `{"errorCode", "message"}` JSON; internals never leave at all.
+"""Every error leaves as JSON in its protocol's model; internals never leave at all.
+
+`error_response` is where every error answer is made, by the app's exception handlers below,
+by the middleware's refusals and by the Iceberg handlers' `iceberg_errors`: under `/iceberg`
+and `/_iceberg` in the Iceberg REST model (`{"error": {"message", "type", "code"}}`), elsewhere
+as `{"errorCode", "message"}` (`error_models`). The audit line gets the error's code either way.
+Paths in log lines go through `redact_path`: a signing grant or an activation code never
+reaches them.
 
 Besides the handlers, this module holds the errors the server raises itself,
 as opposed to those of the share store (`share_store.errors`):
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -33,7 +41,9 @@ from share_store.errors import (
     Unauthenticated,
 )
 from share_store.outages import disk_full, is_outage
+from sharing_server.http.error_models import delta_body, iceberg_body, is_iceberg
 from sharing_server.observability.audit import audit_fields, note_refused_token
+from sharing_server.observability.redaction import redact_path
 
 logger = logging.getLogger("sharing_server")
 
@@ -91,63 +101,93 @@ HTTP_CODES = {
     403: "PERMISSION_DENIED",
     404: "RESOURCE_DOES_NOT_EXIST",
     405: "METHOD_NOT_ALLOWED",
+    406: "UNSUPPORTED_OPERATION",
     413: "REQUEST_TOO_LARGE",
     429: "TOO_MANY_REQUESTS",
 }
 
 
 def error_response(
-    request: Request, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    kind: str | None = None,
 ) -> Response:
+    """The one answer of an error: `code` in the audit line, `WWW-Authenticate` on a 401, no body
+    for HEAD, and the body of the request's protocol; `kind` is the Iceberg REST type where the
+    error names one (else its status's)."""
     audit_fields(request)["error_code"] = code
+    headers = dict(headers or {})
     if status == 401:
-        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+        headers["WWW-Authenticate"] = "Bearer"
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
-    return JSONResponse({"errorCode": code, "message": message}, status_code=status, headers=headers)
+    body = iceberg_body(status, message, kind) if is_iceberg(request.scope) else delta_body(code, message)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _path(request: Request) -> str:
+    return redact_path(request.url.path)
+
+
+def retry_after(error: ShareStoreError) -> dict[str, str] | None:
+    """`Retry-After` for an error that says when to come back (`RateLimited`), at least 1 s."""
+    if not isinstance(error, RateLimited):
+        return None
+    return {"Retry-After": str(math.ceil(max(error.retry_after, 1)))}
+
+
+def note_store_error(request: Request, error: ShareStoreError) -> None:
+    """What the provider is told of a store's error, wherever it is answered: outages and damage
+    logged, a refused token named in the audit line."""
+    if isinstance(error, StorageUnavailable):
+        logger.warning("storage unavailable: %s", error.__cause__ or error)
+    elif isinstance(error, StoreDiskFull):
+        logger.warning("the share store's disk is full on %s %s", request.method, _path(request))
+    elif isinstance(error, TableLogDamaged):
+        # For the provider: which version and what is wrong (no paths or credentials in it).
+        logger.error("table log damaged on %s %s: %s", request.method, _path(request), error.detail)
+    if isinstance(error, Unauthenticated):
+        note_refused_token(request, error)
 
 
 async def share_store_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ShareStoreError)
-    if isinstance(error, StorageUnavailable):
-        logger.warning("storage unavailable: %s", error.__cause__ or error)
-    elif isinstance(error, StoreDiskFull):
-        logger.warning("the share store's disk is full on %s %s", request.method, request.url.path)
-    elif isinstance(error, TableLogDamaged):
-        # For the provider: which version and what is wrong (no paths or credentials in it).
-        logger.error("table log damaged on %s %s: %s", request.method, request.url.path, error.detail)
-    if isinstance(error, Unauthenticated):
-        note_refused_token(request, error)
-    headers = {"Retry-After": str(math.ceil(error.retry_after))} if isinstance(error, RateLimited) else None
-    return error_response(request, error.status_code, error.error_code, error.message, headers)
+    note_store_error(request, error)
+    kind = getattr(error, "iceberg_type", None)
+    return error_response(
+        request, error.status_code, error.error_code, error.message, retry_after(error), kind
+    )
 
 
 async def http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     code = HTTP_CODES.get(error.status_code, "INTERNAL_ERROR")
-    return error_response(request, error.status_code, code, str(error.detail))
+    # Starlette's own headers go too: a 405's `Allow`.
+    return error_response(request, error.status_code, code, str(error.detail), error.headers)
 
 
 async def internal_error(request: Request, error: Exception) -> Response:
     if disk_full(error):
         # Not an outage (nothing is unreachable) and not a bug: the server's own disk is full.
-        path, kind = request.url.path, type(error).__name__
+        path, kind = _path(request), type(error).__name__
         logger.warning("no space left on disk on %s %s: %s", request.method, path, kind)
         message = "the server has no space left on its disk; try again later"
         return error_response(request, 503, "TEMPORARILY_UNAVAILABLE", message)
     if is_outage(error):
         # The share store's database (or a service the readers missed) is down:
         # the same request may work a moment later.
-        logger.warning(
-            "service unreachable on %s %s: %s", request.method, request.url.path, type(error).__name__
-        )
+        path, kind = _path(request), type(error).__name__
+        logger.warning("service unreachable on %s %s: %s", request.method, path, kind)
         what = "the share store" if type(error).__module__.startswith("sqlalchemy") else "a storage service"
         return error_response(
             request, 503, "TEMPORARILY_UNAVAILABLE", f"{what} is unreachable; try again later"
         )
     # Logged with the type only: messages of storage and database errors can
     # carry URLs with credentials.
-    logger.error("internal error on %s %s: %s", request.method, request.url.path, type(error).__name__)
+    logger.error("internal error on %s %s: %s", request.method, _path(request), type(error).__name__)
     return error_response(request, 500, "INTERNAL_ERROR", "The server failed to process the request.")
 
 
@@ -155,7 +195,7 @@ async def body_cut_short(request: Request, error: Exception) -> Response:
     # The body ended before its end: the client went away, or sent what the ASGI
     # server could not read (malformed chunks, which Hypercorn answers 400 itself).
     # Nothing failed here, and the answer will most likely reach no one.
-    logger.info("request body cut short on %s %s", request.method, request.url.path)
+    logger.info("request body cut short on %s %s", request.method, _path(request))
     return error_response(request, 400, "MALFORMED_REQUEST", "the request body ended early")
 
 

@@ -1,36 +1,29 @@
-"""The Iceberg REST error model, for both catalogs: `{"error": {"message", "type", "code"}}`.
+"""The Iceberg REST catalogs' refusals: `IcebergError`, and `iceberg_errors`, which names the type.
 
-Clients turn the `type` into their own exceptions (`NoSuchTableException`,
-`CommitFailedException`, which makes them refresh and retry), so every refusal
-names the type the spec gives it; the store's errors carry theirs
-(`iceberg_type`) or get the type of their HTTP status.
+Clients turn the `type` of `{"error": {"message", "type", "code"}}` into their own exceptions
+(`NoSuchTableException`, `CommitFailedException`, which makes them refresh and retry), so every
+refusal names the type the spec gives it: the store's errors carry theirs (`iceberg_type`), a
+404 is the handler's own `missing`, others get the type of their HTTP status. The answer itself
+is made where every error's is (`sharing_server.http.errors.error_response`), which also answers
+what no handler catches (a 500, an outage's 503, a middleware's refusal) in this model under the
+catalogs' prefixes.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.errors import ShareStoreError, Unauthenticated
-from sharing_server.observability.audit import note_refused_token
+from share_store.errors import ShareStoreError
+from sharing_server.http.error_models import ERROR_TYPES, iceberg_body
+from sharing_server.http.errors import HTTP_CODES, note_store_error, retry_after
+from sharing_server.http.errors import error_response as answer
 
-#: The Iceberg REST error types by HTTP status.
-ERROR_TYPES = {
-    400: "BadRequestException",
-    401: "NotAuthorizedException",
-    403: "ForbiddenException",
-    404: "NoSuchTableException",
-    405: "MethodNotAllowedException",
-    406: "UnsupportedOperationException",
-    413: "RequestTooLargeException",
-    429: "TooManyRequestsException",
-    503: "ServiceUnavailableException",
-}
+__all__ = ["ERROR_TYPES", "IcebergError", "error_response", "iceberg_errors"]
 
 
 class IcebergError(Exception):
@@ -40,20 +33,18 @@ class IcebergError(Exception):
         self.message = message
         self.kind = kind or ERROR_TYPES.get(status, "RESTException")
 
+    @property
+    def code(self) -> str:
+        """The audit line's error code for it."""
+        return HTTP_CODES.get(self.status, "INTERNAL_ERROR")
+
 
 def error_response(
     status: int, message: str, kind: str | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    kind = kind or ERROR_TYPES.get(status, "RESTException")
-    body = {"error": {"message": message, "type": kind, "code": status}}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-def _retry_after(error: ShareStoreError) -> dict[str, str] | None:
-    """`Retry-After` for a refusal that says when to come back (the server's `RateLimited`, e.g. a
-    throttled admin token), so that clients back off as they do at the other endpoints."""
-    seconds = getattr(error, "retry_after", None)
-    return None if seconds is None else {"Retry-After": str(math.ceil(max(seconds, 1)))}
+    """An Iceberg error body made by a handler itself (one that has no request at hand to give
+    `sharing_server.http.errors.error_response`)."""
+    return JSONResponse(iceberg_body(status, message, kind), status_code=status, headers=headers)
 
 
 def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
@@ -65,7 +56,7 @@ def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
         return IcebergError(404, error.message, missing)
     if error.error_code == "UNSUPPORTED_OPERATION":
         return IcebergError(406, error.message)
-    return IcebergError(status if status in ERROR_TYPES else 500, error.message, None)
+    return IcebergError(status, error.message)
 
 
 Handler = Callable[..., Awaitable[Response]]
@@ -82,12 +73,13 @@ def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler],
             try:
                 return await handler(*args)
             except IcebergError as error:
-                return error_response(error.status, error.message, error.kind)
+                return answer(request, error.status, error.code, error.message, kind=error.kind)
             except ShareStoreError as error:
-                if isinstance(error, Unauthenticated):
-                    note_refused_token(request, error)
+                note_store_error(request, error)
                 mapped = _from_store_error(error, missing)
-                return error_response(mapped.status, mapped.message, mapped.kind, _retry_after(error))
+                return answer(
+                    request, mapped.status, error.error_code, mapped.message, retry_after(error), mapped.kind
+                )
 
         return handle
 

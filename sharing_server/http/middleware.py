@@ -25,6 +25,7 @@ from sharing_server.http.rate_limits import RateLimiter
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, current_fields
 from sharing_server.observability.metrics import Metrics
+from sharing_server.observability.redaction import redact_path
 
 # Probes and scrapes are never limited or audited: they would drown the log.
 UNOBSERVED_PATHS = frozenset({paths.HEALTHZ, paths.METRICS})
@@ -112,7 +113,9 @@ class Observe:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        path = scope["path"]  # before routing, which may rewrite it
+        # Before routing, which may rewrite it; a signing grant or an activation code in it never
+        # reaches the audit line or the console's activity.
+        path = redact_path(scope["path"])
         request_id = uuid.uuid4().hex[:16]
         fields: dict[str, Any] = {}
         # A state of this request's own: servers pass a copy of the lifespan state,

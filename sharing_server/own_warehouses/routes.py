@@ -17,7 +17,8 @@ from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
 from sharing_server import paths
 from sharing_server.auth.catalog import CatalogTokens
-from sharing_server.http.iceberg_errors import error_response
+from sharing_server.http.errors import error_response
+from sharing_server.observability.redaction import redact_path
 from sharing_server.own_warehouses.maintenance import MaintenanceEndpoints
 from sharing_server.own_warehouses.tables import TableEndpoints
 from sharing_server.own_warehouses.views import ViewEndpoints
@@ -25,9 +26,9 @@ from sharing_server.own_warehouses.warehouses import WarehouseEndpoints
 
 
 async def not_served(request: Request) -> Response:
-    return error_response(
-        404, f"No such endpoint: {request.method} {request.url.path}", "NoSuchEndpointException"
-    )
+    # The path as logs name it: a GET of a signer's URL would echo its grant.
+    message = f"No such endpoint: {request.method} {redact_path(request.url.path)}"
+    return error_response(request, 404, "RESOURCE_DOES_NOT_EXIST", message, kind="NoSuchEndpointException")
 
 
 def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: DataAccess) -> list[Route]:
