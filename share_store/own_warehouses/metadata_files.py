@@ -12,6 +12,10 @@ Every write goes through the table's recorded location
 (`TableLocation.confine`); a stored file that is gone or is no metadata file
 is a named error, never a bare 500. Old ones a commit stops tracking are
 deleted only when the table asks, and only the catalog's own (`delete_superseded`).
+
+No file larger than `MAX_METADATA_BYTES` is read (`read_at_most` finds out before reading more)
+or written: a file registered may be anyone's, and the server holds a file's JSON and its
+parsed form in memory at once, for every request reading it.
 """
 
 from __future__ import annotations
@@ -32,13 +36,31 @@ from share_store.iceberg.locations import OutsideTable, TableLocation, file_loca
 from share_store.own_warehouses.commits import metadata_json, read_metadata
 from share_store.own_warehouses.errors import MetadataFileMissing
 from share_store.own_warehouses.metadata_text import MetadataText, metadata_text
-from share_store.storage.base import ObjectStorage
+from share_store.storage.base import ObjectStorage, ObjectTooLarge
 
 #: Metadata files parsed and kept (they never change once written).
 METADATA_CACHE = 256
 METADATA_FILE = ".metadata.json"
+#: The largest metadata file read or written: some 90,000 snapshots (1,000 appends leave a file
+#: of 676 KB, bench/RESULTS.md); a file past it is refused, not parsed.
+MAX_METADATA_BYTES = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
+
+
+class MetadataFileTooLarge(InvalidParameter):
+    """A metadata file over `MAX_METADATA_BYTES`: a 400 when registered or committed (nothing is),
+    a named 5xx (`MetadataFileMissing`) when it is a table's current file."""
+
+
+def _too_large(location: str, size: int | None) -> MetadataFileTooLarge:
+    what = f"{size} bytes" if size is not None else "larger"
+    mib, rest = divmod(MAX_METADATA_BYTES, 1 << 20)
+    bound = f"{mib} MiB" if mib and not rest else f"{MAX_METADATA_BYTES} bytes"
+    return MetadataFileTooLarge(
+        f"the metadata file {location} is {what}, over the {bound} a metadata file may hold here "
+        "(expiring old snapshots makes a table's smaller)"
+    )
 
 
 @dataclass
@@ -81,6 +103,8 @@ class MetadataFiles:
         bucket, key = table.confine(self.storage, location)
         if text is None:
             text = MetadataText(metadata_json(metadata))
+        if len(text.data) > MAX_METADATA_BYTES:  # nothing is written that could not be read again
+            raise _too_large(location, len(text.data))
         self.storage.write(bucket, key, text.data)
         if isinstance(metadata, ViewMetadata):
             with self._lock:
@@ -99,8 +123,7 @@ class MetadataFiles:
         with self._lock:
             if location in self._views:
                 return self._views[location]
-        bucket, key = file_location(self.storage, location)
-        data = self.storage.read(bucket, key)
+        data = self._bounded(location)
         try:
             metadata = ViewMetadata.model_validate_json(data)
         except (ValidationError, ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
@@ -198,8 +221,7 @@ class MetadataFiles:
             if location in self._parsed:
                 self._parsed.move_to_end(location)
                 return self._parsed[location]
-        bucket, key = file_location(self.storage, location)
-        data = self.storage.read(bucket, key)
+        data = self._bounded(location)
         try:
             metadata = read_metadata(data)
         except (ValidationError, ValueError, UnicodeDecodeError, TypeError, KeyError, AttributeError):
@@ -207,6 +229,14 @@ class MetadataFiles:
         kept = _Kept(metadata)
         self._remember(location, kept)
         return kept
+
+    def _bounded(self, location: str) -> bytes:
+        """The file's bytes; `MetadataFileTooLarge` past `MAX_METADATA_BYTES`, `FileNotFoundError`."""
+        bucket, key = file_location(self.storage, location)
+        try:
+            return self.storage.read_at_most(bucket, key, MAX_METADATA_BYTES)
+        except ObjectTooLarge as error:
+            raise _too_large(location, error.size) from None
 
     def _remember(self, location: str, kept: _Kept) -> None:
         with self._lock:

@@ -21,6 +21,15 @@ UrlSigning = Callable[[str, str], tuple[str, int]]
 BatchSigning = Callable[[str, "pa.Array"], tuple["pa.Array", int]]
 
 
+class ObjectTooLarge(ValueError):
+    """An object larger than its reader takes (`read_at_most`); `size` is its size where known."""
+
+    def __init__(self, bucket: str, key: str, limit: int, size: int | None) -> None:
+        super().__init__(f"{bucket}/{key} holds more than {limit} bytes")
+        self.limit = limit
+        self.size = size
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     key: str
@@ -53,6 +62,16 @@ class ObjectStorage(ABC):
     @abstractmethod
     def read(self, bucket: str, key: str) -> bytes:
         """The whole object; `FileNotFoundError` if absent."""
+
+    def read_at_most(self, bucket: str, key: str, limit: int) -> bytes:
+        """The whole object if it holds at most `limit` bytes, else `ObjectTooLarge`, found out
+        having read no more than `limit + 1` of its bytes (a file of 10 GB is not read to be
+        refused); `FileNotFoundError` if absent."""
+        with self.open(bucket, key) as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise ObjectTooLarge(bucket, key, limit, None)
+        return data
 
     def local_file(self, bucket: str, key: str) -> tuple[Path, bool]:
         """The object as a file on this machine, and whether it is a temporary copy to delete.

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from share_store.signing.file_urls import UrlSigner
-from share_store.storage.base import BatchSigning, ObjectInfo, ObjectStorage, UrlSigning
+from share_store.storage.base import BatchSigning, ObjectInfo, ObjectStorage, ObjectTooLarge, UrlSigning
 
 
 class LocalStorage(ObjectStorage):
@@ -75,6 +75,16 @@ class LocalStorage(ObjectStorage):
 
     def read(self, bucket: str, key: str) -> bytes:
         return self._path(bucket, key).read_bytes()
+
+    def read_at_most(self, bucket: str, key: str, limit: int) -> bytes:
+        with self._path(bucket, key).open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size  # the file opened, not another one renamed since
+            if size > limit:
+                raise ObjectTooLarge(bucket, key, limit, size)
+            data = handle.read(limit + 1)  # it may have grown since
+        if len(data) > limit:
+            raise ObjectTooLarge(bucket, key, limit, None)
+        return data
 
     def _bucket_dir(self, bucket: str) -> Path:
         path = self.resolve(bucket, "")

@@ -27,7 +27,7 @@ from botocore.exceptions import ClientError
 
 from share_store.errors import StorageUnavailable
 from share_store.signing.sigv4 import Credentials, S3Presigner
-from share_store.storage.base import ObjectInfo, ObjectStorage, UrlSigning
+from share_store.storage.base import ObjectInfo, ObjectStorage, ObjectTooLarge, UrlSigning
 from share_store.storage.s3_errors import (
     ABSENT,
     ELSEWHERE,
@@ -148,6 +148,23 @@ class S3Storage(ObjectStorage):
     def read(self, bucket: str, key: str) -> bytes:
         with s3_errors((ABSENT, FileNotFoundError(f"{bucket}/{key}"))):
             return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+    def read_at_most(self, bucket: str, key: str, limit: int) -> bytes:
+        # One GET, as `read` makes (not a HEAD first): its length is known before its body is
+        # read, and a body larger than it said is cut at `limit + 1` bytes all the same.
+        with s3_errors((ABSENT, FileNotFoundError(f"{bucket}/{key}"))):
+            response = self._client.get_object(Bucket=bucket, Key=key)
+            body = response["Body"]
+            try:
+                size = response.get("ContentLength")
+                if isinstance(size, int) and size > limit:
+                    raise ObjectTooLarge(bucket, key, limit, size)
+                data: bytes = body.read(limit + 1)
+            finally:
+                body.close()
+        if len(data) > limit:
+            raise ObjectTooLarge(bucket, key, limit, None)
+        return data
 
     def bucket_exists(self, bucket: str) -> bool:
         # Forbidden: someone else's bucket (names are global on AWS), or keys the store

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from share_store.signing.file_urls import UrlSigner
+from share_store.storage.base import ObjectTooLarge
 from share_store.storage.local import LocalStorage
 
 #: What happened, in order: ("fsync", (device, inode)) or ("replace", destination).
@@ -165,3 +166,16 @@ def test_create_bucket_makes_it_durably_and_refuses_an_existing_one(
     with pytest.raises(FileExistsError):
         storage.create_bucket("plain-file")
     assert storage.read("made", "x") == b"1"
+
+
+def test_read_at_most_refuses_a_file_past_the_bound_without_reading_it(storage: LocalStorage) -> None:
+    storage.write("b", "small.json", b"{}")
+    assert storage.read_at_most("b", "small.json", 2) == b"{}"
+    big = storage.root / "b" / "big.json"
+    with big.open("wb") as handle:
+        handle.truncate(10 << 30)  # 10 GiB, sparse: read, it would not fit in memory
+    with pytest.raises(ObjectTooLarge) as refused:
+        storage.read_at_most("b", "big.json", 1 << 20)
+    assert refused.value.size == 10 << 30
+    with pytest.raises(FileNotFoundError):
+        storage.read_at_most("b", "absent.json", 2)

@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 
 from share_store.errors import StorageUnavailable
 from share_store.storage import s3
-from share_store.storage.base import common_directory
+from share_store.storage.base import ObjectTooLarge, common_directory
 from share_store.storage.s3 import S3Settings, S3Storage
 from testbed.seaweed import SeaweedS3, free_port
 
@@ -145,3 +145,18 @@ def test_own_writes_and_deletes_reach_the_store(seaweed: SeaweedS3, bucket: str,
     with pytest.raises(PermissionError, match=f"cannot write to bucket {bucket}"):
         refused.write(bucket, key, b"x")
     assert storage.stat(bucket, key) is None
+
+
+def test_read_at_most_reads_what_fits_and_refuses_what_does_not(seaweed: SeaweedS3, bucket: str) -> None:
+    """A bounded read (metadata files): the whole object up to the bound, `ObjectTooLarge` with its
+    size past it, for a JSON object as SeaweedFS keeps it (gzipped) as for any other."""
+    storage = S3Storage(seaweed.settings())
+    for key in ("t/metadata/00001-a.metadata.json", "t/data/blob.bin"):
+        data = b'{"padding": "' + b"x" * 10_000 + b'"}'
+        storage.write(bucket, key, data)
+        assert storage.read_at_most(bucket, key, len(data)) == data
+        with pytest.raises(ObjectTooLarge) as refused:
+            storage.read_at_most(bucket, key, len(data) - 1)
+        assert refused.value.size in (len(data), None)
+    with pytest.raises(FileNotFoundError):
+        storage.read_at_most(bucket, "t/metadata/absent.metadata.json", 100)
