@@ -14,11 +14,14 @@ their commands:
 and, after AIStor's `mc table` (the ALIAS is optional, and ignored):
 
     sharing-server table warehouse create|list|remove [ALIAS] WAREHOUSE
+    sharing-server table warehouse retention [ALIAS] WAREHOUSE [--set 7d]   (how long dropped tables stay)
     sharing-server table namespace create|remove [ALIAS] WAREHOUSE NAMESPACE   (dotted: sales.eu)
     sharing-server table namespace list [ALIAS] WAREHOUSE [PARENT] | list WAREHOUSE --parent PARENT
     sharing-server table create [ALIAS] WAREHOUSE NAMESPACE TABLE --schema JSON
                                 [--partition FIELD[:TRANSFORM] ...] [--format-version 1|2|3] [--location URI]
-    sharing-server table list [ALIAS] WAREHOUSE NAMESPACE | info ... TABLE | remove ... TABLE [--purge]
+    sharing-server table list [ALIAS] WAREHOUSE NAMESPACE [--dropped] | info ... TABLE
+    sharing-server table remove [ALIAS] WAREHOUSE NAMESPACE TABLE [--purge]   (without it: dropped, kept)
+    sharing-server table undrop [ALIAS] WAREHOUSE NAMESPACE TABLE [--id ID]
     sharing-server table user create NAME [--policy FILE] | list | remove NAME   (on the store only)
 
 Admin commands work on the configured store, or on a running server's admin

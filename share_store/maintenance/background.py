@@ -2,8 +2,9 @@
 
 Every `[maintenance] interval_seconds` a round takes the store's lease (so one
 replica of a deployment runs maintenance at a time, whichever replica's round
-comes first; a replica that stops or dies leaves it to expire), forgets the
-rows of dropped tables, and runs on each table the kinds the schedule finds due
+comes first; a replica that stops or dies leaves it to expire), purges the
+tables dropped without purge whose retention has passed, forgets the
+maintenance rows of dropped tables, and runs on each table the kinds the schedule finds due
 (`schedule.due_tables`), through the same `Maintainer` as the API and the CLI,
 so what a background run may do is what an asked-for run may. The lease is
 renewed before each table, so that it outlives the round's longest run.
@@ -88,6 +89,11 @@ class BackgroundMaintenance:
         """One round: the tables kept (as `warehouse.namespace.table`) and the kinds run on each."""
         if not self._lease():
             return []
+        # Tables dropped without purge whose warehouse's retention has passed go first (the catalog's
+        # own rule: `WarehouseCatalog.purge_expired`), so that the rows forgotten next include theirs.
+        purged = self.maintainer.catalog.purge_expired(self.clock())
+        if purged:
+            log.info("maintenance purged %d dropped table(s) past their retention", len(purged))
         with self.transactions.change() as conn:
             forgotten = rows.forget_dropped(conn)
             states = rows.table_states(conn)

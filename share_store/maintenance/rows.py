@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from share_store.maintenance.schedule import LastRun, TableState
 from share_store.own_warehouses.names import TableName, namespace_levels
-from share_store.own_warehouses.rows import TABLE
+from share_store.own_warehouses.rows import LIVE, TABLE
 from share_store.persistence.rows import utc, utc_now
 from share_store.persistence.schema import (
     maintenance_configs_table,
@@ -140,8 +140,9 @@ def table_states(conn: Connection) -> list[TableState]:
     runs: dict[str, dict[str, LastRun]] = {}
     for run in conn.execute(select(r.c.table_id, r.c.kind, r.c.started_at, r.c.finished_at)):
         runs.setdefault(run.table_id, {})[run.kind] = LastRun(utc(run.started_at), utc(run.finished_at))
-    found = conn.execute(
-        select(t.c.id, t.c.warehouse, t.c.namespace, t.c.name, t.c.updated_at).where(t.c.kind == TABLE)
+    found = conn.execute(  # a dropped table is kept as it was dropped, not maintained
+        select(t.c.id, t.c.warehouse, t.c.namespace, t.c.name, t.c.updated_at)
+        .where(t.c.kind == TABLE, t.c.dropped == LIVE)
     )
     states = []
     for row in found:

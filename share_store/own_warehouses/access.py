@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pyiceberg.table import CommitTableRequest
 
 from share_store.own_warehouses import policies as actions
-from share_store.own_warehouses.catalog import LoadedTable, NewTable, WarehouseCatalog
+from share_store.own_warehouses.catalog import DroppedTable, LoadedTable, NewTable, WarehouseCatalog
 from share_store.own_warehouses.commits import creates
 from share_store.own_warehouses.errors import CatalogRefusal, NoSuchTable
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.policies import Policy, table_arn, warehouse_arn
+from share_store.own_warehouses.rows import TABLE, VIEW
+from share_store.own_warehouses.table_locations import MayTake
 from share_store.own_warehouses.view_commits import ViewCommit
 from share_store.own_warehouses.views import LoadedView, NewView
 
@@ -69,6 +71,11 @@ class CatalogAccess:
     def __init__(self, catalog: WarehouseCatalog, who: Principal) -> None:
         self.catalog = catalog
         self.who = who
+
+    def _may_take(self, action: str) -> MayTake:
+        """Whether the caller may take over a dropped table's folder (`table_locations`): as if the
+        dropped table were live, the operation's own action on the dropped table's own name."""
+        return lambda dropped: self.who.allows(action, _arn(dropped))
 
     # -- warehouses ---------------------------------------------------------------------
 
@@ -139,7 +146,7 @@ class CatalogAccess:
 
     def create_table(self, table: TableName, new: NewTable) -> LoadedTable:
         self.who.require(actions.CREATE_TABLE, _arn(table))
-        return self.catalog.create_table(table, new)
+        return self.catalog.create_table(table, new, self._may_take(actions.CREATE_TABLE))
 
     def load_table(self, table: TableName) -> LoadedTable:
         # S3 Tables' name for reading a table's metadata location is as good as GetTable.
@@ -166,11 +173,23 @@ class CatalogAccess:
             self.who.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(table))
             if creates(request):  # a staged create's commit makes the table
                 self.who.require(actions.CREATE_TABLE, _arn(table))
-        return self.catalog.commit_transaction(changes, later=later)
+        may_take = self._may_take(actions.CREATE_TABLE)
+        return self.catalog.commit_transaction(changes, later=later, may_take=may_take)
 
     def drop_table(self, table: TableName, purge: bool = False) -> None:
         self.who.require(actions.DELETE_TABLE, _arn(table))
         self.catalog.drop_table(table, purge)
+
+    def list_dropped(self, warehouse: str, levels: tuple[str, ...], kind: str = TABLE) -> list[DroppedTable]:
+        """A namespace's dropped tables (or views): for whoever may list its live ones."""
+        self.who.require(actions.LIST_TABLES, warehouse_arn(warehouse))
+        return self.catalog.list_dropped(warehouse, levels, kind)
+
+    def undrop(self, targets: list[tuple[TableName, str | None]], kind: str = TABLE) -> None:
+        """Lakekeeper's undrop: `s3tables:UndropTable` on each table's (or view's) own ARN."""
+        for name, _ in targets:
+            self.who.require(actions.UNDROP_TABLE, _arn(name))
+        self.catalog.undrop(targets, kind)
 
     def rename_table(self, source: TableName, target: TableName) -> None:
         self.who.require(actions.RENAME_TABLE, _arn(source))
@@ -183,7 +202,8 @@ class CatalogAccess:
         self.who.require(actions.REGISTER_TABLE, _arn(table))
         if overwrite:
             self.who.require(actions.UPDATE_TABLE_METADATA_LOCATION, _arn(table))
-        return self.catalog.register_table(table, metadata_location, overwrite)
+        may_take = self._may_take(actions.REGISTER_TABLE)
+        return self.catalog.register_table(table, metadata_location, overwrite, may_take)
 
     def report_metrics(self, table: TableName) -> None:
         """A scan's or commit's metrics report: accepted from whoever may read the table, kept nowhere
@@ -200,7 +220,7 @@ class CatalogAccess:
 
     def create_view(self, view: TableName, new: NewView) -> LoadedView:
         self.who.require(actions.CREATE_TABLE, _arn(view))
-        return self.catalog.create_view(view, new)
+        return self.catalog.create_view(view, new, self._may_take(actions.CREATE_TABLE))
 
     def load_view(self, view: TableName) -> LoadedView:
         self.who.require_any((actions.GET_TABLE, actions.GET_TABLE_METADATA_LOCATION), _arn(view))
@@ -225,4 +245,10 @@ class CatalogAccess:
 
     def register_view(self, view: TableName, metadata_location: str) -> LoadedView:
         self.who.require(actions.REGISTER_TABLE, _arn(view))
-        return self.catalog.register_view(view, metadata_location)
+        return self.catalog.register_view(view, metadata_location, self._may_take(actions.REGISTER_TABLE))
+
+    def list_dropped_views(self, warehouse: str, levels: tuple[str, ...]) -> list[DroppedTable]:
+        return self.list_dropped(warehouse, levels, VIEW)
+
+    def undrop_views(self, targets: list[tuple[TableName, str | None]]) -> None:
+        self.undrop(targets, VIEW)

@@ -12,14 +12,24 @@ location (`iceberg.locations.TableLocation.confine`), whatever the caller's
 metadata names. Metadata files a commit stops tracking are deleted after it,
 when the table asks (`write.metadata.delete-after-commit.enabled`), and only
 the table's own (`MetadataFiles.delete_superseded`).
+
+A drop without purge keeps the table as dropped, as Lakekeeper's soft deletion
+does: its row stays (out of every lookup by name, which is free for a new table
+at once) and so does its claim on its folder, so that no other caller can
+register its metadata or make a table over its files (`table_locations`: only a
+caller allowed on the dropped table's own name may take the folder over). It is
+listed (`list_dropped`) and undropped (`undrop`) until its warehouse's retention
+(`warehouses.DROPPED_RETENTION`, 7 days) has passed; maintenance then purges it
+whole (`purge_expired`). A drop with purge deletes the row and the files at once.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -53,9 +63,11 @@ from share_store.own_warehouses.locations import (
 )
 from share_store.own_warehouses.metadata_text import MetadataText, metadata_text
 from share_store.own_warehouses.names import TableName
-from share_store.own_warehouses.purge import purge
-from share_store.own_warehouses.rows import TablePointer
+from share_store.own_warehouses.purge import purge, purge_folder
+from share_store.own_warehouses.rows import TABLE, TablePointer
+from share_store.own_warehouses.table_locations import MayTake, no_one
 from share_store.own_warehouses.views import ViewCatalog
+from share_store.own_warehouses.warehouses import dropped_retention
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +83,19 @@ class LoadedTable:
     #: `metadata` as JSON (`commits.metadata_json`), when at hand: the bytes of its file, which the
     #: answer carries as they are rather than serialising a long history again.
     text: bytes | None = None
+
+
+@dataclass(frozen=True)
+class DroppedTable:
+    """A table (or view) dropped without purge, as the dropped listings show it."""
+
+    #: Its row's id: tells two dropped tables of one name apart (Lakekeeper's tabular id).
+    id: str
+    name: TableName
+    kind: str
+    dropped_at: datetime
+    #: When maintenance purges it: the drop plus its warehouse's retention, as set now.
+    purge_after: datetime
 
 
 @dataclass(frozen=True)
@@ -94,7 +119,8 @@ class WarehouseCatalog(ViewCatalog):
         with self._read() as conn:
             return rows.list_tables(conn, warehouse, levels)
 
-    def create_table(self, table: TableName, new: NewTable) -> LoadedTable:
+    def create_table(self, table: TableName, new: NewTable, may_take: MayTake = no_one) -> LoadedTable:
+        """`may_take`: whether the caller may take over a dropped table's folder (`table_locations`)."""
         with self._read() as conn:
             if not rows.namespace_exists(conn, table.warehouse, table.namespace):
                 rows.check_warehouse_exists(conn, table.warehouse)
@@ -105,7 +131,7 @@ class WarehouseCatalog(ViewCatalog):
                 rows.warehouse_properties(conn, table.warehouse),
                 rows.namespace_properties(conn, table.warehouse, table.namespace),
             )
-        where = self.locations.new(table.warehouse, table.namespace, table.name, new.location)
+        where = self.locations.new(table.warehouse, table.namespace, table.name, new.location, may_take)
         given = defaults | string_properties(dict(new.properties))
         metadata = created_metadata(new.schema, new.partition_spec, new.sort_order, where.uri, given)
         check_write_paths(self.storage, where, metadata.properties)
@@ -113,7 +139,7 @@ class WarehouseCatalog(ViewCatalog):
             return LoadedTable(None, metadata, where)
         metadata_location = metadata_file_location(where.uri, 0)
         text = metadata_text(metadata)
-        self._swap([_Staged(table, None, where, metadata_location, metadata, text)])
+        self._swap([_Staged(table, None, where, metadata_location, metadata, text)], may_take)
         return LoadedTable(metadata_location, metadata, where, text.data)
 
     def load_table(self, table: TableName) -> LoadedTable:
@@ -139,13 +165,14 @@ class WarehouseCatalog(ViewCatalog):
         based_on: str | None = None,
         *,
         later: list[Callable[[], None]] | None = None,
+        may_take: MayTake = no_one,
     ) -> LoadedTable:
         """`based_on`: the metadata file the commit was decided on, for the server's own commits
         (maintenance), which decide on more than the spec's requirements can assert (a ref made
-        since is none they could name): a commit made since is a conflict. `later`: as
+        since is none they could name): a commit made since is a conflict. `later`, `may_take`: as
         `commit_transaction`'s."""
         chosen = {table: based_on} if based_on else None
-        return self.commit_transaction([(table, request)], chosen, later=later)[0]
+        return self.commit_transaction([(table, request)], chosen, later=later, may_take=may_take)[0]
 
     def commit_transaction(
         self,
@@ -153,12 +180,14 @@ class WarehouseCatalog(ViewCatalog):
         based_on: Mapping[TableName, str] | None = None,
         *,
         later: list[Callable[[], None]] | None = None,
+        may_take: MayTake = no_one,
     ) -> list[LoadedTable]:
         """Apply every table's commit, all or none; a table's files are written before any swap.
 
         With `later`, the deletion of the metadata files the commits stopped tracking is added
         to it rather than done: the HTTP API runs it once the answer is sent, as nothing in the
-        answer depends on it (a storage round trip per commit once a table's log is full)."""
+        answer depends on it (a storage round trip per commit once a table's log is full).
+        `may_take`: whether a staged create may take over a dropped table's folder."""
         names = [str(table) for table, _ in changes]
         if len(set(names)) != len(names):
             raise InvalidParameter("a transaction names one table more than once")
@@ -166,9 +195,9 @@ class WarehouseCatalog(ViewCatalog):
             for table, _ in changes:
                 rows.require_namespace(conn, table.warehouse, table.namespace)
             pointers = [rows.find_table_pointer(conn, t.warehouse, t.namespace, t.name) for t, _ in changes]
-        staged = [self._staged(table, request, current, (based_on or {}).get(table))
+        staged = [self._staged(table, request, current, (based_on or {}).get(table), may_take)
                   for (table, request), current in zip(changes, pointers, strict=True)]  # fmt: skip
-        self._swap(staged)
+        self._swap(staged, may_take)
         # Only now that every pointer is swapped: a failed commit deletes nothing it replaced.
         for change in staged:
             if change.current is not None:
@@ -185,6 +214,7 @@ class WarehouseCatalog(ViewCatalog):
         request: CommitTableRequest,
         current: TablePointer | None,
         based_on: str | None,
+        may_take: MayTake = no_one,
     ) -> _Staged:
         """The commit's new metadata, after every path it names was found inside the table."""
         if current is None:
@@ -194,7 +224,7 @@ class WarehouseCatalog(ViewCatalog):
             asked = set_locations(request)
             metadata = committed_metadata(None, None, request)
             location = self.locations.new(
-                table.warehouse, table.namespace, table.name, asked[-1] if asked else None
+                table.warehouse, table.namespace, table.name, asked[-1] if asked else None, may_take
             )
             version = 0
         else:
@@ -234,7 +264,7 @@ class WarehouseCatalog(ViewCatalog):
             # Left files are harmless (unreferenced); the message names no path or credential.
             log.warning("could not delete old metadata files of %s: %s", change.table, type(error).__name__)
 
-    def _swap(self, staged: list[_Staged]) -> None:
+    def _swap(self, staged: list[_Staged], may_take: MayTake = no_one) -> None:
         """Write each new metadata file, then swap (or insert) every pointer in one transaction.
 
         A failure before the transaction commits takes the files back. A failure of
@@ -254,7 +284,7 @@ class WarehouseCatalog(ViewCatalog):
                 for warehouse in sorted({c.table.warehouse for c in staged if c.current is None}):
                     rows.lock_warehouse(conn, warehouse)
                 for change in staged:
-                    self._point(conn, change)
+                    self._point(conn, change, may_take)
                 committing = True  # what raises from here on is the COMMIT
         except Exception:
             # Read once: every file was written before the transaction, so `written` is `staged`.
@@ -266,12 +296,12 @@ class WarehouseCatalog(ViewCatalog):
                     self.files.forget(change.location, change.metadata_location)
             raise
 
-    def _point(self, conn: Connection, change: _Staged) -> None:
+    def _point(self, conn: Connection, change: _Staged, may_take: MayTake) -> None:
         t = change.table
         if change.current is not None:
             rows.swap_table_pointer(conn, change.current, change.metadata_location)
             return
-        self.locations.claim(conn, t.warehouse, change.location)
+        self.locations.claim(conn, t.warehouse, change.location, may_take=may_take)
         try:
             rows.insert_table(conn, t.warehouse, t.namespace, t.name, change.metadata_location,
                               change.location.prefix)  # fmt: skip
@@ -289,15 +319,82 @@ class WarehouseCatalog(ViewCatalog):
         return {p.metadata_location for p in found if p is not None}
 
     def drop_table(self, table: TableName, purge: bool = False) -> None:
+        """With `purge`, the table and its files gone now; without, the table dropped: kept, and its
+        folder claimed, until its warehouse's retention has passed (`purge_expired`) or it is undropped."""
         with self._read() as conn:
             pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
-        location = self.locations.of(pointer) if purge else None
+        if not purge:
+            self.drop_pointer(pointer)
+            return
+        location = self.locations.of(pointer)
         with self._change() as conn:
             rows.delete_table(conn, pointer)
-        if location is not None:
-            # After the row is gone: a purge that fails halfway leaves files, never a table
-            # pointing at deleted ones.
-            self._purge(pointer.metadata_location, location)
+        # After the row is gone: a purge that fails halfway leaves files, never a table
+        # pointing at deleted ones.
+        self._purge(pointer.metadata_location, location)
+
+    def list_dropped(
+        self, warehouse: str, levels: tuple[str, ...] | None, kind: str | None = TABLE
+    ) -> list[DroppedTable]:
+        """The namespace's dropped tables (or views), by name and the latest drop first. A namespace
+        dropped since still lists them (they wait for it to be made again, or for their purge).
+        Without `levels`, the whole warehouse's; without `kind`, tables and views alike."""
+        with self._read() as conn:
+            rows.check_warehouse_exists(conn, warehouse)
+            found = rows.dropped_tables(conn, warehouse, levels, kind)
+            if not found and levels is not None:
+                rows.require_namespace(conn, warehouse, levels)
+            retention = dropped_retention(rows.warehouse_properties(conn, warehouse))
+        return [DroppedTable(p.id, p.table, p.kind, p.dropped_at, p.dropped_at + retention)
+                for p in found if p.dropped_at is not None]  # fmt: skip
+
+    def undrop(self, targets: Sequence[tuple[TableName, str | None]], kind: str = TABLE) -> None:
+        """Each dropped table (or view) live again under its name, all or none: the one of that name
+        whose id is given, else the latest dropped. A name taken now is a 409 (`AlreadyExists`); a
+        namespace dropped since must be made again first."""
+        with self._change() as conn:
+            for name, table_id in targets:
+                rows.check_warehouse_exists(conn, name.warehouse)
+                pointer = rows.dropped_pointer(
+                    conn, name.warehouse, name.namespace, name.name, kind, table_id
+                )
+                rows.require_namespace(conn, name.warehouse, name.namespace)
+                rows.undrop_table(conn, pointer)
+
+    def purge_expired(self, now: datetime) -> list[TableName]:
+        """Purge every dropped table and view whose warehouse's retention has passed by `now` (and
+        those a purge began on and left): its files first, the whole folder, while its row still
+        claims the folder, then its row. One that cannot be purged now is left for the next round."""
+        with self._read() as conn:
+            dropped = rows.dropped_tables(conn, purging=True)
+            retention = {w: dropped_retention(rows.warehouse_properties(conn, w))
+                         for w in {p.warehouse for p in dropped}}  # fmt: skip
+        purged: list[TableName] = []
+        for pointer in dropped:
+            if pointer.dropped_at is not None and pointer.dropped_at + retention[pointer.warehouse] > now:
+                continue
+            with self._change() as conn:
+                if not rows.begin_purge(conn, pointer):
+                    continue  # undropped, taken over or dropped again since it was read
+            if self._purge_dropped(pointer):
+                purged.append(pointer.table)
+        return purged
+
+    def _purge_dropped(self, pointer: TablePointer) -> bool:
+        location = self.locations.recorded(pointer)
+        if location is not None:  # one never recorded goes as a drop left tables before: files kept
+            with self._read() as conn:
+                others = self.locations.others(conn, pointer.warehouse, but=pointer)
+            nested = tuple(f"{other.prefix}/" for other in others if location.overlaps(other))
+            try:
+                purge_folder(self.storage, location, nested)
+            except OSError as error:
+                # The row stays, being purged: its folder claimed, tried again next round.
+                log.warning("purge of dropped %s %s left files: %s", pointer.kind, pointer.table,
+                            type(error).__name__)  # fmt: skip
+                return False
+        with self._change() as conn:
+            return rows.delete_table(conn, pointer)
 
     def rename_table(self, source: TableName, target: TableName) -> None:
         """The table under another name; its files stay where its location is."""
@@ -312,21 +409,21 @@ class WarehouseCatalog(ViewCatalog):
             rows.rename_table(conn, pointer, target.namespace, target.name)
 
     def register_table(
-        self, table: TableName, metadata_location: str, overwrite: bool = False
+        self, table: TableName, metadata_location: str, overwrite: bool = False, may_take: MayTake = no_one
     ) -> LoadedTable:
         """The table pointed at an existing metadata file; with `overwrite`, an existing table too.
 
         The file must be in the warehouse and in no other table's location before it
-        is read at all; its table's location is then taken as a create's would be,
-        and the file must be inside it.
+        is read at all (a dropped table's only if the caller `may_take` it); its table's
+        location is then taken as a create's would be, and the file must be inside it.
         """
         with self._read() as conn:
             current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
-            others = self.locations.others(conn, table.warehouse, but=current)
-        metadata, location = self._registered(table, metadata_location, others, self.files.parse)
+            claims = self.locations.claims(conn, table.warehouse, but=current)
+        metadata, location = self._registered(table, metadata_location, claims, self.files.parse, may_take)
         check_write_paths(self.storage, location, metadata.properties)
         with self._change() as conn:
-            self.locations.claim(conn, table.warehouse, location, but=current)
+            self.locations.claim(conn, table.warehouse, location, but=current, may_take=may_take)
             if current is not None and overwrite:
                 rows.swap_table_pointer(conn, current, metadata_location, location.prefix)
             else:

@@ -52,6 +52,8 @@ UPDATE_TABLE_METADATA_LOCATION = "s3tables:UpdateTableMetadataLocation"
 DELETE_TABLE = "s3tables:DeleteTable"
 RENAME_TABLE = "s3tables:RenameTable"
 REGISTER_TABLE = "s3tables:RegisterTable"
+#: Not S3 Tables' (it has no undrop): Lakekeeper's, for a table or view dropped without purge.
+UNDROP_TABLE = "s3tables:UndropTable"
 PUT_TABLE_DATA = "s3tables:PutTableData"
 GET_TABLE_DATA = "s3tables:GetTableData"
 # Maintenance, as S3 Tables names it (share_store/maintenance/).
@@ -81,6 +83,7 @@ ACTIONS = frozenset(
         DELETE_TABLE,
         RENAME_TABLE,
         REGISTER_TABLE,
+        UNDROP_TABLE,
         PUT_TABLE_DATA,
         GET_TABLE_DATA,
         GET_TABLE_MAINTENANCE_CONFIGURATION,

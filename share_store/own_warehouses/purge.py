@@ -7,6 +7,10 @@ they name, whatever their status. Manifests are read through the table's
 skipped, with everything it would have named), and only paths inside the
 recorded location are deleted: a table whose metadata names another
 table's files, by mistake or by design, never takes them with it.
+
+A dropped table whose retention has passed goes whole (`purge_folder`):
+every object under its folder, which no other table's may overlap, so that
+nothing of it is left for a register to take once its folder is free.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from pyiceberg.table.metadata import TableMetadata
 from share_store.errors import ShareStoreError
 from share_store.iceberg.locations import OutsideTable, TableLocation
 from share_store.storage.base import ObjectStorage
+
+#: Keys a delete call is given at once (S3's DeleteObjects takes 1,000).
+DELETE_CHUNK = 1000
 
 if TYPE_CHECKING:
     from share_store.own_warehouses.file_io import ConfinedFileIO
@@ -94,3 +101,24 @@ def purge(
     if keys:
         storage.delete(location.bucket, keys)
     return len(keys)
+
+
+def purge_folder(storage: ObjectStorage, location: TableLocation, nested: tuple[str, ...] = ()) -> int:
+    """Delete every object under the table's folder but those under `nested` (other tables' folders
+    inside it, which the catalog never lets in, kept should one ever have been); how many went."""
+    folder = location.prefix + "/"  # the slash: `ns/t-abc` never lists `ns/t-abcdef/...`
+    keys = [key for key in _keys_under(storage, location.bucket, folder)
+            if location.holds(location.bucket, key) and not key.startswith(nested)]  # fmt: skip
+    for start in range(0, len(keys), DELETE_CHUNK):
+        storage.delete(location.bucket, keys[start : start + DELETE_CHUNK])
+    return len(keys)
+
+
+def _keys_under(storage: ObjectStorage, bucket: str, folder: str) -> Iterator[str]:
+    """Every key under `folder` (ending in '/'), at any depth: storages list one level at a time."""
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        yield from (info.key for info in storage.list(bucket, current))
+        below = storage.folders(bucket, current)
+        pending.extend(sub for sub in below if sub.startswith(current) and sub != current)

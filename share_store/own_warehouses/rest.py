@@ -16,7 +16,7 @@ from typing import Any
 from pyiceberg.table import CommitTableRequest
 
 from share_store.errors import InvalidParameter
-from share_store.own_warehouses.catalog import LoadedTable, NewTable
+from share_store.own_warehouses.catalog import DroppedTable, LoadedTable, NewTable
 from share_store.own_warehouses.commits import metadata_dict, metadata_json, parse_model
 from share_store.own_warehouses.names import (
     TableName,
@@ -174,6 +174,51 @@ def view_result(loaded: LoadedView) -> dict[str, Any]:
         "metadata-location": loaded.metadata_location,
         "metadata": metadata_dict(loaded.metadata),
         "config": {},
+    }
+
+
+def dropped_asked(value: str | None) -> bool:
+    """`?dropped=` of a table or view listing: the dropped ones instead of the live ones."""
+    if value is None or value.lower() == "false":
+        return False
+    if value.lower() == "true":
+        return True
+    raise InvalidParameter("dropped must be 'true' or 'false'")
+
+
+def undrop_targets(warehouse: str, body: bytes) -> list[tuple[TableName, str | None]]:
+    """An undrop's tables (or views), each with the id of the dropped one meant, if given (two dropped
+    tables of one name are told apart by it; without it, the latest dropped)."""
+    entries = json_object(body).get("identifiers")
+    shape = '{"identifiers": [{"namespace": [...], "name": "...", "id": "..." (optional)}, ...]}'
+    if not isinstance(entries, list) or not entries:
+        raise InvalidParameter(f"the body must list what to undrop: {shape}")
+    targets = []
+    for entry in entries:
+        name = _identifier(warehouse, entry, "each identifier")
+        table_id = entry.get("id")
+        if table_id is not None and (not isinstance(table_id, str) or not table_id):
+            raise InvalidParameter(f"an identifier's id is the dropped table's id, as listed: {shape}")
+        targets.append((name, table_id))
+    return targets
+
+
+def dropped_result(found: list[DroppedTable]) -> dict[str, Any]:
+    """A `?dropped=true` listing: the spec's `identifiers` (a name twice if dropped twice), and each
+    dropped one with its id (for an undrop to name it), when it was dropped and when it is purged."""
+    return {
+        "identifiers": [{"namespace": list(d.name.namespace), "name": d.name.name} for d in found],
+        "dropped": [
+            {
+                "namespace": list(d.name.namespace),
+                "name": d.name.name,
+                "id": d.id,
+                "dropped-at": d.dropped_at.isoformat(timespec="milliseconds"),
+                "purge-after": d.purge_after.isoformat(timespec="milliseconds"),
+            }
+            for d in found
+        ],
+        "next-page-token": None,
     }
 
 

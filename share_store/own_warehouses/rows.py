@@ -3,7 +3,10 @@
 A table's pointer (its current metadata location) changes only by
 compare-and-swap on its `pointer` counter, so two commits racing on one table
 cannot both win: the loser gets `CommitConflict` and retries from the new
-metadata. Every function takes the caller's connection, so that
+metadata. A drop without purge keeps the row, marked dropped (`dropped_at`,
+and `dropped` set to its id, out of the live rows' unique name): every lookup
+by name here sees live rows only, while `tables_in` (the locations claimed)
+sees them all. Every function takes the caller's connection, so that
 `ShareStore` decides what one transaction holds (a multi-table commit is one).
 
 No savepoints: every refusal of an insert (`AlreadyExists`) ends the caller's
@@ -35,7 +38,7 @@ from share_store.own_warehouses.errors import (
     NoSuchWarehouse,
     NotEmpty,
 )
-from share_store.own_warehouses.names import namespace_key, namespace_levels
+from share_store.own_warehouses.names import TableName, namespace_key, namespace_levels
 from share_store.persistence.rows import utc, utc_now
 from share_store.persistence.schema import (
     catalog_users_table,
@@ -46,6 +49,8 @@ from share_store.persistence.schema import (
 
 #: What a pointer of `warehouse_tables` points at: a table's metadata or a view's.
 TABLE, VIEW = "table", "view"
+#: `dropped` of a live row.
+LIVE = ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,12 @@ class TablePointer:
     location: str | None = None
     #: `table`, or `view`: a view is a pointer to its metadata file too, in the tables' name space.
     kind: str = TABLE
+    #: When it was dropped without purge; None while it lives.
+    dropped_at: datetime | None = None
+
+    @property
+    def table(self) -> TableName:
+        return TableName(self.warehouse, self.namespace, self.name)
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,16 @@ def drop_warehouse(conn: Connection, name: str) -> None:
     ).first()
     if held is not None:
         raise NotEmpty(f"Warehouse is not empty: {name} holds namespace {_dotted(namespace_levels(held[0]))}")
+    # Its dropped tables are still its own (their files are in its bucket, and can be undropped): a
+    # warehouse is empty once they are undropped or purged, as Lakekeeper's soft deletion has it.
+    t = warehouse_tables_table
+    dropped = conn.execute(select(t.c.kind, t.c.namespace, t.c.name).where(t.c.warehouse == name)).first()
+    if dropped is not None:
+        what = f"{_dotted((*namespace_levels(dropped.namespace), dropped.name))}"
+        raise NotEmpty(
+            f"Warehouse is not empty: {name} holds dropped {dropped.kind} {what}, kept until its retention "
+            "has passed (undrop it, or shorten the warehouse's retention)"
+        )
     conn.execute(delete(warehouses_table).where(warehouses_table.c.name == name))
 
 
@@ -200,7 +221,12 @@ def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) ->
     require_namespace(conn, warehouse, levels)
     key = namespace_key(levels)
     t, n = warehouse_tables_table, warehouse_namespaces_table
-    held = conn.execute(select(t.c.kind, t.c.name).where(t.c.warehouse == warehouse, t.c.namespace == key))
+    # Dropped tables do not hold it (pyiceberg's suite drops a table, then its namespace): they stay,
+    # owned and undroppable once the namespace is made again, until their retention has passed.
+    held = conn.execute(
+        select(t.c.kind, t.c.name)
+        .where(t.c.warehouse == warehouse, t.c.namespace == key, t.c.dropped == LIVE)
+    )
     table = held.first()
     if table is not None:
         raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds {table[0]} {table[1]}")
@@ -216,7 +242,7 @@ def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) ->
 def _pointer(row: Row[Any]) -> TablePointer:
     return TablePointer(
         row.id, row.warehouse, namespace_levels(row.namespace), row.name, row.metadata_location, row.pointer,
-        row.location, row.kind,
+        row.location, row.kind, utc(row.dropped_at) if row.dropped_at is not None else None,
     )  # fmt: skip
 
 
@@ -227,7 +253,7 @@ def table_pointer(
     t = warehouse_tables_table
     row = conn.execute(
         select(t).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name,
-                        t.c.kind == kind)
+                        t.c.kind == kind, t.c.dropped == LIVE)
     ).first()  # fmt: skip
     if row is None:
         missing = NoSuchView if kind == VIEW else NoSuchTable
@@ -248,8 +274,9 @@ def kind_named(conn: Connection, warehouse: str, levels: tuple[str, ...], name: 
     """What holds the name in the namespace (`table` or `view`), if anything: they share one."""
     t = warehouse_tables_table
     query = select(t.c.kind).where(
-        t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name
-    )
+        t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.name == name,
+        t.c.dropped == LIVE,
+    )  # fmt: skip
     found = conn.execute(query).first()
     return str(found[0]) if found is not None else None
 
@@ -258,8 +285,9 @@ def list_tables(conn: Connection, warehouse: str, levels: tuple[str, ...], kind:
     require_namespace(conn, warehouse, levels)
     t = warehouse_tables_table
     query = select(t.c.name).where(
-        t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.kind == kind
-    )
+        t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels), t.c.kind == kind,
+        t.c.dropped == LIVE,
+    )  # fmt: skip
     return list(conn.execute(query.order_by(t.c.name)).scalars())
 
 
@@ -304,8 +332,10 @@ def swap_table_pointer(
     }
     if location is not None:
         values["location"] = location
+    # Live only: a commit decided before a drop must not go on pointing a dropped table.
     result = conn.execute(
-        update(t).where(t.c.id == current.id, t.c.pointer == current.pointer).values(**values)
+        update(t).where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped == LIVE)
+        .values(**values)
     )
     if result.rowcount != 1:
         raise CommitConflict(
@@ -321,7 +351,8 @@ def swap_table_pointer(
 
 
 def tables_in(conn: Connection, warehouse: str) -> list[TablePointer]:
-    """Every table of the warehouse, for the check that a new location overlaps none of theirs."""
+    """Every table of the warehouse, dropped ones too (their folders are still theirs), for the check
+    that a new location overlaps none of theirs."""
     t = warehouse_tables_table
     return [_pointer(row) for row in conn.execute(select(t).where(t.c.warehouse == warehouse))]
 
@@ -345,8 +376,100 @@ def _taken(kind: str) -> str:
     return "Table already exists" if kind == TABLE else "A table or view of that name already exists"
 
 
-def delete_table(conn: Connection, current: TablePointer) -> None:
-    conn.execute(delete(warehouse_tables_table).where(warehouse_tables_table.c.id == current.id))
+def delete_table(conn: Connection, current: TablePointer) -> bool:
+    """The row gone (a purge, a dropped table's expiry or take-over); whether it was there."""
+    t = warehouse_tables_table
+    return conn.execute(delete(t).where(t.c.id == current.id)).rowcount == 1
+
+
+def drop_table(conn: Connection, current: TablePointer, now: datetime) -> None:
+    """Mark the table dropped: out of every lookup by name (its name free), its location still claimed.
+
+    The pointer counter moves on a drop and an undrop, so that a purge decided on a dropped table
+    (`begin_purge`) cannot take one undropped, or dropped again, since."""
+    t = warehouse_tables_table
+    conn.execute(
+        update(t).where(t.c.id == current.id, t.c.dropped == LIVE)
+        .values(dropped=current.id, dropped_at=now, pointer=t.c.pointer + 1)
+    )
+
+
+def forget_dropped_table(conn: Connection, current: TablePointer) -> bool:
+    """The dropped table's row gone, its folder taken over by a new table; whether it was still that
+    dropped table (not undropped, dropped again or being purged since `current` was read)."""
+    t = warehouse_tables_table
+    gone = conn.execute(
+        delete(t).where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped != LIVE,
+                        t.c.dropped_at.is_not(None))
+    )  # fmt: skip
+    return gone.rowcount == 1
+
+
+def begin_purge(conn: Connection, current: TablePointer) -> bool:
+    """The dropped table, as `current` saw it, marked as being purged (its `dropped_at` cleared): it can
+    no longer be undropped or taken over, and its folder stays claimed until `delete_table`. Whether
+    it still was that dropped table (not undropped, taken over or dropped again since)."""
+    t = warehouse_tables_table
+    marked = conn.execute(
+        update(t).where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped != LIVE)
+        .values(dropped_at=None)
+    )
+    return marked.rowcount == 1
+
+
+def dropped_tables(
+    conn: Connection,
+    warehouse: str | None = None,
+    levels: tuple[str, ...] | None = None,
+    kind: str | None = None,
+    purging: bool = False,
+) -> list[TablePointer]:
+    """The dropped tables (or views, with `kind`) of a warehouse's namespace, of a warehouse, or of
+    every warehouse, by name and the latest drop of a name first; with `purging`, those being purged
+    too (their `dropped_at` is None)."""
+    t = warehouse_tables_table
+    query = select(t).where(t.c.dropped != LIVE)
+    if not purging:
+        query = query.where(t.c.dropped_at.is_not(None))
+    if warehouse is not None:
+        query = query.where(t.c.warehouse == warehouse)
+    if levels is not None:
+        query = query.where(t.c.namespace == namespace_key(levels))
+    if kind is not None:
+        query = query.where(t.c.kind == kind)
+    return [_pointer(row) for row in conn.execute(query.order_by(t.c.name, t.c.dropped_at.desc(), t.c.id))]
+
+
+def dropped_pointer(
+    conn: Connection, warehouse: str, levels: tuple[str, ...], name: str, kind: str, table_id: str | None
+) -> TablePointer:
+    """The dropped table of that name to undrop: the one `table_id` names, else the latest dropped."""
+    candidates = [p for p in dropped_tables(conn, warehouse, levels, kind) if p.name == name]
+    if table_id is not None:
+        candidates = [p for p in candidates if p.id == table_id]
+    if not candidates:
+        missing = NoSuchView if kind == VIEW else NoSuchTable
+        which = f" with id {table_id}" if table_id is not None else ""
+        raise missing(f"No dropped {kind}{which}: {_dotted(levels)}.{name}")
+    return candidates[0]  # `dropped_tables` has the latest drop first
+
+
+def undrop_table(conn: Connection, current: TablePointer) -> None:
+    """A dropped table live again under its name; `AlreadyExists` if a table or view holds it now."""
+    t = warehouse_tables_table
+    try:
+        done = conn.execute(
+            update(t).where(t.c.id == current.id, t.c.dropped != LIVE, t.c.dropped_at.is_not(None))
+            .values(dropped=LIVE, dropped_at=None, pointer=t.c.pointer + 1)
+        )
+    except IntegrityError:
+        raise AlreadyExists(
+            f"{_taken(current.kind)}: {_dotted(current.namespace)}.{current.name} (drop it, or rename it, "
+            "before undropping the dropped one)"
+        ) from None
+    if done.rowcount != 1:
+        missing = NoSuchView if current.kind == VIEW else NoSuchTable
+        raise missing(f"No dropped {current.kind}: {_dotted(current.namespace)}.{current.name}")
 
 
 # -- catalog users ------------------------------------------------------------------------

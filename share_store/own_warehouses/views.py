@@ -8,7 +8,9 @@ folder, overlapping no table's or other view's), recorded with its pointer;
 `set-location` may only name it again. Every metadata file is written inside
 it (`MetadataFiles.write` confines it) before the pointer is swapped by
 compare-and-swap, so a commit that lost the race is a `CommitConflict` and the
-pointer never names a missing file. A drop forgets the view; its files stay.
+pointer never names a missing file. A drop keeps the view as dropped, as a
+table's drop without purge does (`catalog`): its name free, its folder claimed
+until it is undropped or its warehouse's retention has passed.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from share_store.errors import InvalidParameter
 from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.commits import metadata_file_location, next_file_version
-from share_store.own_warehouses.errors import AlreadyExists
+from share_store.own_warehouses.errors import AlreadyExists, MetadataFileMissing
 from share_store.own_warehouses.locations import (
     LocationRefused,
     requested_location,
 )
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.rows import VIEW, TablePointer
+from share_store.own_warehouses.table_locations import MayTake, no_one
 from share_store.own_warehouses.view_commits import (
     ViewCommit,
     check_view_requirements,
@@ -38,6 +41,7 @@ from share_store.own_warehouses.view_commits import (
     updated_view,
 )
 from share_store.own_warehouses.warehouses import Warehouses
+from share_store.persistence.rows import utc_now
 
 
 @dataclass(frozen=True)
@@ -74,16 +78,17 @@ class ViewCatalog(Warehouses):
             pointer = rows.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
         return LoadedView(pointer.metadata_location, self.files.read_view(pointer.metadata_location))
 
-    def create_view(self, view: TableName, new: NewView) -> LoadedView:
+    def create_view(self, view: TableName, new: NewView, may_take: MayTake = no_one) -> LoadedView:
+        """`may_take`: whether the caller may take over a dropped table's or view's folder."""
         with self._read() as conn:
             if not rows.namespace_exists(conn, view.warehouse, view.namespace):
                 rows.check_warehouse_exists(conn, view.warehouse)
                 rows.require_namespace(conn, view.warehouse, view.namespace)
             self._check_free(conn, view)
-        where = self.locations.new(view.warehouse, view.namespace, view.name, new.location)
+        where = self.locations.new(view.warehouse, view.namespace, view.name, new.location, may_take)
         metadata = created_view(new.schema, new.version, where.uri, dict(new.properties))
         metadata_location = metadata_file_location(where.uri, 0)
-        self._write_and_point(view, None, where, metadata_location, metadata)
+        self._write_and_point(view, None, where, metadata_location, metadata, may_take)
         return LoadedView(metadata_location, metadata)
 
     def replace_view(self, view: TableName, commit: ViewCommit) -> LoadedView:
@@ -107,9 +112,21 @@ class ViewCatalog(Warehouses):
         return LoadedView(metadata_location, metadata)
 
     def drop_view(self, view: TableName) -> None:
-        with self._change() as conn:
+        with self._read() as conn:
             pointer = rows.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
-            rows.delete_table(conn, pointer)
+        self.drop_pointer(pointer)
+
+    def drop_pointer(self, pointer: TablePointer) -> None:
+        """A table or view dropped, kept as such. A table made before locations were recorded has its
+        location recorded first where the catalog takes it, so that its folder is claimed whole while
+        it is dropped (one it refuses goes on claiming the folders its metadata shows)."""
+        if pointer.location is None:
+            try:
+                self.locations.of(pointer)
+            except (InvalidParameter, MetadataFileMissing):  # LocationRefused among them
+                pass
+        with self._change() as conn:
+            rows.drop_table(conn, pointer, utc_now())
 
     def rename_view(self, source: TableName, target: TableName) -> None:
         """The view under another name; its files stay where its location is."""
@@ -122,7 +139,9 @@ class ViewCatalog(Warehouses):
             self._check_free(conn, target)
             rows.rename_table(conn, pointer, target.namespace, target.name)
 
-    def register_view(self, view: TableName, metadata_location: str) -> LoadedView:
+    def register_view(
+        self, view: TableName, metadata_location: str, may_take: MayTake = no_one
+    ) -> LoadedView:
         """A view pointed at an existing view metadata file, inside the location that file names.
 
         As a table's register: the file must be in the warehouse, in the view's namespace folder and in
@@ -131,10 +150,11 @@ class ViewCatalog(Warehouses):
         with self._read() as conn:
             rows.require_namespace(conn, view.warehouse, view.namespace)
             self._check_free(conn, view)
-            others = self.locations.others(conn, view.warehouse)
-        metadata, location = self._registered(view, metadata_location, others, self.files.parse_view)
+            claims = self.locations.claims(conn, view.warehouse)
+        parse = self.files.parse_view
+        metadata, location = self._registered(view, metadata_location, claims, parse, may_take)
         with self._change() as conn:
-            self.locations.claim(conn, view.warehouse, location)
+            self.locations.claim(conn, view.warehouse, location, may_take=may_take)
             rows.insert_table(conn, view.warehouse, view.namespace, view.name, metadata_location,
                               location.prefix, VIEW)  # fmt: skip
         return LoadedView(metadata_location, metadata)
@@ -152,6 +172,7 @@ class ViewCatalog(Warehouses):
         location: TableLocation,
         metadata_location: str,
         metadata: ViewMetadata,
+        may_take: MayTake = no_one,
     ) -> None:
         """Write the metadata file, then insert or swap the pointer; the file is taken back if the
         pointer does not name it after all (a COMMIT that failed may have happened: read again)."""
@@ -161,7 +182,7 @@ class ViewCatalog(Warehouses):
                 if current is not None:
                     rows.swap_table_pointer(conn, current, metadata_location)
                     return
-                self.locations.claim(conn, view.warehouse, location)
+                self.locations.claim(conn, view.warehouse, location, may_take=may_take)
                 rows.insert_table(conn, view.warehouse, view.namespace, view.name, metadata_location,
                                   location.prefix, VIEW)  # fmt: skip
         except Exception:

@@ -2,7 +2,8 @@
 
 A warehouse is a bucket of the configured storage, made for it (an existing
 bucket only when the provider adopts it). Its properties and its namespaces'
-are the `table-default.*` a new table starts with. `WarehouseCatalog`
+are the `table-default.*` a new table starts with; a warehouse's also say how
+long its dropped tables are kept (`DROPPED_RETENTION`, 7 days unless set). `WarehouseCatalog`
 (`catalog.py`) is these and the tables in them.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -19,15 +21,44 @@ from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.commits import TABLE_DEFAULT, changed_properties, string_properties
 from share_store.own_warehouses.errors import AlreadyExists
-from share_store.own_warehouses.locations import check_files, check_no_overlap, requested_location
+from share_store.own_warehouses.locations import check_files, requested_location
 from share_store.own_warehouses.metadata_files import MetadataFiles
 from share_store.own_warehouses.names import TableName, check_namespace, check_warehouse
-from share_store.own_warehouses.table_locations import TableLocations
+from share_store.own_warehouses.table_locations import Claims, MayTake, TableLocations, check_free
 from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
 
 #: A table's or a view's metadata: whatever it is, it names its location.
 M = TypeVar("M", bound=Any)
+#: The warehouse property that sets how long its tables dropped without purge are kept, undroppable,
+#: before maintenance purges them: whole seconds, 0 for the next round. Lakekeeper's soft deletion
+#: keeps them a week by default.
+DROPPED_RETENTION = "dropped-table-retention-seconds"
+DEFAULT_DROPPED_RETENTION = timedelta(days=7)
+
+
+def dropped_retention(properties: dict[str, str]) -> timedelta:
+    """How long a warehouse of these properties keeps its dropped tables."""
+    value = properties.get(DROPPED_RETENTION)
+    return DEFAULT_DROPPED_RETENTION if value is None else timedelta(seconds=int(value))
+
+
+def duration_text(duration: timedelta) -> str:
+    """`1d12h`, `7d`, `90s` → `1m30s`: as the CLI writes durations, largest unit first."""
+    seconds, parts = int(duration.total_seconds()), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts) or "0s"
+
+
+def _checked_retention(value: str) -> str:
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 12:
+        raise InvalidParameter(
+            f"{DROPPED_RETENTION} is a whole number of seconds (0 or more), not {value!r}"
+        )
+    return str(int(value))
 
 
 class Warehouses:
@@ -92,12 +123,18 @@ class Warehouses:
     def update_warehouse_properties(
         self, name: str, removals: list[str], updates: dict[str, str]
     ) -> tuple[list[str], list[str], list[str]]:
-        """A warehouse's `table-default.*` properties changed: updated, removed and missing keys."""
-        others = sorted(key for key in updates if not key.startswith(TABLE_DEFAULT))
+        """A warehouse's `table-default.*` properties, or its dropped tables' retention, changed:
+        updated, removed and missing keys."""
+        others = sorted(
+            key for key in updates if not key.startswith(TABLE_DEFAULT) and key != DROPPED_RETENTION
+        )
         if others:
             raise InvalidParameter(
-                f"a warehouse holds only table-default.* properties, not {', '.join(others)}"
+                f"a warehouse holds only table-default.* properties and {DROPPED_RETENTION}, not "
+                f"{', '.join(others)}"
             )
+        if DROPPED_RETENTION in updates:
+            updates = {**updates, DROPPED_RETENTION: _checked_retention(updates[DROPPED_RETENTION])}
         with self._change() as conn:
             current = rows.warehouse_properties(conn, name)
             properties, updated, removed, missing = changed_properties(current, removals, updates)
@@ -141,13 +178,20 @@ class Warehouses:
             rows.drop_namespace(conn, warehouse, levels)
 
     def _registered(
-        self, name: TableName, metadata_location: str, others: list[TableLocation], parse: Callable[[str], M]
+        self,
+        name: TableName,
+        metadata_location: str,
+        claims: Claims,
+        parse: Callable[[str], M],
+        may_take: MayTake,
     ) -> tuple[M, TableLocation]:
         """A metadata file to register, for a table or a view: in the name's namespace folder and in
-        none of `others` (the live tables' and views' locations) before it is read at all, then
-        inside the location it names, which is taken as a create's would be."""
+        none of the other tables' and views' locations (`claims`; a dropped one's only if the caller
+        may take it) before it is read at all, then inside the location it names, which is taken as
+        a create's would be."""
         folder = metadata_location.rpartition("/")[0]
-        check_no_overlap(requested_location(self.storage, name.warehouse, folder, name.namespace), others)
+        where = requested_location(self.storage, name.warehouse, folder, name.namespace)
+        check_free(where, claims, may_take, reading=True)
         try:
             metadata = parse(metadata_location)
         except FileNotFoundError:

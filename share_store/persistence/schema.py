@@ -237,7 +237,13 @@ warehouse_tables_table = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # `table` or `view` (revision 0010): both are pointers to a metadata file, in one name space.
     Column("kind", String(8), nullable=False, server_default="table"),
-    UniqueConstraint("warehouse", "namespace", "name"),
+    # A drop without purge (revision 0012) keeps the row, and its location claimed, until its
+    # warehouse's retention has passed: `dropped_at` is when; `dropped` is "" for a live table and
+    # the row's own id once dropped, so that the unique name below binds live rows only (a dropped
+    # table's name is free at once, as in Lakekeeper) on SQLite and PostgreSQL alike.
+    Column("dropped_at", DateTime(timezone=True)),
+    Column("dropped", String(36), nullable=False, server_default=""),
+    UniqueConstraint("warehouse", "namespace", "name", "dropped", name="uq_warehouse_tables_name"),
 )
 
 # -- Maintenance of the own warehouses' tables (share_store/maintenance/, revision 0011) ----------

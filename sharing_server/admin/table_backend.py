@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from datetime import datetime
 from typing import Any, Protocol
 
 from share_store.errors import AdminError, AdminNotFound
-from share_store.own_warehouses.catalog import LoadedTable, NewTable
+from share_store.own_warehouses.catalog import DroppedTable, LoadedTable, NewTable
 from share_store.own_warehouses.commits import read_metadata
 from share_store.own_warehouses.names import LEVEL_SEPARATOR, TableName
 from sharing_server import paths
@@ -48,6 +49,8 @@ class TableBackend(Protocol):
     def create_table(self, table: TableName, new: NewTable) -> LoadedTable: ...
     def load_table(self, table: TableName) -> LoadedTable: ...
     def drop_table(self, table: TableName, purge: bool = False) -> None: ...
+    def list_dropped(self, warehouse: str, levels: tuple[str, ...]) -> list[DroppedTable]: ...
+    def undrop(self, targets: list[tuple[TableName, str | None]]) -> None: ...
 
 
 class RemoteTables:
@@ -119,6 +122,24 @@ class RemoteTables:
 
     def drop_table(self, table: TableName, purge: bool = False) -> None:
         self._call("DELETE", table_path(table) + ("?purgeRequested=true" if purge else ""))
+
+    def list_dropped(self, warehouse: str, levels: tuple[str, ...]) -> list[DroppedTable]:
+        found = self._call("GET", namespace_path(warehouse, levels) + "/tables?dropped=true")["dropped"]
+        return [_dropped(warehouse, entry) for entry in found]
+
+    def undrop(self, targets: list[tuple[TableName, str | None]]) -> None:
+        identifiers = [
+            {"namespace": list(name.namespace), "name": name.name, **({"id": table_id} if table_id else {})}
+            for name, table_id in targets
+        ]
+        self._call("POST", f"/{segment(targets[0][0].warehouse)}/tables/undrop", {"identifiers": identifiers})
+
+
+def _dropped(warehouse: str, entry: dict[str, Any]) -> DroppedTable:
+    """A `?dropped=true` listing's entry as the catalog lists it in-process."""
+    name = TableName.of(warehouse, entry["namespace"], entry["name"])
+    dropped_at, purge_after = (datetime.fromisoformat(entry[key]) for key in ("dropped-at", "purge-after"))
+    return DroppedTable(entry["id"], name, "table", dropped_at, purge_after)
 
 
 def _loaded(result: dict[str, Any]) -> LoadedTable:

@@ -52,6 +52,16 @@ def add_table_commands(commands: Any) -> None:
     defaults.add_argument(
         "--unset", action="append", default=[], metavar="KEY", help="drop a default (repeat for more)"
     )
+    retention = leaf(
+        verbs,
+        "retention",
+        "warehouse retention",
+        ("warehouse",),
+        "show or set how long a warehouse keeps its dropped tables (undroppable) before they are purged",
+    )
+    retention.add_argument(
+        "--set", dest="retention", metavar="DURATION", help="e.g. 7d (the default), 36h, 1w, 0s (at once)"
+    )
     leaf(verbs, "remove", "warehouse remove", ("warehouse",), "remove an empty warehouse")
 
     namespace = table.add_parser("namespace", help="manage namespaces (dotted for nested: sales.eu)")
@@ -107,7 +117,24 @@ def add_table_commands(commands: Any) -> None:
         metavar="URI",
         help="where the table lives, inside its warehouse (default: chosen by the catalog)",
     )
-    leaf(table, "list", "table list", ("warehouse", "namespace"), "list a namespace's tables")
+    tlist = leaf(table, "list", "table list", ("warehouse", "namespace"), "list a namespace's tables")
+    tlist.add_argument(
+        "--dropped",
+        action="store_true",
+        help="list the tables dropped without purge instead: each one's id, when it was dropped and "
+        "when it is purged",
+    )
+    undrop = leaf(
+        table,
+        "undrop",
+        "table undrop",
+        ("warehouse", "namespace", "table"),
+        "bring back a table dropped without purge, under its name (refused while a table holds it)",
+    )
+    undrop.add_argument(
+        "--id", dest="table_id", metavar="ID", help="which dropped table of that name (`list --dropped`); "
+        "default: the latest dropped",
+    )
     leaf(
         table,
         "info",
@@ -125,7 +152,8 @@ def add_table_commands(commands: Any) -> None:
     remove.add_argument(
         "--purge",
         action="store_true",
-        help="also delete its files (metadata, manifests, data) inside its location",
+        help="also delete its files (metadata, manifests, data) inside its location; without it the "
+        "table is dropped: kept, undroppable, for its warehouse's retention",
     )
 
     add_maintenance_commands(table)

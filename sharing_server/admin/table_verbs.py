@@ -1,18 +1,24 @@
-"""`sharing-server table warehouse|namespace …` and `table create|list|info|remove`: the catalog's
-tree, through a `TableBackend` (the store as the provider, or a server's API)."""
+"""`sharing-server table warehouse|namespace …` and `table create|list|info|remove|undrop`: the
+catalog's tree, through a `TableBackend` (the store as the provider, or a server's API).
+
+`table remove` without `--purge` drops the table as the catalog's API does: kept, its files and
+folder its own, for its warehouse's retention (`table warehouse retention`), listed by `table list
+--dropped` and brought back by `table undrop`."""
 
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pyiceberg.schema import Schema
 
 from share_store.errors import AdminError, InvalidParameter
+from share_store.lifetimes import parse_duration
 from share_store.own_warehouses.catalog import LoadedTable, NewTable
 from share_store.own_warehouses.commits import TABLE_DEFAULT, parse_model
 from share_store.own_warehouses.errors import NoSuchWarehouse
 from share_store.own_warehouses.names import TableName, check_warehouse
+from share_store.own_warehouses.warehouses import DROPPED_RETENTION, dropped_retention, duration_text
 from sharing_server.admin.table_backend import TableBackend
 from sharing_server.admin.table_parsing import dotted_namespace, partition_spec
 
@@ -33,6 +39,8 @@ def run_warehouse(tables: TableBackend, args: argparse.Namespace) -> None:
         print(f"{'Adopted bucket as' if args.adopt else 'Created'} warehouse '{args.warehouse}'.")
     elif args.what == "warehouse defaults":
         run_warehouse_defaults(tables, args)
+    elif args.what == "warehouse retention":
+        run_warehouse_retention(tables, args)
     elif args.what == "warehouse remove":
         require_warehouse(tables, args.warehouse)
         tables.drop_warehouse(args.warehouse)
@@ -51,11 +59,25 @@ def run_warehouse_defaults(tables: TableBackend, args: argparse.Namespace) -> No
     removals = [_table_default(key.strip()) for key in args.unset]
     if updates or removals:
         tables.update_warehouse_properties(name, removals, updates)
-    defaults = tables.warehouse_properties(name)
+    properties = tables.warehouse_properties(name)
+    defaults = {key: value for key, value in properties.items() if key.startswith(TABLE_DEFAULT)}
     if not defaults:
         print(f"Warehouse '{name}' has no table defaults (new tables are format version 2).")
     for key, value in sorted(defaults.items()):
         print(f"{key.removeprefix(TABLE_DEFAULT)}={value}")
+
+
+def run_warehouse_retention(tables: TableBackend, args: argparse.Namespace) -> None:
+    """`warehouse retention W [--set DURATION]`: how long W keeps its dropped tables, undroppable."""
+    name = require_warehouse(tables, args.warehouse)
+    if args.retention is not None:
+        text = args.retention.strip()
+        # `0s` purges at the next maintenance round; parse_duration takes no zero.
+        kept = timedelta(0) if text in ("0", "0s") else parse_duration(text, allow_never=False)
+        assert kept is not None  # no "never" allowed
+        tables.update_warehouse_properties(name, [], {DROPPED_RETENTION: str(int(kept.total_seconds()))})
+    kept = dropped_retention(tables.warehouse_properties(name))
+    print(f"Dropped tables of warehouse '{name}' are kept {duration_text(kept)} before they are purged.")
 
 
 def _table_default(key: str) -> str:
@@ -85,10 +107,21 @@ def run_namespace(tables: TableBackend, args: argparse.Namespace) -> None:
 def run_table_verb(tables: TableBackend, args: argparse.Namespace) -> None:
     levels = dotted_namespace(args.namespace)
     if args.what == "table list":
-        for name in tables.list_tables(require_warehouse(tables, args.warehouse), levels):
+        warehouse = require_warehouse(tables, args.warehouse)
+        if args.dropped:
+            for dropped in tables.list_dropped(warehouse, levels):
+                print(f"{dropped.name.name}\tid {dropped.id}\tdropped {_when(dropped.dropped_at)}"
+                      f"\tpurged after {_when(dropped.purge_after)}")  # fmt: skip
+            return
+        for name in tables.list_tables(warehouse, levels):
             print(name)
         return
     table = TableName.of(args.warehouse, levels, args.table)
+    if args.what == "table undrop":
+        require_warehouse(tables, table.warehouse)
+        tables.undrop([(table, args.table_id)])
+        print(f"Undropped table '{table}' in warehouse '{table.warehouse}'.")
+        return
     if args.what == "table create":
         schema: Schema = parse_model(Schema, args.schema.encode(), "schema")
         spec = partition_spec(schema, args.partition)
@@ -109,8 +142,19 @@ def run_table_verb(tables: TableBackend, args: argparse.Namespace) -> None:
     elif args.what == "table remove":
         require_warehouse(tables, table.warehouse)
         tables.drop_table(table, args.purge)
-        files = " and deleted its files" if args.purge else " (its files are kept)"
-        print(f"Removed table '{table}' from warehouse '{table.warehouse}'{files}.")
+        if args.purge:
+            print(f"Removed table '{table}' from warehouse '{table.warehouse}' and deleted its files.")
+            return
+        kept = duration_text(dropped_retention(tables.warehouse_properties(table.warehouse)))
+        words = " ".join((table.warehouse, ".".join(table.namespace), table.name))
+        print(
+            f"Dropped table '{table}' from warehouse '{table.warehouse}': kept with its files for {kept}, "
+            f"then purged; `sharing-server table undrop {words}` brings it back."
+        )
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def print_table_info(table: TableName, loaded: LoadedTable) -> None:

@@ -79,6 +79,7 @@ def _pages(_page: Callable[..., Route], console: Console | None) -> list[BaseRou
         _page("/tables", warehouses.tables_page),
         _page("/tables/share", warehouses.share_table_page),
         _page("/tables/defaults", warehouses.set_format_version, "POST"),
+        _page("/tables/undrop", warehouses.undrop_table, "POST"),
         _page(OWN_TABLE, own_table.own_table_page),
         _page(OWN_TABLE + "/maintenance", own_table.run_maintenance, "POST"),
         _page("/activity", activity.activity_page),

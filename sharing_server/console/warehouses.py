@@ -9,11 +9,14 @@ A table whose names a spec cannot carry (a `.`, `:` or other characters outside
 the share names' letters, digits, `_` and `-`) is listed without the link.
 Each table's name links to its own page (`own_table`): its files, size and maintenance, read
 there for that one table only, so this page reads no more than each table's metadata file.
+Each warehouse also lists its tables and views dropped without purge (kept, with their files, for
+its retention), each with an "Undrop" button, as `sharing-server table undrop` brings one back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from urllib.parse import quote, urlencode
 
 from pyiceberg.table.snapshots import Summary
@@ -21,9 +24,11 @@ from pyiceberg.table.snapshots import Summary
 from share_store.errors import AdminError, InvalidParameter, ShareStoreError
 from share_store.model import NAME_PATTERN, TableSpec
 from share_store.own_warehouses.access import PROVIDER, CatalogAccess
-from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.own_warehouses.catalog import DroppedTable, WarehouseCatalog
 from share_store.own_warehouses.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, TABLE_DEFAULT
 from share_store.own_warehouses.names import TableName
+from share_store.own_warehouses.rows import TABLE, VIEW
+from share_store.own_warehouses.warehouses import dropped_retention, duration_text
 from sharing_server.console.shares import share_url
 from sharing_server.console.web import Call, Page, Redirect
 
@@ -74,6 +79,13 @@ class WarehouseEntry:
     problem: str = ""
     #: Its table defaults (`table-default.*`, shown without the prefix).
     defaults: dict[str, str] = field(default_factory=dict)
+    #: Its tables and views dropped without purge, and how long it keeps them.
+    dropped: list[DroppedTable] = field(default_factory=list)
+    retention: timedelta = field(default_factory=timedelta)
+
+    @property
+    def retention_text(self) -> str:
+        return duration_text(self.retention)
 
     @property
     def format_version(self) -> str:
@@ -202,7 +214,14 @@ def warehouse_entries(catalog: WarehouseCatalog) -> tuple[list[WarehouseEntry], 
         except ShareStoreError as error:
             entry.problem = problem_of(error)
             continue
-        entry.defaults = {key.removeprefix(TABLE_DEFAULT): value for key, value in properties.items()}
+        entry.defaults = {key.removeprefix(TABLE_DEFAULT): value for key, value in properties.items()
+                          if key.startswith(TABLE_DEFAULT)}  # fmt: skip
+        entry.retention = dropped_retention(properties)
+        try:
+            entry.dropped = catalog.list_dropped(name, None, None)
+        except ShareStoreError as error:  # dropped while we looked
+            entry.problem = problem_of(error)
+            continue
         _walk(catalog, entry, (), budget)
     return entries, budget.cut
 
@@ -235,6 +254,20 @@ def set_format_version(call: Call) -> Redirect:
     else:
         raise AdminError(f"format version must be one of {', '.join(map(str, FORMAT_VERSIONS))}")
     return Redirect(TABLES_URL, flash=("ok", f"New tables of warehouse {warehouse} get format {said}."))
+
+
+def undrop_table(call: Call) -> Redirect:
+    """A table or view dropped without purge brought back under its name (the one of the form's id),
+    as `sharing-server table undrop` does; refused (an error on the page) while one holds the name."""
+    form = call.form
+    kind = form.get("kind", TABLE)
+    if kind not in (TABLE, VIEW):
+        raise InvalidParameter("kind must be table or view")
+    # The namespace's levels joined with "." (checked names hold none), as the console's paths do.
+    levels = tuple(form.get("namespace", "").split("."))
+    name = TableName.of(form.get("warehouse", ""), levels, form.get("name", ""))
+    CatalogAccess(call.console.warehouses, PROVIDER).undrop([(name, form.get("id") or None)], kind)
+    return Redirect(TABLES_URL, flash=("ok", f"Undropped {kind} {name} in warehouse {name.warehouse}."))
 
 
 def share_table_page(call: Call) -> Page:

@@ -1,6 +1,6 @@
 """The OpenAPI operations of AIStor Tables' commits under `/_iceberg`: a table's commit, a multi-table
-transaction, registering and renaming tables (the `warehouse_table` POST, `warehouse_register`,
-`warehouse_rename` and `warehouse_transactions` routes)."""
+transaction, registering, renaming and undropping tables (the `warehouse_table` POST,
+`warehouse_register`, `warehouse_rename`, `warehouse_undrop` and `warehouse_transactions` routes)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,9 @@ def commit_operations() -> dict[OperationKey, Schema]:
             "warehouseRegisterTable",
             "Register a table from a metadata file",
             "Adopts a metadata file already in the warehouse's bucket as a new table's current metadata: "
-            "the file must be in no live table's location, and inside the location its metadata names.",
+            "the file must be in no other table's location (a dropped table's only for a caller allowed "
+            f"`{actions.REGISTER_TABLE}` on the dropped table's own name, whose location it then takes "
+            "whole), and inside the location its metadata names.",
             returns("The table.", "LoadTableResult"),
             {
                 400: BAD_NAMES + ", no metadata file there, a file or table location outside the "
@@ -79,6 +81,23 @@ def commit_operations() -> dict[OperationKey, Schema]:
             f"{on_table(actions.RENAME_TABLE, 'the source')} and `{actions.CREATE_TABLE}` on the destination",
             [PREFIX],
             "RenameTableRequest",
+        ),
+        ("warehouse_undrop", "POST"): catalog_operation(
+            "warehouseUndropTables",
+            "Undrop tables dropped without purge",
+            "Each comes back under its name with its metadata and files, all or none: the dropped one "
+            "of that name whose `id` is given (as `GET .../tables?dropped=true` lists it), else the "
+            "latest dropped. Lakekeeper's undrop; S3 Tables has none.",
+            (204, NO_CONTENT),
+            {
+                400: BAD_NAMES + ", or a body that does not fit (`BadRequestException`).",
+                404: "No such dropped table, or its namespace was dropped since: make it again first "
+                "(`NoSuchTableException`, `NoSuchNamespaceException`).",
+                409: "A table or view holds the name now (`AlreadyExistsException`).",
+            },
+            on_table(actions.UNDROP_TABLE, "each table"),
+            [PREFIX],
+            "UndropRequest",
         ),
         ("warehouse_transactions", "POST"): catalog_operation(
             "warehouseCommitTransaction",

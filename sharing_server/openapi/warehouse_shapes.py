@@ -105,6 +105,9 @@ NAMESPACE = parameter(
     "namespace", "path", NAME, "The namespace: its levels joined by the unit separator, `%1F` (`a%1Fb`)."
 )
 TABLE = parameter("table", "path", NAME, "The table's name.")
+DROPPED = parameter(
+    "dropped", "query", {**BOOLEAN, "default": False}, "List the dropped ones (kept, undroppable) instead."
+)
 
 
 def on_warehouse(action: str) -> str:
@@ -251,7 +254,31 @@ def _table_schemas() -> dict[str, Schema]:
         "TableIdentifier": object_schema({"namespace": LEVELS, "name": STRING}),
         "ListTablesResponse": object_schema(
             {"identifiers": array(model("TableIdentifier"))},
-            {"next-page-token": _described(NULLABLE_STRING, "Always null: one page holds them all.")},
+            {
+                "next-page-token": _described(NULLABLE_STRING, "Always null: one page holds them all."),
+                "dropped": _described(
+                    array(model("DroppedTable")), "With `dropped=true`: each dropped table, as listed."
+                ),
+            },
+        ),
+        "DroppedTable": object_schema(
+            {
+                "namespace": LEVELS,
+                "name": STRING,
+                "id": _described(STRING, "Tells two dropped tables of one name apart."),
+                "dropped-at": _described(STRING, "When it was dropped (ISO 8601, UTC)."),
+                "purge-after": _described(STRING, "When it is purged: the retention after its drop."),
+            }
+        ),
+        "UndropRequest": object_schema(
+            {
+                "identifiers": array(
+                    object_schema(
+                        {"namespace": LEVELS, "name": STRING},
+                        {"id": _described(STRING, "Which dropped one of that name; the latest by default.")},
+                    )
+                )
+            }
         ),
         "IcebergStructField": object_schema(
             {

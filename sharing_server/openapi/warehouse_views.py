@@ -22,6 +22,7 @@ from sharing_server.openapi.shapes import (
 )
 from sharing_server.openapi.warehouse_shapes import (
     BAD_NAMES,
+    DROPPED,
     NAMESPACE,
     NO_CONTENT,
     NO_NAMESPACE,
@@ -46,12 +47,12 @@ def view_operations() -> dict[OperationKey, Schema]:
     return {
         ("warehouse_views", "GET"): catalog_operation(
             "warehouseListViews",
-            "List a namespace's views",
-            "In one page.",
+            "List a namespace's views (or its dropped ones)",
+            "In one page. With `dropped=true`, the views dropped instead, as tables' are listed.",
             returns("View identifiers.", "ListTablesResponse"),
             {400: names, 404: NO_NAMESPACE},
             on_warehouse(actions.LIST_TABLES),
-            [PREFIX, NAMESPACE],
+            [PREFIX, NAMESPACE, DROPPED],
         ),
         ("warehouse_views", "POST"): catalog_operation(
             "warehouseCreateView",
@@ -104,7 +105,9 @@ def view_operations() -> dict[OperationKey, Schema]:
         ("warehouse_view", "DELETE"): catalog_operation(
             "warehouseDropView",
             "Drop a view",
-            "Forgets the view; its metadata files stay.",
+            "Drops the view as a table is dropped without purge: kept, with its files and location, for "
+            "its warehouse's retention (undroppable: `POST /v1/{prefix}/views/undrop`); its name is free "
+            "at once.",
             (204, NO_CONTENT),
             {400: names, 404: NO_VIEW},
             on_table(actions.DELETE_TABLE, "the view"),
@@ -114,8 +117,8 @@ def view_operations() -> dict[OperationKey, Schema]:
             "warehouseRegisterView",
             "Register a view from a metadata file",
             "Adopts a view metadata file already in the namespace's folder as a new view's current "
-            "metadata: the file must be in no live table's or view's location, and inside the location "
-            "its metadata names.",
+            "metadata: the file must be in no other table's or view's location (a dropped one's only for "
+            "a caller allowed on its own name), and inside the location its metadata names.",
             returns("The view.", "LoadViewResult"),
             {
                 400: BAD_NAMES + ", no view metadata file there, or a location outside the namespace's "
@@ -142,6 +145,21 @@ def view_operations() -> dict[OperationKey, Schema]:
             f"{on_table(actions.RENAME_TABLE, 'the source')} and `{actions.CREATE_TABLE}` on the destination",
             [PREFIX],
             "RenameTableRequest",
+        ),
+        ("warehouse_view_undrop", "POST"): catalog_operation(
+            "warehouseUndropViews",
+            "Undrop views",
+            "Each comes back under its name, all or none, as tables are undropped.",
+            (204, NO_CONTENT),
+            {
+                400: names,
+                404: "No such dropped view, or its namespace was dropped since (`NoSuchViewException`, "
+                "`NoSuchNamespaceException`).",
+                409: TAKEN,
+            },
+            on_table(actions.UNDROP_TABLE, "each view"),
+            [PREFIX],
+            "UndropRequest",
         ),
     }
 

@@ -35,6 +35,7 @@ from sharing_server.openapi.warehouse_commits import commit_operations
 from sharing_server.openapi.warehouse_maintenance import maintenance_operations, maintenance_schemas
 from sharing_server.openapi.warehouse_shapes import (
     BAD_NAMES,
+    DROPPED,
     NAMESPACE,
     NO_CONTENT,
     NO_NAMESPACE,
@@ -136,16 +137,18 @@ def _catalog_operations() -> dict[OperationKey, Schema]:
         ),
         ("warehouse_properties", "POST"): catalog_operation(
             "updateWarehouseProperties",
-            "Set and remove a warehouse's table defaults",
+            "Set and remove a warehouse's table defaults and dropped tables' retention",
             "Its `table-default.*` properties (e.g. `table-default.format-version`), which new tables "
-            "of every namespace in it start with, under the namespace's own and the create's; "
-            "applied together, as a namespace's properties are. The admin token only: a warehouse's "
-            "defaults apply to every user's tables.",
+            "of every namespace in it start with, under the namespace's own and the create's, and "
+            "`dropped-table-retention-seconds` (whole seconds, 7 days unless set): how long a table "
+            "dropped without purge is kept before maintenance purges it. Applied together, as a "
+            "namespace's properties are. The admin token only: they apply to every user's tables.",
             returns("What was updated, removed and missing.", "UpdateNamespacePropertiesResponse"),
             {
                 **bad_warehouse,
-                400: "An invalid name, a body that does not fit, a key that is not `table-default.*`, or "
-                "a key both updated and removed (`BadRequestException`).",
+                400: "An invalid name, a body that does not fit, a key that is neither `table-default.*` "
+                "nor the retention (or a retention that is no whole number of seconds), or a key both "
+                "updated and removed (`BadRequestException`).",
                 403: "Not the admin token, or a SigV4 signature that does not verify (`ForbiddenException`).",
                 404: NO_WAREHOUSE,
             },
@@ -161,7 +164,8 @@ def _catalog_operations() -> dict[OperationKey, Schema]:
             {
                 **bad_warehouse,
                 404: NO_WAREHOUSE,
-                409: "The warehouse holds namespaces (`NamespaceNotEmptyException`).",
+                409: "The warehouse holds namespaces, or dropped tables not purged yet "
+                "(`NamespaceNotEmptyException`).",
                 503: UNAVAILABLE,
             },
             on_warehouse(actions.DELETE_TABLE_BUCKET),
@@ -242,12 +246,14 @@ def _table_operations() -> dict[OperationKey, Schema]:
     return {
         ("warehouse_tables", "GET"): catalog_operation(
             "warehouseListTables",
-            "List a namespace's tables",
-            "In one page.",
+            "List a namespace's tables (or its dropped ones)",
+            "In one page. With `dropped=true`, the tables dropped without purge instead, each in "
+            "`dropped` with its id, when it was dropped and when it is purged (a namespace dropped since "
+            "still lists them).",
             returns("Table identifiers.", "ListTablesResponse"),
             {400: names, 404: NO_NAMESPACE},
             on_warehouse(actions.LIST_TABLES),
-            [PREFIX, NAMESPACE],
+            [PREFIX, NAMESPACE, DROPPED],
         ),
         ("warehouse_tables", "POST"): catalog_operation(
             "warehouseCreateTable",
@@ -291,8 +297,10 @@ def _table_operations() -> dict[OperationKey, Schema]:
         ("warehouse_table", "DELETE"): catalog_operation(
             "warehouseDropTable",
             "Drop a table",
-            "Forgets the table; with `purgeRequested`, then deletes the files its metadata reaches inside "
-            "its location.",
+            "Drops the table: it is kept, with its files and its location, for its warehouse's retention "
+            "(undroppable: `POST /v1/{prefix}/tables/undrop`), then purged by maintenance; its name is "
+            "free at once. With `purgeRequested`, forgets it and deletes the files its metadata reaches "
+            "inside its location now.",
             (204, NO_CONTENT),
             {400: names, 404: NO_TABLE, 503: UNAVAILABLE},
             on_table(actions.DELETE_TABLE),

@@ -75,11 +75,13 @@ def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: Data
         Route(paths.WAREHOUSE_S3_SIGN, t.sign, methods=["POST"], name="warehouse_s3_sign"),
         Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
         Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
+        Route(paths.WAREHOUSE_UNDROP, t.undrop, methods=["POST"], name="warehouse_undrop"),
         Route(paths.WAREHOUSE_TRANSACTIONS, t.transaction, methods=["POST"], name="warehouse_transactions"),
         Route(paths.WAREHOUSE_VIEWS, v.views, methods=["GET", "POST"], name="warehouse_views"),
         Route(paths.WAREHOUSE_VIEW, v.view, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_view"),
         Route(paths.WAREHOUSE_REGISTER_VIEW, v.register, methods=["POST"], name="warehouse_register_view"),
         Route(paths.WAREHOUSE_VIEW_RENAME, v.rename, methods=["POST"], name="warehouse_view_rename"),
+        Route(paths.WAREHOUSE_VIEW_UNDROP, v.undrop, methods=["POST"], name="warehouse_view_undrop"),
         Route(paths.WAREHOUSE_MAINTENANCE, m.warehouse, methods=["GET"], name="warehouse_maintenance"),
         Route(
             paths.WAREHOUSE_MAINTENANCE_KIND, m.warehouse, methods=["PUT"], name="warehouse_maintenance_put"

@@ -1,5 +1,7 @@
 """AIStor Tables' catalog API for tables: list, create (staged too), load, commit, drop, rename,
-register, multi-table transactions and metrics reports, under `/_iceberg/v1/{prefix}`.
+register, multi-table transactions and metrics reports, under `/_iceberg/v1/{prefix}`; and, as
+Lakekeeper has them, the dropped tables: listed (`GET .../tables?dropped=true`) and undropped
+(`POST /v1/{prefix}/tables/undrop`).
 
 Each handler reads the request (its proof, path and query), then calls down: the
 body is read into pyiceberg's models and the names checked by
@@ -75,9 +77,23 @@ class TableEndpoints(CatalogEndpoints):
                 self.data.delegate, asked, access, table, loaded, signer, credentials.notes
             )
             return _json(rest.load_answer(loaded, "all", delegation), _no_store(delegation))
+        if rest.dropped_asked(request.query_params.get("dropped")):
+            dropped = await run_in_threadpool(access.list_dropped, warehouse, levels)
+            return JSONResponse(rest.dropped_result(dropped))
         names = await run_in_threadpool(access.list_tables, warehouse, levels)
         identifiers = [{"namespace": list(levels), "name": name} for name in names]
         return JSONResponse({"identifiers": identifiers, "next-page-token": None})
+
+    @iceberg_errors("NoSuchTableException")
+    async def undrop(self, request: Request) -> Response:
+        """Tables dropped without purge live again under their names, all or none (409 for a name
+        taken now): Lakekeeper's undrop, asking `s3tables:UndropTable` on each."""
+        credentials = await credentials_of(request)
+        warehouse = request.path_params["prefix"]
+        access = await self.access(credentials)
+        targets = rest.undrop_targets(warehouse, credentials.body)
+        await run_in_threadpool(access.undrop, targets)
+        return Response(status_code=204)
 
     @iceberg_errors("NoSuchTableException")
     async def table(self, request: Request) -> Response:

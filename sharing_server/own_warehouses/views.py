@@ -1,5 +1,6 @@
 """AIStor Tables' catalog API for views: list, create, load, exists, replace, drop, rename and register,
-under `/_iceberg/v1/{prefix}`.
+under `/_iceberg/v1/{prefix}`; dropped views listed (`GET .../views?dropped=true`) and undropped
+(`POST /v1/{prefix}/views/undrop`), as tables are.
 
 As for tables (`tables`): each handler reads the request (its proof, path and
 query), authenticates the caller, then calls down: the body is read and the
@@ -44,9 +45,21 @@ class ViewEndpoints(CatalogEndpoints):
             view, new = rest.new_view(warehouse, levels, credentials.body)
             loaded = await run_in_threadpool(access.create_view, view, new)
             return JSONResponse(rest.view_result(loaded))
+        if rest.dropped_asked(request.query_params.get("dropped")):
+            dropped = await run_in_threadpool(access.list_dropped_views, warehouse, levels)
+            return JSONResponse(rest.dropped_result(dropped))
         names = await run_in_threadpool(access.list_views, warehouse, levels)
         identifiers = [{"namespace": list(levels), "name": name} for name in names]
         return JSONResponse({"identifiers": identifiers, "next-page-token": None})
+
+    @iceberg_errors("NoSuchViewException")
+    async def undrop(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        warehouse = request.path_params["prefix"]
+        access = await self.access(credentials)
+        targets = rest.undrop_targets(warehouse, credentials.body)
+        await run_in_threadpool(access.undrop_views, targets)
+        return Response(status_code=204)
 
     @iceberg_errors("NoSuchViewException")
     async def view(self, request: Request) -> Response:

@@ -519,6 +519,10 @@ def forget_warehouse(world: World, name: str) -> None:
             admin.call("DELETE", table_path(name, namespace, identifier["name"]))
         admin.call("DELETE", f"/{name}/namespaces/{quote(namespace, safe='')}")
     with world.deployment.store.engine.begin() as conn:
+        # The tables dropped above stay, owned, until their retention: forgotten here with their
+        # warehouse (their files are the test data's, which a purge would take).
+        for dropped in warehouse_rows.dropped_tables(conn, name, purging=True):
+            warehouse_rows.delete_table(conn, dropped)
         warehouse_rows.drop_warehouse(conn, name)
 
 

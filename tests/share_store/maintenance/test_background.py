@@ -90,17 +90,30 @@ def test_taking_the_lease_is_atomic_between_replicas(catalog: WarehouseCatalog) 
         assert not rows.take_lease(conn, LEASE, "a", now + timedelta(seconds=92), 60)
 
 
-def test_a_dropped_table_is_forgotten(catalog: WarehouseCatalog) -> None:
+def test_a_dropped_table_is_forgotten_once_purged(catalog: WarehouseCatalog) -> None:
+    """A table dropped without purge keeps its maintenance (an undrop brings it back as it was) and
+    is not maintained; the round after its warehouse's retention (7 days) purges it and forgets it."""
     appended(catalog, 2)
-    background = BackgroundMaintenance(Maintainer(catalog), FAST)
+    clock = Clock()
+    background = BackgroundMaintenance(Maintainer(catalog), FAST, clock)
     background.run_round()
     background.maintainer.configure_table(T, "icebergCompaction", {"status": "disabled"})
     catalog.drop_table(T)
+    clock.now += timedelta(days=2)
+    assert background.run_round() == []  # dropped: not maintained
+
+    def counted() -> tuple[int, int]:
+        with catalog.transactions.read() as conn:
+            runs = conn.execute(select(func.count()).select_from(maintenance_runs_table)).scalar()
+            configs = conn.execute(select(func.count()).select_from(maintenance_configs_table)).scalar()
+        return int(runs or 0), int(configs or 0)
+
+    assert counted()[0] > 0 and counted()[1] == 1
+    clock.now += timedelta(days=5, seconds=1)
     background.run_round()
+    assert counted() == (0, 0)
     with catalog.transactions.read() as conn:
-        assert conn.execute(select(func.count()).select_from(maintenance_runs_table)).scalar() == 0
         assert rows.configs(conn, "whs") == {}
-        assert conn.execute(select(func.count()).select_from(maintenance_configs_table)).scalar() == 0
 
 
 def test_the_thread_keeps_tables_and_gives_back_the_lease(catalog: WarehouseCatalog) -> None:

@@ -41,7 +41,7 @@ def policy(*statements: dict[str, object]) -> Policy:
 def test_arns() -> None:
     assert WAREHOUSE == "arn:aws:s3tables:::bucket/my-warehouse"
     assert TABLE == "arn:aws:s3tables:::bucket/my-warehouse/table/sales.eu/orders"
-    assert len(ACTIONS) == 24 and all(action.startswith("s3tables:") for action in ACTIONS)
+    assert len(ACTIONS) == 25 and all(action.startswith("s3tables:") for action in ACTIONS)  # UndropTable too
 
 
 def test_the_read_only_example_reads_its_warehouse_and_nothing_else() -> None:

@@ -188,10 +188,18 @@ def test_table_lifecycle(config: Path, version: int, capsys: pytest.CaptureFixtu
     assert "Current snapshot: none\nSnapshots:        0\n" in info
 
     assert output(config, capsys, "table", "remove", "analytics", "sales.eu", "orders") == (
-        "Removed table 'sales.eu.orders' from warehouse 'analytics' (its files are kept).\n"
+        "Dropped table 'sales.eu.orders' from warehouse 'analytics': kept with its files for 7d, then "
+        "purged; `sharing-server table undrop analytics sales.eu orders` brings it back.\n"
     )
     assert len(files_under(location)) == 1  # without --purge the files stay
     assert output(config, capsys, "table", "list", "analytics", "sales.eu") == ""
+    dropped = output(config, capsys, "table", "list", "analytics", "sales.eu", "--dropped")
+    assert dropped.startswith("orders\tid ") and "\tdropped " in dropped and "\tpurged after " in dropped
+    assert output(config, capsys, "table", "undrop", "analytics", "sales.eu", "orders") == (
+        "Undropped table 'sales.eu.orders' in warehouse 'analytics'.\n"
+    )
+    assert output(config, capsys, "table", "list", "analytics", "sales.eu") == "orders\n"
+    run(config, "table", "remove", "analytics", "sales.eu", "orders")
 
     run(config, "table", "create", "analytics", "sales", "plain", "--schema", SCHEMA)
     info = output(config, capsys, "table", "info", "analytics", "sales", "plain")

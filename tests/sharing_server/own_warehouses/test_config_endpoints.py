@@ -21,9 +21,12 @@ from tests.sharing_server.own_warehouses.served import ADMIN, SECRET, WH
 
 #: Served under `/v1/{prefix}` but no catalog endpoint of the spec: the writers' signer, whose
 #: address comes with a table load (`s3.signer.endpoint`), not from /v1/config, and maintenance
-#: (S3 Tables' API, not Iceberg's: no engine calls it).
+#: (S3 Tables' API, not Iceberg's: no engine calls it), and the undrop of dropped tables and views
+#: (Lakekeeper's, in its management API: no engine calls it either).
 NOT_LISTED = {
     paths.WAREHOUSE_S3_SIGN,
+    paths.WAREHOUSE_UNDROP,
+    paths.WAREHOUSE_VIEW_UNDROP,
     paths.WAREHOUSE_TABLE_MAINTENANCE,
     paths.WAREHOUSE_TABLE_MAINTENANCE_KIND,
     paths.WAREHOUSE_TABLE_MAINTENANCE_RUN,
