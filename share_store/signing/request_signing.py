@@ -64,7 +64,10 @@ QUERIES: dict[str, tuple[frozenset[str], ...]] = {
     "DELETE": (frozenset(), frozenset({"uploadId"})),  # an object deleted, or an upload aborted
 }
 MAX_PART_NUMBER = 10_000
+#: An upload id as stores make them (base64-like); dot segments refused apart, as in keys.
 _UPLOAD_ID = re.compile(r"[A-Za-z0-9._~+/=-]{1,1024}")
+#: A header name as HTTP has them (RFC 9110 tokens): no spaces, colons, CR or LF.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 
 #: Headers other than `x-amz-*` that are signed when sent: they shape one object's bytes.
@@ -175,11 +178,17 @@ def _query(method: str, raw: str, writes: bool) -> tuple[tuple[str, str], ...]:
         )
     if pairs.get("uploads"):
         raise SigningRefused("'uploads' takes no value")
-    if "uploadId" in pairs and not _UPLOAD_ID.fullmatch(pairs["uploadId"]):
+    upload = pairs.get("uploadId")
+    if upload is not None and not (
+        _UPLOAD_ID.fullmatch(upload) and all(part not in ("", ".", "..") for part in upload.split("/"))
+    ):
+        # A store that joins the id into a path would otherwise resolve `..` in it.
         raise SigningRefused("the upload id is not one a store makes")
     if "partNumber" in pairs:
         number = pairs["partNumber"]
-        if not (number.isascii() and number.isdigit() and 1 <= int(number) <= MAX_PART_NUMBER):
+        # At most 5 digits before int(): a long one would hit Python's digit limit.
+        digits = number.isascii() and number.isdigit() and len(number) <= 5
+        if not (digits and 1 <= int(number) <= MAX_PART_NUMBER):
             raise SigningRefused(f"a part number is 1 to {MAX_PART_NUMBER}")
     return tuple(sorted(pairs.items()))
 
@@ -189,6 +198,10 @@ def _copy_source(value: str) -> tuple[str, str]:
     raw = value.strip()
     if "?" in raw:
         raise SigningRefused("a copy source is signed without a version or any query")
+    if "," in raw:
+        # A comma is how a repeated header is joined: a store or proxy keeping another of the
+        # values than the one checked here would copy another object.
+        raise SigningRefused("a copy source names one object, without commas")
     bucket, _, key = raw.removeprefix("/").partition("/")
     return _object_name(_decoded(bucket, "copy source"), _decoded(key, "copy source"))
 
@@ -198,10 +211,18 @@ def _headers(
 ) -> tuple[dict[str, str], tuple[str, str] | None]:
     kept: dict[str, str] = {}
     source = None
+    seen: set[str] = set()
     for name, values in headers.items():
-        lower = name.strip().lower()
+        if not _HEADER_NAME.fullmatch(name):
+            raise SigningRefused("a header name is not an HTTP token")
+        lower = name.lower()
+        if lower in seen:
+            raise SigningRefused(f"the header {lower} is sent twice")
+        seen.add(lower)
         if lower in OWN_HEADERS or not values:
             continue
+        if len(values) > 1 and (lower == COPY_SOURCE or lower.startswith("x-amz-")):
+            raise SigningRefused(f"the header {lower} has several values")
         value = ", ".join(values)
         if any(ord(c) < 32 and c != "\t" for c in value):
             raise SigningRefused(f"the header {lower} has control characters")
@@ -230,7 +251,11 @@ def parse_object_request(
     allowed = READ_METHODS | WRITE_METHODS if writes else READ_METHODS
     if method not in allowed:
         raise SigningRefused(f"only {', '.join(sorted(allowed))} are signed, not {method}")
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 - a port that is no number raises here, not later
+    except ValueError:
+        raise SigningRefused("the request's URI cannot be parsed") from None
     scheme, netloc, base_path = _endpoint_parts(endpoint)
     if parts.fragment:
         raise SigningRefused("requests with a fragment are not signed")
@@ -293,4 +318,16 @@ def parse_sign_request(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
     )
     if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
         raise InvalidParameter("the signing request needs 'method', 'uri' and 'headers' (name → [values])")
+    texts = [method, uri, *headers, *(value for values in headers.values() for value in values)]
+    if not all(_encodable(text) for text in texts):
+        # JSON may carry lone surrogates (`\ud800`), which no request can hold.
+        raise InvalidParameter("the signing request's strings must be valid Unicode")
     return method, uri, headers
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -18,6 +18,7 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -37,6 +38,8 @@ from sharing_server.http.iceberg_errors import IcebergError, error_response, ice
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
 from sharing_server.share_catalog.delegation import read_access, storage_credentials, vend
+
+log = logging.getLogger(__name__)
 
 READ_ENDPOINTS = [
     "GET /v1/{prefix}/namespaces",
@@ -62,12 +65,19 @@ def _sign_for_share(
     at `uri` (the URI is the request the signer built, not the client's)."""
     refusal = "not a file of the share's tables"
     tables = store.list_tables(token.share)
+    failed: Exception | None = None
     # What each table's kept grant allows first; a fresh look only when none does.
     for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:
         try:
             signed = grants.signature(table, method, uri, headers, recheck)
         except SigningRefused as error:  # not a read at this table's store; maybe another's
             refusal = str(error)
+            continue
+        except Exception as error:  # noqa: BLE001 - one table's broken files (a manifest list its
+            # writer deleted) must not stop its neighbours' reads: the next table is asked, and
+            # the failure is answered only if no table signs.
+            log.warning("signing skipped table %s.%s: %s", table.schema, table.name, type(error).__name__)
+            failed = failed or error
             continue
         if signed is not None:
             request, signature = signed
@@ -77,6 +87,8 @@ def _sign_for_share(
                 signing={"method": request.method, "object": f"{request.bucket}/{request.key}"},
             )
             return request.uri, signature
+    if failed is not None:
+        raise failed
     fields["signing"] = {"method": method, "refused": refusal}
     raise IcebergError(403, f"this token may not have that request signed: {refusal}")
 
