@@ -33,13 +33,15 @@ class Resolution:
     outcome: str = "resolved"
 
 
+DEFAULT_CACHE_PREFIX = ".delta-sharing-cache/"
+
 @dataclass(frozen=True)
 class DeleteOptions:
     """The `[iceberg]` settings for serving row-level deletes."""
 
     #: Bucket of the cache; None: the bucket holding the table's metadata.
     cache_bucket: str | None = None
-    cache_prefix: str = ".delta-sharing-cache/"
+    cache_prefix: str = DEFAULT_CACHE_PREFIX
     #: Vectors up to this many bytes are inlined in the `add`; larger ones are DV files.
     inline_dv_bytes: int = 1024
     #: "refuse" or "materialize" (write data files without their deleted rows).
@@ -61,6 +63,10 @@ class DeleteOptions:
         prefix = self.cache_prefix.strip("/")
         if not prefix or ".." in prefix.split("/"):
             raise ValueError("cache_prefix must be a relative path inside the bucket")
+        if not prefix.startswith("."):
+            # No own-warehouse table, namespace or folder has a name starting with a dot, so none
+            # can be located over the cache (and read or rewrite other tables' derived files).
+            raise ValueError(f"cache_prefix must start with a dot (as {DEFAULT_CACHE_PREFIX!r} does)")
 
 
 @dataclass(frozen=True)

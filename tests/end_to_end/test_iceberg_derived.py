@@ -213,6 +213,9 @@ def test_delete_options_refuse_bad_settings() -> None:
         DeleteOptions(deletes_in_parquet="sometimes")
     with pytest.raises(ValueError, match="cache_prefix"):
         DeleteOptions(cache_prefix="../outside")
+    # A first segment an own-warehouse table could be located in: its writers would hold the cache.
+    with pytest.raises(ValueError, match="start with a dot"):
+        DeleteOptions(cache_prefix="cache/")
     with pytest.raises(ValueError, match="inline_dv_bytes"):
         DeleteOptions(inline_dv_bytes=10**9)
 
