@@ -332,6 +332,12 @@ def create_app(
     data = DataAccess(
         storage, options.access_delegation, writers_vendor, TokenCodec(secret, "writer-signing")
     )
+    if data.vends:
+        # The store has STS: what the server does to a table's files for a caller (a purge) is
+        # done with keys bounded to the table, as its signatures are.
+        from share_store.storage.table_keys import TableKeys
+
+        warehouses.table_keys = TableKeys(storage, writers_vendor)
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     admin = Admin(
         store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret

@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
@@ -38,7 +39,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import SortOrder
 from sqlalchemy.engine import Connection
 
-from share_store.errors import InvalidParameter
+from share_store.errors import InvalidParameter, ShareStoreError
 from share_store.iceberg.locations import TableLocation
 from share_store.own_warehouses import rows
 from share_store.own_warehouses.commits import (
@@ -68,6 +69,10 @@ from share_store.own_warehouses.rows import TABLE, TablePointer
 from share_store.own_warehouses.table_locations import MayTake, no_one
 from share_store.own_warehouses.views import ViewCatalog
 from share_store.own_warehouses.warehouses import dropped_retention
+from share_store.storage.base import ObjectStorage
+
+if TYPE_CHECKING:  # boto3 and STS are loaded only by servers that vend keys
+    from share_store.storage.table_keys import TableKeys
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,13 @@ class NewTable:
 
 
 class WarehouseCatalog(ViewCatalog):
+    #: Storage for one table's folder with keys the store bounds to it, where it has STS
+    #: (`storage.table_keys`, set by the app when vending is on): purges go through it.
+    table_keys: TableKeys | None = None
+
+    def _table_storage(self, location: TableLocation) -> ObjectStorage:
+        return self.storage if self.table_keys is None else self.table_keys.storage_for(location)
+
     # -- tables -------------------------------------------------------------------------
 
     def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
@@ -387,8 +399,8 @@ class WarehouseCatalog(ViewCatalog):
                 others = self.locations.others(conn, pointer.warehouse, but=pointer)
             nested = tuple(f"{other.prefix}/" for other in others if location.overlaps(other))
             try:
-                purge_folder(self.storage, location, nested)
-            except OSError as error:
+                purge_folder(self._table_storage(location), location, nested)
+            except (OSError, ShareStoreError) as error:  # the store's STS too
                 # The row stays, being purged: its folder claimed, tried again next round.
                 log.warning("purge of dropped %s %s left files: %s", pointer.kind, pointer.table,
                             type(error).__name__)  # fmt: skip
@@ -437,8 +449,8 @@ class WarehouseCatalog(ViewCatalog):
         except (FileNotFoundError, InvalidParameter):
             return  # nothing reachable to find: the files stay, as any outside the location do
         try:
-            purge(self.storage, metadata_location, metadata, location)
-        except OSError as error:
+            purge(self._table_storage(location), metadata_location, metadata, location)
+        except (OSError, ShareStoreError) as error:  # the store's STS refusing the table's keys too
             # The table is dropped already; what could not go stays, and the provider is told.
             log.warning("purge of %s left files: %s", location.uri, error)
 

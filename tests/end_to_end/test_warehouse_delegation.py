@@ -10,6 +10,7 @@ the bucket's root; a read-only user's keys and signatures cannot write.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -601,3 +602,43 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
     assert send("PUT", WAREHOUSE, "att/other/data/x.parquet", reads=False) == 403
     assert send("DELETE", victim_bucket, victim_key, reads=False) == 403
     assert send("PUT", WAREHOUSE, "att/mine/data/by-reader.parquet", reads=True) == 403  # read-only keys
+
+
+def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_them(
+    seaweed: SeaweedS3, owner: IssuedUser, server: Deployment
+) -> None:
+    """A drop with purge on a server whose store has STS: every file of the table goes, through
+    storage whose keys are the table's (`storage.table_keys`); those keys, asked to delete or read
+    another table's file, are refused by SeaweedFS itself."""
+    from share_store.iceberg.locations import TableLocation
+    from share_store.storage.s3 import S3Settings, S3Storage
+    from share_store.storage.sts_vending import CredentialVendor, VendingSettings
+    from share_store.storage.table_keys import TableKeys
+
+    catalog = writer(server, owner, VENDED)
+    catalog.create_namespace_if_not_exists("purged")
+    table = catalog.create_table(f"purged.t{uuid.uuid4().hex[:6]}", schema=ROWS)
+    table.append(rows((1, "a")))
+    prefix = table.location().removeprefix(f"s3://{WAREHOUSE}/")
+    listed = seaweed.client().list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{prefix}/")
+    assert listed.get("KeyCount", 0) >= 3
+    catalog.purge_table(table.name())
+    assert seaweed.client().list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{prefix}/").get("KeyCount", 0) == 0
+
+    victim_bucket, victim_key = victim_file(server, owner)
+    settings = S3Settings(seaweed.endpoint, None, seaweed.region, seaweed.access_key, seaweed.secret_key)
+    keys = TableKeys(S3Storage(settings), CredentialVendor(VendingSettings("sts", WRITER_ROLE_ARN)))
+    location = TableLocation(f"s3://{WAREHOUSE}/att/bounded", WAREHOUSE, "att/bounded")
+    bounded = keys.storage_for(location)
+    assert bounded is keys.storage_for(location)  # kept while its keys last
+    bounded.write(WAREHOUSE, "att/bounded/data/x.parquet", b"x")
+    assert bounded.read(WAREHOUSE, "att/bounded/data/x.parquet") == b"x"
+    bounded.delete(WAREHOUSE, ["att/bounded/data/x.parquet"])
+    # Another warehouse's file, and one of a folder extending the location as a string.
+    seaweed.client().put_object(Bucket=WAREHOUSE, Key="att/boundedx/data/y.parquet", Body=b"y")
+    for bucket, key in ((victim_bucket, victim_key), (WAREHOUSE, "att/boundedx/data/y.parquet")):
+        with pytest.raises(Exception):  # noqa: B017 - the store's refusal, as our storage maps it
+            bounded.read(bucket, key)
+        with contextlib.suppress(Exception):  # refused outright or per key: either way, nothing goes
+            bounded.delete(bucket, [key])
+        assert seaweed.client().head_object(Bucket=bucket, Key=key)["ContentLength"] > 0

@@ -1,0 +1,66 @@
+"""Storage for one table's folder with keys the store bounds to it: what the server does with a
+table's files on a caller's behalf (a purge, maintenance) is done with these, not with its own.
+
+Where the store has STS (the provider turned vending on), `TableKeys.storage(location)` is an
+`S3Storage` whose keys come from `AssumeRole` with a session policy of the table's location
+(`signing.vended_scope`: read, write, delete and list under it only). A bug in the server's own
+confinement checks (`TableLocation.confine`) then reaches no object outside the table: the store
+refuses it. The storage is kept while its keys have more than half their life left, so a run of
+deletes costs one STS call. Without STS (local storage, a store without it), the server's storage,
+bounded by the checks alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+from share_store.iceberg.locations import TableLocation
+from share_store.signing.vended_scope import VendingScope, prefixes_of
+from share_store.storage.base import ObjectStorage
+from share_store.storage.s3 import S3Storage
+from share_store.storage.sts_vending import CredentialVendor
+
+MAX_KEPT = 256
+
+
+class TableKeys:
+    def __init__(self, storage: ObjectStorage, vendor: CredentialVendor | None = None) -> None:
+        self.storage = storage
+        #: None: no STS to ask; the server's storage serves every table.
+        self.vendor = vendor if isinstance(storage, S3Storage) else None
+        self._kept: dict[tuple[str, str, bool], tuple[float, ObjectStorage]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def scoped(self) -> bool:
+        return self.vendor is not None
+
+    def storage_for(self, location: TableLocation, write: bool = True) -> ObjectStorage:
+        """The storage to act on `location`'s files with (read-only keys unless `write`)."""
+        if self.vendor is None:
+            return self.storage
+        assert isinstance(self.storage, S3Storage)
+        key = (location.bucket, location.prefix, write)
+        now = time.time()
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None and kept[0] > now:
+            return kept[1]
+        scope = VendingScope(prefixes_of([(location.bucket, location.prefix)]), write=write)
+        session = f"server-{'w' if write else 'r'}-{location.bucket[:16]}-{location.prefix[-32:]}"
+        keys = self.vendor.vend(self.storage.settings, scope, session.replace("/", "-"), None)
+        settings = dataclasses.replace(
+            self.storage.settings,
+            access_key=keys.access_key,
+            secret_key=keys.secret_key,
+            session_token=keys.session_token,
+        )
+        storage = S3Storage(settings, self.storage.url_lifetime)
+        with self._lock:
+            if len(self._kept) >= MAX_KEPT:
+                self._kept.pop(next(iter(self._kept)))
+            # Kept for half the keys' life, as the vendor keeps the keys themselves.
+            self._kept[key] = (now + (keys.expires_at - now) / 2, storage)
+        return storage
