@@ -26,6 +26,7 @@ from bench.iceberg_queries import bench_iceberg, bench_iceberg_deletes
 from bench.iceberg_rest import bench_iceberg_rest
 from bench.local_queries import bench_million, bench_server
 from bench.maintenance import bench_maintenance
+from bench.maintenance_budget import bench_maintenance_budget
 from bench.presign import bench_presign
 from bench.restart import bench_restart
 from bench.results import RESULTS, machine, write_results
@@ -59,6 +60,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "delegation": bench_delegation,
         "signing-keys": bench_signing_keys,
         "maintenance": bench_maintenance,
+        "maintenance-budget": bench_maintenance_budget,
         "hints": lambda: bench_hints(hint_files),
         "equality": lambda: bench_equality_deletes(int(os.environ.get("BENCH_EQUALITY_MB", "300"))),
         "writer": bench_writer_commits,

@@ -38,6 +38,7 @@ from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.maintenance.background import BackgroundMaintenance
 from share_store.maintenance.maintainer import Maintainer
+from share_store.maintenance.queue import RunQueue
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
@@ -129,7 +130,14 @@ def app_routes(services: Services) -> list[BaseRoute]:
         Mount(paths.ADMIN_PREFIX, routes=admin_routes(services.admin, services.admin_token)),
         Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes(share_catalog, share_oauth)),
         Mount(
-            paths.WAREHOUSE_PREFIX, routes=warehouse_api(services.warehouses, services.callers, services.data)
+            paths.WAREHOUSE_PREFIX,
+            routes=warehouse_api(
+                services.warehouses,
+                services.callers,
+                services.data,
+                services.maintenance.maintainer,
+                services.maintenance.queue,
+            ),
         ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]
@@ -376,7 +384,12 @@ def create_app(
             options.refresh_seconds,
             options.warm_window_hours * 3600,
         ),
-        maintenance=BackgroundMaintenance(Maintainer(warehouses), options.maintenance),
+        # One maintainer and one queue for the API's runs and the background's: they share limits.
+        maintenance=BackgroundMaintenance(
+            Maintainer(warehouses, limits=options.maintenance_limits),
+            options.maintenance,
+            queue=RunQueue(options.maintenance_limits),
+        ),
         queries=TableQueries(readers, secret, hint_limits, options.prefer_delta_format),
         streams=StreamSlots(options.streams_per_token, options.streams_per_process),
         list_tokens=TokenCodec(secret, "list-page"),

@@ -31,7 +31,11 @@
            snapshot expiry, unreferenced-file removal, as each table is configured):
            background (default true), interval_seconds (between rounds, and between two
            runs on a table being written; default 60), cpu_share (of one core; default
-           0.25), period_hours (every table is kept at least this often; default 24)
+           0.25), period_hours (every table is kept at least this often; default 24);
+           what a run may cost and how many run at once, whatever a table says (docs/production.md):
+           row_group_decoded_mb (256), file_decoded_mb (4096), run_cpu_seconds (300),
+           run_seconds (900), runs_at_once (2), runs_per_caller (2), runs_waiting (16),
+           wait_seconds (60)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds),
            warm_on_start (build the snapshots of the tables read in the last
@@ -65,6 +69,7 @@ from typing import Any
 from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
 from share_store.maintenance.schedule import Background
+from share_store.maintenance.settings import Limits
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
@@ -81,6 +86,7 @@ from sharing_server.config_sections import (
     access_delegation,
     background_maintenance,
     delete_options,
+    maintenance_limits,
     max_token_lifetime,
     parse_bool,
     read_catalogs,
@@ -140,6 +146,8 @@ class ServiceOptions:
     access_delegation: tuple[str, ...] = ()
     # `[maintenance]`: the server keeps its own warehouses' tables in the background.
     maintenance: Background = field(default_factory=Background)
+    # `[maintenance]`'s limits on every run, asked for or background, whatever a table says.
+    maintenance_limits: Limits = field(default_factory=Limits)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
     # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
@@ -224,6 +232,7 @@ class ServerConfig:
             vending=vending_settings(self.iceberg),
             access_delegation=access_delegation(self.warehouses),
             maintenance=background_maintenance(self.maintenance),
+            maintenance_limits=maintenance_limits(self.maintenance),
         )
         if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
             # Clients renew tokens that expire within 600 s: a shorter lifetime

@@ -15,6 +15,7 @@ from share_store.errors import AdminError, CatalogError
 from share_store.external_catalogs.settings import catalog_settings
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
 from share_store.maintenance.schedule import Background
+from share_store.maintenance.settings import Limits
 from share_store.own_warehouses.data_access import ACCESS_MODES
 from share_store.storage.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
@@ -111,6 +112,17 @@ SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
     "proxy_hops": int,
     "prefer_delta_format": parse_bool,
 }
+#: `[maintenance]`'s limits (`share_store.maintenance.settings.Limits`), each a field of it.
+MAINTENANCE_LIMITS = (
+    "row_group_decoded_mb",
+    "file_decoded_mb",
+    "run_cpu_seconds",
+    "run_seconds",
+    "runs_at_once",
+    "runs_per_caller",
+    "runs_waiting",
+    "wait_seconds",
+)
 SECTION_KEYS = {
     "admin": ("token_hash", "max_token_lifetime"),
     "limits": (
@@ -137,7 +149,13 @@ SECTION_KEYS = {
     ),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
     "warehouses": ("access_delegation",),
-    "maintenance": ("background", "interval_seconds", "cpu_share", "period_hours"),
+    "maintenance": (
+        "background",
+        "interval_seconds",
+        "cpu_share",
+        "period_hours",
+        *MAINTENANCE_LIMITS,
+    ),
 }
 STORAGE_KEYS = (
     "type",
@@ -199,6 +217,24 @@ def background_maintenance(values: dict[str, Any]) -> Background:
             cpu_share=float(values.get("cpu_share", defaults.cpu_share)),
             period_hours=float(values.get("period_hours", defaults.period_hours)),
         )
+    except ValueError as error:
+        message = str(error)
+        raise ConfigError(
+            message if message.startswith("[") else f"invalid [maintenance] setting: {message}"
+        ) from None
+
+
+def maintenance_limits(values: dict[str, Any]) -> Limits:
+    """`[maintenance]`'s limits on every run, asked for or background: what a run may cost
+    (files' decoded sizes, CPU and wall-clock seconds) and how many run at once (`Limits`)."""
+    defaults = Limits()
+    try:
+        given: dict[str, Any] = {}
+        for key in MAINTENANCE_LIMITS:
+            kind = type(getattr(defaults, key))
+            value = values.get(key, getattr(defaults, key))
+            given[key] = int(str(value).strip()) if kind is int else float(value)
+        return Limits(**given)
     except ValueError as error:
         message = str(error)
         raise ConfigError(

@@ -38,6 +38,12 @@ class MaintenanceAccess:
         self.who.require(actions.GET_TABLE_MAINTENANCE_JOB_STATUS, _arn(table))
         return self.maintainer.status(table)
 
+    def may_run(self, table: TableName) -> None:
+        """Forbidden, or NoSuchTable, unless a run of the table may be asked for: checked before the
+        run waits for its turn, so that a run refused anyway holds no place in the queue."""
+        self.who.require(actions.PUT_TABLE_MAINTENANCE_CONFIGURATION, _arn(table))
+        self.maintainer.maintenance(table)
+
     def run(self, table: TableName, kinds: tuple[str, ...] = KINDS) -> dict[str, Run]:
         self.who.require(actions.PUT_TABLE_MAINTENANCE_CONFIGURATION, _arn(table))
         return self.maintainer.run(table, kinds)

@@ -11,9 +11,11 @@ renewed before each table, so that it outlives the round's longest run.
 
 It keeps to `cpu_share` of a core by waiting, after each table, as long again
 as its share requires (a quarter of a core: three times as long as it worked),
-so recipients' queries keep the rest. A round stops between two tables when the
-server stops; a run under way finishes first (a compaction's commit is one
-compare-and-swap, never half made).
+so recipients' queries keep the rest. Each table takes its turn in the process's
+`RunQueue` with the runs callers ask for, and yields to them: it waits while one
+waits, and passes over a table one is asked for. A round stops between two
+tables when the server stops; a run under way finishes first (a compaction's
+commit is one compare-and-swap, never half made).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from datetime import datetime
 
 from share_store.maintenance import rows
 from share_store.maintenance.maintainer import Maintainer
+from share_store.maintenance.queue import RunQueue
 from share_store.maintenance.schedule import Background, due_tables
 from share_store.persistence.rows import utc_now
 
@@ -46,8 +49,11 @@ class BackgroundMaintenance:
         background: Background,
         clock: Callable[[], datetime] = utc_now,
         holder: str | None = None,
+        queue: RunQueue | None = None,
     ) -> None:
         self.maintainer = maintainer
+        #: Where runs take their turn: the one the API's asked-for runs take theirs in.
+        self.queue = queue or RunQueue(maintainer.limits)
         self.transactions = maintainer.transactions
         self.background = background
         self.clock = clock
@@ -101,15 +107,22 @@ class BackgroundMaintenance:
             log.info("maintenance forgot %d row(s) of dropped tables", forgotten)
         done: list[tuple[str, tuple[str, ...]]] = []
         for state, kinds in due_tables(states, self.clock(), self.background):
-            if self._stopped.is_set() or not self._lease():
+            if self._stopped.is_set():
                 break
-            started = time.monotonic()
-            try:
-                ran = self.maintainer.run(state.name, kinds)
-            except Exception:  # dropped meanwhile, say: the other tables are still kept
-                log.warning("background maintenance of %s.%s skipped", state.name.warehouse, state.name,
-                            exc_info=True)  # fmt: skip
-                continue
+            with self.queue.background_turn(state.name, self._stopped) as turn:
+                if not turn:
+                    continue  # asked for meanwhile (that run keeps it), or the server stops
+                if not self._lease():
+                    break
+                started = time.monotonic()
+                try:
+                    ran = self.maintainer.run(state.name, kinds)
+                except Exception:  # dropped meanwhile, say: the other tables are still kept
+                    log.warning("background maintenance of %s.%s skipped", state.name.warehouse, state.name,
+                                exc_info=True)  # fmt: skip
+                    continue
+                worked = time.monotonic() - started
             done.append((f"{state.name.warehouse}.{state.name}", tuple(ran)))
-            self._stopped.wait(self.background.pause_after(time.monotonic() - started))
+            # Paused after its turn is given back: asked-for runs need not wait out the pause.
+            self._stopped.wait(self.background.pause_after(worked))
         return done

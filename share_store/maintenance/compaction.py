@@ -3,13 +3,25 @@
 `plan` (pure) picks, per partition, the data files worth rewriting: those
 smaller than three quarters of the target, and any file a delete applies to;
 a partition is rewritten when it has two such files or one with deletes.
-`compact` reads each group through pyiceberg with its deletes applied, one
-input file at a time, writes new files rolled at the target size (sorted by
-the table's sort order where it has one: identity and order-preserving
-transforms, up to the first that is not), and commits one `replace` snapshot
-through the catalog's compare-and-swap. Memory holds a row group's rows
-(`ROW_GROUP_BYTES` of input, by its on-disk size), or one output file's rows when
-sorting (so a sorted output file is capped at `SORT_BUFFER_BYTES`).
+A partition's files are split into groups of at most `GROUP_TARGETS` targets of
+input, so that a run stopped by its budget still commits whole groups.
+`compact` reads each group with its deletes applied, one input file at a time,
+writes new files rolled at the target size (sorted by the table's sort order
+where it has one: identity and order-preserving transforms, up to the first that
+is not), and commits one `replace` snapshot through the catalog's
+compare-and-swap.
+
+Within the provider's `Limits`, whatever the table says: each input file (and its
+delete files) is measured from its footer before any of its rows are read
+(`parquet_bounds.measure`); one that decodes past `row_group_decoded_mb` per row
+group, or `file_decoded_mb` in all, is left as it is and named in the result.
+Rows are read in batches of about 16 MiB decoded and held until a row group of
+the output is full (the table's `write.parquet.*` within the server's floors,
+`parquet_bounds.writer_settings`: 100,000 rows or 64 MiB at least), or, when
+sorting, one output file (`SORT_BUFFER_BYTES` on disk, and at most a row group's
+bound decoded). A run past its CPU or wall-clock budget (`budget.Budget`) stops
+between two batches: the group it was writing is deleted, the groups it finished
+are committed, and the result says where it stopped.
 
 A writer that commits meanwhile never loses its commit: the compaction commits
 through the catalog's compare-and-swap, and on a lost race pyiceberg's
@@ -42,13 +54,13 @@ import logging
 import uuid
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException, ValidationException
-from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.manifest import (
     INITIAL_SEQUENCE_NUMBER,
     DataFile,
@@ -72,7 +84,18 @@ from pyiceberg.table.update.snapshot import _OverwriteFiles
 from pyiceberg.typedef import KeyDefaultDict, Record
 
 from share_store.iceberg.delete_manifests import DeleteManifestWriter
-from share_store.maintenance.settings import Compaction
+from share_store.maintenance.budget import Budget, OverBudget
+from share_store.maintenance.parquet_bounds import (
+    DELETE_FILE_PATH,
+    Shape,
+    TooBig,
+    WriterSettings,
+    measure,
+    read_deletes,
+    read_rows,
+    writer_settings,
+)
+from share_store.maintenance.settings import Compaction, Limits
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.names import TableName
 from share_store.own_warehouses.shared import WarehouseTables
@@ -81,10 +104,14 @@ log = logging.getLogger(__name__)
 
 #: A file under this share of the target is small.
 SMALL_SHARE = 0.75
-#: Rows of one sorted output file are held in memory: its on-disk size is capped here.
+#: Rows of one sorted output file are held in memory: its on-disk size is capped here (and its
+#: decoded size at `Limits.row_group_decoded_mb`).
 SORT_BUFFER_BYTES = 128 * 1024 * 1024
-#: Unsorted rows are written to the open output file this much at a time (one row group or more).
-ROW_GROUP_BYTES = 64 * 1024 * 1024
+#: A group holds at most this many targets of input bytes: a partition with more is split, so
+#: that a run within its budget commits whole groups (as Java's `max-file-group-size-bytes`).
+GROUP_TARGETS = 4
+#: Files left as they are, named in the result (and the job status) by path at most.
+NAMED_FILES = 100
 #: Transforms under which a column's order is the transformed value's order.
 ORDERED_TRANSFORMS = ("identity", "year", "month", "day", "hour", "truncate")
 #: Commits of one rewrite, each with pyiceberg's own retries (`commit.retry.*`), before it is left
@@ -117,10 +144,15 @@ class Compacted:
     bytes_written: int = 0
     snapshot_id: int | None = None
     skipped: str | None = None
+    #: Data files left as they are, past the server's bounds: {"path", "reason"} each.
+    files_skipped: list[dict[str, str]] = field(default_factory=list)
+    #: What else the run has to say: files left, a budget it stopped at.
+    note: str | None = None
 
 
 def plan(files: Iterable[Candidate], target_bytes: int) -> list[list[Candidate]]:
-    """Groups of files to rewrite together: one per partition worth it, in a stable order."""
+    """Groups of files to rewrite together: per partition worth it, in a stable order, split at
+    `GROUP_TARGETS` targets of input bytes."""
     by_partition: dict[tuple[int, tuple[Any, ...]], list[Candidate]] = defaultdict(list)
     for file in files:
         if file.equality_deletes:
@@ -130,9 +162,36 @@ def plan(files: Iterable[Candidate], target_bytes: int) -> list[list[Candidate]]
     groups = []
     for partition in sorted(by_partition, key=repr):
         chosen = sorted(by_partition[partition], key=lambda f: f.path)
-        if len(chosen) >= 2 or any(f.deletes for f in chosen):
-            groups.append(chosen)
+        for group in _split(chosen, GROUP_TARGETS * target_bytes):
+            if _worth(group):
+                groups.append(group)
     return groups
+
+
+def _worth(files: list[Any]) -> bool:
+    """Whether rewriting these files (candidates or scan tasks) does anything: two or more become
+    fewer, or deletes are applied."""
+    return len(files) >= 2 or any(getattr(f, "deletes", 0) or getattr(f, "delete_files", ()) for f in files)
+
+
+def _split(files: list[Candidate], cap: int) -> list[list[Candidate]]:
+    """`files` in runs of at most `cap` bytes; a run that would be one file without deletes (not
+    worth a rewrite alone) joins its neighbour instead."""
+    runs: list[list[Candidate]] = []
+    size = 0
+    for file in files:
+        if not runs or (runs[-1] and size + file.size > cap):
+            runs.append([])
+            size = 0
+        runs[-1].append(file)
+        size += file.size
+    joined: list[list[Candidate]] = []
+    for run in runs:
+        if joined and (not _worth(run) or not _worth(joined[-1])):
+            joined[-1] = joined[-1] + run
+        else:
+            joined.append(run)
+    return joined
 
 
 def sort_keys(table: Table) -> list[tuple[str, str, str]]:
@@ -152,10 +211,15 @@ def sort_keys(table: Table) -> list[tuple[str, str, str]]:
     return keys
 
 
-def compact(catalog: WarehouseCatalog, name: TableName, settings: Compaction) -> Compacted:
-    """Rewrite what `plan` picks in the table's current snapshot and commit it as one `replace`."""
+def compact(
+    catalog: WarehouseCatalog, name: TableName, settings: Compaction, limits: Limits | None = None
+) -> Compacted:
+    """Rewrite what `plan` picks in the table's current snapshot and commit it as one `replace`,
+    within the provider's `limits` (a budget counted from here, in this thread)."""
     if not settings.enabled:
         return Compacted(skipped="disabled")
+    limits = limits or Limits()
+    budget = Budget.of(limits)
     tables = WarehouseTables(catalog, name.warehouse)
     identifier = (*name.namespace, name.name)
     table = tables.load_table(identifier)
@@ -175,20 +239,32 @@ def compact(catalog: WarehouseCatalog, name: TableName, settings: Compaction) ->
     keys = sort_keys(table) if settings.strategy in ("auto", "sort") else []
     if settings.strategy == "sort" and not keys:
         return Compacted(skipped="strategy 'sort' but the table has no sort order")
+    inputs = _Inputs(table, limits, budget)
+    writing = writer_settings(table.metadata.properties, limits.row_group_bytes)
     done: list[_Group] = []
+    stopped = None
     try:
         for group in groups:
-            read = [tasks[c.path] for c in group]
-            done.append(_Group(read, _rewrite(table, read, settings.target_bytes, keys)))
+            read = inputs.admit([tasks[c.path] for c in group])
+            if not _worth(read):
+                continue  # what is left of the group is not worth a rewrite: its files stay as they are
+            done.append(_Group(read, _rewrite(table, read, settings.target_bytes, keys, inputs, writing)))
+    except OverBudget as error:
+        stopped = (f"stopped at {error} after {len(done)} of {len(groups)} group(s): the rest is left "
+                   "for the next run")  # fmt: skip
     except Exception:
         _forget(table, [file for group in done for file in group.written])
         raise
+    left = [{"path": path, "reason": why} for path, why in list(inputs.left.items())[:NAMED_FILES]]
+    if not done:
+        return Compacted(skipped=stopped or "nothing to compact", files_skipped=left, note=_left(inputs.left))
+    note = "; ".join(part for part in (_left(inputs.left), stopped) if part) or None
     # Any other error from here on may come after the commit landed: its files are then left to
     # unreferenced-file removal, never deleted under a snapshot that may name them.
     snapshot_id, committed, why = _commit_groups(lambda: tables.load_table(identifier), table, snapshot, done)
     _forget(table, [file for group in done if group not in committed for file in group.written])
     if snapshot_id is None:
-        return Compacted(skipped=why)
+        return Compacted(skipped=why, files_skipped=left, note=note)
     rewritten = [task for group in committed for task in group.read]
     written = [file for group in committed for file in group.written]
     return Compacted(
@@ -197,7 +273,93 @@ def compact(catalog: WarehouseCatalog, name: TableName, settings: Compaction) ->
         bytes_rewritten=sum(t.file.file_size_in_bytes for t in rewritten),
         bytes_written=sum(f.file_size_in_bytes for f in written),
         snapshot_id=snapshot_id,
+        files_skipped=left,
+        note=note,
     )
+
+
+def _left(left: dict[str, str]) -> str | None:
+    """The files left as they are, in a sentence naming the first few."""
+    if not left:
+        return None
+    named = "; ".join(f"{path} ({why})" for path, why in list(left.items())[:3])
+    more = f"; and {len(left) - 3} more" if len(left) > 3 else ""
+    return f"{len(left)} file(s) left as they are, past the server's bounds: {named}{more}"
+
+
+class _Inputs:
+    """A run's input files, each measured before any of its rows are read, and read in batches.
+
+    Data and delete files are measured once each (`parquet_bounds.measure`); a data file is
+    admitted when it, its delete files each, and its delete files together (pyiceberg holds them
+    whole) fit the bounds. `left` names the data files left as they are, with why."""
+
+    def __init__(self, table: Table, limits: Limits, budget: Budget) -> None:
+        self.table, self.limits, self.budget = table, limits, budget
+        self.left: dict[str, str] = {}
+        self._shapes: dict[str, Shape | str] = {}  # a file's shape, or why it is too big
+        self._deletes: tuple[frozenset[str], dict[str, list[Any]]] | None = None
+
+    def admit(self, tasks: list[Any]) -> list[Any]:
+        """The tasks whose files fit; the others are in `left`. OverBudget between two files."""
+        admitted = []
+        for task in tasks:
+            self.budget.check()
+            why = self._why_not(task)
+            if why is None:
+                admitted.append(task)
+            else:
+                self.left[task.file.file_path] = why
+        return admitted
+
+    def _why_not(self, task: Any) -> str | None:
+        shape = self._measured(task.file, deletes=False)
+        if isinstance(shape, str):
+            return shape
+        total = 0
+        for delete in task.delete_files:
+            held = self._measured(delete, deletes=True)
+            if isinstance(held, str):
+                return f"its delete file {delete.file_path}: {held}"
+            total += held.decoded_bytes
+        if total > self.limits.row_group_bytes:
+            bound = self.limits.row_group_decoded_mb
+            return (f"its {len(task.delete_files)} delete files are held whole, {total // 2**20:,} MiB "
+                    f"together, over the {bound:,} MiB the server reads at once")  # fmt: skip
+        return None
+
+    def _measured(self, file: DataFile, deletes: bool) -> Shape | str:
+        path = file.file_path
+        if path not in self._shapes:
+            self._shapes[path] = self._measure(file, deletes)
+        return self._shapes[path]
+
+    def _measure(self, file: DataFile, deletes: bool) -> Shape | str:
+        if file.file_format != FileFormat.PARQUET:
+            return f"a {file.file_format.value} file (compaction reads Parquet only)"
+        limits = self.limits
+        # A delete file is read whole, its file paths as a dictionary: the whole file is one read.
+        bound = limits.row_group_bytes if deletes else limits.file_bytes
+        as_dictionary = frozenset({DELETE_FILE_PATH}) if deletes else frozenset()
+        try:
+            with self.table.io.new_input(file.file_path).open() as stream:
+                return measure(stream, limits.row_group_bytes, bound, self.budget.check, as_dictionary)
+        except TooBig as error:
+            return str(error)
+
+    def rows(self, task: Any) -> Iterator[pa.RecordBatch]:
+        """The task's rows with its deletes applied, a batch at a time."""
+        shape = self._shapes[task.file.file_path]
+        assert isinstance(shape, Shape), "only admitted files are read"
+        deletes = self._deletes_of(task) if task.delete_files else None
+        return read_rows(self.table, task, shape, deletes, self.limits.row_group_bytes)
+
+    def _deletes_of(self, task: Any) -> list[Any] | None:
+        # The last task's deletes are kept: a partition's files often share their delete files.
+        wanted = frozenset(delete.file_path for delete in task.delete_files)
+        if self._deletes is None or self._deletes[0] != wanted:
+            self._deletes = (wanted, read_deletes(self.table, [task]))
+        return self._deletes[1].get(task.file.file_path)
 
 
 @dataclass(eq=False)  # told apart by identity: two groups are never the same group
@@ -270,44 +432,60 @@ def _candidate(task: Any) -> Candidate:
 
 
 def _rewrite(
-    table: Table, tasks: list[Any], target_bytes: int, keys: list[tuple[str, str, str]]
+    table: Table,
+    tasks: list[Any],
+    target_bytes: int,
+    keys: list[tuple[str, str, str]],
+    inputs: _Inputs,
+    writing: WriterSettings,
 ) -> list[DataFile]:
     """The group's rows, deletes applied, in new files of about `target_bytes` each.
 
-    Unsorted, rows go out a row group at a time (`ROW_GROUP_BYTES`) into the open file, rolled at
-    the target; sorted, a file's rows are held to be sorted, so a sorted file is capped at
-    `SORT_BUFFER_BYTES`.
+    Unsorted, rows go out a row group at a time (`writing`'s rows or decoded bytes, whichever
+    first) into the open file, rolled at the target (by the inputs' on-disk bytes per row);
+    sorted, a file's rows are held to be sorted, so a sorted file is capped at
+    `SORT_BUFFER_BYTES` on disk and a row group's bound decoded. The budget is checked after each
+    batch; on any error (OverBudget too) the files written so far are deleted.
     """
-    from pyiceberg.io.pyarrow import ArrowScan
-
-    metadata = table.metadata
-    scan = ArrowScan(metadata, table.io, metadata.schema(), AlwaysTrue())
     roll_at = min(target_bytes, SORT_BUFFER_BYTES) if keys else target_bytes
     first = tasks[0].file
     files: list[DataFile] = []
     out: _Output | None = None
     held: list[pa.RecordBatch] = []
-    held_bytes = written_bytes = 0.0
-    for task in tasks:
-        # On-disk bytes per row of this input: what its rows will take in the output, roughly.
-        per_row = task.file.file_size_in_bytes / max(1, task.file.record_count)
-        for batch in scan.to_record_batches([task]):
-            held.append(batch)
-            held_bytes += per_row * batch.num_rows
-            if not keys and held_bytes >= ROW_GROUP_BYTES:
-                out = out or _Output(table, first)
-                out.write(held)
-                written_bytes, held, held_bytes = written_bytes + held_bytes, [], 0.0
-            if written_bytes + held_bytes >= roll_at:
-                out = out or _Output(table, first)
-                out.write([_sorted(held, keys)] if keys else held)
-                files.append(out.close())
-                out, held, held_bytes, written_bytes = None, [], 0.0, 0.0
-    if held and sum(b.num_rows for b in held):
-        out = out or _Output(table, first)
-        out.write([_sorted(held, keys)] if keys else held)
-    if out is not None:
-        files.append(out.close())
+    held_rows = held_bytes = 0
+    held_disk = written_disk = 0.0
+    try:
+        for task in tasks:
+            # On-disk bytes per row of this input: what its rows will take in the output, roughly.
+            per_row = task.file.file_size_in_bytes / max(1, task.file.record_count)
+            for batch in inputs.rows(task):
+                held.append(batch)
+                held_rows, held_bytes = held_rows + batch.num_rows, held_bytes + batch.nbytes
+                held_disk += per_row * batch.num_rows
+                inputs.budget.check()
+                group_full = held_rows >= writing.row_group_rows or held_bytes >= writing.row_group_bytes
+                if not keys and group_full:
+                    out = out or _Output(table, first, writing)
+                    out.write(held)
+                    written_disk += held_disk
+                    held, held_rows, held_bytes, held_disk = [], 0, 0, 0.0
+                full = bool(keys) and held_bytes >= inputs.limits.row_group_bytes
+                if written_disk + held_disk >= roll_at or full:
+                    out = out or _Output(table, first, writing)
+                    out.write([_sorted(held, keys)] if keys else held)
+                    files.append(out.close())
+                    out, held, held_rows, held_bytes, held_disk, written_disk = None, [], 0, 0, 0.0, 0.0
+        if held_rows:
+            out = out or _Output(table, first, writing)
+            out.write([_sorted(held, keys)] if keys else held)
+        if out is not None:
+            files.append(out.close())
+            out = None
+    except BaseException:
+        if out is not None:
+            out.abandon()
+        _forget(table, files)
+        raise
     return files
 
 
@@ -319,13 +497,13 @@ def _sorted(batches: list[pa.RecordBatch], keys: list[tuple[str, str, str]]) -> 
 
 class _Output:
     """One new data file in the table's data folder, in the partition of `like` (the group's),
-    written a row group at a time."""
+    written a row group at a time with the server's `WriterSettings` (pyarrow's ParquetWriter, as
+    pyiceberg's own writer uses it, with the statistics pyiceberg takes from its footer)."""
 
-    def __init__(self, table: Table, like: DataFile) -> None:
-        from pyiceberg.io.pyarrow import ParquetFormatWriter
-
+    def __init__(self, table: Table, like: DataFile, writing: WriterSettings) -> None:
         metadata = table.metadata
-        self.metadata, self.like, self.schema = metadata, like, metadata.schema()
+        self.table, self.metadata, self.like, self.schema = table, metadata, like, metadata.schema()
+        self.writing = writing
         self.spec = metadata.specs()[like.spec_id]
         # The table is a `ServerTable`: its provider is never one a table property names.
         provider = table.location_provider()
@@ -338,10 +516,11 @@ class _Output:
         )
         self.path = provider.new_data_location(f"{uuid.uuid4()}-compacted.parquet", partition_key=partition)  # type: ignore[arg-type]
         self.output = table.io.new_output(self.path)
-        self.writer = ParquetFormatWriter(self.output, self.schema, metadata.properties)
+        self._stream: Any = None
+        self._writer: pq.ParquetWriter | None = None
 
     def write(self, rows: list[pa.RecordBatch] | list[pa.Table]) -> None:
-        """Rows as one write, so that they make row groups of the table's size: written batch by
+        """Rows as one write, so that they make row groups of the server's size: written batch by
         batch, each input file's batches were a row group of their own (1,000 row groups of 100
         rows after 1,000 small appends, read 9x slower than the same rows written at once)."""
         from pyiceberg.io.pyarrow import ParquetFormatModel, _to_requested_schema, pyarrow_to_schema
@@ -355,10 +534,35 @@ class _Output:
             _to_requested_schema(self.schema, file_schema, batch, include_field_ids=True, format_model=model)
             for batch in batches
         ]
-        self.writer.write(pa.Table.from_batches(fitted, schema=fitted[0].schema))
+        # Inputs may differ in their string types (large or not): the file takes the first's.
+        target = self._writer.schema if self._writer is not None else fitted[0].schema
+        fitted = [batch if batch.schema == target else batch.cast(target) for batch in fitted]
+        table = pa.Table.from_batches(fitted, schema=target)
+        if self._writer is None:
+            self._stream = self.output.create(overwrite=True)
+            self._writer = pq.ParquetWriter(
+                self._stream, schema=target, store_decimal_as_integer=True, **self.writing.options
+            )
+        # A held row group is written as one: cut only where it passes the rows or bytes of one
+        # (a sorted file's rows come at once).
+        by_bytes = table.num_rows * self.writing.row_group_bytes // max(1, table.nbytes)
+        self._writer.write_table(table, row_group_size=max(1, min(self.writing.row_group_rows, by_bytes)))
 
     def close(self) -> DataFile:
-        statistics = self.writer.close()
+        from pyiceberg.io.pyarrow import (
+            compute_statistics_plan,
+            data_file_statistics_from_parquet_metadata,
+            parquet_path_to_id_mapping,
+        )
+
+        assert self._writer is not None, "a file is closed once written to"
+        with self._stream:
+            self._writer.close()
+        statistics = data_file_statistics_from_parquet_metadata(
+            parquet_metadata=self._writer.writer.metadata,
+            stats_columns=compute_statistics_plan(self.schema, self.metadata.properties),
+            parquet_column_mapping=parquet_path_to_id_mapping(self.schema),
+        )
         order = self.metadata.sort_order_by_id(self.metadata.default_sort_order_id)
         written = DataFile.from_args(
             content=DataFileContent.DATA,
@@ -374,6 +578,18 @@ class _Output:
         # Not a field of the file (`from_args` drops it): the manifest it is added to is its spec's.
         written.spec_id = self.like.spec_id
         return written
+
+    def abandon(self) -> None:
+        """Close the file unfinished and delete it (a rewrite that stopped)."""
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._stream is not None:
+                self._stream.close()
+        except Exception:  # deleted all the same
+            log.info("an unfinished compaction file did not close", exc_info=True)
+        if self._stream is not None:
+            _forget(self.table, [self.path])
 
 
 @dataclass(frozen=True)
@@ -665,10 +881,10 @@ def _path_bounds(delete: DataFile) -> tuple[str, str] | None:
         return None
 
 
-def _forget(table: Table, written: list[DataFile]) -> None:
+def _forget(table: Table, written: list[DataFile] | list[str]) -> None:
     """Delete files written for a rewrite that was not committed (they would be unreferenced)."""
     for file in written:
         try:
-            table.io.delete(file.file_path)
+            table.io.delete(file if isinstance(file, str) else file.file_path)
         except Exception as error:  # noqa: BLE001 (left for unreferenced-file removal)
             log.warning("could not delete an uncommitted compaction file: %s", type(error).__name__)

@@ -6,7 +6,9 @@ compaction (a `replace` snapshot), then snapshot expiry (which can expire the
 snapshots the compaction superseded), then unreferenced-file removal (which, a
 grace period later, deletes the files neither reaches any more). Each kind's
 outcome is recorded as S3 Tables' job status: a failure of one is named in its
-status and does not stop the others.
+status and does not stop the others. The provider's `Limits` bound what a
+compaction may cost (its budget, the files it reads); which runs may start at once
+is the entry points' (`queue.RunQueue`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from share_store.maintenance.settings import (
     KINDS,
     SNAPSHOT_MANAGEMENT,
     TABLE_KINDS,
+    Limits,
     Maintenance,
     check_value,
     described,
@@ -43,10 +46,16 @@ log = logging.getLogger(__name__)
 
 
 class Maintainer:
-    def __init__(self, catalog: WarehouseCatalog, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        catalog: WarehouseCatalog,
+        clock: Callable[[], datetime] = utc_now,
+        limits: Limits | None = None,
+    ) -> None:
         self.catalog = catalog
         self.transactions = catalog.transactions
         self.clock = clock
+        self.limits = limits or Limits()
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -119,7 +128,9 @@ class Maintainer:
             started, clock = self.clock(), time.monotonic()
             try:
                 details = self._run_kind(table, kind, maintenance, started)
-                status, message = "Successful", details.pop("skipped", None)
+                # Why nothing was done, and what else the run says (files left, a budget spent).
+                said = [details.pop("skipped", None), details.pop("note", None)]
+                status, message = "Successful", "; ".join(part for part in said if part) or None
             except ShareStoreError as error:
                 status, message, details = "Failed", str(error), {}
             except Exception as error:  # named by type only: its message may hold a path
@@ -136,7 +147,10 @@ class Maintainer:
         self, table: TableName, kind: str, maintenance: Maintenance, now: datetime
     ) -> dict[str, Any]:
         if kind == COMPACTION:
-            return dataclasses.asdict(compact(self.catalog, table, maintenance.compaction))
+            details = dataclasses.asdict(compact(self.catalog, table, maintenance.compaction, self.limits))
+            if not details["files_skipped"]:
+                del details["files_skipped"]  # named only when a file was left as it is
+            return details
         if kind == SNAPSHOT_MANAGEMENT:
             expiry = expire_snapshots(
                 self.catalog, table, maintenance.snapshot_management, int(now.timestamp() * 1000)

@@ -15,6 +15,10 @@ The first two are set per table, the third per warehouse (S3 Tables' table and
 table-bucket maintenance configurations); a warehouse may also set defaults for
 the first two, which a table's own setting overrides. All are on by default.
 Pure values and parsing: what is stored is the JSON a caller sent, checked here.
+
+`Limits` are the provider's, not a caller's (`[maintenance]` in the server's
+configuration): what one run may cost the server whatever the table's files and
+properties say, and how many runs it takes at once.
 """
 
 from __future__ import annotations
@@ -58,6 +62,59 @@ class UnreferencedFileRemoval:
     enabled: bool = True
     unreferenced_days: int = 3
     non_current_days: int = 10
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What maintenance may cost the server, set by the provider (`[maintenance]`), never a table.
+
+    A caller writes its table's files and properties: a 100 KB file can decode to a gigabyte, a
+    table's `write.parquet.*` can ask for a row group per row, and a caller can ask for any number
+    of runs. These bound what the server spends on them.
+    """
+
+    #: A data or delete file with a row group that decodes past this (MiB) is left as it is, unread
+    #: (and, for a delete file, the data files it applies to): a row group is what a read holds.
+    row_group_decoded_mb: int = 256
+    #: A file decoding past this (MiB) in all is left as it is too: its rewrite's CPU, not memory.
+    file_decoded_mb: int = 4096
+    #: CPU seconds (of the thread running it) and wall-clock seconds one compaction may take; past
+    #: either it stops between two batches, committing only the groups it finished.
+    run_cpu_seconds: float = 300.0
+    run_seconds: float = 900.0
+    #: Runs at once in one server process, asked for or background (which takes one at most, and
+    #: only while no asked-for run waits).
+    runs_at_once: int = 2
+    #: Runs one caller may have running or waiting at once (one per table, always).
+    runs_per_caller: int = 2
+    #: Asked-for runs that may wait for a turn, all callers together; beyond, 429.
+    runs_waiting: int = 16
+    #: How long an asked-for run waits for its turn before it is answered 429 (come back later).
+    wait_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        whole = {
+            "row_group_decoded_mb": (self.row_group_decoded_mb, 1),
+            "file_decoded_mb": (self.file_decoded_mb, 1),
+            "runs_at_once": (self.runs_at_once, 1),
+            "runs_per_caller": (self.runs_per_caller, 1),
+            "runs_waiting": (self.runs_waiting, 0),
+        }
+        for name, (value, least) in whole.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"[maintenance] {name} must be a whole number of at least {least}")
+        for name, seconds in (("run_cpu_seconds", self.run_cpu_seconds), ("run_seconds", self.run_seconds),
+                              ("wait_seconds", self.wait_seconds)):  # fmt: skip
+            if not seconds > 0:  # NaN too
+                raise ValueError(f"[maintenance] {name} must be above 0 seconds")
+
+    @property
+    def row_group_bytes(self) -> int:
+        return self.row_group_decoded_mb * 1024 * 1024
+
+    @property
+    def file_bytes(self) -> int:
+        return self.file_decoded_mb * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ def run_local(args: argparse.Namespace, store: ShareStore, config: ServerConfig,
     catalog = WarehouseCatalog(store.transactions, config.make_storage(secret))
     # The provider on its own store: the same rules as every other entry point, all actions allowed.
     tables = CatalogAccess(catalog, PROVIDER)
-    run_table(args, tables, CatalogUsers(store.transactions, secret), LocalMaintenance(catalog))
+    maintenance = LocalMaintenance(catalog, config.options.maintenance_limits)
+    run_table(args, tables, CatalogUsers(store.transactions, secret), maintenance)
 
 
 def run_remote(args: argparse.Namespace) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from share_store.maintenance.access import MaintenanceAccess
 from share_store.maintenance.maintainer import Maintainer, described_run
-from share_store.maintenance.settings import KINDS
+from share_store.maintenance.settings import KINDS, Limits
 from share_store.own_warehouses.access import PROVIDER
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.names import TableName
@@ -41,8 +41,9 @@ class MaintenanceBackend(Protocol):
 class LocalMaintenance:
     """On the store, as the provider: the rules the API applies, every action allowed."""
 
-    def __init__(self, catalog: WarehouseCatalog) -> None:
-        self.access = MaintenanceAccess(Maintainer(catalog), PROVIDER)
+    def __init__(self, catalog: WarehouseCatalog, limits: Limits | None = None) -> None:
+        # The configuration's `[maintenance]` limits, as the server's runs keep to them.
+        self.access = MaintenanceAccess(Maintainer(catalog, limits=limits), PROVIDER)
 
     def warehouse_configuration(self, warehouse: str) -> dict[str, Any]:
         return {"warehouse": warehouse, "configuration": self.access.warehouse_configuration(warehouse)}

@@ -28,6 +28,7 @@ DETAILS = {
     "bytes_rewritten": "rewritten",
     "bytes_written": "written",
     "snapshot_id": "new snapshot",
+    "files_skipped": "file(s) left as they are, past the server's bounds",
     "snapshots_expired": "snapshot(s) expired",
     "refs_removed": "branch(es) and tag(s) removed",
     "marked": "file(s) marked unreferenced",
@@ -85,6 +86,9 @@ def _detail(key: str, value: Any) -> str | None:
         return f"{size(value)} {label}"
     if key == "snapshot_id":
         return f"{label} {value}"
+    if key == "files_skipped" and isinstance(value, list):
+        # Each file is named, with why, in the run's message.
+        return f"{number(len(value))} {label}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{number(value)} {label}"
     return f"{label}: {value}"

@@ -8,7 +8,8 @@
     POST /v1/{prefix}/namespaces/{ns}/tables/{t}/maintenance/run      run it now; each kind's run
                                                     (optionally {"types": [...]}: only those kinds)
 
-Handlers read the request; `MaintenanceAccess` decides who may, `Maintainer` what happens.
+Handlers read the request; `MaintenanceAccess` decides who may, `RunQueue` when a run may start
+(429 with Retry-After beyond its limits), `Maintainer` what happens.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from share_store.errors import InvalidParameter
 from share_store.maintenance.access import MaintenanceAccess
 from share_store.maintenance.maintainer import Maintainer, described_run
+from share_store.maintenance.queue import RunQueue
 from share_store.maintenance.settings import KINDS
 from share_store.own_warehouses import rest
 from share_store.own_warehouses.callers import CatalogCallers, Credentials
@@ -31,9 +33,12 @@ from sharing_server.http.iceberg_errors import iceberg_errors
 
 
 class MaintenanceEndpoints:
-    def __init__(self, maintainer: Maintainer, callers: CatalogCallers) -> None:
+    def __init__(
+        self, maintainer: Maintainer, callers: CatalogCallers, queue: RunQueue | None = None
+    ) -> None:
         self.maintainer = maintainer
         self.callers = callers
+        self.queue = queue or RunQueue(maintainer.limits)
 
     async def access(self, credentials: Credentials) -> MaintenanceAccess:
         who = await run_in_threadpool(self.callers.authenticate, credentials)
@@ -78,7 +83,11 @@ class MaintenanceEndpoints:
         params = request.path_params
         access = await self.access(credentials)
         name = rest.table_at(params["prefix"], params["namespace"], params["table"])
-        runs = await run_in_threadpool(access.run, name, _kinds(credentials.body))
+        kinds = _kinds(credentials.body)
+        await run_in_threadpool(access.may_run, name)
+        # The turn is waited for on the event loop: a waiting run holds no thread of the pool.
+        async with self.queue.turn(name, access.who.name):
+            runs = await run_in_threadpool(access.run, name, kinds)
         return JSONResponse({"runs": {kind: described_run(run) for kind, run in runs.items()}})
 
 

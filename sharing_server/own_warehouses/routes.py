@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from share_store.maintenance.maintainer import Maintainer
+from share_store.maintenance.queue import RunQueue
 from share_store.own_warehouses.callers import CatalogCallers
 from share_store.own_warehouses.catalog import WarehouseCatalog
 from share_store.own_warehouses.data_access import DataAccess
@@ -31,14 +32,21 @@ async def not_served(request: Request) -> Response:
     return error_response(request, 404, "RESOURCE_DOES_NOT_EXIST", message, kind="NoSuchEndpointException")
 
 
-def warehouse_api(catalog: WarehouseCatalog, callers: CatalogCallers, data: DataAccess) -> list[Route]:
-    """The routes, their handlers given the catalog, its callers and its data access (nothing looked
-    up per request)."""
+def warehouse_api(
+    catalog: WarehouseCatalog,
+    callers: CatalogCallers,
+    data: DataAccess,
+    maintainer: Maintainer | None = None,
+    queue: RunQueue | None = None,
+) -> list[Route]:
+    """The routes, their handlers given the catalog, its callers and its data access, and the
+    maintainer and run queue the server's background maintenance shares (nothing looked up per
+    request)."""
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
     v = ViewEndpoints(catalog, callers, data)
     tokens = CatalogTokens(callers)
-    m = MaintenanceEndpoints(Maintainer(catalog), callers)
+    m = MaintenanceEndpoints(maintainer or Maintainer(catalog), callers, queue)
     return [
         Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
         Route(paths.WAREHOUSE_OAUTH_TOKENS, tokens.token, methods=["POST"], name="warehouse_oauth"),

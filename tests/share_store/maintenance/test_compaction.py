@@ -28,7 +28,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table import CommitTableRequest
+from pyiceberg.table import CommitTableRequest, TableProperties
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.sorting import SortField, SortOrder
 from pyiceberg.transforms import BucketTransform, IdentityTransform
@@ -36,7 +36,7 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.iceberg.delete_manifests import DeleteManifestWriter
-from share_store.maintenance import compaction
+from share_store.maintenance import compaction, parquet_bounds
 from share_store.maintenance.compaction import Candidate, compact, plan, sort_keys
 from share_store.maintenance.settings import Compaction
 from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
@@ -523,13 +523,53 @@ def test_unsorted_rows_stream_into_the_output_a_row_group_at_a_time(
 ) -> None:
     import pyarrow.parquet as pq
 
-    table = written(catalog, 30)
+    table = written(catalog, 30, properties={TableProperties.PARQUET_ROW_GROUP_LIMIT: "30"})
     before = sorted_ids(table)
-    size = max(task.file.file_size_in_bytes for task in table.scan().plan_files())
-    # Memory holds about this much before it goes out: here three inputs' rows, a row group each.
-    monkeypatch.setattr(compaction, "ROW_GROUP_BYTES", 3 * size)
+    # Memory holds a row group of the output before it goes out: here 30 rows, three inputs' (the
+    # server's floor of 100,000 rows lowered so that 300 rows make several).
+    monkeypatch.setitem(parquet_bounds.FLOORS, TableProperties.PARQUET_ROW_GROUP_LIMIT, (1, None))
     compact(catalog, T, Compaction())
     (path,) = data_files(table_of(catalog))
     # Written as it was read, three inputs or so at a time: neither one group nor one per input.
     assert 1 < pq.ParquetFile(path.removeprefix("file://")).metadata.num_row_groups <= 10
     assert sorted_ids(table_of(catalog)) == before
+
+
+def test_a_partition_past_four_targets_is_split_into_groups_and_a_lone_rest_joins_the_last() -> None:
+    target = 64 * MB
+    files = [c(f"f{n:02d}", 40 * MB) for n in range(13)]  # 520 MB: 6 + 6 + 1 files of 40 MB
+    groups = plan(files, target)
+    assert [len(group) for group in groups] == [6, 7]
+    assert [f.path for group in groups for f in group] == [f.path for f in files]
+
+
+def test_a_run_past_its_budget_commits_the_groups_it_finished_and_deletes_the_one_it_was_writing(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
+    before = written(catalog, 10, partition_spec=spec)
+    files_before = set(data_files(before))
+    rewrites = 0
+    rewrite = compaction._rewrite
+
+    def counted(*args: Any) -> Any:
+        nonlocal rewrites
+        rewrites += 1
+        return rewrite(*args)
+
+    def check(self: Any) -> None:
+        if rewrites == 2:  # the second partition's group, after its first batch
+            raise compaction.OverBudget("the run's CPU budget of 1 s")
+
+    monkeypatch.setattr(compaction, "_rewrite", counted)
+    monkeypatch.setattr(compaction.Budget, "check", check)
+    folder = Path(before.location().removeprefix("file://")) / "data"
+    done = compact(catalog, T, Compaction())
+    after = table_of(catalog)
+    assert (done.files_rewritten, done.files_written) == (5, 1)
+    assert "stopped at the run's CPU budget of 1 s after 1 of 2 group(s)" in (done.note or "")
+    assert sorted_ids(after) == sorted_ids(before) == list(range(100))
+    # The other partition's five files are as they were; the file it had begun is gone.
+    assert len(files_before & set(data_files(after))) == 5
+    on_disk = {f"file://{p}" for p in folder.rglob("*.parquet")}
+    assert on_disk == set(data_files(after)) | files_before
