@@ -34,7 +34,7 @@
            0.25), period_hours (every table is kept at least this often; default 24);
            what a run may cost and how many run at once, whatever a table says (docs/production.md):
            row_group_decoded_mb (256), file_decoded_mb (4096), run_cpu_seconds (300),
-           run_seconds (900), runs_at_once (2), runs_per_caller (2), runs_waiting (16),
+           run_seconds (900), runs_at_once (1), runs_per_caller (2), runs_waiting (16),
            wait_seconds (60)
 [cache]    snapshot_files (files held in cached snapshots, all tables together),
            files_check_seconds (how long a check that a version's files exist holds),

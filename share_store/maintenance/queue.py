@@ -99,6 +99,21 @@ class RunQueue:
         finally:
             self._leave(ticket)
 
+    def check_caller(self, caller: str) -> None:
+        """RateLimited if `caller` has its most runs running or waiting: checked before anything else
+        of a run is looked up, so that a caller flooding the server is refused for the least work."""
+        with self._lock:
+            if self._callers[caller] >= self.limits.runs_per_caller:
+                raise self._caller_limited(caller)
+
+    def _caller_limited(self, caller: str) -> RateLimited:
+        wait = self._retry_after_locked(0)
+        return RateLimited(
+            f"{caller} has {self.limits.runs_per_caller} maintenance runs running or waiting, "
+            f"the most one caller may: retry after {wait} s.",
+            wait,
+        )
+
     def _enter(self, ticket: _Ticket) -> _Ticket:
         limits = self.limits
         assert ticket.caller is not None
@@ -110,12 +125,7 @@ class RunQueue:
                     wait,
                 )
             if self._callers[ticket.caller] >= limits.runs_per_caller:
-                wait = self._retry_after_locked(0)
-                raise RateLimited(
-                    f"{ticket.caller} has {limits.runs_per_caller} maintenance runs running or waiting, "
-                    f"the most one caller may: retry after {wait} s.",
-                    wait,
-                )
+                raise self._caller_limited(ticket.caller)
             if not self._may_start(ticket) and len(self._waiting) >= limits.runs_waiting:
                 wait = self._retry_after_locked(len(self._waiting))
                 raise RateLimited(

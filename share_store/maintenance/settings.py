@@ -83,8 +83,9 @@ class Limits:
     run_cpu_seconds: float = 300.0
     run_seconds: float = 900.0
     #: Runs at once in one server process, asked for or background (which takes one at most, and
-    #: only while no asked-for run waits).
-    runs_at_once: int = 2
+    #: only while no asked-for run waits). One by default: runs are mostly Python (pyiceberg's
+    #: manifests) and share one GIL, so a second one at once adds little but the wait of requests.
+    runs_at_once: int = 1
     #: Runs one caller may have running or waiting at once (one per table, always).
     runs_per_caller: int = 2
     #: Asked-for runs that may wait for a turn, all callers together; beyond, 429.

@@ -84,6 +84,7 @@ class MaintenanceEndpoints:
         access = await self.access(credentials)
         name = rest.table_at(params["prefix"], params["namespace"], params["table"])
         kinds = _kinds(credentials.body)
+        self.queue.check_caller(access.who.name)  # before the store is asked anything of the table
         await run_in_threadpool(access.may_run, name)
         # The turn is waited for on the event loop: a waiting run holds no thread of the pool.
         async with self.queue.turn(name, access.who.name):
