@@ -248,7 +248,11 @@ def compact(
             read = inputs.admit([tasks[c.path] for c in group])
             if not _worth(read):
                 continue  # what is left of the group is not worth a rewrite: its files stay as they are
-            done.append(_Group(read, _rewrite(table, read, settings.target_bytes, keys, inputs, writing)))
+            try:
+                written = _rewrite(table, read, settings.target_bytes, keys, inputs, writing)
+            except TooBig:
+                continue  # a file decoded past what its footer said: named in `left`, its group left whole
+            done.append(_Group(read, written))
     except OverBudget as error:
         stopped = (f"stopped at {error} after {len(done)} of {len(groups)} group(s): the rest is left "
                    "for the next run")  # fmt: skip
@@ -348,11 +352,16 @@ class _Inputs:
             return str(error)
 
     def rows(self, task: Any) -> Iterator[pa.RecordBatch]:
-        """The task's rows with its deletes applied, a batch at a time."""
+        """The task's rows with its deletes applied, a batch at a time; TooBig (the file named in
+        `left`) when they decode past the bound whatever its footer said."""
         shape = self._shapes[task.file.file_path]
         assert isinstance(shape, Shape), "only admitted files are read"
         deletes = self._deletes_of(task) if task.delete_files else None
-        return read_rows(self.table, task, shape, deletes, self.limits.row_group_bytes)
+        try:
+            yield from read_rows(self.table, task, shape, deletes, self.limits.row_group_bytes)
+        except TooBig as error:
+            self.left[task.file.file_path] = str(error)
+            raise
 
     def _deletes_of(self, task: Any) -> list[Any] | None:
         # The last task's deletes are kept: a partition's files often share their delete files.

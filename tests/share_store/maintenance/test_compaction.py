@@ -573,3 +573,30 @@ def test_a_run_past_its_budget_commits_the_groups_it_finished_and_deletes_the_on
     assert len(files_before & set(data_files(after))) == 5
     on_disk = {f"file://{p}" for p in folder.rglob("*.parquet")}
     assert on_disk == set(data_files(after)) | files_before
+
+
+def test_a_file_that_decodes_past_its_footers_word_leaves_its_group_and_is_named(
+    catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file rewritten in place after it was sized (or whose pages belie its footer) is caught as
+    its rows are read: its group is left whole, its written files deleted, the other groups kept."""
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
+    before = written(catalog, 10, partition_spec=spec)
+    liar = sorted(path for path in data_files(before) if "part=b" in path)[2]
+    read_rows = compaction.read_rows
+
+    def lying(table: Any, task: Any, *args: Any) -> Any:
+        if task.file.file_path == liar:
+            raise parquet_bounds.TooBig("row group 0 decodes past 256 MiB as it is read")
+        return read_rows(table, task, *args)
+
+    monkeypatch.setattr(compaction, "read_rows", lying)
+    folder = Path(before.location().removeprefix("file://")) / "data"
+    done = compact(catalog, T, Compaction())
+    after = table_of(catalog)
+    assert (done.files_rewritten, done.files_written) == (5, 1)
+    assert done.files_skipped == [{"path": liar, "reason": "row group 0 decodes past 256 MiB as it is read"}]
+    assert sorted_ids(after) == list(range(100))
+    assert {p for p in data_files(before) if "part=b" in p} <= set(data_files(after))
+    on_disk = {f"file://{p}" for p in folder.rglob("*.parquet")}
+    assert on_disk == set(data_files(after)) | set(data_files(before))
