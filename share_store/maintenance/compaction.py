@@ -220,7 +220,7 @@ def compact(
         return Compacted(skipped="disabled")
     limits = limits or Limits()
     budget = Budget.of(limits)
-    tables = WarehouseTables(catalog, name.warehouse)
+    tables = WarehouseTables(catalog, name.warehouse, scoped=True)  # the store bounds what it rewrites
     identifier = (*name.namespace, name.name)
     table = tables.load_table(identifier)
     if table.metadata.format_version > NEWEST_FORMAT:

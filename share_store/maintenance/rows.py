@@ -141,8 +141,9 @@ def table_states(conn: Connection) -> list[TableState]:
     for run in conn.execute(select(r.c.table_id, r.c.kind, r.c.started_at, r.c.finished_at)):
         runs.setdefault(run.table_id, {})[run.kind] = LastRun(utc(run.started_at), utc(run.finished_at))
     found = conn.execute(  # a dropped table is kept as it was dropped, not maintained
-        select(t.c.id, t.c.warehouse, t.c.namespace, t.c.name, t.c.updated_at)
-        .where(t.c.kind == TABLE, t.c.dropped == LIVE)
+        select(t.c.id, t.c.warehouse, t.c.namespace, t.c.name, t.c.updated_at).where(
+            t.c.kind == TABLE, t.c.dropped == LIVE
+        )
     )
     states = []
     for row in found:

@@ -168,7 +168,7 @@ def remove_unreferenced(
     with catalog.transactions.read() as conn:
         pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
     location = catalog.locations.of(pointer)
-    storage = catalog.storage
+    storage = catalog.table_storage(location)  # bounded to the table by the store, where it has STS
     # Strict first: an unreadable manifest raises here, before anything is marked or deleted.
     metadata = catalog.files.read(pointer.metadata_location)
     live = live_keys(storage, location, pointer.metadata_location, metadata)

@@ -119,10 +119,13 @@ class NewTable:
 
 class WarehouseCatalog(ViewCatalog):
     #: Storage for one table's folder with keys the store bounds to it, where it has STS
-    #: (`storage.table_keys`, set by the app when vending is on): purges go through it.
+    #: (`storage.table_keys`, set by the app when vending is on): purges and maintenance's rewrites
+    #: and removals go through it.
     table_keys: TableKeys | None = None
 
-    def _table_storage(self, location: TableLocation) -> ObjectStorage:
+    def table_storage(self, location: TableLocation) -> ObjectStorage:
+        """The storage to act on the table's files with for a caller: bounded to `location` by the
+        store where it has STS, else the server's."""
         return self.storage if self.table_keys is None else self.table_keys.storage_for(location)
 
     # -- tables -------------------------------------------------------------------------
@@ -399,7 +402,7 @@ class WarehouseCatalog(ViewCatalog):
                 others = self.locations.others(conn, pointer.warehouse, but=pointer)
             nested = tuple(f"{other.prefix}/" for other in others if location.overlaps(other))
             try:
-                purge_folder(self._table_storage(location), location, nested)
+                purge_folder(self.table_storage(location), location, nested)
             except (OSError, ShareStoreError) as error:  # the store's STS too
                 # The row stays, being purged: its folder claimed, tried again next round.
                 log.warning("purge of dropped %s %s left files: %s", pointer.kind, pointer.table,
@@ -449,7 +452,7 @@ class WarehouseCatalog(ViewCatalog):
         except (FileNotFoundError, InvalidParameter):
             return  # nothing reachable to find: the files stay, as any outside the location do
         try:
-            purge(self._table_storage(location), metadata_location, metadata, location)
+            purge(self.table_storage(location), metadata_location, metadata, location)
         except (OSError, ShareStoreError) as error:  # the store's STS refusing the table's keys too
             # The table is dropped already; what could not go stays, and the provider is told.
             log.warning("purge of %s left files: %s", location.uri, error)

@@ -224,8 +224,9 @@ def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) ->
     # Dropped tables do not hold it (pyiceberg's suite drops a table, then its namespace): they stay,
     # owned and undroppable once the namespace is made again, until their retention has passed.
     held = conn.execute(
-        select(t.c.kind, t.c.name)
-        .where(t.c.warehouse == warehouse, t.c.namespace == key, t.c.dropped == LIVE)
+        select(t.c.kind, t.c.name).where(
+            t.c.warehouse == warehouse, t.c.namespace == key, t.c.dropped == LIVE
+        )
     )
     table = held.first()
     if table is not None:
@@ -334,7 +335,8 @@ def swap_table_pointer(
         values["location"] = location
     # Live only: a commit decided before a drop must not go on pointing a dropped table.
     result = conn.execute(
-        update(t).where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped == LIVE)
+        update(t)
+        .where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped == LIVE)
         .values(**values)
     )
     if result.rowcount != 1:
@@ -389,7 +391,8 @@ def drop_table(conn: Connection, current: TablePointer, now: datetime) -> None:
     (`begin_purge`) cannot take one undropped, or dropped again, since."""
     t = warehouse_tables_table
     conn.execute(
-        update(t).where(t.c.id == current.id, t.c.dropped == LIVE)
+        update(t)
+        .where(t.c.id == current.id, t.c.dropped == LIVE)
         .values(dropped=current.id, dropped_at=now, pointer=t.c.pointer + 1)
     )
 
@@ -411,7 +414,8 @@ def begin_purge(conn: Connection, current: TablePointer) -> bool:
     it still was that dropped table (not undropped, taken over or dropped again since)."""
     t = warehouse_tables_table
     marked = conn.execute(
-        update(t).where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped != LIVE)
+        update(t)
+        .where(t.c.id == current.id, t.c.pointer == current.pointer, t.c.dropped != LIVE)
         .values(dropped_at=None)
     )
     return marked.rowcount == 1
@@ -459,7 +463,8 @@ def undrop_table(conn: Connection, current: TablePointer) -> None:
     t = warehouse_tables_table
     try:
         done = conn.execute(
-            update(t).where(t.c.id == current.id, t.c.dropped != LIVE, t.c.dropped_at.is_not(None))
+            update(t)
+            .where(t.c.id == current.id, t.c.dropped != LIVE, t.c.dropped_at.is_not(None))
             .values(dropped=LIVE, dropped_at=None, pointer=t.c.pointer + 1)
         )
     except IntegrityError:

@@ -55,10 +55,14 @@ class WarehouseTables(NoopCatalog):
     """One warehouse as an in-process pyiceberg catalog: it loads, lists and commits (through the
     catalog's own compare-and-swap, as the REST API does); anything else is `NoopCatalog`'s refusal."""
 
-    def __init__(self, catalog: WarehouseCatalog, warehouse: str) -> None:
+    def __init__(self, catalog: WarehouseCatalog, warehouse: str, scoped: bool = False) -> None:
         super().__init__(warehouse)
         self.catalog = catalog
         self.warehouse = warehouse
+        #: Tables' files through storage bounded to each table by the store (`table_storage`), for
+        #: what maintenance writes and deletes; sharing reads with the server's, whose presigned
+        #: URLs outlast any temporary keys.
+        self.scoped = scoped
 
     def load_table(self, identifier: str | tuple[str, ...]) -> Table:
         parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
@@ -77,11 +81,12 @@ class WarehouseTables(NoopCatalog):
         # never needs.
         from share_store.own_warehouses.file_io import ConfinedFileIO
 
+        storage = self.catalog.table_storage(location) if self.scoped else self.catalog.storage
         return ServerTable(
             identifier=parts,
             metadata=loaded.metadata,
             metadata_location=loaded.metadata_location or "",
-            io=ConfinedFileIO(self.catalog.storage, location),
+            io=ConfinedFileIO(storage, location),
             catalog=self,
         )
 

@@ -55,9 +55,7 @@ def duration_text(duration: timedelta) -> str:
 
 def _checked_retention(value: str) -> str:
     if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 12:
-        raise InvalidParameter(
-            f"{DROPPED_RETENTION} is a whole number of seconds (0 or more), not {value!r}"
-        )
+        raise InvalidParameter(f"{DROPPED_RETENTION} is a whole number of seconds (0 or more), not {value!r}")
     return str(int(value))
 
 

@@ -35,6 +35,7 @@ class Resolution:
 
 DEFAULT_CACHE_PREFIX = ".delta-sharing-cache/"
 
+
 @dataclass(frozen=True)
 class DeleteOptions:
     """The `[iceberg]` settings for serving row-level deletes."""

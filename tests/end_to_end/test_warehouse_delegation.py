@@ -642,3 +642,27 @@ def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_t
         with contextlib.suppress(Exception):  # refused outright or per key: either way, nothing goes
             bounded.delete(bucket, [key])
         assert seaweed.client().head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
+
+
+def test_maintenance_rewrites_and_removes_with_keys_bounded_to_the_table(
+    server: Deployment, owner: IssuedUser
+) -> None:
+    """Compaction and unreferenced file removal on a server whose store has STS: the files are read,
+    written and deleted through storage whose keys SeaweedFS bounds to the table's location; the
+    rows are kept, the small files are one."""
+    catalog = writer(server, owner, VENDED)
+    catalog.create_namespace_if_not_exists("kept")
+    name = f"t{uuid.uuid4().hex[:6]}"
+    table = catalog.create_table(f"kept.{name}", schema=ROWS)
+    for n in range(4):
+        table.append(rows((n, f"r{n}")))
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/kept/tables/{name}/maintenance/run"
+    ran = signed(owner, "POST", url, b"")
+    assert ran.status_code == 200, ran.text
+    runs = ran.json()["runs"]
+    assert runs["icebergCompaction"]["status"] == "Successful", runs
+    assert runs["icebergCompaction"]["details"]["files_rewritten"] == 4, runs
+    assert runs["icebergUnreferencedFileRemoval"]["status"] == "Successful", runs
+    compacted = catalog.load_table(f"kept.{name}")
+    assert sorted_rows(compacted) == [(n, f"r{n}") for n in range(4)]
+    assert len(list(compacted.scan().plan_files())) == 1
