@@ -23,7 +23,7 @@ ENDPOINT = "http://s3:9000"
         # The host form: a store that resolves no virtual hosts serves the bucket of the path.
         ("GET", "http://b.s3:9000/other/k", "path style"),
         ("GET", "http://user@s3:9000/b/k", "path style"),
-        ("GET", "http://S3:9000./b/k", "path style"),
+        ("GET", "http://S3:9000./b/k", "cannot be parsed"),  # a port that is no number
         ("GET", "http://s3:9000/b/a%2F..%2Fk", "one object"),
         ("GET", "http://s3:9000/b/%ff.parquet", "UTF-8"),
         ("GET", "http://s3:9000/b/a%0Ab", "control"),
