@@ -34,7 +34,16 @@ from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.conftest import Deployment, deploy
 from tests.end_to_end.test_iceberg_s3 import CUSTOMER, customers
 from tests.end_to_end.test_warehouse_catalog import signed
-from tests.end_to_end.test_warehouse_delegation import ROWS, SIGNED, VENDED, root, rows, sign_at, writer
+from tests.end_to_end.test_warehouse_delegation import (
+    ROWS,
+    SIGNED,
+    VENDED,
+    one_namespace_policy,
+    root,
+    rows,
+    sign_at,
+    writer,
+)
 
 ATT = "att"
 REST_BUCKET = "rv-recipients"
@@ -98,18 +107,7 @@ def env(
     for name in (mine, other):
         made = signed(owner, "POST", f"{root(deployment)}/v1/warehouses", json.dumps({"name": name}).encode())
         assert made.status_code == 200, made.text
-    arn = "arn:aws:s3tables:::bucket/"
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Action": ["s3tables:*"], "Resource": [f"{arn}{mine}/table/{ATT}/*"]},
-            {
-                "Effect": "Allow",
-                "Action": ["s3tables:GetTableBucket", "s3tables:GetNamespace", "s3tables:ListTables"],
-                "Resource": [f"{arn}{mine}"],
-            },
-        ],
-    }
+    policy = one_namespace_policy(mine)
     writer(deployment, owner, SIGNED, mine).create_namespace(ATT)
     attacker = users.create("attacker", json.dumps(policy))
     yield Env(deployment, mine, other, owner, attacker)

@@ -376,21 +376,26 @@ def test_duckdb_creates_a_table_and_inserts_with_vended_keys(server: Deployment,
 ATT = "att"
 
 
-@pytest.fixture(scope="module")
-def attacker(server: Deployment, owner: IssuedUser) -> IssuedUser:
-    """Everything on the tables of namespace `att` of the writers' warehouse, nothing elsewhere."""
+def one_namespace_policy(warehouse: str) -> dict[str, Any]:
+    """Everything on the tables of namespace `att` of `warehouse`, its reads, nothing elsewhere."""
     arn = "arn:aws:s3tables:::bucket/"
-    policy = {
+    return {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Action": ["s3tables:*"], "Resource": [f"{arn}{WAREHOUSE}/table/{ATT}/*"]},
+            {"Effect": "Allow", "Action": ["s3tables:*"], "Resource": [f"{arn}{warehouse}/table/{ATT}/*"]},
             {
                 "Effect": "Allow",
                 "Action": ["s3tables:GetTableBucket", "s3tables:GetNamespace", "s3tables:ListTables"],
-                "Resource": [f"{arn}{WAREHOUSE}"],
+                "Resource": [f"{arn}{warehouse}"],
             },
         ],
     }
+
+
+@pytest.fixture(scope="module")
+def attacker(server: Deployment, owner: IssuedUser) -> IssuedUser:
+    """Everything on the tables of namespace `att` of the writers' warehouse, nothing elsewhere."""
+    policy = one_namespace_policy(WAREHOUSE)
     writer(server, owner, VENDED).create_namespace(ATT)
     return CatalogUsers(server.store.transactions, server.secret).create("attacker", json.dumps(policy))
 
