@@ -269,18 +269,18 @@ class DataAccess:
         notes["signing"] = {"method": request.method, "object": f"{request.bucket}/{request.key}"}
         if request.copy_source is not None:
             notes["signing"]["copy"] = "/".join(request.copy_source)
-        prefix = str(payload["l"]).rstrip("/") + "/"
+        granted = _granted_location(payload)
         for bucket, key in request.objects():
-            if bucket != payload.get("b") or not key.startswith(prefix):
+            if not granted.holds(bucket, key):
                 raise Forbidden(f"not signed: {bucket}/{key} is outside the table's location")
         reads = request.method in READ_METHODS
         if not (rights.read if reads else rights.write and payload.get("m") == "rw"):
             needed = actions.GET_TABLE_DATA if reads else actions.PUT_TABLE_DATA
             raise Forbidden(f"{who.name} is not allowed to {needed} on {table}")
-        _still_the_grants(catalog, table, payload)
-        return request.uri, self._signer(table, payload, reads).sign(request)
+        _still_the_grants(catalog, table, granted, payload)
+        return request.uri, self._signer(table, granted, reads).sign(request)
 
-    def _signer(self, table: TableName, payload: dict[str, Any], reads: bool) -> HeaderSigner:
+    def _signer(self, table: TableName, granted: TableLocation, reads: bool) -> HeaderSigner:
         """What signs for a grant: where the store has STS (vending on), keys from `AssumeRole`
         whose session policy is the grant's location, read-only for a read, so that the store, not
         only the checks above, bounds what a signature reaches; else the server's own keys."""
@@ -288,11 +288,10 @@ class DataAccess:
         if not self.vends:
             return signer
         assert self.vendor is not None
-        scope = VendingScope(prefixes_of([(str(payload["b"]), str(payload["l"]))]), write=not reads)
+        scope = VendingScope(prefixes_of([(granted.bucket, granted.prefix)]), write=not reads)
         # One session per table and kind of right, so the store's audit names what signed.
         session = f"signer-{'r' if reads else 'w'}-{table.warehouse[:16]}-{table.name[:32]}"
-        keys = self.vendor.vend(store, scope, session, None)
-        return HeaderSigner(store.region, keys.access_key, keys.secret_key, keys.session_token)
+        return self.vendor.vend(store, scope, session, None).signer(store.region)
 
     def _rights(self, who: Principal, table: TableName) -> DataRights:
         rights = DataRights.of(who, table)
@@ -310,15 +309,21 @@ class DataAccess:
         return self._store
 
 
-def _still_the_grants(catalog: WarehouseCatalog, table: TableName, payload: dict[str, Any]) -> None:
+def _granted_location(payload: dict[str, Any]) -> TableLocation:
+    """The table location a signing grant names: every object it signs is inside it (`holds`)."""
+    bucket, prefix = str(payload.get("b")), str(payload.get("l")).strip("/")
+    return TableLocation(f"s3://{bucket}/{prefix}", bucket, prefix)
+
+
+def _still_the_grants(
+    catalog: WarehouseCatalog, table: TableName, granted: TableLocation, payload: dict[str, Any]
+) -> None:
     """Refused unless the table under the grant's name is the grant's: same uuid, same location.
 
     A staged create's grant signs while no table has the name yet (its files are written
     before the create is committed) as long as no table claims its location, and for the
     table its commit made after.
     """
-    bucket, prefix = str(payload.get("b")), str(payload.get("l")).strip("/")
-    granted = TableLocation(f"s3://{bucket}/{prefix}", bucket, prefix)
     try:
         now = catalog.load_table(table)
     except NoSuchTable:

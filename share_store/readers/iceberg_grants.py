@@ -206,4 +206,4 @@ class IcebergGrants:
         # The table's prefixes, not the grant's exact files: a new snapshot needs no new keys.
         scope = VendingScope(grant.prefixes or grant.readable.bucket_prefixes)
         keys = self.vendor.vend(grant.store, scope, f"signer-{table.id[:48]}", None)
-        return HeaderSigner(grant.store.region, keys.access_key, keys.secret_key, keys.session_token)
+        return keys.signer(grant.store.region)

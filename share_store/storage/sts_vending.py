@@ -25,6 +25,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.errors import ShareStoreError, StorageUnavailable
+from share_store.signing.request_signing import HeaderSigner
 from share_store.signing.vended_scope import VendingScope, policy_text
 from share_store.storage.s3 import S3Settings
 
@@ -72,6 +73,10 @@ class VendedKeys:
     session_token: str
     expires_at: float  # epoch seconds
     scope: VendingScope
+
+    def signer(self, region: str) -> HeaderSigner:
+        """A remote signer's signer with these keys: its signatures reach what the scope does."""
+        return HeaderSigner(region, self.access_key, self.secret_key, self.session_token)
 
     def properties(self, endpoint: str, region: str) -> dict[str, str]:
         """The keys as Iceberg's FileIO properties (a load-table `config` or `storage-credentials`)."""

@@ -1,7 +1,7 @@
 """Storage for one table's folder with keys the store bounds to it: what the server does with a
 table's files on a caller's behalf (a purge, maintenance) is done with these, not with its own.
 
-Where the store has STS (the provider turned vending on), `TableKeys.storage(location)` is an
+Where the store has STS (the provider turned vending on), `TableKeys.storage_for(location)` is an
 `S3Storage` whose keys come from `AssumeRole` with a session policy of the table's location
 (`signing.vended_scope`: read, write, delete and list under it only). A bug in the server's own
 confinement checks (`TableLocation.confine`) then reaches no object outside the table: the store
@@ -30,26 +30,22 @@ class TableKeys:
         self.storage = storage
         #: None: no STS to ask; the server's storage serves every table.
         self.vendor = vendor if isinstance(storage, S3Storage) else None
-        self._kept: dict[tuple[str, str, bool], tuple[float, ObjectStorage]] = {}
+        self._kept: dict[tuple[str, str], tuple[float, ObjectStorage]] = {}
         self._lock = threading.Lock()
 
-    @property
-    def scoped(self) -> bool:
-        return self.vendor is not None
-
-    def storage_for(self, location: TableLocation, write: bool = True) -> ObjectStorage:
-        """The storage to act on `location`'s files with (read-only keys unless `write`)."""
+    def storage_for(self, location: TableLocation) -> ObjectStorage:
+        """The storage to read, write and delete `location`'s files with."""
         if self.vendor is None:
             return self.storage
         assert isinstance(self.storage, S3Storage)
-        key = (location.bucket, location.prefix, write)
+        key = (location.bucket, location.prefix)
         now = time.time()
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None and kept[0] > now:
             return kept[1]
-        scope = VendingScope(prefixes_of([(location.bucket, location.prefix)]), write=write)
-        session = f"server-{'w' if write else 'r'}-{location.bucket[:16]}-{location.prefix[-32:]}"
+        scope = VendingScope(prefixes_of([(location.bucket, location.prefix)]), write=True)
+        session = f"server-{location.bucket[:16]}-{location.prefix[-32:]}"
         keys = self.vendor.vend(self.storage.settings, scope, session.replace("/", "-"), None)
         settings = dataclasses.replace(
             self.storage.settings,

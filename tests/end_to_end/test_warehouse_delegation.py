@@ -544,6 +544,31 @@ def test_a_signing_grant_ends_when_its_table_is_renamed_away_or_dropped(
     assert sign_at(signer, "DELETE", delete).status_code == 403
 
 
+def test_vended_keys_after_their_table_moved_refresh_nothing_and_reach_only_its_folder(
+    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+) -> None:
+    """Keys vended while the table was in the caller's namespace: once the owner renamed it out, the
+    credentials refresh is refused under either name. Keys already out cannot be revoked (STS);
+    they end on their own (15 minutes), and meanwhile still reach that one folder only: not the
+    table the owner made under the old name, nor the new table's neighbours."""
+    owners = writer(server, owner, VENDED)
+    owners.create_namespace_if_not_exists("payroll")
+    suffix = uuid.uuid4().hex[:6]
+    owners.create_table(f"{ATT}.keyed_{suffix}", schema=ROWS).append(rows((1, "salary")))
+    config = vended_config(server, attacker, ATT, f"keyed_{suffix}")
+    owners.rename_table(f"{ATT}.keyed_{suffix}", f"payroll.keyed_{suffix}")
+    for namespace in (ATT, "payroll"):
+        url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/keyed_{suffix}/credentials"
+        assert signed(attacker, "GET", url).status_code in (403, 404), namespace
+    replacement = owners.create_table(f"{ATT}.keyed_{suffix}", schema=ROWS)
+    replacement.append(rows((2, "new")))
+    new_file = next(f.file.file_path for f in replacement.scan().plan_files())
+    keys = s3_with(config)
+    bucket, _, key = new_file.removeprefix("s3://").partition("/")
+    assert refused(lambda: keys.get_object(Bucket=bucket, Key=key))
+    assert refused(lambda: keys.put_object(Bucket=bucket, Key=f"{ATT}/elsewhere/x.parquet", Body=b"x"))
+
+
 def test_a_staged_creates_grant_ends_once_another_table_holds_its_location(
     server: Deployment, owner: IssuedUser, attacker: IssuedUser
 ) -> None:
@@ -580,6 +605,7 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
     """Defence in depth: were the signer's parser wrong, the keys it signs with are the table's (STS,
     a session policy of the grant's location, read-only for reads), so SeaweedFS refuses a request
     outside it that the parser let through. Here the parser is bypassed on purpose."""
+    from share_store.iceberg.locations import TableLocation
     from share_store.own_warehouses.data_access import DataAccess
     from share_store.own_warehouses.names import TableName
     from share_store.signing.request_signing import ObjectRequest
@@ -591,13 +617,13 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
     settings = S3Settings(seaweed.endpoint, None, seaweed.region, seaweed.access_key, seaweed.secret_key)
     vendor = CredentialVendor(VendingSettings("sts", WRITER_ROLE_ARN))
     data = DataAccess(S3Storage(settings), (VENDED, SIGNED), vendor, TokenCodec(b"k" * 32, "test"))
-    payload = {"b": WAREHOUSE, "l": "att/mine"}
+    granted = TableLocation(f"s3://{WAREHOUSE}/att/mine", WAREHOUSE, "att/mine")
     table = TableName.of(WAREHOUSE, ("att",), "mine")
 
     def send(method: str, bucket: str, key: str, reads: bool) -> int:
         uri = f"{seaweed.endpoint}/{bucket}/{key}"
         request = ObjectRequest(method, bucket, key, uri, {})
-        headers = data._signer(table, payload, reads).sign(request)
+        headers = data._signer(table, granted, reads).sign(request)
         flat = {name: values[0] for name, values in headers.items()}
         return httpx.request(method, uri, headers=flat, content=b"x" if method == "PUT" else None).status_code
 
