@@ -26,9 +26,9 @@ def bench_equality_deletes(megabytes: int, keys: int = 100_000) -> None:
     from pyiceberg.typedef import Record
     from pyiceberg.types import LongType, NestedField, StringType
 
-    from share_store.iceberg.equality import EqualityResolver
-    from share_store.iceberg.equality_deadline import Deadline
-    from share_store.iceberg.equality_index import EqualityDelete, EqualityIndex
+    from share_store.iceberg.equality.deadline import Deadline
+    from share_store.iceberg.equality.index import EqualityDelete, EqualityIndex
+    from share_store.iceberg.equality.positions import EqualityResolver
 
     files = make_equality_data(DATA / "equality", megabytes)
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "name", StringType()))

@@ -45,7 +45,7 @@ from bench.results import record
 from bench.servers import Server, local_storage
 from bench.warehouse_sides import sigv4_properties
 from share_store.authentication.tokens import hash_secret
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from sharing_server.config import load_config
 from sharing_server.startup import open_services
 

@@ -24,7 +24,7 @@ from bench.results import record
 from bench.servers import Server
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityEvent
-from share_store.persistence.schema import shares_table, tables_table
+from share_store.persistence.sql_schema import shares_table, tables_table
 from sharing_server.config import load_config
 from sharing_server.startup import prepare_disk
 

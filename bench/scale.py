@@ -24,7 +24,7 @@ from bench.results import record
 from bench.servers import Server
 from share_store.authentication.tokens import hash_secret, new_secret, new_token_id
 from share_store.persistence import ShareStore
-from share_store.persistence.schema import (
+from share_store.persistence.sql_schema import (
     recipient_shares_table,
     recipients_table,
     shares_table,

@@ -30,7 +30,7 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError
 
 from bench.servers import Server
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from sharing_server.config import load_config
 from sharing_server.startup import open_services
 from testbed.seaweed import SeaweedS3

@@ -35,21 +35,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from share_store.authentication.console_sessions import SessionCodec
 from share_store.authentication.sign_in_throttle import AdminToken
-from share_store.external_catalogs.registry import CatalogRegistry
-from share_store.maintenance.background import BackgroundMaintenance
-from share_store.maintenance.maintainer import Maintainer
-from share_store.maintenance.queue import RunQueue
-from share_store.own_warehouses.callers import CatalogCallers
-from share_store.own_warehouses.catalog import WarehouseCatalog
-from share_store.own_warehouses.data_access import DataAccess
-from share_store.own_warehouses.shared import OwnWarehouses
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.callers import CatalogCallers
+from share_store.catalog.catalog import WarehouseCatalog
+from share_store.catalog.data_access import DataAccess
+from share_store.catalog.maintenance.background import BackgroundMaintenance
+from share_store.catalog.maintenance.maintainer import Maintainer
+from share_store.catalog.maintenance.queue import RunQueue
+from share_store.catalog.table_source import OwnWarehouses
+from share_store.catalog.users import CatalogUsers
+from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.persistence import ShareStore
-from share_store.readers.iceberg_grants import IcebergGrants
-from share_store.readers.registry import TableReaders
+from share_store.readers.table_readers import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from share_store.storage.sts_vending import CredentialVendor
+from share_store.table_sources.registry import CatalogRegistry
 from share_store.tables.options import IcebergOptions
 from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server import paths
@@ -57,9 +57,14 @@ from sharing_server.admin.activation import Activation
 from sharing_server.admin.commands import Admin
 from sharing_server.admin.routes import admin_routes
 from sharing_server.auth.oauth import OAuthTokens
+from sharing_server.catalog.routes import warehouse_api
 from sharing_server.config import ServiceOptions
 from sharing_server.console.routes import console_routes
 from sharing_server.console.web import Console
+from sharing_server.delta_sharing.hint_filter import HintLimits
+from sharing_server.delta_sharing.queries import TableQueries
+from sharing_server.delta_sharing.routes import ProtocolEndpoints
+from sharing_server.delta_sharing.warming import SnapshotWarmer
 from sharing_server.http.connections import ConnectionGuard
 from sharing_server.http.error_models import APP_ROOT
 from sharing_server.http.errors import EXCEPTION_HANDLERS
@@ -67,18 +72,13 @@ from sharing_server.http.files import LocalFiles
 from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.http.rate_limits import RateLimiter
 from sharing_server.http.stream_slots import StreamSlots
+from sharing_server.iceberg_shares.routes import ShareCatalog, iceberg_routes
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, note
 from sharing_server.observability.metrics import Metrics, MetricsEndpoint
 from sharing_server.openapi.document import OpenApiEndpoint
-from sharing_server.own_warehouses.routes import warehouse_api
-from sharing_server.protocol.hint_filter import HintLimits
-from sharing_server.protocol.queries import TableQueries
-from sharing_server.protocol.routes import ProtocolEndpoints
-from sharing_server.protocol.warming import SnapshotWarmer
 from sharing_server.services import Services
 from sharing_server.serving import quiet_aborted_connections
-from sharing_server.share_catalog.routes import ShareCatalog, iceberg_routes
 
 if TYPE_CHECKING:
     from share_store.tables.options import Resolution

@@ -46,9 +46,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, hash_secret, new_secret
 from share_store.errors import ShareStoreError
-from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
+from share_store.table_sources.registry import CatalogRegistry
 from sharing_server.admin.cli_grammar import build_parser
 from sharing_server.admin.cli_output import print_issued, when
 from sharing_server.admin.client import RemoteAdmin
@@ -140,8 +140,8 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
 
     def catalogs() -> CatalogRegistry:
         # The server's own warehouses first, as the running server resolves them.
-        from share_store.own_warehouses.catalog import WarehouseCatalog
-        from share_store.own_warehouses.shared import OwnWarehouses
+        from share_store.catalog.catalog import WarehouseCatalog
+        from share_store.catalog.table_source import OwnWarehouses
 
         registry = config.make_catalogs()
         registry.own = OwnWarehouses(WarehouseCatalog(store.transactions, storage()))
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.server and args.command == "table":
             # Imported here: pyiceberg's models take a third of a second that other commands never need.
-            from sharing_server.admin.table_commands import run_remote
+            from sharing_server.admin.catalog.commands import run_remote
 
             run_remote(args)
             return 0
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 seed_demo(config, store)
             elif args.command == "table":
-                from sharing_server.admin.table_commands import run_local
+                from sharing_server.admin.catalog.commands import run_local
                 from sharing_server.startup import server_secret
 
                 run_local(args, store, config, server_secret(config))

@@ -44,7 +44,7 @@
            their latest version; default 1, 0: never)
 [store]    url (any SQLAlchemy URL; default SQLite in data_dir)
 [catalogs.NAME]  an Iceberg catalog: pyiceberg's properties and our `sharing.*`
-           (share_store/external_catalogs/settings.py), or the documented grammar's
+           (share_store/table_sources/settings.py), or the documented grammar's
            backend, auth and storage (grammar.py), each block checked when read
 [catalog]  the legacy single unnamed catalog: only empty values, as the documented
            multi-catalog example keeps it (`catalog_url = ""`), and then ignored
@@ -66,15 +66,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from share_store.external_catalogs.registry import CatalogRegistry
+from share_store.catalog.maintenance.configuration import Limits
+from share_store.catalog.maintenance.schedule import Background
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
-from share_store.maintenance.schedule import Background
-from share_store.maintenance.settings import Limits
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
 from share_store.storage.sts_vending import VendingSettings
+from share_store.table_sources.registry import CatalogRegistry
 from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
@@ -96,8 +96,8 @@ from sharing_server.config_sections import (
     token_hash,
     vending_settings,
 )
+from sharing_server.delta_sharing.hint_filter import HintLimits
 from sharing_server.http.errors import ConfigError
-from sharing_server.protocol.hint_filter import HintLimits
 
 #: The configuration file's path, for worker processes and the CLI.
 CONFIG_VARIABLE = "SHARING_CONFIG"
@@ -150,7 +150,7 @@ class ServiceOptions:
     maintenance_limits: Limits = field(default_factory=Limits)
     snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
     files_check_seconds: float = FILES_CHECK_SECONDS
-    # Snapshots built before recipients ask (sharing_server/protocol/warming.py).
+    # Snapshots built before recipients ask (sharing_server/delta_sharing/warming.py).
     warm_on_start: bool = True
     refresh_seconds: float = 1.0
     # Tables read within this many hours before a start are the ones warmed at start.

@@ -11,13 +11,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from share_store.catalog.data_access import ACCESS_MODES
+from share_store.catalog.maintenance.configuration import Limits
+from share_store.catalog.maintenance.schedule import Background
 from share_store.errors import AdminError, CatalogError
-from share_store.external_catalogs.settings import catalog_settings
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
-from share_store.maintenance.schedule import Background
-from share_store.maintenance.settings import Limits
-from share_store.own_warehouses.data_access import ACCESS_MODES
 from share_store.storage.sts_vending import VendingSettings
+from share_store.table_sources.settings import catalog_settings
 from share_store.tables.options import DeleteOptions
 from sharing_server.http.errors import ConfigError
 
@@ -112,7 +112,7 @@ SERVER_KEYS: dict[str, Callable[[Any], Any]] = {
     "proxy_hops": int,
     "prefer_delta_format": parse_bool,
 }
-#: `[maintenance]`'s limits (`share_store.maintenance.settings.Limits`), each a field of it.
+#: `[maintenance]`'s limits (`share_store.catalog.maintenance.configuration.Limits`), each a field of it.
 MAINTENANCE_LIMITS = (
     "row_group_decoded_mb",
     "file_decoded_mb",

@@ -20,12 +20,12 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, new_secret
+from share_store.catalog.catalog import NewTable, WarehouseCatalog
+from share_store.catalog.names import TableName
+from share_store.catalog.table_source import WarehouseTables
+from share_store.catalog.users import CatalogUsers
 from share_store.errors import Unauthenticated
 from share_store.model import TableSpec, parse_create_args
-from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
-from share_store.own_warehouses.names import TableName
-from share_store.own_warehouses.shared import WarehouseTables
-from share_store.own_warehouses.users import CatalogUsers
 from share_store.persistence import ShareStore
 from sharing_server import paths
 from sharing_server.auth.profiles import write_profile

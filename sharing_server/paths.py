@@ -92,7 +92,7 @@ WAREHOUSE_VIEW = WAREHOUSE_VIEWS + "/{view}"
 WAREHOUSE_REGISTER_VIEW = WAREHOUSE_NAMESPACE + "/register-view"
 WAREHOUSE_VIEW_RENAME = "/v1/{prefix}/views/rename"
 WAREHOUSE_VIEW_UNDROP = "/v1/{prefix}/views/undrop"
-# Maintenance (sharing_server/own_warehouses/maintenance.py), in the spirit of S3 Tables' API.
+# Maintenance (sharing_server/catalog/maintenance.py), in the spirit of S3 Tables' API.
 WAREHOUSE_MAINTENANCE = WAREHOUSE + "/maintenance"
 WAREHOUSE_MAINTENANCE_KIND = WAREHOUSE_MAINTENANCE + "/{kind}"
 WAREHOUSE_TABLE_MAINTENANCE = WAREHOUSE_TABLE + "/maintenance"

@@ -13,23 +13,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from share_store.authentication.sign_in_throttle import AdminToken
-from share_store.maintenance.background import BackgroundMaintenance
-from share_store.own_warehouses.callers import CatalogCallers
-from share_store.own_warehouses.catalog import WarehouseCatalog
-from share_store.own_warehouses.data_access import DataAccess
+from share_store.catalog.callers import CatalogCallers
+from share_store.catalog.catalog import WarehouseCatalog
+from share_store.catalog.data_access import DataAccess
+from share_store.catalog.maintenance.background import BackgroundMaintenance
+from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.persistence import ShareStore
-from share_store.readers.iceberg_grants import IcebergGrants
-from share_store.readers.registry import TableReaders
+from share_store.readers.table_readers import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from sharing_server.admin.commands import Admin
 from sharing_server.config import ServiceOptions
 from sharing_server.console.web import Console
+from sharing_server.delta_sharing.queries import TableQueries
+from sharing_server.delta_sharing.warming import SnapshotWarmer
 from sharing_server.http.stream_slots import StreamSlots
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.metrics import Metrics
-from sharing_server.protocol.queries import TableQueries
-from sharing_server.protocol.warming import SnapshotWarmer
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from starlette.applications import Starlette
 
-from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
+from share_store.table_sources.registry import CatalogRegistry
 from sharing_server.app import create_app
 from sharing_server.config import ServerConfig
 

@@ -24,8 +24,8 @@ from botocore.credentials import Credentials
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
+from share_store.catalog.users import IssuedUser
 from share_store.iceberg.locations import file_location, file_uri
-from share_store.own_warehouses.users import IssuedUser
 from share_store.storage.local import LocalStorage
 from tests.conftest import Deployment
 

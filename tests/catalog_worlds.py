@@ -31,9 +31,9 @@ from pyiceberg.manifest import (
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
+from share_store.catalog.users import CatalogUsers
 from share_store.iceberg.delete_manifests import DeleteManifestWriter
 from share_store.model import parse_create_args
-from share_store.own_warehouses.users import CatalogUsers
 from share_store.storage.local import LocalStorage
 from tests.catalog_attacks import (
     ATT,

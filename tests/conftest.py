@@ -24,10 +24,10 @@ import httpx
 import pytest
 
 from share_store.authentication.tokens import hash_secret
-from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.model import parse_create_args
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
+from share_store.table_sources.registry import CatalogRegistry
 from sharing_server.auth.profiles import write_profile
 from sharing_server.config import ServerConfig, load_config
 from sharing_server.startup import build_app, open_services

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from share_store.own_warehouses.catalog import WarehouseCatalog
+from share_store.catalog.catalog import WarehouseCatalog
 from share_store.persistence import ShareStore, sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage

@@ -23,7 +23,7 @@ from share_store.delta.replay import LogReader, ReplayState, collector_paused, f
 from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
 from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
 from share_store.tables.active_files import FileSet, StreamedFileSet
-from share_store.tables.commits import Commit, monotonic
+from share_store.tables.commit_times import Commit, monotonic
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, TableSnapshots
 

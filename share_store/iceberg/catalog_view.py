@@ -1,6 +1,6 @@
 """What an Iceberg REST recipient of a shared table may see and read.
 
-The catalog facade (`sharing_server/share_catalog/routes.py`) hands out a shared
+The catalog facade (`sharing_server/iceberg_shares/routes.py`) hands out a shared
 table's metadata and signs reads of its files. Both follow the share's grant:
 
 - a table that shares its history shows the current snapshot's ancestry (the

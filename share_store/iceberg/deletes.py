@@ -17,7 +17,7 @@ vector files to the cache of derived files (`iceberg/derived.py`) and served by
 signed URL. Without a writable cache, vectors up to `MAX_INLINE_BYTES` are still
 inlined and larger ones refused.
 
-Equality deletes are resolved to positions elsewhere (`share_store.iceberg.equality`,
+Equality deletes are resolved to positions elsewhere (`share_store.iceberg.equality.positions`,
 which reads the equality columns of the data files) and united here with the
 position deletes of the same data file. Every blob is checked (framing, magic, CRC,
 cardinality against the manifest) before it is pointed at, and a file that fails

@@ -11,7 +11,7 @@ from pyiceberg.table.snapshots import Operation
 
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.deletes import CorruptDeleteFile, VectorSource
-from share_store.iceberg.equality import EqualityResolver
+from share_store.iceberg.equality.positions import EqualityResolver
 from share_store.iceberg.schema import (
     kernel_unreadable_columns,
     names_changed,

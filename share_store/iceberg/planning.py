@@ -19,7 +19,7 @@ from typing import Any
 from pyiceberg.manifest import INITIAL_SEQUENCE_NUMBER, DataFileContent, FileFormat, ManifestEntry
 
 from share_store.iceberg.deletes import LiveVector
-from share_store.iceberg.equality_index import EqualityDelete
+from share_store.iceberg.equality.index import EqualityDelete
 from share_store.iceberg.live_vectors import read_live_vectors
 
 

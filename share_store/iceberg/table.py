@@ -17,8 +17,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from share_store.errors import TableFilesMissing, UnsupportedOperation
-from share_store.external_catalogs.registry import CatalogRegistry
-from share_store.external_catalogs.vended import VendedS3Storage
 from share_store.iceberg.derived import index_identity
 from share_store.iceberg.listing import (
     IcebergListing,
@@ -39,7 +37,9 @@ from share_store.iceberg.versions import EMPTY_SNAPSHOT
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage, UrlSigning
-from share_store.tables.commits import Commit
+from share_store.table_sources.registry import CatalogRegistry
+from share_store.table_sources.vended import VendedS3Storage
+from share_store.tables.commit_times import Commit
 from share_store.tables.options import IcebergOptions
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, TableSnapshots
@@ -210,7 +210,7 @@ class IcebergTableReader:
     def _build(self, table: Any, version: int, snapshot_id: int) -> TableSnapshot:
         from share_store.iceberg import mapping
         from share_store.iceberg.deletes import SnapshotVectors
-        from share_store.iceberg.equality import resolver_of
+        from share_store.iceberg.equality.positions import resolver_of
         from share_store.iceberg.planning import Plan, plan_files
 
         schema = schema_at(table, snapshot_id)

@@ -19,7 +19,7 @@ command leaves the store exactly as it was.
 from __future__ import annotations
 
 from share_store.persistence.engine import sqlite_url
-from share_store.persistence.schema import metadata
+from share_store.persistence.sql_schema import metadata
 from share_store.persistence.store import ShareStore
 
 __all__ = ["ShareStore", "metadata", "sqlite_url"]

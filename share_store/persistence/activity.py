@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 
 from share_store.persistence.activity_days import DaySummaries, add_days, prune_days, summed
 from share_store.persistence.rows import utc
-from share_store.persistence.schema import activity_table
+from share_store.persistence.sql_schema import activity_table
 
 t = activity_table
 

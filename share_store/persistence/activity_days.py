@@ -26,7 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from share_store.persistence.rows import utc
-from share_store.persistence.schema import activity_days_table, activity_table
+from share_store.persistence.sql_schema import activity_days_table, activity_table
 
 days = activity_days_table
 events = activity_table

@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
 from share_store.persistence.rows import utc
-from share_store.persistence.schema import admin_events_table
+from share_store.persistence.sql_schema import admin_events_table
 
 t = admin_events_table
 

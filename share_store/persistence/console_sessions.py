@@ -12,7 +12,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
 from share_store.persistence.rows import utc_now
-from share_store.persistence.schema import console_sessions_ended_table as t
+from share_store.persistence.sql_schema import console_sessions_ended_table as t
 
 
 def end_session(conn: Connection, session_id: str, until: datetime) -> None:

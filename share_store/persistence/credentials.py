@@ -18,8 +18,8 @@ from share_store.authentication.tokens import CLIENT_SECRET_PREFIX, hash_secret,
 from share_store.errors import AdminError, NotFound, Unauthenticated
 from share_store.model import OAuthClient, Token
 from share_store.persistence.rows import Fields, oauth_client_from, token_from, utc_now
-from share_store.persistence.schema import oauth_clients_table, tokens_table
 from share_store.persistence.shares import share_row
+from share_store.persistence.sql_schema import oauth_clients_table, tokens_table
 
 # -- checking a secret ---------------------------------------------------------
 

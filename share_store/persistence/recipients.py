@@ -20,14 +20,14 @@ from share_store.errors import AdminConflict, AdminError, NotFound
 from share_store.model import Recipient, Share, Token
 from share_store.persistence.credentials import insert_token, revoke_where, tokens_where
 from share_store.persistence.rows import Fields, share_from, utc, utc_now
-from share_store.persistence.schema import (
+from share_store.persistence.shares import share_row
+from share_store.persistence.sql_schema import (
     activations_table,
     recipient_shares_table,
     recipients_table,
     shares_table,
     tokens_table,
 )
-from share_store.persistence.shares import share_row
 
 #: Like share names: letters, digits, '-', '_' and '.', at most 128.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

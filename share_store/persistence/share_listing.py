@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from share_store.model import Share
 from share_store.persistence.rows import share_from
-from share_store.persistence.schema import shares_table, tables_table, tokens_table
+from share_store.persistence.sql_schema import shares_table, tables_table, tokens_table
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ from sqlalchemy.engine import Connection
 from share_store.errors import AdminConflict, NotFound
 from share_store.model import Share, SharedTable, TableSpec, validate_name
 from share_store.persistence.rows import share_from, table_from, utc_now
-from share_store.persistence.schema import shares_table, tables_table
 from share_store.persistence.snapshot_summaries import forget_summaries
 from share_store.persistence.snapshot_versions import forget_tables
+from share_store.persistence.sql_schema import shares_table, tables_table
 
 
 def share_row(conn: Connection, name: str) -> RowMapping:

@@ -10,7 +10,7 @@ import json
 from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.engine import Connection
 
-from share_store.persistence.schema import snapshot_summaries_table as summaries
+from share_store.persistence.sql_schema import snapshot_summaries_table as summaries
 from share_store.tables.summaries import SnapshotSummary
 
 

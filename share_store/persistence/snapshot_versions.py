@@ -11,7 +11,7 @@ from sqlalchemy import Select, delete, insert, select
 from sqlalchemy.engine import Connection
 
 from share_store.iceberg.versions import SnapshotVersion
-from share_store.persistence.schema import iceberg_versions_table
+from share_store.persistence.sql_schema import iceberg_versions_table
 
 
 def snapshot_versions(conn: Connection, table_id: str) -> list[SnapshotVersion]:

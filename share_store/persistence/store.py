@@ -22,7 +22,6 @@ from share_store.iceberg.versions import SnapshotVersion
 from share_store.migrate import upgrade
 from share_store.model import OAuthClient, Recipient, Share, SharedTable, TableSpec, Token
 from share_store.persistence import (
-    access,
     activity,
     admin_events,
     console_sessions,
@@ -32,14 +31,15 @@ from share_store.persistence import (
     shares,
     snapshot_summaries,
     snapshot_versions,
+    token_lookup,
 )
-from share_store.persistence.access import OnToken
 from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.activity_days import DaySummaries
 from share_store.persistence.admin_events import AdminEvent
 from share_store.persistence.engine import make_engine
 from share_store.persistence.rows import utc_now
 from share_store.persistence.share_listing import ShareCounts
+from share_store.persistence.token_lookup import OnToken
 from share_store.persistence.transactions import Transactions
 from share_store.tables.summaries import SnapshotSummary
 
@@ -141,7 +141,7 @@ class ShareStore:
         exist or is not the token's. `on_token` is told the token before the share
         is checked.
         """
-        return self._read(access.authorized_share, secret, share, on_token)
+        return self._read(token_lookup.authorized_share, secret, share, on_token)
 
     def authorized_table(
         self, secret: str, share: str, schema: str, table: str, on_token: OnToken | None = None
@@ -151,7 +151,7 @@ class ShareStore:
         As `authorized_share`, and `NotFound` as from `get_table` if the share
         does not hold the table.
         """
-        return self._read(access.authorized_table, secret, share, schema, table, on_token)
+        return self._read(token_lookup.authorized_table, secret, share, schema, table, on_token)
 
     def create_token(
         self, share: str, expires_in: timedelta | None, description: str = ""

@@ -1,3 +1,4 @@
-"""Shared tables as recipients read them: `registry` the reader of each (Delta or Iceberg, by its
-format), `iceberg_grants` what the share catalog hands out for one (metadata, signed reads, vended
-keys). Above the formats (`delta`, `iceberg`) and the format-free core (`tables`)."""
+"""Shared tables as recipients read them: `table_readers` the reader of each (Delta or Iceberg, by
+its format), behind which `share_store.iceberg_shares.grants` decides what the Iceberg shares hand
+out for one (metadata, signed reads, vended keys). Above the formats (`delta`, `iceberg`) and the
+format-free core (`tables`)."""

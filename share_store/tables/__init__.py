@@ -8,9 +8,9 @@ lines (`actions`, `active_files`), change-feed rules (`changes`), commit times
 (`commits`), predicate hints (`predicates`, `compiled_hints`, `hint_leaves`,
 `hint_intervals`), persisted head summaries (`summaries`), the settings the
 formats read (`options`), and what an Iceberg REST recipient may read of a
-table (`iceberg_grants`).
+table (`iceberg_shares.grants`).
 
-Only `readers` and `iceberg_grants` name a format's own modules
+Only `readers` and `iceberg_shares` name a format's own modules
 (`share_store.delta`, `share_store.iceberg`); those formats import from here,
 never from `sharing_server`.
 """

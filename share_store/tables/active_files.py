@@ -27,7 +27,7 @@ Identity = tuple[str, str]
 
 BATCH_ROWS = 8_192
 #: Rows of a record batch when listing files: each batch's lines are made at once
-#: (see `sharing_server.protocol.streamed_lines`), in memory about 1 KB a row all told.
+#: (see `sharing_server.delta_sharing.streamed_lines`), in memory about 1 KB a row all told.
 #: Smaller than `BATCH_ROWS`: a million-file listing in 8,192-row batches took 40 MB more.
 LISTING_BATCH_ROWS = 2_048
 

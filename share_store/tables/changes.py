@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.tables.commits import Commit
+from share_store.tables.commit_times import Commit
 from share_store.tables.snapshot import TableSnapshot, cdf_enabled
 
 Action = dict[str, Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from share_store.storage.base import ObjectStorage, UrlSigning
-from share_store.tables.commits import Commit
+from share_store.tables.commit_times import Commit
 from share_store.tables.snapshot import TableSnapshot
 
 

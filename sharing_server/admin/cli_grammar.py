@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
+from sharing_server.admin.catalog.grammar import add_table_commands
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
 from sharing_server.admin.recipient_cli import add_recipient_commands
-from sharing_server.admin.table_grammar import add_table_commands
 
 
 def build_parser() -> argparse.ArgumentParser:

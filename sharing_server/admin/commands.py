@@ -16,13 +16,13 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.errors import AdminError, ShareStoreError
-from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, bounded_lifetime, parse_duration
 from share_store.model import SharedTable, TableSpec, parse_create_args, parse_table_ref
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
 from share_store.storage.base import ObjectStorage
+from share_store.table_sources.registry import CatalogRegistry
 from sharing_server import paths
 from sharing_server.admin.entries import admin_not_found, client_entry, iso, issued_token, token_entry
 from sharing_server.admin.recipient_commands import RecipientCommands

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from share_store.errors import ShareStoreError
-from share_store.readers.registry import TableReaders
+from share_store.readers.table_readers import TableReaders
 from share_store.storage import LocalStorage
 from share_store.storage.base import ObjectStorage
 from sharing_server import __version__

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from share_store.maintenance.rows import Run
-from share_store.maintenance.settings import (
+from share_store.catalog.maintenance.configuration import (
     COMPACTION,
     KINDS,
     SNAPSHOT_MANAGEMENT,
     UNREFERENCED_FILE_REMOVAL,
 )
+from share_store.catalog.maintenance.rows import Run
 from sharing_server.console.formatting import number, size
 
 LABELS = {

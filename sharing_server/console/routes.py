@@ -10,14 +10,14 @@ from starlette.staticfiles import StaticFiles
 
 from sharing_server.console import (
     activity,
+    catalog_table,
     health,
     named_recipients,
-    own_table,
     picker,
     recipients,
+    shared_tables,
     shares,
     signin,
-    tables,
     warehouses,
 )
 from sharing_server.console.web import Console, View, console_endpoint
@@ -54,7 +54,7 @@ def _pages(_page: Callable[..., Route], console: Console | None) -> list[BaseRou
         _page(SHARE + "/remove", shares.remove_share, "POST"),
         _page(SHARE + "/tables", shares.add_table, "POST"),
         _page(SHARE + "/pick", picker.pick_page),
-        _page(TABLE, tables.table_page),
+        _page(TABLE, shared_tables.table_page),
         _page(TABLE + "/remove", shares.confirm_remove_table),
         _page(TABLE + "/remove", shares.remove_table, "POST"),
         _page(SHARE + "/tokens", recipients.create_token, "POST"),
@@ -80,8 +80,8 @@ def _pages(_page: Callable[..., Route], console: Console | None) -> list[BaseRou
         _page("/tables/share", warehouses.share_table_page),
         _page("/tables/defaults", warehouses.set_format_version, "POST"),
         _page("/tables/undrop", warehouses.undrop_table, "POST"),
-        _page(OWN_TABLE, own_table.own_table_page),
-        _page(OWN_TABLE + "/maintenance", own_table.run_maintenance, "POST"),
+        _page(OWN_TABLE, catalog_table.own_table_page),
+        _page(OWN_TABLE + "/maintenance", catalog_table.run_maintenance, "POST"),
         _page("/activity", activity.activity_page),
         _page("/health", health.health_page),
         Mount("/static", StaticFiles(directory=STATIC), name="console_static"),

@@ -21,14 +21,14 @@ from urllib.parse import quote, urlencode
 
 from pyiceberg.table.snapshots import Summary
 
+from share_store.catalog.access import PROVIDER, CatalogAccess
+from share_store.catalog.catalog import DroppedTable, WarehouseCatalog
+from share_store.catalog.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, TABLE_DEFAULT
+from share_store.catalog.names import TableName
+from share_store.catalog.rows import TABLE, VIEW
+from share_store.catalog.warehouses import dropped_retention, duration_text
 from share_store.errors import AdminError, InvalidParameter, ShareStoreError
 from share_store.model import NAME_PATTERN, TableSpec
-from share_store.own_warehouses.access import PROVIDER, CatalogAccess
-from share_store.own_warehouses.catalog import DroppedTable, WarehouseCatalog
-from share_store.own_warehouses.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, TABLE_DEFAULT
-from share_store.own_warehouses.names import TableName
-from share_store.own_warehouses.rows import TABLE, VIEW
-from share_store.own_warehouses.warehouses import dropped_retention, duration_text
 from sharing_server.console.shares import share_url
 from sharing_server.console.web import Call, Page, Redirect
 

@@ -30,9 +30,9 @@ from share_store.authentication.console_sessions import (
     csrf_matches,
 )
 from share_store.authentication.sign_in_throttle import AdminToken
+from share_store.catalog.catalog import WarehouseCatalog
 from share_store.errors import ShareStoreError
-from share_store.own_warehouses.catalog import WarehouseCatalog
-from share_store.readers.registry import TableReaders
+from share_store.readers.table_readers import TableReaders
 from sharing_server.admin.commands import Admin
 from sharing_server.console import formatting
 from sharing_server.observability.audit import audit_fields

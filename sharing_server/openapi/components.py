@@ -34,7 +34,7 @@ ERRORS: dict[int, tuple[str, str]] = {
 PROTOCOL_AUTH: Security = [{"recipientBearer": []}]
 ADMIN_AUTH: Security = [{"adminBearer": []}]
 CLIENT_AUTH: Security = [{"oauthClientBasic": []}]
-# AIStor Tables' catalog under `/_iceberg` (`sharing_server.auth.catalog`): any one of these.
+# AIStor Tables' catalog under `/_iceberg` (`sharing_server.auth.catalog_callers`): any one of these.
 CATALOG_AUTH: Security = [{"catalogSigV4": []}, {"catalogBearer": []}, {"adminBearer": []}]
 NO_AUTH: Security = []
 

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from sharing_server import __version__, paths
-from sharing_server.openapi import admin, iceberg, protocol, recipients, service, warehouses
+from sharing_server.openapi import admin, catalog, delta_sharing, iceberg_shares, recipients, service
 from sharing_server.openapi.components import SECURITY_SCHEMES, error_responses, shared_schemas
 from sharing_server.openapi.shapes import Area, OperationKey, Schema
 
@@ -36,11 +36,11 @@ class SpecMismatch(LookupError):
 def openapi_document(prefix: str, routes: Sequence[BaseRoute]) -> dict[str, Any]:
     """The description of `routes`, an app serving the protocol under `prefix` (e.g. `/delta-sharing`)."""
     areas = (
-        protocol.area(),
+        delta_sharing.area(),
         admin.area(),
         recipients.area(),
-        iceberg.area(),
-        warehouses.area(),
+        iceberg_shares.area(),
+        catalog.area(),
         service.area(),
     )
     document = {

@@ -1,7 +1,7 @@
 """Maintenance of own-warehouse tables too big for the server's own: Iceberg's procedures, run by Spark.
 
 When to use it: the server maintains the tables of its own warehouses itself
-(`share_store.maintenance`: compaction, snapshot expiry, unreferenced-file removal), in its own
+(`share_store.catalog.maintenance`: compaction, snapshot expiry, unreferenced-file removal), in its own
 process and through pyiceberg, one machine's worth of memory and cores. That suits most tables.
 A table whose maintenance is more than one machine should do (hundreds of GB rewritten per run,
 hundreds of thousands of files to list, files with equality deletes, which the server leaves
@@ -42,7 +42,7 @@ in $SHARING_CATALOG_CREDENTIAL (`--token`/`--credential` also work, but show in 
 or `python maintenance.py ... --jars JAR` with a pyspark installed. Spark's name for the catalog
 is `sharing` (`--conf spark.sql.catalog.sharing.KEY=VALUE` sets more of it, say S3 access). One
 line per table and procedure says what it did; a failure is printed and the others still run;
-the exit status is 1 if any failed. `sharing_server.admin.spark_maintenance` builds this command.
+the exit status is 1 if any failed. `sharing_server.admin.catalog.spark_maintenance` builds this command.
 
 Standalone (the standard library and pyspark only): it runs where the server is not installed.
 """

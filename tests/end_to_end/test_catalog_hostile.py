@@ -31,9 +31,9 @@ import pytest
 from pyiceberg.exceptions import BadRequestError, CommitFailedException, ForbiddenError
 from pyiceberg.table import Table
 
+from share_store.catalog import rows as warehouse_rows
+from share_store.catalog.users import CatalogUsers
 from share_store.model import parse_create_args
-from share_store.own_warehouses import rows as warehouse_rows
-from share_store.own_warehouses.users import CatalogUsers
 from share_store.storage.local import LocalStorage
 from tests.catalog_attacks import (
     ARN,

@@ -29,7 +29,7 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from share_store.authentication.tokens import hash_secret
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.catalog_attacks import (
     ARN,
@@ -401,8 +401,11 @@ def test_the_background_purges_a_dropped_table_once_its_warehouses_retention_has
         api.post("/long/tables/undrop", json={"identifiers": [{"namespace": ["db"], "name": "gone"}]}), 404
     )
     api.post("/long/namespaces", json={"namespace": ["db"]})
-    assert api.post(
-        "/long/tables/undrop", json={"identifiers": [{"namespace": ["db"], "name": "gone"}]}
-    ).status_code == 204
+    assert (
+        api.post(
+            "/long/tables/undrop", json={"identifiers": [{"namespace": ["db"], "name": "gone"}]}
+        ).status_code
+        == 204
+    )
     assert rows_of(load_catalog(f"kept-{rand()}", **{**catalog.properties, "warehouse": "long"})
                    .load_table("db.gone")) == [(1, "a")]  # fmt: skip

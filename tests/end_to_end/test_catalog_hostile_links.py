@@ -108,7 +108,7 @@ def test_a_purge_does_not_follow_a_link_planted_while_it_reads_manifests(
     statistics file (a file of its own when checked); while the purge reads manifests (a window
     as long as the table has manifests to read; the hook below stands for the attacker's timing)
     `stash` becomes a link to the victim's data folder."""
-    from share_store.own_warehouses import file_io
+    from share_store.catalog import file_io
 
     world = local_world
     victim = make_victim(world.deployment, world.admin, world.wh, f"victims_{rand()}")

@@ -23,15 +23,15 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
-from share_store.maintenance.background import BackgroundMaintenance
-from share_store.maintenance.maintainer import Maintainer
-from share_store.maintenance.rows import Run
-from share_store.maintenance.schedule import Background
-from share_store.maintenance.settings import KINDS, UnreferencedFileRemoval
-from share_store.maintenance.unreferenced import remove_unreferenced
-from share_store.own_warehouses.catalog import WarehouseCatalog
-from share_store.own_warehouses.commits import DELETE_AFTER_COMMIT
-from share_store.own_warehouses.names import TableName
+from share_store.catalog.catalog import WarehouseCatalog
+from share_store.catalog.commits import DELETE_AFTER_COMMIT
+from share_store.catalog.maintenance.background import BackgroundMaintenance
+from share_store.catalog.maintenance.configuration import KINDS, UnreferencedFileRemoval
+from share_store.catalog.maintenance.maintainer import Maintainer
+from share_store.catalog.maintenance.rows import Run
+from share_store.catalog.maintenance.schedule import Background
+from share_store.catalog.maintenance.unreferenced import remove_unreferenced
+from share_store.catalog.names import TableName
 from tests.catalog_attacks import (
     ATT,
     BAD_REQUEST,

@@ -29,7 +29,7 @@ from pyiceberg.manifest import (
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from tests.catalog_attacks import (
     ARN,
     ATT,
@@ -117,7 +117,7 @@ def test_two_creates_at_once_cannot_both_take_overlapping_locations(
     purges itself."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from share_store.own_warehouses import rows
+    from share_store.catalog import rows
 
     namespace = f"victims_{rand()}"
     made = world.admin.call("POST", f"/{world.wh}/namespaces", {"namespace": [namespace]})
@@ -247,8 +247,8 @@ def test_a_table_made_before_locations_were_recorded_keeps_the_files_it_left_beh
     of those files as its statistics file, and purges it."""
     from sqlalchemy import update
 
-    from share_store.own_warehouses.commits import metadata_json
-    from share_store.persistence.schema import warehouse_tables_table as t
+    from share_store.catalog.commits import metadata_json
+    from share_store.persistence.sql_schema import warehouse_tables_table as t
 
     namespace = f"victims_{rand()}"
     catalog = world.admin.catalog(world.wh)

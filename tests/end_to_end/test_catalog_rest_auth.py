@@ -22,11 +22,11 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.authentication.tokens import hash_secret
+from share_store.catalog.catalog import NewTable
+from share_store.catalog.names import TableName
+from share_store.catalog.table_source import WarehouseTables
+from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import parse_create_args
-from share_store.own_warehouses.catalog import NewTable
-from share_store.own_warehouses.names import TableName
-from share_store.own_warehouses.shared import WarehouseTables
-from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import Deployment, deploy
 
 ADMIN_TOKEN = "dsa_rest-auth-admin-token-0123456789abcdef"

@@ -92,7 +92,7 @@ def test_written_table_has_all_change_kinds(local: Deployment, profile: str) -> 
 
 
 def test_changes_by_timestamp(local: Deployment, profile: str) -> None:
-    from share_store.tables.commits import format_ms
+    from share_store.tables.commit_times import format_ms
 
     table = local.store.get_table("cdf", "default", "cdf_table")
     reader = local.server.app.state.services.readers.reader(table)

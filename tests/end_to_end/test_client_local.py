@@ -104,7 +104,7 @@ def test_time_travel_by_version(local: Deployment, profile: str, version: int) -
 
 
 def test_time_travel_by_timestamp(local: Deployment, profile: str) -> None:
-    from share_store.tables.commits import format_ms
+    from share_store.tables.commit_times import format_ms
 
     # Commit times come from the copied log files' modification times.
     reader = local.server.app.state.services.readers.reader(

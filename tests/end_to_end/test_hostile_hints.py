@@ -23,8 +23,8 @@ import pytest
 
 from share_store.tables.actions import FileEntry
 from share_store.tables.predicates import MAX_NODES
+from sharing_server.delta_sharing.hint_filter import HintFilter
 from sharing_server.http.errors import ClientGone
-from sharing_server.protocol.hint_filter import HintFilter
 from tests.conftest import TESTDATA_BUCKET, Deployment, audit_records, deploy
 
 FILES = 1_000

@@ -38,7 +38,7 @@ from pyiceberg.types import (
 )
 
 from share_store.model import TableSpec
-from share_store.tables.commits import format_ms
+from share_store.tables.commit_times import format_ms
 from tests.conftest import Deployment
 from tests.end_to_end.test_client_local import canonical
 

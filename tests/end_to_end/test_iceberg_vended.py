@@ -188,7 +188,6 @@ def test_pyiceberg_reads_with_vended_keys_and_with_remote_signing(server: Deploy
         assert as_rows(through_iceberg).equals(as_rows(shared_frame(server, "vended", name)))
 
 
-
 def test_with_vending_on_the_signer_signs_with_keys_scoped_to_the_table(
     server: Deployment, seaweed: SeaweedS3
 ) -> None:

@@ -30,12 +30,12 @@ from sqlalchemy import make_url
 
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import StorageUnavailable
-from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.model import TableSpec
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
-from sharing_server.protocol.responses import TableResponse
+from share_store.table_sources.registry import CatalogRegistry
+from sharing_server.delta_sharing.responses import TableResponse
 from testbed.deltalake_access import deltalake_options, table_uri
 from testbed.seaweed import SeaweedS3, start_seaweed, upload_tree
 from tests.conftest import Deployment, deploy

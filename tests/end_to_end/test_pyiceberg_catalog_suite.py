@@ -8,7 +8,7 @@ local disk), and as a catalog user configured as AIStor documents pyiceberg (Sig
 user's keys, `s3tables` signing) with vended keys on SeaweedFS, with no S3 keys of its own.
 
 What the suite skips, it skips by itself: names with `/` (pyiceberg assumes a REST catalog has
-none) and names with `.`, which the server refuses on purpose (`share_store/own_warehouses/
+none) and names with `.`, which the server refuses on purpose (`share_store/catalog/
 names.py`: a namespace's levels are joined with `.` in policy ARNs, so `a.b` would be the
 two-level `a`, `b`). The server says so in `/v1/config`'s defaults with the suite's own
 `supports_dot_in_identifier` (a catalog property, which a REST catalog's users could not set here:
@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from testbed.pyiceberg_suite import suite_dir
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.conftest import Deployment, deploy, served_locally

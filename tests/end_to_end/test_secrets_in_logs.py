@@ -33,8 +33,8 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.rest import RestCatalog
 
 from share_store.authentication.tokens import hash_secret
+from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import TableSpec
-from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from share_store.persistence import ShareStore
 from sharing_server.config import load_config
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3, free_port

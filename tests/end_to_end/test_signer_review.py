@@ -27,8 +27,8 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
+from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import TableSpec
-from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from share_store.signing.request_signing import SigningRefused, parse_object_request
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.conftest import Deployment, deploy

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from share_store.model import TableSpec
-from share_store.tables.commits import format_ms
+from share_store.tables.commit_times import format_ms
 from tests.conftest import Deployment
 from tests.end_to_end.test_client_local import canonical, table_name
 from tests.end_to_end.test_iceberg import SCHEMA, rows

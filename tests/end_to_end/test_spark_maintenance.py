@@ -35,9 +35,9 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.transforms import IdentityTransform
 
 import sharing_server
-from share_store.own_warehouses.purge import reachable_files
-from share_store.own_warehouses.users import CatalogUsers
-from sharing_server.admin import spark_maintenance
+from share_store.catalog.purge import reachable_files
+from share_store.catalog.users import CatalogUsers
+from sharing_server.admin.catalog import spark_maintenance
 from testbed.spark_iceberg.session import HTTPCLIENT5_JAR, JACKSON_JAR, RUNTIME_JAR
 from tests.conftest import CACHE, SPARK_ICEBERG_PYTHON, Deployment, served_locally
 from tests.end_to_end.test_warehouse_engines import share

@@ -25,9 +25,9 @@ from pyiceberg.exceptions import BadRequestError, CommitFailedException, Forbidd
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from share_store.catalog.policies import READ_ONLY_EXAMPLE_POLICY
+from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import parse_create_args
-from share_store.own_warehouses.policies import READ_ONLY_EXAMPLE_POLICY
-from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import Deployment
 
 WAREHOUSE = "analytics"

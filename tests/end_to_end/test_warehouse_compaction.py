@@ -22,7 +22,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, served_locally
 from tests.end_to_end.test_spark_stream import run_available_now
 from tests.end_to_end.test_warehouse_engines import frame_rows, row_order, share

@@ -29,7 +29,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
-from share_store.own_warehouses.users import CatalogUsers, IssuedUser
+from share_store.catalog.users import CatalogUsers, IssuedUser
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.conftest import Deployment, audit_lines, audit_records, deploy
 from tests.end_to_end.test_warehouse_catalog import signed
@@ -605,9 +605,9 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
     """Defence in depth: were the signer's parser wrong, the keys it signs with are the table's (STS,
     a session policy of the grant's location, read-only for reads), so SeaweedFS refuses a request
     outside it that the parser let through. Here the parser is bypassed on purpose."""
+    from share_store.catalog.data_access import DataAccess
+    from share_store.catalog.names import TableName
     from share_store.iceberg.locations import TableLocation
-    from share_store.own_warehouses.data_access import DataAccess
-    from share_store.own_warehouses.names import TableName
     from share_store.signing.request_signing import ObjectRequest
     from share_store.signing.token_codec import TokenCodec
     from share_store.storage.s3 import S3Settings, S3Storage

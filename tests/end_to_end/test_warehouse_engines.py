@@ -33,8 +33,8 @@ import pandas as pd
 import pytest
 from requests import HTTPError
 
+from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import parse_create_args
-from share_store.own_warehouses.users import CatalogUsers, IssuedUser
 from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, audit_records, served_locally
 
 SPARK_JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_job.py"

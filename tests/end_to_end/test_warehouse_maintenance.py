@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
 
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from tests.catalog_attacks import ATT, attacker_policy
 from tests.conftest import Deployment, served_locally
 from tests.end_to_end.test_warehouse_engines import share

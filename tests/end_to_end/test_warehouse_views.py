@@ -24,7 +24,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
-from share_store.own_warehouses.users import CatalogUsers
+from share_store.catalog.users import CatalogUsers
 from tests.catalog_attacks import ATT, attacker_policy
 from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, served_locally
 

@@ -70,7 +70,7 @@ def test_activity_kept_before_the_day_sums_is_summed_by_the_migration(store_url:
     from datetime import UTC, datetime, timedelta
 
     from share_store.persistence.activity import ActivityEvent
-    from share_store.persistence.schema import activity_table
+    from share_store.persistence.sql_schema import activity_table
 
     engine = create_engine(store_url)
     now = datetime.now(UTC).replace(microsecond=0)

@@ -241,7 +241,7 @@ def test_tables_are_checked_when_shared(config: Path, capsys: pytest.CaptureFixt
 def test_admin_itself_checks_added_tables(tmp_path: Path) -> None:
     """The check lives in `Admin`, which the CLI, the admin API and the console all call: a caller
     cannot leave it out, only ask for `check=False` (the CLI's --no-check); nothing is half-made."""
-    from share_store.external_catalogs.registry import CatalogRegistry
+    from share_store.table_sources.registry import CatalogRegistry
 
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
     root = tmp_path / "buckets"

@@ -5,7 +5,7 @@ Revises: 0007
 
 Tables made before this revision have none recorded; the catalog records
 their current metadata's location the first time it needs it, if it takes it
-(`share_store/own_warehouses/locations.py`).
+(`share_store/catalog/locations.py`).
 """
 
 from __future__ import annotations

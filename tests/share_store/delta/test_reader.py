@@ -22,8 +22,8 @@ from share_store.storage.local import LocalStorage
 from share_store.tables.actions import entries
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import SnapshotCache
+from sharing_server.delta_sharing.encoding import LineEncoder
 from sharing_server.http.ndjson import line_bytes
-from sharing_server.protocol.encoding import LineEncoder
 
 NOW = 1_700_000_000.0
 

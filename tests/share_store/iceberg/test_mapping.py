@@ -32,10 +32,10 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from share_store.external_catalogs.registry import CatalogRegistry
 from share_store.iceberg.schema import delta_type, names_changed, schema_string
 from share_store.iceberg.versions import EMPTY_SNAPSHOT, SnapshotVersion, new_versions, visible_versions
 from share_store.model import TableSpec
+from share_store.table_sources.registry import CatalogRegistry
 from tests.conftest import Deployment
 
 

@@ -10,7 +10,7 @@ import pytest
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.tables import changes
 from share_store.tables.changes import FileChange, MetadataChange, ProtocolChange
-from share_store.tables.commits import Commit
+from share_store.tables.commit_times import Commit
 from share_store.tables.snapshot import TableSnapshot
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True}]})

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
-from share_store.own_warehouses.names import TableName
+from share_store.catalog.catalog import NewTable, WarehouseCatalog
+from share_store.catalog.names import TableName
 from tests.conftest import Deployment
 from tests.sharing_server.console.test_routes import csrf_of, signed_in
 from tests.sharing_server.console.test_tables_page import SCHEMA, V2, _deploy

@@ -20,8 +20,8 @@ from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
 from sqlalchemy import update
 
-from share_store.maintenance.rows import Run
-from share_store.persistence.schema import warehouse_tables_table
+from share_store.catalog.maintenance.rows import Run
+from share_store.persistence.sql_schema import warehouse_tables_table
 from sharing_server.console.formatting import size, when
 from sharing_server.console.maintenance_runs import detail_words, outcome
 from tests.conftest import Deployment, served_locally

@@ -17,11 +17,11 @@ from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
 from share_store.authentication.tokens import hash_secret
-from share_store.own_warehouses import rows
-from share_store.own_warehouses.catalog import NewTable, WarehouseCatalog
-from share_store.own_warehouses.commits import parse_model
-from share_store.own_warehouses.names import TableName
-from share_store.own_warehouses.views import NewView
+from share_store.catalog import rows
+from share_store.catalog.catalog import NewTable, WarehouseCatalog
+from share_store.catalog.commits import parse_model
+from share_store.catalog.names import TableName
+from share_store.catalog.views import NewView
 from sharing_server.console.warehouses import table_spec
 from tests.conftest import Deployment, deploy
 from tests.sharing_server.console.test_routes import ADMIN_TOKEN, csrf_of, signed_in

@@ -1,0 +1,195 @@
+"""The catalog's record of where its tables live: new locations checked, old ones recorded, none overlapping.
+
+The rules of one location are pure (`locations`); this is where they meet the
+store. A location is claimed in the same database transaction that records
+it, after the warehouse's row is locked (`rows.lock_warehouse`), so two
+creates racing for overlapping folders cannot both pass the check. Tables
+made before locations were recorded count with every folder their metadata
+shows (its `location`, and the folders of its metadata log and manifest
+lists): one moved by `set-location` before the check existed keeps the files
+it left behind.
+
+A dropped table (a drop without purge) keeps its folder: it is the dropped
+table's until its warehouse's retention has passed, and a new location over it
+is refused as over a live one's, unless the caller is allowed on the dropped
+table's own name (`MayTake`, which the caller's policy answers with the
+operation's own action, as if the table were live) and the new location holds
+the whole folder (never a part of it, which would leave the rest to anyone):
+then the dropped table is forgotten in the transaction that records the new one,
+its files the new table's. So a user allowed only `att_*` cannot register a
+dropped `payroll_x`'s metadata as `att_x`, and the owner still can (pyiceberg's
+suite registers a table it dropped under a new name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Connection
+
+from share_store.catalog import rows
+from share_store.catalog.errors import MetadataFileMissing
+from share_store.catalog.locations import (
+    LocationRefused,
+    assigned_location,
+    check_no_overlap,
+    requested_location,
+)
+from share_store.catalog.metadata_files import MetadataFiles
+from share_store.catalog.names import TableName
+from share_store.catalog.rows import TablePointer
+from share_store.errors import UnsupportedOperation
+from share_store.iceberg.locations import TableLocation, file_location, file_uri
+from share_store.persistence.transactions import Transactions
+from share_store.storage.base import ObjectStorage
+
+#: Whether the caller may take over the folder of the dropped table of that name (its own name, as
+#: the caller's policy allows the operation's action on it; the provider may always).
+MayTake = Callable[[TableName], bool]
+#: Each table of a warehouse, dropped ones too, with the folders it claims.
+Claims = list[tuple[TablePointer, list[TableLocation]]]
+
+
+def no_one(name: TableName) -> bool:
+    """The `MayTake` of the catalog's own callers (maintenance, a legacy table's location recorded):
+    a dropped table's folder is its own. `CatalogAccess` gives the caller's (the provider may)."""
+    return False
+
+
+def check_free(
+    location: TableLocation, claims: Claims, may_take: MayTake, reading: bool = False
+) -> list[TablePointer]:
+    """`LocationRefused` if `location` overlaps another table's folder, or a dropped table's the caller
+    may not take; else the dropped tables whose folders it takes (to forget when it is recorded).
+
+    `reading`: the folder of a metadata file about to be read (a register's), which may be inside
+    a dropped table's folder the caller may take. Otherwise a take needs the new location to hold the
+    dropped folder whole. The refusal names no table: the caller may not know it is there.
+    """
+    taken: list[TablePointer] = []
+    for pointer, folders in claims:
+        overlapping = [folder for folder in folders if location.overlaps(folder)]
+        if not overlapping:
+            continue
+        takes = pointer.dropped_at is not None and pointer.location is not None and may_take(pointer.table)
+        if takes and not reading:
+            takes = all(location.bucket == f.bucket and (f.prefix + "/").startswith(location.prefix + "/")
+                        for f in overlapping)  # fmt: skip
+        if not takes:
+            check_no_overlap(location, overlapping)  # raises: they overlap
+        taken.append(pointer)
+    return taken
+
+
+class TableLocations:
+    def __init__(self, transactions: Transactions, storage: ObjectStorage, files: MetadataFiles) -> None:
+        self.transactions = transactions
+        self.storage = storage
+        self.files = files
+
+    def new(
+        self,
+        warehouse: str,
+        namespace: tuple[str, ...],
+        name: str,
+        asked: str | None,
+        may_take: MayTake = no_one,
+    ) -> TableLocation:
+        """A new table's location: the one asked for if the catalog takes it, else a folder of its own.
+
+        Checked now, before an engine writes a file there (a staged create's data
+        files come before its commit), and claimed again when the table is recorded.
+        """
+        if asked is None:
+            location = assigned_location(self.storage, warehouse, namespace, name)
+        else:
+            location = requested_location(self.storage, warehouse, asked, namespace)
+        with self.transactions.read() as conn:
+            check_free(location, self.claims(conn, warehouse), may_take)
+        return location
+
+    def claim(
+        self,
+        conn: Connection,
+        warehouse: str,
+        location: TableLocation,
+        but: TablePointer | None = None,
+        may_take: MayTake = no_one,
+    ) -> None:
+        """In the transaction that records `location`: no other table's overlaps it, nor can until it
+        ends; a dropped table whose folder it may take is forgotten (its files become the new one's)."""
+        rows.lock_warehouse(conn, warehouse)
+        for dropped in check_free(location, self.claims(conn, warehouse, but), may_take):
+            # Conditional: a purge that began on it meanwhile (it takes no lock on the warehouse)
+            # deletes the folder's files, so the folder is not to be taken.
+            if not rows.forget_dropped_table(conn, dropped):
+                raise LocationRefused(f"table location {location.uri} overlaps another table's location")
+
+    def recorded(self, pointer: TablePointer) -> TableLocation | None:
+        if pointer.location is None:
+            return None
+        uri = file_uri(self.storage, pointer.warehouse, pointer.location)
+        return TableLocation(uri, pointer.warehouse, pointer.location)
+
+    def of(self, pointer: TablePointer) -> TableLocation:
+        """The recorded location; for a table made before it was recorded, its metadata's, if taken."""
+        recorded = self.recorded(pointer)
+        if recorded is not None:
+            return recorded
+        metadata = self.files.read(pointer.metadata_location)
+        try:
+            location = requested_location(self.storage, pointer.warehouse, metadata.location)
+            with self._change() as conn:
+                self.claim(conn, pointer.warehouse, location, but=pointer)
+                rows.record_location(conn, pointer.id, location.prefix)
+        except LocationRefused as error:
+            name = ".".join((*pointer.namespace, pointer.name))
+            raise LocationRefused(
+                f"table {name} was made before table locations were checked, and its location is not "
+                f"one the catalog takes ({error.message}); register its metadata again at a location of "
+                "its own"
+            ) from None
+        return location
+
+    def others(
+        self, conn: Connection, warehouse: str, but: TablePointer | None = None
+    ) -> list[TableLocation]:
+        """The folders of every other table of the warehouse, dropped ones included."""
+        return [folder for _, folders in self.claims(conn, warehouse, but) for folder in folders]
+
+    def claims(self, conn: Connection, warehouse: str, but: TablePointer | None = None) -> Claims:
+        """Every other table of the warehouse (dropped ones too) with the folders it claims."""
+        found: Claims = []
+        for pointer in rows.tables_in(conn, warehouse):
+            if but is not None and pointer.id == but.id:
+                continue
+            recorded = self.recorded(pointer)
+            found.append((pointer, [recorded] if recorded is not None else self._unrecorded(pointer)))
+        return found
+
+    def _unrecorded(self, pointer: TablePointer) -> list[TableLocation]:
+        """Every folder a table made before locations were recorded has files in, as its metadata shows."""
+        try:
+            metadata = self.files.read(pointer.metadata_location)
+        except MetadataFileMissing:
+            return []
+        paths = [metadata.location.rstrip("/") + "/x", pointer.metadata_location]
+        paths += [logged.metadata_file for logged in metadata.metadata_log]
+        paths += [snapshot.manifest_list for snapshot in metadata.snapshots]
+        folders = set()
+        for path in paths:
+            try:
+                bucket, key = file_location(self.storage, path)
+            except UnsupportedOperation:
+                continue
+            # A table's folder holds `metadata/`; a file elsewhere counts with its own folder.
+            folder = key.rpartition("/metadata/")[0] if "/metadata/" in key else key.rpartition("/")[0]
+            if folder:
+                folders.add((bucket, folder))
+        return [TableLocation(file_uri(self.storage, bucket, key), bucket, key) for bucket, key in folders]
+
+    @contextmanager
+    def _change(self) -> Iterator[Connection]:
+        with self.transactions.change() as conn:
+            yield conn

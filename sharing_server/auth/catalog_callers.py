@@ -1,0 +1,52 @@
+"""The own warehouses' proof, read off a request: `credentials_of` (checked under it, by
+`share_store.catalog.callers.CatalogCallers`), and the OAuth2 token endpoint engines trade a
+catalog user's keys at for a bearer token."""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.catalog.callers import ACCESS_TOKEN_SECONDS, CatalogCallers, Credentials
+from sharing_server.auth.oauth import client_credentials_grant, oauth_error
+from sharing_server.observability.audit import audit_fields
+
+
+async def credentials_of(request: Request) -> Credentials:
+    """Everything the catalog needs to tell who sent `request`; nothing is decided here."""
+    return Credentials(
+        authorization=request.headers.get("authorization", ""),
+        method=request.method,
+        raw_path=request.scope.get("raw_path") or request.url.path.encode(),
+        query=request.scope.get("query_string", b""),
+        headers=request.headers,
+        body=await request.body(),
+        address=request.client.host if request.client else "",
+        notes=audit_fields(request),
+    )
+
+
+class CatalogTokens:
+    """OAuth2 client credentials at `/_iceberg/v1/oauth/tokens`: a catalog user's keys for a
+    short-lived bearer token."""
+
+    def __init__(self, callers: CatalogCallers) -> None:
+        self.callers = callers
+
+    async def token(self, request: Request) -> Response:
+        credentials = await client_credentials_grant(request)
+        if isinstance(credentials, Response):
+            return credentials
+        token = await run_in_threadpool(self.callers.issue_token, *credentials, audit_fields(request))
+        if token is None:
+            return oauth_error(401, "invalid_client", "client authentication failed")
+        return JSONResponse(
+            {
+                "access_token": token,
+                "token_type": "bearer",
+                "expires_in": ACCESS_TOKEN_SECONDS,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            },
+            headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
+        )

@@ -1,0 +1,107 @@
+"""The route table of AIStor Tables' catalog API, mounted at `/_iceberg`.
+
+Anything else under the prefix (scan planning, credentials while vending is off) answers 404
+in the spec's error model, so a client learns the endpoint is not served
+rather than guessing from an HTML page.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from share_store.catalog.callers import CatalogCallers
+from share_store.catalog.catalog import WarehouseCatalog
+from share_store.catalog.data_access import DataAccess
+from share_store.catalog.maintenance.maintainer import Maintainer
+from share_store.catalog.maintenance.queue import RunQueue
+from sharing_server import paths
+from sharing_server.auth.catalog_callers import CatalogTokens
+from sharing_server.catalog.maintenance import MaintenanceEndpoints
+from sharing_server.catalog.tables import TableEndpoints
+from sharing_server.catalog.views import ViewEndpoints
+from sharing_server.catalog.warehouses import WarehouseEndpoints
+from sharing_server.http.errors import error_response
+from sharing_server.observability.redaction import redact_path
+
+
+async def not_served(request: Request) -> Response:
+    # The path as logs name it: a GET of a signer's URL would echo its grant.
+    message = f"No such endpoint: {request.method} {redact_path(request.url.path)}"
+    return error_response(request, 404, "RESOURCE_DOES_NOT_EXIST", message, kind="NoSuchEndpointException")
+
+
+def warehouse_api(
+    catalog: WarehouseCatalog,
+    callers: CatalogCallers,
+    data: DataAccess,
+    maintainer: Maintainer | None = None,
+    queue: RunQueue | None = None,
+) -> list[Route]:
+    """The routes, their handlers given the catalog, its callers and its data access, and the
+    maintainer and run queue the server's background maintenance shares (nothing looked up per
+    request)."""
+    every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
+    v = ViewEndpoints(catalog, callers, data)
+    tokens = CatalogTokens(callers)
+    m = MaintenanceEndpoints(maintainer or Maintainer(catalog), callers, queue)
+    return [
+        Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
+        Route(paths.WAREHOUSE_OAUTH_TOKENS, tokens.token, methods=["POST"], name="warehouse_oauth"),
+        Route(paths.WAREHOUSES, r.warehouses, methods=["GET"], name="warehouses_list"),
+        Route(paths.WAREHOUSES, r.warehouses, methods=["POST"], name="warehouses_create"),
+        Route(paths.WAREHOUSE, r.warehouse, methods=["GET", "HEAD", "DELETE"], name="warehouse"),
+        Route(
+            paths.WAREHOUSE_PROPERTIES, r.warehouse_properties, methods=["POST"], name="warehouse_properties"
+        ),
+        Route(paths.WAREHOUSE_NAMESPACES, r.namespaces, methods=["GET", "POST"], name="warehouse_namespaces"),
+        Route(
+            paths.WAREHOUSE_NAMESPACE,
+            r.namespace,
+            methods=["GET", "HEAD", "DELETE"],
+            name="warehouse_namespace",
+        ),
+        Route(
+            paths.WAREHOUSE_NAMESPACE_PROPERTIES,
+            r.namespace_properties,
+            methods=["POST"],
+            name="warehouse_namespace_properties",
+        ),
+        Route(paths.WAREHOUSE_TABLES, t.tables, methods=["GET", "POST"], name="warehouse_tables"),
+        Route(
+            paths.WAREHOUSE_TABLE, t.table, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_table"
+        ),
+        Route(paths.WAREHOUSE_TABLE_METRICS, t.metrics, methods=["POST"], name="warehouse_table_metrics"),
+        Route(
+            paths.WAREHOUSE_TABLE_CREDENTIALS,
+            t.credentials,
+            methods=["GET"],
+            name="warehouse_table_credentials",
+        ),
+        Route(paths.WAREHOUSE_S3_SIGN, t.sign, methods=["POST"], name="warehouse_s3_sign"),
+        Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
+        Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
+        Route(paths.WAREHOUSE_UNDROP, t.undrop, methods=["POST"], name="warehouse_undrop"),
+        Route(paths.WAREHOUSE_TRANSACTIONS, t.transaction, methods=["POST"], name="warehouse_transactions"),
+        Route(paths.WAREHOUSE_VIEWS, v.views, methods=["GET", "POST"], name="warehouse_views"),
+        Route(paths.WAREHOUSE_VIEW, v.view, methods=["GET", "HEAD", "POST", "DELETE"], name="warehouse_view"),
+        Route(paths.WAREHOUSE_REGISTER_VIEW, v.register, methods=["POST"], name="warehouse_register_view"),
+        Route(paths.WAREHOUSE_VIEW_RENAME, v.rename, methods=["POST"], name="warehouse_view_rename"),
+        Route(paths.WAREHOUSE_VIEW_UNDROP, v.undrop, methods=["POST"], name="warehouse_view_undrop"),
+        Route(paths.WAREHOUSE_MAINTENANCE, m.warehouse, methods=["GET"], name="warehouse_maintenance"),
+        Route(
+            paths.WAREHOUSE_MAINTENANCE_KIND, m.warehouse, methods=["PUT"], name="warehouse_maintenance_put"
+        ),
+        Route(paths.WAREHOUSE_TABLE_MAINTENANCE, m.table, methods=["GET"], name="table_maintenance"),
+        Route(paths.WAREHOUSE_TABLE_MAINTENANCE_RUN, m.run, methods=["POST"], name="table_maintenance_run"),
+        Route(paths.WAREHOUSE_TABLE_MAINTENANCE_KIND, m.table, methods=["PUT"], name="table_maintenance_put"),
+        Route(
+            paths.WAREHOUSE_TABLE_MAINTENANCE_STATUS,
+            m.status,
+            methods=["GET"],
+            name="table_maintenance_status",
+        ),
+        Route(paths.WAREHOUSE_OTHER, not_served, methods=every, name="warehouse_not_served"),
+    ]

@@ -1,0 +1,207 @@
+"""AIStor Tables' catalog API for tables: list, create (staged too), load, commit, drop, rename,
+register, multi-table transactions and metrics reports, under `/_iceberg/v1/{prefix}`; and, as
+Lakekeeper has them, the dropped tables: listed (`GET .../tables?dropped=true`) and undropped
+(`POST /v1/{prefix}/tables/undrop`).
+
+Each handler reads the request (its proof, path and query), then calls down: the
+body is read into pyiceberg's models and the names checked by
+`sharing_server.catalog.codec`, the caller's policy by `CatalogAccess`, the commit
+and location rules by the catalog. A failed requirement, or a commit that lost
+the race for the table's pointer, is a 409 `CommitFailedException`, which clients
+answer by refreshing and retrying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.catalog.access import CatalogAccess
+from share_store.catalog.names import TableName
+from share_store.signing.request_signing import parse_sign_request
+from sharing_server import paths
+from sharing_server.auth.catalog_callers import credentials_of
+from sharing_server.catalog import codec
+from sharing_server.catalog.endpoints import CatalogEndpoints
+from sharing_server.http.iceberg_errors import iceberg_errors
+from sharing_server.observability.audit import audit_fields
+
+#: The spec's header an engine lists the ways it can reach the files in (`data_access`).
+DELEGATION = "X-Iceberg-Access-Delegation"
+
+
+def _no_store(delegation: tuple[dict[str, str], list[Any]]) -> dict[str, str] | None:
+    """Answers that carry keys or a signing grant are kept by no cache."""
+    config, credentials = delegation
+    return {"Cache-Control": "no-store"} if config or credentials else None
+
+
+def _json(
+    body: bytes, headers: dict[str, str] | None = None, background: BackgroundTask | None = None
+) -> Response:
+    """An answer `rest` made as JSON already (a table's metadata as the bytes of its file)."""
+    return Response(body, media_type="application/json", headers=headers, background=background)
+
+
+def _after(later: list[Callable[[], None]]) -> BackgroundTask | None:
+    """What a commit left to do (old metadata files to delete), run once its answer is sent: in a
+    worker thread, as Starlette runs a plain function's background task."""
+    if not later:
+        return None
+
+    def run() -> None:
+        for step in later:
+            step()  # each logs and swallows its own failure (`WarehouseCatalog._delete_superseded`)
+
+    return BackgroundTask(run)
+
+
+class TableEndpoints(CatalogEndpoints):
+    @iceberg_errors("NoSuchNamespaceException")
+    async def tables(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params, asked = request.path_params, request.headers.get(DELEGATION)
+        signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
+        access = await self.access(credentials)
+        warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
+        if request.method == "POST":
+            table, new = codec.new_table(warehouse, levels, credentials.body)
+            loaded = await run_in_threadpool(access.create_table, table, new)
+            # A staged create's keys or signatures are for the location handed out with it.
+            delegation = await run_in_threadpool(
+                self.data.delegate, asked, access, table, loaded, signer, credentials.notes
+            )
+            return _json(codec.load_answer(loaded, "all", delegation), _no_store(delegation))
+        if codec.dropped_asked(request.query_params.get("dropped")):
+            dropped = await run_in_threadpool(access.list_dropped, warehouse, levels)
+            return JSONResponse(codec.dropped_result(dropped))
+        names = await run_in_threadpool(access.list_tables, warehouse, levels)
+        identifiers = [{"namespace": list(levels), "name": name} for name in names]
+        return JSONResponse({"identifiers": identifiers, "next-page-token": None})
+
+    @iceberg_errors("NoSuchTableException")
+    async def undrop(self, request: Request) -> Response:
+        """Tables dropped without purge live again under their names, all or none (409 for a name
+        taken now): Lakekeeper's undrop, asking `s3tables:UndropTable` on each."""
+        credentials = await credentials_of(request)
+        warehouse = request.path_params["prefix"]
+        access = await self.access(credentials)
+        targets = codec.undrop_targets(warehouse, credentials.body)
+        await run_in_threadpool(access.undrop, targets)
+        return Response(status_code=204)
+
+    @iceberg_errors("NoSuchTableException")
+    async def table(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params, query, asked = request.path_params, request.query_params, request.headers.get(DELEGATION)
+        signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
+
+        def table_name() -> TableName:  # read once the caller is known, as all of the request
+            return codec.table_at(params["prefix"], params["namespace"], params["table"])
+
+        # A load and a commit (the calls engines make most) authenticate and do all their work in
+        # one trip to a worker thread.
+        if request.method == "POST":
+            later: list[Callable[[], None]] = []
+
+            def commit(access: CatalogAccess) -> bytes:
+                name = table_name()
+                return codec.commit_answer(access.commit(name, codec.commit(name, credentials.body), later))
+
+            answer = await self.as_caller(credentials, commit)
+            return _json(answer, background=_after(later))
+        if request.method == "GET":
+
+            def load(access: CatalogAccess) -> tuple[bytes, dict[str, str] | None]:
+                name, snapshots = table_name(), codec.snapshots_mode(query.get("snapshots"))
+                loaded = access.load_table(name)
+                delegation = self.data.delegate(asked, access, name, loaded, signer, credentials.notes)
+                return codec.load_answer(loaded, snapshots, delegation), _no_store(delegation)
+
+            return _json(*await self.as_caller(credentials, load))
+        access = await self.access(credentials)
+        name = table_name()
+        if request.method == "DELETE":
+            purge = query.get("purgeRequested", "false").lower() == "true"
+            await run_in_threadpool(access.drop_table, name, purge)
+            return Response(status_code=204)
+        exists = await run_in_threadpool(access.table_exists, name)  # HEAD
+        return Response(status_code=204 if exists else 404)
+
+    @iceberg_errors("NoSuchTableException")
+    async def credentials(self, request: Request) -> Response:
+        """The spec's credentials refresh: fresh keys for the table's location, when vending is on."""
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = codec.table_at(params["prefix"], params["namespace"], params["table"])
+        loaded = await run_in_threadpool(access.load_table, name)
+        vended = await run_in_threadpool(self.data.refreshed, access, name, loaded, credentials.notes)
+        return JSONResponse({"storage-credentials": vended}, headers={"Cache-Control": "no-store"})
+
+    @iceberg_errors("NoSuchTableException")
+    async def sign(self, request: Request) -> Response:
+        """The writers' remote signer: one S3 request of an engine holding a grant of a table load.
+
+        The grant in the path is the proof (pyiceberg's signer sends no catalog credentials with
+        SigV4): it names the caller and the table, and each request is checked against them."""
+        params, body, notes = request.path_params, await request.body(), audit_fields(request)
+        method, uri, headers = parse_sign_request(body)
+        signed_uri, signed = await run_in_threadpool(
+            self.data.sign,
+            params["prefix"],
+            params["grant"],
+            self.callers.principal,
+            self.catalog,
+            method,
+            uri,
+            headers,
+            notes,
+        )
+        return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})
+
+    @iceberg_errors("NoSuchNamespaceException")
+    async def register(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
+        name, metadata_location, overwrite = codec.registration(warehouse, levels, credentials.body)
+        loaded = await run_in_threadpool(access.register_table, name, metadata_location, overwrite)
+        return _json(codec.load_answer(loaded))
+
+    @iceberg_errors("NoSuchTableException")
+    async def rename(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        warehouse = request.path_params["prefix"]
+        access = await self.access(credentials)
+        source, target = codec.renaming(warehouse, credentials.body)
+        await run_in_threadpool(access.rename_table, source, target)
+        return Response(status_code=204)
+
+    @iceberg_errors("NoSuchTableException")
+    async def transaction(self, request: Request) -> Response:
+        credentials = await credentials_of(request)
+        warehouse = request.path_params["prefix"]
+        access = await self.access(credentials)
+        later: list[Callable[[], None]] = []
+        await run_in_threadpool(
+            access.commit_transaction, codec.transaction(warehouse, credentials.body), later
+        )
+        return Response(status_code=204, background=_after(later))
+
+    @iceberg_errors("NoSuchTableException")
+    async def metrics(self, request: Request) -> Response:
+        """Metrics reports are accepted and dropped: the audit line already records the request."""
+        credentials = await credentials_of(request)
+        params = request.path_params
+        access = await self.access(credentials)
+        name = codec.table_at(params["prefix"], params["namespace"], params["table"])
+        access.report_metrics(name)
+        codec.json_object(credentials.body)
+        return Response(status_code=204)

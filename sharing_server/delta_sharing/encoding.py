@@ -1,0 +1,252 @@
+"""Turning raw Delta actions into signed protocol lines, in the chosen response format."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, cast, runtime_checkable
+
+import pyarrow as pa
+
+from share_store.storage.base import BatchSigning, UrlSigning
+from share_store.tables import actions
+from share_store.tables.actions import FileEntry
+from share_store.tables.active_files import StreamedFileSet
+from share_store.tables.changes import Change, FileChange, MetadataChange
+from share_store.tables.snapshot import TableSnapshot
+from sharing_server.delta_sharing import line_templates
+from sharing_server.delta_sharing.line_templates import BUCKET, DV_BUCKET, DV_KEY, KEY, LineTemplate
+from sharing_server.delta_sharing.streamed_lines import BatchEncoder, Unencodable, present_fields
+
+PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
+_UNMADE: Any = object()  # a file whose template is not made yet (None: cannot be made)
+
+
+class FileSigner(Protocol):
+    """What a table reader offers for signing its files (Delta and Iceberg alike)."""
+
+    def locate(self, path: str) -> tuple[str, str]: ...
+
+    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None: ...
+
+    def url_signer(self, now: float) -> UrlSigning: ...
+
+
+@runtime_checkable
+class BatchFileSigner(FileSigner, Protocol):
+    """A reader that also locates and signs a record batch of files at once (Delta's, whose
+    snapshots alone may be streamed from a checkpoint)."""
+
+    def locate_many(self, paths: pa.Array) -> tuple[str, pa.Array] | None: ...
+
+    def batch_signer(self, now: float) -> BatchSigning | None: ...
+
+
+class LineEncoder:
+    """Builds the lines of one response; remembers the earliest URL expiry it handed out."""
+
+    def __init__(
+        self,
+        response_format: str,
+        signer: FileSigner,
+        now: float,
+        hash_kind: str | None = None,
+        history_shared: bool = True,
+    ) -> None:
+        self.format = response_format
+        self.signer = signer
+        self.now = now
+        self.hash_kind = hash_kind or response_format
+        self.history_shared = history_shared
+        self.min_expiration: int | None = None
+        #: Bytes of the data files handed out so far (for the audit record).
+        self.file_bytes = 0
+        self._url_signer: UrlSigning | None = None
+
+    def served_bytes(self) -> int:
+        return self.file_bytes
+
+    def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
+        # One signer for the whole response: its per-response work (keys, stamps) is done once.
+        if self._url_signer is None:
+            self._url_signer = self.signer.url_signer(self.now)
+        url, expiration = self._url_signer(*location)
+        if self.min_expiration is None or expiration < self.min_expiration:
+            self.min_expiration = expiration
+        return url, expiration
+
+    def protocol(self, snapshot: TableSnapshot) -> dict[str, Any]:
+        if self.format == "delta":
+            return actions.delta_protocol(snapshot)
+        return actions.parquet_protocol()
+
+    def metadata(self, snapshot: TableSnapshot, version: int | None = None) -> dict[str, Any]:
+        if self.format == "delta":
+            return actions.delta_metadata(snapshot, version)
+        return actions.parquet_metadata(snapshot, self.history_shared, version)
+
+    def file(
+        self,
+        kind: str,
+        action: dict[str, Any],
+        partition_columns: tuple[str, ...] = (),
+        version: int | None = None,
+        timestamp: int | None = None,
+    ) -> dict[str, Any]:
+        """One data file: `kind` is `add` (snapshot or change), `remove` or `cdc`.
+
+        A snapshot file is an `add` without a timestamp; in the parquet format it
+        is written as a `file` line.
+        """
+        return self.entry_file(kind, FileEntry(action, partition_columns), version, timestamp)
+
+    def change(self, change: Change) -> dict[str, Any]:
+        """One line of a streaming or change data feed read."""
+        if isinstance(change, FileChange):
+            return self.file(
+                change.kind, change.action, change.partition_columns, change.version, change.timestamp
+            )
+        if isinstance(change, MetadataChange):
+            return self.metadata(change.snapshot, version=change.version)
+        return {"protocol": actions.delta_protocol(change.snapshot)["protocol"] | {"version": change.version}}
+
+    def entry_file(
+        self, kind: str, entry: FileEntry, version: int | None = None, timestamp: int | None = None
+    ) -> dict[str, Any]:
+        """`file` for an action already wrapped, as a snapshot's files are."""
+        action = entry.action
+        url, expiration = self._sign(self.signer.locate(action["path"]))
+        self.file_bytes += action.get("size") or 0
+        if self.format == "delta":
+            dv_url = None
+            descriptor = action.get("deletionVector")
+            location = self.signer.locate_dv(descriptor) if descriptor else None
+            if location is not None:
+                dv_url, _ = self._sign(location)
+            return actions.delta_file(
+                kind, action, url, expiration, self.hash_kind, dv_url, version, timestamp
+            )
+        line_kind = "file" if kind == "add" and timestamp is None else PARQUET_KINDS[kind]
+        return actions.parquet_file(entry, url, expiration, self.hash_kind, version, timestamp, line_kind)
+
+    def snapshot_files(
+        self, snapshot: TableSnapshot, entries: Iterable[FileEntry] | None = None, version: int | None = None
+    ) -> Iterator[dict[str, Any] | bytes]:
+        """The `add` lines of `entries`, files of `snapshot` (all of them when None): encoded, ready to send.
+
+        A snapshot that holds its files keeps each line's template (see
+        `line_templates`), made by the first response that sends it; later
+        responses in the same format only sign and splice. A streamed snapshot
+        makes its actions anew on every pass, and its lines are encoded whole.
+        """
+        if snapshot.streamed:
+            if entries is None and isinstance(snapshot.adds, StreamedFileSet):
+                yield from self._streamed_files(snapshot.adds, tuple(snapshot.partition_columns), version)
+                return
+            for entry in entries if entries is not None else actions.entries(snapshot):
+                yield self.entry_file("add", entry, version=version)
+            return
+        # Entries are the snapshot's actions with its partition columns: the actions suffice.
+        columns = tuple(snapshot.partition_columns)
+        files = snapshot.adds if entries is None else (entry.action for entry in entries)
+        templates = self._templates(snapshot, version)
+        sign = self.signer.url_signer(self.now)
+        fill = line_templates.fill
+        last_expiration, expiry = -1, b""
+        for action in files:
+            template = templates.get(id(action), _UNMADE)
+            if template is _UNMADE:
+                template = templates[id(action)] = self._template(FileEntry(action, columns), version)
+            if template is None:
+                yield self.entry_file("add", FileEntry(action, columns), version=version)
+                continue
+            url, expiration = sign(template[BUCKET], template[KEY])
+            self.file_bytes += action.get("size") or 0
+            if expiration != last_expiration:  # once per response, as a rule
+                last_expiration, expiry = expiration, str(expiration).encode()
+                if self.min_expiration is None or expiration < self.min_expiration:
+                    self.min_expiration = expiration
+            dv_url = None
+            if template[DV_KEY] is not None:
+                dv_url, dv_expiration = sign(template[DV_BUCKET], template[DV_KEY])
+                if self.min_expiration is None or dv_expiration < self.min_expiration:
+                    self.min_expiration = dv_expiration
+            yield fill(template, url, expiry, dv_url)
+
+    def prepare(self, snapshot: TableSnapshot) -> int:
+        """Make the templates `snapshot_files` would make for every file of `snapshot`; how many were new.
+
+        The snapshot warmer calls it, so that a recipient's first query finds the
+        lines ready. A streamed snapshot keeps no templates: nothing is made.
+        """
+        if snapshot.streamed:
+            return 0
+        columns = tuple(snapshot.partition_columns)
+        templates = self._templates(snapshot, None)
+        made = 0
+        for action in snapshot.adds:
+            if id(action) not in templates:
+                templates[id(action)] = self._template(FileEntry(action, columns), None)
+                made += 1
+        return made
+
+    def _templates(self, snapshot: TableSnapshot, version: int | None) -> dict[int, LineTemplate | None]:
+        """`snapshot`'s line templates in this response's format, kept in its memo.
+
+        Keyed by the actions' ids: the snapshot holds every action, so ids stay theirs.
+        """
+        templates: dict[int, LineTemplate | None] = snapshot.memo.setdefault(
+            ("lines", self.format, self.hash_kind, version), {}
+        )
+        return templates
+
+    def _streamed_files(
+        self, files: StreamedFileSet, columns: tuple[str, ...], version: int | None
+    ) -> Iterator[dict[str, Any] | bytes]:
+        """A streamed snapshot's lines, a checkpoint record batch at a time (see `streamed_lines`)."""
+        signer = self.signer
+        batches = None
+        if isinstance(signer, BatchFileSigner):
+            batches = BatchEncoder(
+                self.format,
+                self.hash_kind,
+                signer.url_signer(self.now),
+                signer.batch_signer(self.now),
+                signer.locate_many,
+                columns,
+                version,
+            )
+        for adds, suspects in files.batches():
+            made = None
+            kept = files.kept(adds, suspects) if batches is not None else None
+            if batches is not None and kept is not None:
+                try:
+                    made = batches.encode(kept, present_fields(adds))
+                except Unencodable:
+                    pass
+            if made is None:
+                for add in files.rows(adds, suspects):
+                    yield self.entry_file("add", FileEntry(add, columns), version=version)
+                continue
+            self.file_bytes += made.file_bytes
+            if made.min_expiration is not None and (
+                self.min_expiration is None or made.min_expiration < self.min_expiration
+            ):
+                self.min_expiration = made.min_expiration
+            if made.lines:
+                yield made.lines
+        for add in files.tail:
+            yield self.entry_file("add", FileEntry(add, columns), version=version)
+
+    def _template(self, entry: FileEntry, version: int | None) -> LineTemplate | None:
+        """The line of one snapshot file with holes for its URLs and expiry."""
+        action = entry.action
+        location = self.signer.locate(action["path"])
+        url, expiry = line_templates.URL, cast(int, line_templates.EXPIRY)
+        if self.format == "delta":
+            descriptor = action.get("deletionVector")
+            dv_location = self.signer.locate_dv(descriptor) if descriptor else None
+            dv_url = line_templates.DV_URL if dv_location is not None else None
+            line = actions.delta_file("add", action, url, expiry, self.hash_kind, dv_url, version)
+            return line_templates.make_template(line, location, dv_location)
+        line = actions.parquet_file(entry, url, expiry, self.hash_kind, version)
+        return line_templates.make_template(line, location)

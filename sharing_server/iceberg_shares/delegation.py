@@ -1,0 +1,101 @@
+"""How a recipient's engine reads a table's files: remote signing or vended keys.
+
+The Iceberg REST spec's `X-Iceberg-Access-Delegation` header lists what a client
+can do (`vended-credentials`, `remote-signing`). pyiceberg signs through this
+server; DuckDB, Trino and most engines need keys. With `[iceberg]
+credential_vending = "sts"`, a client that lists `vended-credentials` gets keys
+scoped to the table (`share_store/storage/sts_vending.py`); every other answer,
+and every answer with vending off, points the client at this server's signer.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from typing import Any
+
+from starlette.requests import Request
+
+from share_store.iceberg_shares.grants import IcebergGrants, TableGrant
+from share_store.model import SharedTable, Token
+from share_store.storage.sts_vending import VendedKeys
+from sharing_server import paths
+from sharing_server.observability.audit import audit_fields
+from sharing_server.observability.metrics import Metrics
+
+HEADER = "X-Iceberg-Access-Delegation"
+VENDED = "vended-credentials"
+FSSPEC_IO = "pyiceberg.io.fsspec.FsspecFileIO"
+
+
+def asks_for_keys(request: Request) -> bool:
+    """Whether the client lists vended credentials among the ways it can read."""
+    listed = request.headers.get(HEADER, "")
+    return VENDED in {part.strip().lower() for part in listed.split(",")}
+
+
+def signing_config(request: Request, endpoint: str) -> dict[str, str]:
+    """How a client reads the table's files: through the store, signed by this server."""
+    catalog_uri = str(request.base_url).rstrip("/") + paths.ICEBERG_PREFIX
+    return {
+        "py-io-impl": FSSPEC_IO,  # pyiceberg's remote signing lives in its fsspec FileIO
+        "s3.signer": "S3V4RestSigner",
+        "s3.signer.uri": catalog_uri,
+        "s3.signer.endpoint": paths.ICEBERG_S3_SIGN.lstrip("/"),
+        "s3.remote-signing-enabled": "true",  # the Java client's switch
+        "s3.endpoint": endpoint,
+        "s3.path-style-access": "true",
+    }
+
+
+def vend(
+    request: Request,
+    metrics: Metrics,
+    grants: IcebergGrants,
+    table: SharedTable,
+    token: Token,
+    grant: TableGrant,
+) -> VendedKeys:
+    """Keys for `grant`, ending no later than the token; an audit line and a metric either way."""
+    not_after = token.expires_at.astimezone(UTC).timestamp() if token.expires_at else None
+    try:
+        keys = grants.vended_keys(table, grant, token.id, not_after)
+    except Exception:
+        metrics.iceberg_vended.labels("refused").inc()
+        raise
+    metrics.iceberg_vended.labels("vended").inc()
+    audit_fields(request)["vended"] = {
+        "scope": keys.scope.describe(),
+        "expires": int(keys.expires_at),
+        "key": keys.access_key[:8] + "…",  # enough to match the store's logs, never the secret
+    }
+    return keys
+
+
+def storage_credentials(keys: VendedKeys, grant: TableGrant) -> list[dict[str, Any]]:
+    """The spec's `storage-credentials`: the keys for each of the table's prefixes.
+
+    One entry per prefix, since engines pick keys by the longest prefix of a file's
+    path (DuckDB takes the table's location when there is one entry only). The
+    session policy, not the prefix, is what bounds the keys.
+    """
+    properties = keys.properties(grant.endpoint, grant.store.region)
+    prefixes = sorted(set(grant.prefixes) | set(keys.scope.prefixes))
+    return [{"prefix": f"s3://{bucket}/{prefix}", "config": properties} for bucket, prefix in prefixes]
+
+
+def read_access(
+    request: Request,
+    metrics: Metrics,
+    grants: IcebergGrants,
+    table: SharedTable,
+    token: Token,
+    grant: TableGrant,
+) -> dict[str, Any]:
+    """The load-table answer's `config`, and `storage-credentials` when keys are vended."""
+    if grants.vends and asks_for_keys(request):
+        keys = vend(request, metrics, grants, table, token, grant)
+        return {
+            "config": keys.properties(grant.endpoint, grant.store.region),
+            "storage-credentials": storage_credentials(keys, grant),
+        }
+    return {"config": signing_config(request, grant.endpoint)}

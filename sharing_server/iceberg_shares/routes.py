@@ -1,0 +1,275 @@
+"""A read-only Iceberg REST catalog over the same shares and tokens, under `/iceberg`.
+
+/iceberg/v1/config                                 catalog configuration
+/iceberg/v1/oauth/tokens                           OAuth client credentials → access tokens
+/iceberg/v1/namespaces[/{schema}]                  the token's share's schemas
+/iceberg/v1/namespaces/{schema}/tables[/{table}]   its Iceberg tables; load table
+/iceberg/v1/namespaces/{schema}/tables/{t}/credentials  fresh vended keys (credential vending on)
+/iceberg/v1/aws/s3/sign                            remote signing of the tables' file reads
+
+A share token is the catalog's bearer token and sees exactly its share, as on
+`/delta-sharing`. Loading a table returns its metadata cut to the grant (see
+`share_store/iceberg/catalog_view.py`) and a `config` that points the client's
+S3 reads at this server's signer, or, with credential vending on and asked for,
+keys scoped to the table (`delegation.py`); the server's own keys never leave it.
+Every write endpoint answers 403 in the spec's error model, with no effect.
+Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from share_store.errors import InvalidParameter, NotFound, Unauthenticated
+from share_store.iceberg_shares.grants import IcebergGrants
+from share_store.model import SharedTable, Token
+from share_store.persistence import ShareStore
+from share_store.signing.request_signing import SigningRefused, parse_sign_request
+from sharing_server import paths
+from sharing_server.auth.bearer import bearer_secret, record_token
+from sharing_server.auth.oauth import OAuthTokens
+from sharing_server.http.iceberg_errors import IcebergError, error_response, iceberg_errors
+from sharing_server.iceberg_shares.delegation import read_access, storage_credentials, vend
+from sharing_server.observability.audit import audit_fields
+from sharing_server.observability.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+READ_ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+]
+VENDING_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
+
+
+def _sign_for_share(
+    grants: IcebergGrants,
+    store: ShareStore,
+    token: Token,
+    method: str,
+    uri: str,
+    headers: dict[str, list[str]],
+    fields: dict[str, Any],
+) -> tuple[str, dict[str, list[str]]]:
+    """The URI to send and its signed headers, if an Iceberg table of the token's share may be read
+    at `uri` (the URI is the request the signer built, not the client's)."""
+    refusal = "not a file of the share's tables"
+    tables = store.list_tables(token.share)
+    failed: Exception | None = None
+    # What each table's kept grant allows first; a fresh look only when none does.
+    for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:
+        try:
+            signed = grants.signature(table, method, uri, headers, recheck)
+        except SigningRefused as error:  # not a read at this table's store; maybe another's
+            refusal = str(error)
+            continue
+        except Exception as error:  # noqa: BLE001 - one table's broken files (a manifest list its
+            # writer deleted) must not stop its neighbours' reads: the next table is asked, and
+            # the failure is answered only if no table signs.
+            log.warning("signing skipped table %s.%s: %s", table.schema, table.name, type(error).__name__)
+            failed = failed or error
+            continue
+        if signed is not None:
+            request, signature = signed
+            fields.update(
+                schema=table.schema,
+                table=table.name,
+                signing={"method": request.method, "object": f"{request.bucket}/{request.key}"},
+            )
+            return request.uri, signature
+    if failed is not None:
+        raise failed
+    fields["signing"] = {"method": method, "refused": refusal}
+    raise IcebergError(403, f"this token may not have that request signed: {refusal}")
+
+
+def _parsed(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
+    try:
+        return parse_sign_request(raw)
+    except InvalidParameter as error:
+        raise IcebergError(400, error.message) from None
+
+
+class ShareCatalog:
+    """The recipients' read-only catalog, given the store, the tables' grants and the metrics."""
+
+    def __init__(self, store: ShareStore, grants: IcebergGrants, metrics: Metrics) -> None:
+        self.store = store
+        self.grants = grants
+        self.metrics = metrics
+
+    # -- who is asking ------------------------------------------------------------------
+
+    async def _token(self, request: Request) -> Token:
+        secret = bearer_secret(request)
+        token = await run_in_threadpool(self.store.authenticate, secret)
+        record_token(request, token)
+        if token.recipient_id is not None:
+            raise IcebergError(
+                403,
+                "a named recipient's token opens several shares, and this catalog serves one share per "
+                "token: use a token of the share (sharing-server token create SHARE)",
+            )
+        return token
+
+    @staticmethod
+    def _schema_name(request: Request) -> str:
+        # Multi-level namespaces arrive joined by 0x1F; a share's schemas have one level.
+        return str(request.path_params["namespace"])
+
+    async def _schema(self, request: Request, token: Token) -> str:
+        name = self._schema_name(request)
+        schemas = await run_in_threadpool(self.store.list_schemas, token.share)
+        if name not in schemas:
+            raise IcebergError(404, f"Namespace does not exist: {name}", "NoSuchNamespaceException")
+        return name
+
+    async def _token_and_table(self, request: Request) -> tuple[Token, SharedTable]:
+        """The token, and the table the URL names if the token's share holds it."""
+        token = await self._token(request)
+        schema, name = self._schema_name(request), str(request.path_params["table"])
+        audit_fields(request).update(schema=schema, table=name)
+        try:
+            return token, await run_in_threadpool(self.store.get_table, token.share, schema, name)
+        except NotFound:
+            raise IcebergError(
+                404, f"Table does not exist: {schema}.{name}", "NoSuchTableException"
+            ) from None
+
+    # -- catalog endpoints ----------------------------------------------------------------
+
+    @iceberg_errors()
+    async def get_config(self, request: Request) -> Response:
+        await self._token(request)
+        vends = self.grants.vends
+        endpoints = READ_ENDPOINTS + (VENDING_ENDPOINTS if vends else [])
+        return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": endpoints})
+
+    @iceberg_errors("NoSuchNamespaceException")
+    async def list_namespaces(self, request: Request) -> Response:
+        token = await self._token(request)
+        parent = request.query_params.get("parent")
+        schemas = await run_in_threadpool(self.store.list_schemas, token.share)
+        if parent is not None:
+            if parent not in schemas:
+                raise IcebergError(404, f"Namespace does not exist: {parent}", "NoSuchNamespaceException")
+            return JSONResponse({"namespaces": []})  # a schema has no namespaces below it
+        return JSONResponse({"namespaces": [[schema] for schema in schemas]})
+
+    @iceberg_errors("NoSuchNamespaceException")
+    async def get_namespace(self, request: Request) -> Response:
+        token = await self._token(request)
+        schema = await self._schema(request, token)
+        if request.method == "HEAD":
+            return Response(status_code=204)
+        return JSONResponse({"namespace": [schema], "properties": {}})
+
+    @iceberg_errors("NoSuchNamespaceException")
+    async def list_tables(self, request: Request) -> Response:
+        token = await self._token(request)
+        schema = await self._schema(request, token)
+        tables = await run_in_threadpool(self.store.list_tables, token.share, schema)
+        identifiers = [{"namespace": [schema], "name": t.name} for t in tables]
+        return JSONResponse({"identifiers": identifiers})
+
+    @iceberg_errors()
+    async def load_table(self, request: Request) -> Response:
+        token, table = await self._token_and_table(request)
+        if request.method == "HEAD":
+            return Response(status_code=204)
+        grants = self.grants
+        grant = await run_in_threadpool(grants.load, table)
+        access = await run_in_threadpool(read_access, request, self.metrics, grants, table, token, grant)
+        body = {
+            "metadata-location": grant.metadata_location,
+            "metadata": grant.shared_metadata(table.history_shared),
+            **access,
+        }
+        return JSONResponse(
+            body, headers={"Cache-Control": "no-store"} if "storage-credentials" in access else None
+        )
+
+    @iceberg_errors()
+    async def load_credentials(self, request: Request) -> Response:
+        """The spec's credentials refresh: fresh keys for a table, when vending is on."""
+        token, table = await self._token_and_table(request)
+        grants = self.grants
+        if not grants.vends:
+            raise IcebergError(
+                400,
+                'this server vends no credentials ([iceberg] credential_vending = "off"); use remote signing',
+            )
+        grant = await run_in_threadpool(grants.load, table)
+        keys = await run_in_threadpool(vend, request, self.metrics, grants, table, token, grant)
+        body = {"storage-credentials": storage_credentials(keys, grant)}
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    @iceberg_errors()
+    async def sign_request(self, request: Request) -> Response:
+        """Signs a read of one object of a table the token's share holds; refuses anything else with 403."""
+        metrics = self.metrics
+        method, uri, headers = _parsed(await request.body())
+        fields = audit_fields(request)
+        try:
+            secret = bearer_secret(request)
+            token = await run_in_threadpool(self.store.authenticate, secret)
+        except Unauthenticated as error:
+            metrics.iceberg_signatures.labels("refused").inc()
+            raise IcebergError(403, error.message) from None
+        record_token(request, token)
+        grants = self.grants
+        try:
+            signed = await run_in_threadpool(
+                _sign_for_share, grants, self.store, token, method, uri, headers, fields
+            )
+        except IcebergError:
+            metrics.iceberg_signatures.labels("refused").inc()
+            raise
+        metrics.iceberg_signatures.labels("signed").inc()
+        signed_uri, signed_headers = signed
+        return JSONResponse(
+            {"uri": signed_uri, "headers": signed_headers}, headers={"Cache-Control": "no-store"}
+        )
+
+    async def read_only(self, request: Request) -> Response:
+        await self._token(request)
+        if request.method in ("GET", "HEAD"):
+            return error_response(404, f"No such endpoint: {request.url.path}", "NoSuchEndpointException")
+        return error_response(403, "This catalog is read-only: shares are changed by their provider")
+
+
+def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
+    """The catalog's routes, named `iceberg_*` (the OpenAPI document finds their specs by name)."""
+    everything = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    return [
+        Route(paths.ICEBERG_CONFIG, catalog.get_config, methods=["GET"], name="iceberg_config"),
+        Route(
+            paths.ICEBERG_OAUTH_TOKENS, oauth.token_endpoint, methods=["POST"], name="iceberg_oauth_tokens"
+        ),
+        Route(paths.ICEBERG_NAMESPACES, catalog.list_namespaces, methods=["GET"], name="iceberg_namespaces"),
+        Route(
+            paths.ICEBERG_NAMESPACE, catalog.get_namespace, methods=["GET", "HEAD"], name="iceberg_namespace"
+        ),
+        Route(paths.ICEBERG_TABLES, catalog.list_tables, methods=["GET"], name="iceberg_tables"),
+        Route(paths.ICEBERG_TABLE, catalog.load_table, methods=["GET", "HEAD"], name="iceberg_table"),
+        Route(
+            paths.ICEBERG_CREDENTIALS, catalog.load_credentials, methods=["GET"], name="iceberg_credentials"
+        ),
+        Route(paths.ICEBERG_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_s3_sign"),
+        Route(
+            paths.ICEBERG_OTHER,
+            iceberg_errors()(catalog.read_only),
+            methods=everything,
+            name="iceberg_read_only",
+        ),
+    ]

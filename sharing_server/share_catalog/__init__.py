@@ -1,7 +1,0 @@
-"""The recipients' share catalog: a read-only Iceberg REST catalog at `/iceberg`, opened by share
-tokens.
-
-What a recipient may read of a table comes through the door
-(`share_store.readers.iceberg_grants`); this package holds only the HTTP
-handlers (`routes`) and how engines read the files (`delegation`).
-"""

@@ -1,0 +1,120 @@
+"""Who may do what, decided in the catalog layer: each operation of `CatalogAccess` against its actions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.table import CommitTableRequest
+from pyiceberg.types import LongType, NestedField
+
+from share_store.catalog.access import PROVIDER, CatalogAccess, Forbidden, Principal
+from share_store.catalog.catalog import NewTable, WarehouseCatalog
+from share_store.catalog.commits import parse_model
+from share_store.catalog.names import TableName
+from share_store.catalog.policies import READ_ONLY_EXAMPLE_POLICY, parse_policy
+from share_store.persistence import ShareStore, sqlite_url
+from share_store.signing.file_urls import UrlSigner
+from share_store.storage.local import LocalStorage
+
+SCHEMA = Schema(NestedField(1, "id", LongType()))
+T = TableName.of("whs", ("ns",), "t")
+ARN = "arn:aws:s3tables:::bucket/whs"
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> WarehouseCatalog:
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    (tmp_path / "root").mkdir()
+    made = WarehouseCatalog(
+        store.transactions, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x"))
+    )
+    made.create_warehouse("whs")
+    made.create_namespace("whs", ("ns",), {})
+    made.create_table(T, NewTable(SCHEMA, properties={"format-version": "2"}))
+    return made
+
+
+def allowed(*statements: tuple[str, str], deny: tuple[str, str] | None = None) -> Principal:
+    listed: list[dict[str, Any]] = [{"Effect": "Allow", "Action": a, "Resource": r} for a, r in statements]
+    if deny is not None:
+        listed.append({"Effect": "Deny", "Action": deny[0], "Resource": deny[1]})
+    return Principal("alice", parse_policy(json.dumps({"Statement": listed})))
+
+
+def commit(*requirements: dict[str, Any]) -> CommitTableRequest:
+    body = {"identifier": {"namespace": ["ns"], "name": "t"}, "requirements": list(requirements),
+            "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}  # fmt: skip
+    return parse_model(CommitTableRequest, body, "commit")
+
+
+OPERATIONS: list[tuple[str, str, str, Callable[[CatalogAccess], Any]]] = [
+    ("has_warehouse", "s3tables:GetTableBucket", ARN, lambda a: a.has_warehouse("whs")),
+    ("list_namespaces", "s3tables:ListNamespaces", ARN, lambda a: a.list_namespaces("whs")),
+    ("load_namespace", "s3tables:GetNamespace", ARN, lambda a: a.load_namespace("whs", ("ns",))),
+    ("create_namespace", "s3tables:CreateNamespace", ARN, lambda a: a.create_namespace("whs", ("n2",), {})),
+    ("update_namespace", "s3tables:UpdateNamespaceProperties", ARN,
+     lambda a: a.update_namespace_properties("whs", ("ns",), [], {"k": "v"})),
+    ("list_tables", "s3tables:ListTables", ARN, lambda a: a.list_tables("whs", ("ns",))),
+    ("create_table", "s3tables:CreateTable", f"{ARN}/table/ns/u",
+     lambda a: a.create_table(TableName.of("whs", ("ns",), "u"), NewTable(SCHEMA))),
+    ("load_table", "s3tables:GetTable", f"{ARN}/table/ns/t", lambda a: a.load_table(T)),
+    ("commit", "s3tables:UpdateTableMetadataLocation", f"{ARN}/table/ns/t", lambda a: a.commit(T, commit())),
+    ("drop_table", "s3tables:DeleteTable", f"{ARN}/table/ns/t", lambda a: a.drop_table(T)),
+    ("drop_namespace", "s3tables:DeleteNamespace", ARN, lambda a: a.drop_namespace("whs", ("n0",))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=[op[0] for op in OPERATIONS])
+def test_each_operation_needs_its_action_on_its_resource_and_a_deny_wins(
+    catalog: WarehouseCatalog, operation: tuple[str, str, str, Callable[[CatalogAccess], Any]]
+) -> None:
+    _, action, resource, run = operation
+    catalog.create_namespace("whs", ("n0",), {})
+    # Allowed something else on the same resource, and this action elsewhere: refused.
+    other = "s3tables:GetTableBucket" if action != "s3tables:GetTableBucket" else "s3tables:ListTables"
+    with pytest.raises(Forbidden, match=action):
+        run(CatalogAccess(catalog, allowed((other, resource), (action, "arn:aws:s3tables:::bucket/other*"))))
+    with pytest.raises(Forbidden):
+        run(CatalogAccess(catalog, allowed(("s3tables:*", "*"), deny=(action, resource))))
+    run(CatalogAccess(catalog, allowed((action, resource))))
+
+
+def test_a_staged_creates_commit_needs_create_table_too(catalog: WarehouseCatalog) -> None:
+    writer = CatalogAccess(catalog, allowed(("s3tables:UpdateTableMetadataLocation", "*")))
+    staged = parse_model(CommitTableRequest, {
+        "identifier": {"namespace": ["ns"], "name": "new"}, "requirements": [{"type": "assert-create"}],
+        "updates": []}, "commit")  # fmt: skip
+    with pytest.raises(Forbidden, match="CreateTable"):
+        writer.commit_transaction([(TableName.of("whs", ("ns",), "new"), staged)])
+    assert not catalog.table_exists(TableName.of("whs", ("ns",), "new"))
+
+
+def test_loads_take_get_table_metadata_location_as_get_table(catalog: WarehouseCatalog) -> None:
+    s3_tables_style = CatalogAccess(catalog, allowed(("s3tables:GetTableMetadataLocation", "*")))
+    assert s3_tables_style.load_table(T).metadata_location is not None
+    aistor_read_only = Principal(
+        "reader", parse_policy(READ_ONLY_EXAMPLE_POLICY.replace("my-warehouse", "whs"))
+    )
+    assert CatalogAccess(catalog, aistor_read_only).table_exists(T)
+    with pytest.raises(Forbidden):
+        CatalogAccess(catalog, aistor_read_only).commit(T, commit())
+
+
+def test_warehouses_are_listed_where_list_table_buckets_allows_and_adopted_by_the_provider_only(
+    catalog: WarehouseCatalog,
+) -> None:
+    catalog.create_warehouse("other")
+    lister = CatalogAccess(catalog, allowed(("s3tables:ListTableBuckets", ARN)))
+    assert lister.list_warehouses() == ["whs"]
+    assert CatalogAccess(catalog, allowed(("s3tables:GetTableBucket", "*"))).list_warehouses() == []
+    (catalog.storage.root / "taken").mkdir()  # type: ignore[attr-defined]
+    maker = CatalogAccess(catalog, allowed(("s3tables:CreateTableBucket", "*")))
+    with pytest.raises(Forbidden, match="adopt"):
+        maker.create_warehouse("taken", adopt=True)
+    CatalogAccess(catalog, PROVIDER).create_warehouse("taken", adopt=True)
+    assert "taken" in catalog.list_warehouses()

@@ -1,0 +1,76 @@
+"""`GET /v1/config` lists exactly the endpoints the own warehouses serve under `/v1/{prefix}`: the
+Java client and DuckDB decide what to call from it, so a listed endpoint that is not served, or a
+served one that is not listed, is a client that fails or falls back for nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from starlette.routing import Mount, Route
+from starlette.testclient import TestClient
+
+from share_store.authentication.tokens import hash_secret
+from share_store.persistence import ShareStore, sqlite_url
+from share_store.signing.file_urls import UrlSigner
+from share_store.storage.local import LocalStorage
+from sharing_server import paths
+from sharing_server.app import create_app
+from sharing_server.config import ServiceOptions
+from tests.sharing_server.catalog.served import ADMIN, SECRET, WH
+
+#: Served under `/v1/{prefix}` but no catalog endpoint of the spec: the writers' signer, whose
+#: address comes with a table load (`s3.signer.endpoint`), not from /v1/config, and maintenance
+#: (S3 Tables' API, not Iceberg's: no engine calls it), and the undrop of dropped tables and views
+#: (Lakekeeper's, in its management API: no engine calls it either).
+NOT_LISTED = {
+    paths.WAREHOUSE_S3_SIGN,
+    paths.WAREHOUSE_UNDROP,
+    paths.WAREHOUSE_VIEW_UNDROP,
+    paths.WAREHOUSE_TABLE_MAINTENANCE,
+    paths.WAREHOUSE_TABLE_MAINTENANCE_KIND,
+    paths.WAREHOUSE_TABLE_MAINTENANCE_RUN,
+    paths.WAREHOUSE_TABLE_MAINTENANCE_STATUS,
+}
+
+
+def served_endpoints(app: object) -> set[str]:
+    mount = next(r for r in app.routes if isinstance(r, Mount) and r.path == paths.WAREHOUSE_PREFIX)  # type: ignore[attr-defined]
+    found = set()
+    for route in mount.routes:
+        if not isinstance(route, Route) or not route.path.startswith("/v1/{prefix}/"):
+            continue
+        if route.path in NOT_LISTED:
+            continue
+        for method in route.methods or ():
+            if method != "HEAD" or "GET" not in (route.methods or ()) or route.path.endswith("}"):
+                found.add(f"{method} {route.path}")
+    return found
+
+
+@pytest.mark.parametrize("delegation", [(), ("vended-credentials",), ("remote-signing",)])
+def test_config_lists_exactly_what_is_served(tmp_path: Path, delegation: tuple[str, ...]) -> None:
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    (tmp_path / "buckets").mkdir()
+    storage = LocalStorage(tmp_path / "buckets", UrlSigner(SECRET, "http://localhost"))
+    options = ServiceOptions(
+        admin_token_hash=hash_secret(ADMIN),
+        per_token_rps=0,
+        warm_on_start=False,
+        access_delegation=delegation,
+    )
+    app = create_app(store, storage, SECRET, options=options)
+    try:
+        with TestClient(app) as client:
+            headers = {"Authorization": f"Bearer {ADMIN}"}
+            assert (
+                client.post("/_iceberg/v1/warehouses", json={"name": WH}, headers=headers).status_code == 200
+            )
+            config = client.get(f"/_iceberg/v1/config?warehouse={WH}", headers=headers).json()
+        listed = set(config["endpoints"])
+        served = served_endpoints(app)
+        if "vended-credentials" not in delegation:
+            served.discard(f"GET {paths.WAREHOUSE_TABLE_CREDENTIALS}")
+        assert listed == served
+    finally:
+        store.close()
