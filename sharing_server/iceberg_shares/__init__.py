@@ -1,4 +1,4 @@
-"""The recipients' share catalog: a read-only Iceberg REST catalog at `/iceberg`, opened by share
+"""Iceberg shares: the recipients' read-only Iceberg REST catalog at `/iceberg`, opened by share
 tokens.
 
 What a recipient may read of a table comes through the door

@@ -1,6 +1,6 @@
-"""Maintenance of the own warehouses' tables: compaction, snapshot expiry, unreferenced files.
+"""Maintenance of the catalog's tables: compaction, snapshot expiry, unreferenced files.
 
-`settings` (what to do, S3 Tables' words), `expiry`, `compaction` and
+`configuration` (what to do, S3 Tables' words), `expiry`, `compaction` and
 `unreferenced` (each kind, its decisions pure and its commits through the
 catalog's compare-and-swap), `rows` (configurations, runs, marks and the lease
 in the store).
