@@ -16,7 +16,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from sharing_server.delta_sharing import routes
+from sharing_server.delta_sharing import routes, table_streams
 from tests.conftest import Deployment
 from tests.sharing_server.delta_sharing.conftest import lines
 
@@ -56,7 +56,7 @@ def test_a_query_of_many_chunks_is_whole(
     """With chunks of a few hundred bytes, the first chunk is not the response's end: the rest follows."""
     path = "/shares/proto/schemas/default/tables/t_checkpoint/query"
     whole = lines(api.post(path, json={}))
-    monkeypatch.setattr(routes, "FIRST_CHUNK_BYTES", 256)
+    monkeypatch.setattr(table_streams, "FIRST_CHUNK_BYTES", 256)
     monkeypatch.setattr(_protocol_endpoints(local), "stream_buffer_bytes", 256)
     response = api.post(path, json={})
     assert response.status_code == 200
