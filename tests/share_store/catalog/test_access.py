@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +16,6 @@ from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.commits import parse_model
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import READ_ONLY_EXAMPLE_POLICY, parse_policy
-from share_store.persistence import ShareStore, sqlite_url
-from share_store.signing.file_urls import UrlSigner
-from share_store.storage.local import LocalStorage
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 T = TableName.of("whs", ("ns",), "t")
@@ -27,16 +23,16 @@ ARN = "arn:aws:s3tables:::bucket/whs"
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> WarehouseCatalog:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
-    (tmp_path / "root").mkdir()
-    made = WarehouseCatalog(
-        store.transactions, LocalStorage(tmp_path / "root", UrlSigner(b"k" * 32, "http://x"))
-    )
-    made.create_warehouse("whs")
-    made.create_namespace("whs", ("ns",), {})
-    made.create_table(T, NewTable(SCHEMA, properties={"format-version": "2"}))
-    return made
+def catalog_store() -> str:
+    """Access is decided above the store: SQLite is enough."""
+    return "sqlite"
+
+
+@pytest.fixture
+def catalog(catalog: WarehouseCatalog) -> WarehouseCatalog:
+    """The folder's catalog with the v2 table `ns.t` the operations here act on."""
+    catalog.create_table(T, NewTable(SCHEMA, properties={"format-version": "2"}))
+    return catalog
 
 
 def allowed(*statements: tuple[str, str], deny: tuple[str, str] | None = None) -> Principal:

@@ -22,15 +22,8 @@ from share_store.catalog.errors import AlreadyExists, CommitConflict, MetadataFi
 from share_store.catalog.names import TableName
 from share_store.errors import InvalidParameter
 from share_store.persistence.sql_schema import warehouse_tables_table
-from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
-
-
-@pytest.fixture(params=STORES)
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    """The same guarantees on both stores the server runs on (PostgreSQL for replicas)."""
-    return own_catalog(tmp_path, request, request.param)
 
 
 def properties(key: str, value: str, table: str = "t") -> CommitTableRequest:

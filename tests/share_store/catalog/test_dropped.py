@@ -27,15 +27,9 @@ from share_store.catalog.errors import (
 from share_store.catalog.locations import LocationRefused
 from share_store.catalog.names import TableName
 from share_store.persistence.rows import utc_now
-from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 T = TableName.of("whs", ("ns",), "t")
-
-
-@pytest.fixture(params=STORES)
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    return own_catalog(tmp_path, request, request.param)
 
 
 def anyone(name: TableName) -> bool:

@@ -34,16 +34,10 @@ from share_store.catalog.metadata_text import MetadataText, metadata_text
 from share_store.catalog.names import TableName
 from share_store.errors import InvalidParameter
 from sharing_server.catalog import codec
-from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType()))
 LOCATION = "s3://wh/ns/t-1"
 NAME = TableName.of("whs", ("ns",), "t")
-
-
-@pytest.fixture(params=STORES)
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    return own_catalog(tmp_path, request, request.param)
 
 
 def request_of(*updates: dict[str, Any], requirements: tuple[dict[str, Any], ...] = ()) -> CommitTableRequest:

@@ -35,7 +35,8 @@ def body(value: Any) -> bytes:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
+def warehouse_catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
+    """The store's catalog itself, on SQLite (the folder's `catalog` is the served one)."""
     return own_catalog(tmp_path, request)
 
 
@@ -232,10 +233,10 @@ def test_new_table_checks_the_tables_name(name: str) -> None:
         codec.new_table("whs", ("ns",), body({"name": name, "schema": SCHEMA_JSON}))
 
 
-def test_a_created_table_is_what_the_new_table_asked_for(catalog: WarehouseCatalog) -> None:
+def test_a_created_table_is_what_the_new_table_asked_for(warehouse_catalog: WarehouseCatalog) -> None:
     raw = {"name": "t", "schema": SCHEMA_JSON, "properties": {**V2, "owner": "me"}}
     table, new = codec.new_table("whs", ("ns",), body(raw))
-    loaded = catalog.create_table(table, new)
+    loaded = warehouse_catalog.create_table(table, new)
     assert loaded.metadata.format_version == 2
     assert loaded.metadata.properties["owner"] == "me"
     assert loaded.metadata.schema() == SCHEMA
@@ -382,10 +383,10 @@ def test_snapshots_mode_refuses_others(value: str) -> None:
 # -- results ----------------------------------------------------------------------------------------
 
 
-def _with_three_snapshots(catalog: WarehouseCatalog) -> LoadedTable:
+def _with_three_snapshots(warehouse_catalog: WarehouseCatalog) -> LoadedTable:
     """A v2 table with snapshots 1, 2 and 3: `main` at 3, tag `v1` at 1, nothing at 2."""
     name = TableName.of("whs", ("ns",), "t")
-    created = catalog.create_table(name, NewTable(SCHEMA, properties=V2))
+    created = warehouse_catalog.create_table(name, NewTable(SCHEMA, properties=V2))
     location = created.metadata.location
     updates: list[dict[str, Any]] = []
     for snapshot_id in (1, 2, 3):
@@ -399,11 +400,11 @@ def _with_three_snapshots(catalog: WarehouseCatalog) -> LoadedTable:
         updates.append({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
                         "snapshot-id": snapshot_id})  # fmt: skip
     updates.append({"action": "set-snapshot-ref", "ref-name": "v1", "type": "tag", "snapshot-id": 1})
-    return catalog.commit(name, codec.commit(name, body({"updates": updates})))
+    return warehouse_catalog.commit(name, codec.commit(name, body({"updates": updates})))
 
 
-def test_load_result_with_every_snapshot(catalog: WarehouseCatalog) -> None:
-    loaded = _with_three_snapshots(catalog)
+def test_load_result_with_every_snapshot(warehouse_catalog: WarehouseCatalog) -> None:
+    loaded = _with_three_snapshots(warehouse_catalog)
     result = codec.load_result(loaded)
     assert set(result) == {"metadata", "config", "metadata-location"}
     assert result["config"] == {}
@@ -414,9 +415,9 @@ def test_load_result_with_every_snapshot(catalog: WarehouseCatalog) -> None:
 
 
 def test_load_result_with_refs_keeps_only_snapshots_a_branch_or_tag_points_at(
-    catalog: WarehouseCatalog,
+    warehouse_catalog: WarehouseCatalog,
 ) -> None:
-    loaded = _with_three_snapshots(catalog)
+    loaded = _with_three_snapshots(warehouse_catalog)
     result = codec.load_result(loaded, "refs")
     assert [s["snapshot-id"] for s in result["metadata"]["snapshots"]] == [1, 3]
     assert result["metadata"]["refs"] == {
@@ -428,30 +429,32 @@ def test_load_result_with_refs_keeps_only_snapshots_a_branch_or_tag_points_at(
     assert len(loaded.metadata.snapshots) == 3
 
 
-def test_load_result_of_a_table_without_snapshots(catalog: WarehouseCatalog) -> None:
-    loaded = catalog.create_table(TableName.of("whs", ("ns",), "empty"), NewTable(SCHEMA, properties=V2))
+def test_load_result_of_a_table_without_snapshots(warehouse_catalog: WarehouseCatalog) -> None:
+    loaded = warehouse_catalog.create_table(
+        TableName.of("whs", ("ns",), "empty"), NewTable(SCHEMA, properties=V2)
+    )
     for mode in ("all", "refs"):
         result = codec.load_result(loaded, mode)
         assert result["metadata"].get("snapshots", []) == []
         assert result["metadata"]["location"] == loaded.metadata.location
 
 
-def test_load_result_of_a_staged_create_has_no_metadata_location(catalog: WarehouseCatalog) -> None:
+def test_load_result_of_a_staged_create_has_no_metadata_location(warehouse_catalog: WarehouseCatalog) -> None:
     table, new = codec.new_table(
         "whs", ("ns",), body({"name": "s", "schema": SCHEMA_JSON, "stage-create": True})
     )
-    staged = catalog.create_table(table, new)
+    staged = warehouse_catalog.create_table(table, new)
     result = codec.load_result(staged)
     assert "metadata-location" not in result
     assert result["metadata"]["schemas"][0]["fields"][0]["name"] == "id"
-    assert not catalog.table_exists(table)
+    assert not warehouse_catalog.table_exists(table)
 
 
-def test_commit_result_names_the_new_metadata_file(catalog: WarehouseCatalog) -> None:
+def test_commit_result_names_the_new_metadata_file(warehouse_catalog: WarehouseCatalog) -> None:
     name = TableName.of("whs", ("ns",), "t")
-    created = catalog.create_table(name, NewTable(SCHEMA, properties=V2))
+    created = warehouse_catalog.create_table(name, NewTable(SCHEMA, properties=V2))
     request = codec.commit(name, body({"updates": [{"action": "set-properties", "updates": {"k": "v"}}]}))
-    committed = catalog.commit(name, request)
+    committed = warehouse_catalog.commit(name, request)
     result = codec.commit_result(committed)
     assert set(result) == {"metadata-location", "metadata"}
     assert result["metadata-location"] == committed.metadata_location != created.metadata_location

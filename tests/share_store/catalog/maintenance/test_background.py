@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta
-from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
@@ -22,16 +20,10 @@ from share_store.persistence.sql_schema import (
     maintenance_leases_table,
     maintenance_runs_table,
 )
-from tests.own_catalog import STORES, own_catalog
 from tests.share_store.catalog.maintenance.test_compaction import SCHEMA, T, data_files, table_of
 from tests.share_store.catalog.maintenance.test_compaction import rows as batch
 
 FAST = Background(interval_seconds=0.05, cpu_share=1.0)
-
-
-@pytest.fixture(params=STORES)
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    return own_catalog(tmp_path, request, request.param)
 
 
 def appended(catalog: WarehouseCatalog, appends: int = 6) -> None:

@@ -27,7 +27,6 @@ from share_store.catalog.maintenance.expiry import (
     expiry_commit,
 )
 from share_store.catalog.names import TableName
-from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 LOCATION = "s3://wh/ns/t-1"
@@ -222,11 +221,6 @@ def test_the_commit_asserts_the_table_and_every_ref_and_removes_refs_first() -> 
 
 
 # -- expire_snapshots: through the catalog, on both stores ----------------------------------------
-
-
-@pytest.fixture(params=STORES)
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    return own_catalog(tmp_path, request, request.param)
 
 
 NAME = TableName.of("whs", ("ns",), "t")

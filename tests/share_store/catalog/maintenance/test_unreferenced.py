@@ -38,7 +38,6 @@ from share_store.persistence.sql_schema import maintenance_noncurrent_table, war
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.base import ObjectInfo
 from share_store.storage.local import LocalStorage
-from tests.own_catalog import STORES, own_catalog
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 T = TableName.of("whs", ("ns",), "t")
@@ -46,12 +45,6 @@ U = TableName.of("whs", ("ns",), "u")
 ON = UnreferencedFileRemoval()  # 3 days unreferenced, 10 days noncurrent
 NOW = datetime.now(UTC)
 DAY = timedelta(days=1)
-
-
-@pytest.fixture(params=STORES)
-def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> WarehouseCatalog:
-    """Marks are kept in the store between runs: on both stores the server runs on."""
-    return own_catalog(tmp_path, request, request.param)
 
 
 def ids(values: range) -> pa.Table:
