@@ -25,7 +25,7 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
 from share_store.catalog.users import IssuedUser
-from share_store.iceberg.locations import file_location, file_uri
+from share_store.storage.file_uris import file_location, file_uri
 from share_store.storage.local import LocalStorage
 from tests.conftest import Deployment
 

@@ -20,10 +20,10 @@ from share_store.catalog import policies as actions
 from share_store.catalog.catalog import DroppedTable, LoadedTable, NewTable, WarehouseCatalog
 from share_store.catalog.commits import creates
 from share_store.catalog.errors import CatalogRefusal, NoSuchTable
+from share_store.catalog.locations import MayTake
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import Policy, table_arn, warehouse_arn
 from share_store.catalog.rows import TABLE, VIEW
-from share_store.catalog.table_locations import MayTake
 from share_store.catalog.view_commits import ViewCommit
 from share_store.catalog.views import LoadedView, NewView
 

@@ -8,7 +8,7 @@ multi-table transaction swaps all its pointers in one database transaction.
 A warehouse is a bucket of the configured storage. Where a table lives is
 the catalog's decision, recorded with its pointer (`table_locations`): every
 file it writes, deletes or hands to a reader for a table is inside that
-location (`iceberg.locations.TableLocation.confine`), whatever the caller's
+location (`storage.table_location.TableLocation.confine`), whatever the caller's
 metadata names. Metadata files a commit stops tracking are deleted after it,
 when the table asks (`write.metadata.delete-after-commit.enabled`), and only
 the table's own (`MetadataFiles.delete_superseded`).
@@ -56,20 +56,21 @@ from share_store.catalog.commits import (
 from share_store.catalog.errors import AlreadyExists, CommitConflict
 from share_store.catalog.locations import (
     LocationRefused,
+    MayTake,
     check_files,
     check_write_paths,
+    no_one,
     requested_location,
 )
 from share_store.catalog.metadata_text import MetadataText, metadata_text
 from share_store.catalog.names import TableName
 from share_store.catalog.purge import purge, purge_folder
 from share_store.catalog.rows import TABLE, TablePointer
-from share_store.catalog.table_locations import MayTake, no_one
 from share_store.catalog.views import ViewCatalog
 from share_store.catalog.warehouses import dropped_retention
 from share_store.errors import InvalidParameter, ShareStoreError
-from share_store.iceberg.locations import TableLocation
 from share_store.storage.base import ObjectStorage
+from share_store.storage.table_location import TableLocation
 
 if TYPE_CHECKING:  # boto3 and STS are loaded only by servers that vend keys
     from share_store.storage.table_keys import TableKeys

@@ -39,7 +39,6 @@ from share_store.catalog.errors import NoSuchTable
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import table_arn
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg.locations import TableLocation
 from share_store.iceberg_shares.grants import store_signer
 from share_store.signing.request_signing import (
     READ_METHODS,
@@ -48,10 +47,10 @@ from share_store.signing.request_signing import (
     parse_object_request,
 )
 from share_store.signing.token_codec import TokenCodec
-from share_store.signing.vended_scope import VendingScope, prefixes_of
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Settings
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys
+from share_store.storage.table_location import TableLocation
 
 VENDED = "vended-credentials"
 SIGNED = "remote-signing"
@@ -175,7 +174,7 @@ class DataAccess:
         assert self.vendor is not None
         rights = self._rights(who, table)
         _, _, store = self._s3()
-        scope = VendingScope(prefixes_of([(location.bucket, location.prefix)]), write=rights.write)
+        scope = location.vending_scope(rights.write)
         session = f"catalog-{who.name[:24]}-{table.name[:24]}"
         return self.vendor.vend(store, scope, session, None)
 
@@ -288,7 +287,7 @@ class DataAccess:
         if not self.vends:
             return signer
         assert self.vendor is not None
-        scope = VendingScope(prefixes_of([(granted.bucket, granted.prefix)]), write=not reads)
+        scope = granted.vending_scope(not reads)
         # One session per table and kind of right, so the store's audit names what signed.
         session = f"signer-{'r' if reads else 'w'}-{table.warehouse[:16]}-{table.name[:32]}"
         return self.vendor.vend(store, scope, session, None).signer(store.region)

@@ -11,9 +11,9 @@ from typing import Any
 
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from share_store.iceberg.locations import TableLocation
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Storage
+from share_store.storage.table_location import TableLocation
 
 
 def file_io_properties(storage: ObjectStorage) -> dict[str, str]:

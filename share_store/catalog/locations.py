@@ -12,7 +12,20 @@ refuses the same by default (`ALLOW_TABLE_LOCATION_OVERLAP`,
 `ALLOW_EXTERNAL_METADATA_FILE_LOCATION` off); S3 Tables and AIStor keep each
 table inside storage they manage.
 
-Pure functions over the storage's addressing: nothing here reads or writes.
+A dropped table (a drop without purge) keeps its folder: it is the dropped
+table's until its warehouse's retention has passed, and a new location over it
+is refused as over a live one's, unless the caller is allowed on the dropped
+table's own name (`MayTake`, which the caller's policy answers with the
+operation's own action, as if the table were live) and the new location holds
+the whole folder (never a part of it, which would leave the rest to anyone;
+`check_free`). So a user allowed only `att_*` cannot register a dropped
+`payroll_x`'s metadata as `att_x`, and the owner still can (pyiceberg's suite
+registers a table it dropped under a new name).
+
+Pure functions over the storage's addressing: nothing here reads or writes
+(`table_locations` records and claims what these decide). The value they decide,
+and the one check of every file acted on for a table, is the platform's
+`storage.table_location.TableLocation`.
 """
 
 from __future__ import annotations
@@ -20,12 +33,15 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
+from share_store.catalog.names import TableName
+from share_store.catalog.rows import TablePointer
 from share_store.errors import InvalidParameter
-from share_store.iceberg.locations import TableLocation, file_uri
 from share_store.storage.base import ObjectStorage
+from share_store.storage.file_uris import file_uri
 from share_store.storage.local import LocalStorage
+from share_store.storage.table_location import TableLocation
 
 #: One folder name of a location: what the catalog's own names and engines' usual paths use.
 SAFE_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_=.+-]*")
@@ -37,6 +53,12 @@ WRITE_PATHS = (
     "write.object-storage.path",
     "write.folder-storage.path",
 )
+
+#: Whether the caller may take over the folder of the dropped table of that name (its own name, as
+#: the caller's policy allows the operation's action on it; the provider may always).
+MayTake = Callable[[TableName], bool]
+#: Each table of a warehouse, dropped ones too, with the folders it claims.
+Claims = list[tuple[TablePointer, list[TableLocation]]]
 
 
 class LocationRefused(InvalidParameter):
@@ -134,3 +156,34 @@ def check_files(storage: ObjectStorage, location: TableLocation, paths: Iterable
     for what, path in paths:
         if not location.holds_path(storage, path):
             raise LocationRefused(f"the {what} {path!r} is outside the table's location {location.uri}")
+
+
+def no_one(name: TableName) -> bool:
+    """The `MayTake` of the catalog's own callers (maintenance, a legacy table's location recorded):
+    a dropped table's folder is its own. `CatalogAccess` gives the caller's (the provider may)."""
+    return False
+
+
+def check_free(
+    location: TableLocation, claims: Claims, may_take: MayTake, reading: bool = False
+) -> list[TablePointer]:
+    """`LocationRefused` if `location` overlaps another table's folder, or a dropped table's the caller
+    may not take; else the dropped tables whose folders it takes (to forget when it is recorded).
+
+    `reading`: the folder of a metadata file about to be read (a register's), which may be inside
+    a dropped table's folder the caller may take. Otherwise a take needs the new location to hold the
+    dropped folder whole. The refusal names no table: the caller may not know it is there.
+    """
+    taken: list[TablePointer] = []
+    for pointer, folders in claims:
+        overlapping = [folder for folder in folders if location.overlaps(folder)]
+        if not overlapping:
+            continue
+        takes = pointer.dropped_at is not None and pointer.location is not None and may_take(pointer.table)
+        if takes and not reading:
+            takes = all(location.bucket == f.bucket and (f.prefix + "/").startswith(location.prefix + "/")
+                        for f in overlapping)  # fmt: skip
+        if not takes:
+            check_no_overlap(location, overlapping)  # raises: they overlap
+        taken.append(pointer)
+    return taken

@@ -35,8 +35,9 @@ from share_store.catalog.commits import metadata_json, read_metadata
 from share_store.catalog.errors import MetadataFileMissing
 from share_store.catalog.metadata_text import MetadataText, metadata_text
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg.locations import OutsideTable, TableLocation, file_location
 from share_store.storage.base import ObjectStorage, ObjectTooLarge
+from share_store.storage.file_uris import file_location
+from share_store.storage.table_location import OutsideTable, TableLocation
 
 #: Metadata files parsed and kept (they never change once written).
 METADATA_CACHE = 256

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg.table.metadata import TableMetadata
 
 from share_store.errors import ShareStoreError
-from share_store.iceberg.locations import OutsideTable, TableLocation
 from share_store.storage.base import ObjectStorage
+from share_store.storage.table_location import OutsideTable, TableLocation
 
 #: Keys a delete call is given at once (S3's DeleteObjects takes 1,000).
 DELETE_CHUNK = 1000

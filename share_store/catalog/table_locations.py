@@ -1,29 +1,20 @@
 """The catalog's record of where its tables live: new locations checked, old ones recorded, none overlapping.
 
-The rules of one location are pure (`locations`); this is where they meet the
+The rules of one location are pure (`locations`: what is taken, what overlaps,
+which dropped table's folder a caller may take); this is where they meet the
 store. A location is claimed in the same database transaction that records
 it, after the warehouse's row is locked (`rows.lock_warehouse`), so two
 creates racing for overlapping folders cannot both pass the check. Tables
 made before locations were recorded count with every folder their metadata
 shows (its `location`, and the folders of its metadata log and manifest
 lists): one moved by `set-location` before the check existed keeps the files
-it left behind.
-
-A dropped table (a drop without purge) keeps its folder: it is the dropped
-table's until its warehouse's retention has passed, and a new location over it
-is refused as over a live one's, unless the caller is allowed on the dropped
-table's own name (`MayTake`, which the caller's policy answers with the
-operation's own action, as if the table were live) and the new location holds
-the whole folder (never a part of it, which would leave the rest to anyone):
-then the dropped table is forgotten in the transaction that records the new one,
-its files the new table's. So a user allowed only `att_*` cannot register a
-dropped `payroll_x`'s metadata as `att_x`, and the owner still can (pyiceberg's
-suite registers a table it dropped under a new name).
+it left behind. A dropped table whose folder a new location takes is forgotten
+in the transaction that records the new one, its files the new table's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection
@@ -31,55 +22,21 @@ from sqlalchemy.engine import Connection
 from share_store.catalog import rows
 from share_store.catalog.errors import MetadataFileMissing
 from share_store.catalog.locations import (
+    Claims,
     LocationRefused,
+    MayTake,
     assigned_location,
-    check_no_overlap,
+    check_free,
+    no_one,
     requested_location,
 )
 from share_store.catalog.metadata_files import MetadataFiles
-from share_store.catalog.names import TableName
 from share_store.catalog.rows import TablePointer
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.locations import TableLocation, file_location, file_uri
 from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
-
-#: Whether the caller may take over the folder of the dropped table of that name (its own name, as
-#: the caller's policy allows the operation's action on it; the provider may always).
-MayTake = Callable[[TableName], bool]
-#: Each table of a warehouse, dropped ones too, with the folders it claims.
-Claims = list[tuple[TablePointer, list[TableLocation]]]
-
-
-def no_one(name: TableName) -> bool:
-    """The `MayTake` of the catalog's own callers (maintenance, a legacy table's location recorded):
-    a dropped table's folder is its own. `CatalogAccess` gives the caller's (the provider may)."""
-    return False
-
-
-def check_free(
-    location: TableLocation, claims: Claims, may_take: MayTake, reading: bool = False
-) -> list[TablePointer]:
-    """`LocationRefused` if `location` overlaps another table's folder, or a dropped table's the caller
-    may not take; else the dropped tables whose folders it takes (to forget when it is recorded).
-
-    `reading`: the folder of a metadata file about to be read (a register's), which may be inside
-    a dropped table's folder the caller may take. Otherwise a take needs the new location to hold the
-    dropped folder whole. The refusal names no table: the caller may not know it is there.
-    """
-    taken: list[TablePointer] = []
-    for pointer, folders in claims:
-        overlapping = [folder for folder in folders if location.overlaps(folder)]
-        if not overlapping:
-            continue
-        takes = pointer.dropped_at is not None and pointer.location is not None and may_take(pointer.table)
-        if takes and not reading:
-            takes = all(location.bucket == f.bucket and (f.prefix + "/").startswith(location.prefix + "/")
-                        for f in overlapping)  # fmt: skip
-        if not takes:
-            check_no_overlap(location, overlapping)  # raises: they overlap
-        taken.append(pointer)
-    return taken
+from share_store.storage.file_uris import file_location, file_uri
+from share_store.storage.table_location import TableLocation
 
 
 class TableLocations:

@@ -5,7 +5,7 @@ with no `[catalogs]` block: the registry asks `OwnWarehouses` whether it serves
 the warehouse and gets a catalog that loads tables as pyiceberg `Table`s, read
 through a FileIO over the server's own storage confined to the table's
 recorded location (`file_io.ConfinedFileIO`), which the readers also take as
-the bound of every file they sign (`iceberg.locations.table_location_of`).
+the bound of every file they sign (`storage.table_location.table_location_of`).
 """
 
 from __future__ import annotations

@@ -25,13 +25,9 @@ from sqlalchemy.engine import Connection
 from share_store.catalog import rows
 from share_store.catalog.commits import metadata_file_location, next_file_version
 from share_store.catalog.errors import AlreadyExists, MetadataFileMissing
-from share_store.catalog.locations import (
-    LocationRefused,
-    requested_location,
-)
+from share_store.catalog.locations import LocationRefused, MayTake, no_one, requested_location
 from share_store.catalog.names import TableName
 from share_store.catalog.rows import VIEW, TablePointer
-from share_store.catalog.table_locations import MayTake, no_one
 from share_store.catalog.view_commits import (
     ViewCommit,
     check_view_requirements,
@@ -40,8 +36,8 @@ from share_store.catalog.view_commits import (
 )
 from share_store.catalog.warehouses import Warehouses
 from share_store.errors import InvalidParameter
-from share_store.iceberg.locations import TableLocation
 from share_store.persistence.rows import utc_now
+from share_store.storage.table_location import TableLocation
 
 
 @dataclass(frozen=True)

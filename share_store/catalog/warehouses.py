@@ -19,14 +19,14 @@ from sqlalchemy.engine import Connection
 from share_store.catalog import rows
 from share_store.catalog.commits import TABLE_DEFAULT, changed_properties, string_properties
 from share_store.catalog.errors import AlreadyExists
-from share_store.catalog.locations import check_files, requested_location
+from share_store.catalog.locations import Claims, MayTake, check_files, check_free, requested_location
 from share_store.catalog.metadata_files import MetadataFiles
 from share_store.catalog.names import TableName, check_namespace, check_warehouse
-from share_store.catalog.table_locations import Claims, MayTake, TableLocations, check_free
+from share_store.catalog.table_locations import TableLocations
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg.locations import TableLocation
 from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
+from share_store.storage.table_location import TableLocation
 
 #: A table's or a view's metadata: whatever it is, it names its location.
 M = TypeVar("M", bound=Any)

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.locations import TableLocation, table_location_of
+from share_store.storage.table_location import TableLocation, table_location_of
 
 MAIN_BRANCH = "main"
 GZIP_MAGIC = b"\x1f\x8b"

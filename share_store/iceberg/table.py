@@ -26,17 +26,12 @@ from share_store.iceberg.listing import (
     schema_at,
     snapshot_id_at,
 )
-from share_store.iceberg.locations import (
-    TableLocation,
-    file_location,
-    file_uri,
-    locate_file,
-    table_location_of,
-)
 from share_store.iceberg.versions import EMPTY_SNAPSHOT
 from share_store.model import SharedTable
 from share_store.outages import outages_unavailable
 from share_store.storage.base import ObjectStorage, UrlSigning
+from share_store.storage.file_uris import file_location, file_uri
+from share_store.storage.table_location import TableLocation, locate_file, table_location_of
 from share_store.table_sources.registry import CatalogRegistry
 from share_store.table_sources.vended import VendedS3Storage
 from share_store.tables.commit_times import Commit
@@ -318,7 +313,7 @@ class IcebergTableReader:
     # -- where files live --------------------------------------------------------------
 
     def locate(self, path: str) -> tuple[str, str]:
-        """Bucket and key of a table file named by an absolute Iceberg URI (see iceberg/locations.py);
+        """Bucket and key of a table file named by an absolute Iceberg URI (see storage/file_uris.py);
         an own-warehouse table's files only inside its recorded location, or the server's cache."""
         if not self._loaded_once:
             self._load()

@@ -16,11 +16,10 @@ import dataclasses
 import threading
 import time
 
-from share_store.iceberg.locations import TableLocation
-from share_store.signing.vended_scope import VendingScope, prefixes_of
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Storage
 from share_store.storage.sts_vending import CredentialVendor
+from share_store.storage.table_location import TableLocation
 
 MAX_KEPT = 256
 
@@ -44,7 +43,7 @@ class TableKeys:
             kept = self._kept.get(key)
         if kept is not None and kept[0] > now:
             return kept[1]
-        scope = VendingScope(prefixes_of([(location.bucket, location.prefix)]), write=True)
+        scope = location.vending_scope(write=True)
         session = f"server-{location.bucket[:16]}-{location.prefix[-32:]}"
         keys = self.vendor.vend(self.storage.settings, scope, session.replace("/", "-"), None)
         settings = dataclasses.replace(

@@ -20,7 +20,7 @@ from share_store.catalog.maintenance.access import MaintenanceAccess
 from share_store.catalog.maintenance.configuration import UNREFERENCED_FILE_REMOVAL
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.names import TableName
-from share_store.iceberg.locations import file_location
+from share_store.storage.file_uris import file_location
 from sharing_server.console.maintenance_runs import kind_views, outcome
 from sharing_server.console.warehouses import (
     SHARE_TABLE_URL,

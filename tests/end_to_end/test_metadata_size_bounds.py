@@ -21,7 +21,7 @@ import pytest
 from share_store.authentication.tokens import hash_secret
 from share_store.catalog import metadata_files
 from share_store.catalog.metadata_files import MAX_METADATA_BYTES
-from share_store.iceberg.locations import file_location
+from share_store.storage.file_uris import file_location
 from tests.conftest import Deployment, deploy
 
 ADMIN_TOKEN = "metadata-bounds-admin-token"

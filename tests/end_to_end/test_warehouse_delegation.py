@@ -607,11 +607,11 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
     outside it that the parser let through. Here the parser is bypassed on purpose."""
     from share_store.catalog.data_access import DataAccess
     from share_store.catalog.names import TableName
-    from share_store.iceberg.locations import TableLocation
     from share_store.signing.request_signing import ObjectRequest
     from share_store.signing.token_codec import TokenCodec
     from share_store.storage.s3 import S3Settings, S3Storage
     from share_store.storage.sts_vending import CredentialVendor, VendingSettings
+    from share_store.storage.table_location import TableLocation
 
     victim_bucket, victim_key = victim_file(server, owner)
     settings = S3Settings(seaweed.endpoint, None, seaweed.region, seaweed.access_key, seaweed.secret_key)
@@ -641,10 +641,10 @@ def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_t
     """A drop with purge on a server whose store has STS: every file of the table goes, through
     storage whose keys are the table's (`storage.table_keys`); those keys, asked to delete or read
     another table's file, are refused by SeaweedFS itself."""
-    from share_store.iceberg.locations import TableLocation
     from share_store.storage.s3 import S3Settings, S3Storage
     from share_store.storage.sts_vending import CredentialVendor, VendingSettings
     from share_store.storage.table_keys import TableKeys
+    from share_store.storage.table_location import TableLocation
 
     catalog = writer(server, owner, VENDED)
     catalog.create_namespace_if_not_exists("purged")

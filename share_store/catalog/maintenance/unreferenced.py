@@ -39,10 +39,11 @@ from share_store.catalog.names import TableName
 from share_store.catalog.purge import reachable_files
 from share_store.catalog.rows import TablePointer
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.locations import OutsideTable, TableLocation, file_location
 from share_store.persistence.rows import utc
 from share_store.persistence.sql_schema import maintenance_noncurrent_table, warehouse_tables_table
 from share_store.storage.base import ObjectInfo, ObjectStorage
+from share_store.storage.file_uris import file_location
+from share_store.storage.table_location import OutsideTable, TableLocation
 
 DAY = timedelta(days=1)
 #: Keys per statement: well under SQLite's 999 bound parameters.

@@ -16,10 +16,10 @@ from share_store.catalog.locations import (
 )
 from share_store.catalog.names import check_name, check_namespace
 from share_store.errors import InvalidParameter
-from share_store.iceberg.locations import OutsideTable, TableLocation
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.storage.s3 import S3Settings, S3Storage
+from share_store.storage.table_location import OutsideTable, TableLocation
 
 
 @pytest.fixture

@@ -33,11 +33,12 @@ from share_store.catalog.maintenance.unreferenced import (
 from share_store.catalog.names import TableName
 from share_store.catalog.purge import UnreadableTable, reachable_files
 from share_store.catalog.table_source import WarehouseTables
-from share_store.iceberg.locations import TableLocation, file_uri
 from share_store.persistence.sql_schema import maintenance_noncurrent_table, warehouse_tables_table
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.base import ObjectInfo
+from share_store.storage.file_uris import file_uri
 from share_store.storage.local import LocalStorage
+from share_store.storage.table_location import TableLocation
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 T = TableName.of("whs", ("ns",), "t")

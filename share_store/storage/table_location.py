@@ -1,8 +1,10 @@
-"""Where an Iceberg table's files are in the object storage the server signs for, and back.
+"""Where one table of the server's own warehouses lives, and the one check of every file acted on
+for it: `TableLocation.holds` (a bucket and key), `TableLocation.confine` (a file's URI).
 
-Iceberg names its files by absolute URI (`s3://bucket/key`, `file:///root/bucket/key`);
-the storage interface takes a bucket and a key. A file outside that storage cannot be
-handed out, and is refused.
+A platform value: the catalog decides a table's location (`catalog.locations`) and records it
+(`catalog.table_locations`); the catalog's writes and purges, maintenance, the writers' signer,
+the keys vended for a table (`vending_scope`) and the table readers all bound what they touch
+with it.
 """
 
 from __future__ import annotations
@@ -11,40 +13,13 @@ import functools
 import os
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from share_store.errors import UnsupportedOperation
+from share_store.signing.vended_scope import VendingScope, prefixes_of
 from share_store.storage.base import ObjectStorage
+from share_store.storage.file_uris import file_location
 from share_store.storage.local import LocalStorage
-
-
-def file_location(storage: ObjectStorage, path: str) -> tuple[str, str]:
-    """Bucket and key in `storage` of a file named by an absolute Iceberg URI."""
-    parsed = urlparse(path)
-    if parsed.scheme in ("s3", "s3a", "s3n") and not isinstance(storage, LocalStorage):
-        return parsed.netloc, unquote(parsed.path.lstrip("/"))
-    if parsed.scheme in ("file", "") and isinstance(storage, LocalStorage):
-        root = str(storage.root)
-        # Lexically first (realpath costs ten system calls a file); serving a file
-        # resolves it fully and refuses any symlink out of its bucket.
-        for resolve in (os.path.normpath, os.path.realpath):
-            absolute = resolve(unquote(parsed.path))
-            if absolute.startswith(root + os.sep):
-                bucket, _, key = absolute[len(root) + 1 :].partition(os.sep)
-                if bucket and key:
-                    return bucket, key
-    # A file outside the storage this server signs for cannot be handed out.
-    raise UnsupportedOperation(
-        "the Iceberg table has data files outside the configured object storage; "
-        "configure the storage (or the catalog's s3.* settings) that holds them"
-    )
-
-
-def file_uri(storage: ObjectStorage, bucket: str, key: str) -> str:
-    """The absolute URI `file_location` maps back to (bucket, key)."""
-    if isinstance(storage, LocalStorage):
-        return (storage.root / bucket / key).as_uri()
-    return f"s3://{bucket}/{key}"
 
 
 class OutsideTable(UnsupportedOperation):
@@ -75,6 +50,11 @@ class TableLocation:
         if bucket != self.bucket or not key.startswith(self.prefix + "/"):
             return False
         return all(part not in ("", ".", "..") for part in key.split("/"))
+
+    def vending_scope(self, write: bool) -> VendingScope:
+        """What keys vended for the table may reach: its folder, as `holds` bounds it, and nothing
+        else; with `write`, writes and deletes there too."""
+        return VendingScope(prefixes_of([(self.bucket, self.prefix)]), write=write)
 
     def overlaps(self, other: TableLocation) -> bool:
         """Whether one of the two folders is inside the other (or they are the same)."""
@@ -155,7 +135,7 @@ def table_location_of(table: Any) -> TableLocation | None:
     """The recorded location of a pyiceberg table loaded from the server's own warehouses, else None.
 
     Own-warehouse tables are loaded with a FileIO that carries it
-    (`warehouses.file_io.ConfinedFileIO`); tables of external catalogs have none.
+    (`catalog.file_io.ConfinedFileIO`); tables of external catalogs have none.
     """
     location = getattr(getattr(table, "io", None), "table_location", None)
     return location if isinstance(location, TableLocation) else None
