@@ -10,17 +10,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
-from urllib.parse import unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from share_store.arrow_text import string_data
 from share_store.delta import replay
+from share_store.delta.advanced_snapshots import ACTIVE, advanced
 from share_store.delta.deletion_vectors import dv_storage_path
+from share_store.delta.file_keys import file_key, file_keys
 from share_store.delta.log_listing import LogListing
-from share_store.delta.replay import LogReader, ReplayState, collector_paused, file_identity
-from share_store.errors import InvalidParameter, TableFilesMissing, UnsupportedOperation
+from share_store.delta.replay import LogReader
+from share_store.errors import InvalidParameter, TableFilesMissing
 from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
 from share_store.tables.active_files import FileSet, StreamedFileSet
 from share_store.tables.commit_times import Commit, monotonic
@@ -31,8 +30,6 @@ from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, Ta
 FULL_LISTING_SECONDS = 60.0
 # Beyond this many commits after the newest snapshot held, a version is replayed from its checkpoint.
 MAX_ADVANCED_COMMITS = 100
-#: A held snapshot's memo entry: its active files by identity, which later versions start from.
-ACTIVE = "active files"
 
 logger = logging.getLogger(__name__)
 
@@ -50,23 +47,6 @@ BUILD_WAIT_SECONDS = 2.0
 #: core-second of work per request.
 MAX_PENDING_BUILDS = 4
 _pending = threading.BoundedSemaphore(MAX_PENDING_BUILDS)
-
-
-def file_key(table_path: str, log_path: str) -> str:
-    """Object key of a data file; paths in the log are relative, URL-encoded URIs."""
-    if "://" in log_path or log_path.startswith("/"):
-        # Absolute paths point outside the shared table: sharing them would hand
-        # out URLs to objects the provider never shared.
-        raise UnsupportedOperation("tables with absolute file paths cannot be shared")
-    key = unquote(log_path) if "%" in log_path else log_path
-    wrapped = f"/{key}/"  # a "." or ".." segment, first and last ones included
-    if "/./" in wrapped or "/../" in wrapped:
-        raise UnsupportedOperation("tables with file paths leaving the table cannot be shared")
-    return f"{table_path}/{key}"
-
-
-# Log paths `file_key` decodes (%) or refuses (absolute, or with a "." or ".." segment).
-UNUSUAL_PATH = r"%|://|^/|(^|/)\.\.?(/|$)"
 
 
 class DeltaTableReader:
@@ -286,14 +266,8 @@ class DeltaTableReader:
         return snapshot
 
     def _advanced(self, listing: LogListing, version: int) -> TableSnapshot | None:
-        """`version` as the newest snapshot built so far plus the commits after it; None if it cannot be.
-
-        A table that is written to while it is read gets a new version every few
-        commits: replaying the log from its checkpoint for each would cost as much as
-        a cold query (most of a second for 100,000 files), where applying the new
-        commits to the files already held costs a dictionary copy. The new snapshot
-        shares the unchanged files' actions, and keeps their pre-encoded lines.
-        """
+        """`version` as the newest snapshot built so far plus the commits after it; None if it cannot be
+        (see `advanced_snapshots`)."""
         with self._lock:
             base = self._newest()
         if (
@@ -303,32 +277,9 @@ class DeltaTableReader:
             or any(v not in listing.commits for v in range(base.version + 1, version + 1))
         ):
             return None
-        with collector_paused():
-            held = base.memo.get(ACTIVE) or {file_identity(add): add for add in base.adds}
-            state = ReplayState(base.protocol, base.metadata, dict(held))
-            touched = set()
-            for commit in range(base.version + 1, version + 1):
-                for action in self.commit(listing, commit):
-                    state.apply(action)
-                    file = action.get("add") or action.get("remove")
-                    if file is not None:
-                        touched.add(file_identity(file))
-            assert state.protocol is not None and state.metadata is not None
-            snapshot = TableSnapshot(version, state.protocol, state.metadata, state.files())
-            snapshot.memo[ACTIVE] = state.active
-            # Commits touch few files: only theirs can have gone.
-            gone = [
-                id(held[identity])
-                for identity in touched
-                if identity in held and state.active.get(identity) is not held[identity]
-            ]
-            for key, derived in list(base.memo.items()):
-                if isinstance(key, tuple) and key[0] == "lines":  # keyed by their actions' ids
-                    kept = derived.copy()
-                    for action_id in gone:
-                        kept.pop(action_id, None)
-                    snapshot.memo[key] = kept
-        return snapshot
+        return advanced(
+            base, version, (self.commit(listing, v) for v in range(base.version + 1, version + 1))
+        )
 
     def planned(self, snapshot: TableSnapshot, hint: dict[str, Any]) -> TableSnapshot:
         # Delta has no planning of its own: predicate hints are applied per file.
@@ -391,16 +342,10 @@ class DeltaTableReader:
     def locate_many(self, paths: pa.Array) -> tuple[str, pa.Array] | None:
         """`locate` for many log paths at once (a checkpoint's record batch): their bucket and keys.
 
-        None when a path is unusual (see `UNUSUAL_PATH`): `locate` decodes or refuses each.
+        None when a path is unusual (see `file_keys.UNUSUAL_PATH`): `locate` decodes or refuses each.
         """
-        # Checked first on all the paths' bytes at once, which is far faster and finds
-        # every unusual path (and a few usual ones, which the exact check then clears).
-        text = string_data(paths)
-        maybe = b"%" in text or b":" in text or b"/." in text
-        maybe = maybe or pc.any(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "."))).as_py()
-        if maybe and pc.any(pc.match_substring_regex(paths, UNUSUAL_PATH)).as_py():
-            return None
-        return self.bucket, pc.binary_join_element_wise(f"{self.path}/", paths, "")
+        keys = file_keys(self.path, paths)
+        return None if keys is None else (self.bucket, keys)
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         """Bucket and key of an on-disk deletion vector (None when inline)."""

@@ -18,7 +18,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from share_store.delta import reader as delta_reader
 from share_store.delta import replay
-from share_store.delta.reader import ACTIVE, DeltaTableReader
+from share_store.delta.advanced_snapshots import ACTIVE
+from share_store.delta.reader import DeltaTableReader
 from share_store.errors import TableFilesMissing
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage

@@ -16,7 +16,8 @@ import orjson
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from share_store.delta.reader import ACTIVE, DeltaTableReader
+from share_store.delta.advanced_snapshots import ACTIVE
+from share_store.delta.reader import DeltaTableReader
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from share_store.tables.actions import entries

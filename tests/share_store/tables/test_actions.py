@@ -7,7 +7,7 @@ import json
 import pytest
 
 from share_store.delta.deletion_vectors import dv_relative_path, dv_storage_path, z85_decode
-from share_store.delta.reader import file_key
+from share_store.delta.file_keys import file_key
 from share_store.errors import UnsupportedOperation
 from share_store.tables import actions
 from share_store.tables.compiled_hints import matches_hint
