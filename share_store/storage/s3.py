@@ -8,40 +8,35 @@ signed for. The reference server signs for its own endpoint only (its bug #753).
 from __future__ import annotations
 
 import builtins  # `list` is a method of storages, so the type is spelled in full
-import io
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, cast
-from urllib.parse import unquote_plus
 
 import boto3
 import urllib3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from share_store.errors import StorageUnavailable
 from share_store.signing.sigv4 import Credentials, S3Presigner
 from share_store.storage.base import ObjectInfo, ObjectStorage, ObjectTooLarge, UrlSigning
 from share_store.storage.s3_errors import (
     ABSENT,
     ELSEWHERE,
     NO_BUCKET,
-    UNREACHABLE,
     Meaning,
     Rule,
-    client_error,
     error_code,
     permission_denied,
     s3_errors,
-    storage_error,
-    unavailable,
 )
+from share_store.storage.s3_object_reader import S3ObjectReader
+from share_store.storage.s3_signed_requests import NoSuchBucket, list_page, listed_keys, object_request
 
 # A missing-file check lists the keys it looks for in ranges of this many, each from
 # the key before the range on, all at once: one page each when the keys are dense. A
@@ -69,14 +64,6 @@ class S3Settings:
     connect_timeout: float = 2.0
     read_timeout: float = 5.0
     max_attempts: int = 2
-
-
-_KEY = re.compile(rb"<Key>([^<]*)</Key>")
-_TRUNCATED = re.compile(rb"<IsTruncated>\s*true\s*</IsTruncated>")
-
-
-class _NoSuchBucket(Exception):
-    """A listing's bucket does not exist: every key looked for is missing."""
 
 
 class S3Storage(ObjectStorage):
@@ -234,37 +221,14 @@ class S3Storage(ObjectStorage):
         self, method: str, bucket: str, key: str, body: bytes | None, operation: str, *rules: Rule,
         denied: Meaning = permission_denied,
     ) -> None:  # fmt: skip
-        """One PUT or DELETE of an object by a URL our signer signs, its answer mapped as botocore's.
-
-        A catalog commit waits for its metadata file's PUT: botocore took 2.8 ms for an 8 KB one
-        and 7.9 ms for 660 KB against SeaweedFS on loopback, this 1.9 and 6.0 ms; a one-key
-        DeleteObjects 1.9 ms, a DELETE 0.8 ms (medians; botocore's hooks, endpoint rules, the
-        body's SHA-256 and CRC32, and the parsing of its answer go). Same
-        retries (`max_attempts`, on no answer or a 5xx; both requests are idempotent) and
-        timeouts as the client's, and the same meanings for the answers (`s3_errors`).
-        """
+        """One PUT or DELETE of an object by a URL our signer signs, its answer mapped as botocore's
+        (`s3_signed_requests.object_request`, which says why not through botocore)."""
         assert self._own_signer is not None
         url = self._own_signer.presign(bucket, key, OWN_URL_SECONDS, method=method)
         attempts = max(self.settings.max_attempts, 1)
-        for attempt in range(1, attempts + 1):
-            try:
-                response = self._http.request(method, url, body=body, retries=False, timeout=self._timeout)
-            except urllib3.exceptions.HTTPError as error:
-                if attempt < attempts:
-                    continue
-                raise StorageUnavailable(UNREACHABLE) from error
-            if 200 <= response.status < 300:
-                return
-            answer = client_error(response.status, response.data, operation)
-            failure = storage_error(answer, *rules, denied=denied)
-            if isinstance(failure, StorageUnavailable) and response.status >= 500 and attempt < attempts:
-                continue  # a failing store may well answer the same request a moment later
-            if failure is None:  # no failure here
-                return
-            if failure is answer:  # no meaning for the storage: raised as botocore reports it
-                raise failure
-            raise failure from answer
-        raise StorageUnavailable(UNREACHABLE)
+        object_request(
+            self._http, self._timeout, attempts, method, url, body, operation, *rules, denied=denied
+        )
 
     def stat(self, bucket: str, key: str) -> ObjectInfo | None:
         with s3_errors((ABSENT, None)):  # absent: no information, None
@@ -303,61 +267,20 @@ class S3Storage(ObjectStorage):
         starts = [None] + [keys[-1] for keys in ranges[:-1]]
         try:
             with ThreadPoolExecutor(min(CHECK_THREADS, len(ranges))) as pool:
-                found = pool.map(
-                    lambda start, keys: self._listed(bucket, prefix, start, keys[-1]), starts, ranges
-                )
+                page = partial(self._list_page, bucket, prefix)
+                found = pool.map(lambda start, keys: listed_keys(page, start, keys[-1]), starts, ranges)
                 present = set().union(*found)
-        except _NoSuchBucket:
+        except NoSuchBucket:
             return wanted
         return [key for key in wanted if key not in present]
 
-    def _listed(self, bucket: str, prefix: str, start_after: str | None, last: str) -> set[str]:
-        """Keys under `prefix` after `start_after` up to `last`, both as keys sort.
-
-        Pages are fetched by a presigned URL and their keys picked out of the XML
-        by a pattern: botocore's parsing of a 1,000-key page takes longer than
-        the page does to arrive, and holds the GIL, so parallel pages would wait
-        on each other.
-        """
-        found: set[str] = set()
-        while True:
-            page = self._list_page(bucket, prefix, start_after)
-            keys = [unquote_plus(key.decode()) for key in _KEY.findall(page)]
-            for key in keys:
-                if key > last:
-                    return found
-                found.add(key)
-            # A range's last key listed: the next page could only hold keys after it.
-            if not keys or keys[-1] >= last or not _TRUNCATED.search(page):
-                return found
-            start_after = keys[-1]
-
     def _list_page(self, bucket: str, prefix: str, start_after: str | None) -> bytes:
-        """One ListObjectsV2 page's XML (keys URL-encoded), errors as the storage's own."""
+        """One ListObjectsV2 page's XML (keys URL-encoded), by a URL botocore presigns."""
         params = {"Bucket": bucket, "Prefix": prefix, "EncodingType": "url"}
         if start_after:
             params["StartAfter"] = start_after
         url = self._client.generate_presigned_url("list_objects_v2", Params=params, ExpiresIn=300)
-        attempts = max(self.settings.max_attempts, 1)
-        for attempt in range(1, attempts + 1):
-            try:
-                response = self._http.request("GET", url, retries=False, timeout=self._timeout)
-            except urllib3.exceptions.HTTPError as error:
-                if attempt < attempts:
-                    continue
-                raise StorageUnavailable(UNREACHABLE) from error
-            if response.status == 200:
-                return response.data
-            # Mapped as botocore's answers are, but stricter: a 403 whatever its code is a
-            # refusal, and any other answer that is not a page is the store failing to list.
-            answer = client_error(response.status, response.data, "ListObjectsV2")
-            no_bucket, refused = ({"NoSuchBucket"}, _NoSuchBucket()), ({403}, permission_denied)
-            failure = storage_error(answer, no_bucket, refused, otherwise=unavailable)
-            assert failure is not None  # every meaning here is an error
-            if isinstance(failure, StorageUnavailable) and response.status >= 500 and attempt < attempts:
-                continue  # a failing store may well answer the same request a moment later
-            raise failure from answer
-        raise StorageUnavailable(UNREACHABLE)
+        return list_page(self._http, self._timeout, max(self.settings.max_attempts, 1), url)
 
     def lifetime(self, now: float) -> int:
         """Seconds a URL signed at `now` stays valid (temporary keys cap it: `VendedS3Storage`)."""
@@ -385,54 +308,3 @@ class S3Storage(ObjectStorage):
             return sign(bucket, key), expiration
 
         return signed
-
-
-class S3ObjectReader(io.RawIOBase):
-    """An S3 object as a seekable file: each read is one ranged GET.
-
-    A Parquet reader reads the footer, then the column chunks it projects, so a few
-    columns of a large file cost a few requests and only their bytes.
-    """
-
-    def __init__(self, client: Any, bucket: str, key: str) -> None:
-        super().__init__()
-        self._client, self._bucket, self._key = client, bucket, key
-        self._position = 0
-        self.size = int(self._call(client.head_object, Bucket=bucket, Key=key)["ContentLength"])
-
-    def _call(self, method: Any, **arguments: Any) -> Any:
-        with s3_errors((ABSENT, FileNotFoundError(f"{self._bucket}/{self._key}"))):
-            return method(**arguments)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}[whence]
-        self._position = max(0, base + offset)
-        return self._position
-
-    def read(self, size: int | None = -1) -> bytes:
-        end = self.size if size is None or size < 0 else min(self.size, self._position + size)
-        if end <= self._position:
-            return b""
-        response = self._call(
-            self._client.get_object,
-            Bucket=self._bucket,
-            Key=self._key,
-            Range=f"bytes={self._position}-{end - 1}",
-        )
-        data: bytes = response["Body"].read()
-        self._position += len(data)
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
