@@ -58,7 +58,6 @@ from sharing_server.admin.commands import Admin
 from sharing_server.admin.routes import admin_routes
 from sharing_server.auth.oauth import OAuthTokens
 from sharing_server.catalog.routes import warehouse_api
-from sharing_server.config import ServiceOptions
 from sharing_server.console.routes import console_routes
 from sharing_server.console.web import Console
 from sharing_server.delta_sharing.hint_filter import HintLimits
@@ -77,6 +76,7 @@ from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.audit import AuditLog, note
 from sharing_server.observability.metrics import Metrics, MetricsEndpoint
 from sharing_server.openapi.document import OpenApiEndpoint
+from sharing_server.service_options import ServiceOptions
 from sharing_server.services import Services
 from sharing_server.serving import quiet_aborted_connections
 

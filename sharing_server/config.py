@@ -57,110 +57,35 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from share_store.catalog.maintenance.configuration import Limits
-from share_store.catalog.maintenance.schedule import Background
-from share_store.lifetimes import MAX_TOKEN_LIFETIME
 from share_store.persistence import sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage import LocalStorage, ObjectStorage, S3Storage
 from share_store.storage.s3 import S3Settings
-from share_store.storage.sts_vending import VendingSettings
 from share_store.table_sources.registry import CatalogRegistry
-from share_store.tables.options import DeleteOptions
-from share_store.tables.predicates import MAX_NODES
-from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, SNAPSHOT_CACHE_FILES
 from sharing_server import paths
 from sharing_server.config_sections import (
     SECTION_KEYS,
     SERVER_KEYS,
     STORAGE_KEYS,
-    access_delegation,
-    background_maintenance,
-    delete_options,
-    maintenance_limits,
-    max_token_lifetime,
     parse_bool,
     read_catalogs,
     read_legacy_catalog,
     read_query,
     read_section,
-    token_hash,
-    vending_settings,
 )
-from sharing_server.delta_sharing.hint_filter import HintLimits
 from sharing_server.http.errors import ConfigError
+from sharing_server.service_options import ServiceOptions, read_options
 
 #: The configuration file's path, for worker processes and the CLI.
 CONFIG_VARIABLE = "SHARING_CONFIG"
 DEFAULT_CATALOG = "default"
-MIN_ACCESS_TOKEN_LIFETIME = 900
-MIN_HINT_NODES = 3
-
-
-@dataclass(frozen=True)
-class ServiceOptions:
-    """What the running app needs beyond its store and storage; defaults suit tests and demos."""
-
-    endpoint: str = "http://127.0.0.1:8080/delta-sharing"
-    admin_token_hash: str | None = None
-    # No token or OAuth client may last longer (None: "never", no bound).
-    max_token_lifetime: timedelta | None = MAX_TOKEN_LIFETIME
-    # AIStor's defaults: 100 requests/s per token, 1000/s for the whole server.
-    per_token_rps: float = 100.0
-    # The admin token's own limit (admin API, CLI over it): provisioning scripts, not recipients.
-    admin_rps: float = 1000.0
-    global_rps: float = 1000.0
-    max_body_bytes: int = 1024 * 1024
-    # jsonPredicateHints: more nodes are refused; past the CPU budget a hint stops filtering.
-    max_hint_nodes: int = MAX_NODES
-    hint_budget_ms: float = HintLimits.budget_ms
-    # Seconds for a request's whole body to arrive, counted from its head: a trickle is cut off.
-    body_timeout: float = 30.0
-    # Seconds a client may take to accept each chunk of a response before it is cut off.
-    stream_send_timeout: float = 30.0
-    # Bytes of a response made at a time, the next only once the client has taken
-    # them: a stalled stream holds about three times this until it is cut off.
-    # Smaller chunks cost CPU (a thread hop each): 32 KB takes 15% more than 64 KB.
-    stream_buffer_bytes: int = 64 * 1024
-    # /query and /changes responses streaming at once; 0 turns a cap off.
-    streams_per_token: int = 16
-    streams_per_process: int = 256
-    # Clients renew 600 s before expiry, so an hour leaves them 50 minutes per token.
-    access_token_lifetime: int = 3600
-    audit_log: str = "off"
-    # Proxies in front that append to X-Forwarded-For; their count says which address is the client.
-    proxy_hops: int = 0
-    iceberg: DeleteOptions = field(default_factory=DeleteOptions)
-    vending: VendingSettings = field(default_factory=VendingSettings)
-    # `[warehouses] access_delegation`: how writers' engines reach own tables' files with only the
-    # catalog's keys ("vended-credentials", "remote-signing"); none by default.
-    access_delegation: tuple[str, ...] = ()
-    # `[maintenance]`: the server keeps its own warehouses' tables in the background.
-    maintenance: Background = field(default_factory=Background)
-    # `[maintenance]`'s limits on every run, asked for or background, whatever a table says.
-    maintenance_limits: Limits = field(default_factory=Limits)
-    snapshot_cache_files: int = SNAPSHOT_CACHE_FILES
-    files_check_seconds: float = FILES_CHECK_SECONDS
-    # Snapshots built before recipients ask (sharing_server/delta_sharing/warming.py).
-    warm_on_start: bool = True
-    refresh_seconds: float = 1.0
-    # Tables read within this many hours before a start are the ones warmed at start.
-    warm_window_hours: float = 24.0
-    # The console: how long a session lasts unused, and how much activity the store keeps.
-    console_idle_minutes: float = 30.0
-    activity_retention_hours: float = 168.0
-    activity_max_events: int = 100_000
-    # Answer delta to clients that offer `delta,parquet`, for every table (docs/protocol.md).
-    prefer_delta_format: bool = True
 
 
 @dataclass
@@ -193,104 +118,23 @@ class ServerConfig:
     @cached_property
     def options(self) -> ServiceOptions:
         """The settings the running app takes, checked once (by `load_config`)."""
-        defaults = ServiceOptions()
-
-        def limit(key: str, kind: type[float] | type[int]) -> Any:
-            return kind(self.limits.get(key, getattr(defaults, key)))
-
-        try:
-            options = ServiceOptions(
-                endpoint=self.endpoint,
-                admin_token_hash=token_hash(self.admin.get("token_hash")),
-                max_token_lifetime=max_token_lifetime(self.admin.get("max_token_lifetime")),
-                per_token_rps=limit("per_token_rps", float),
-                admin_rps=limit("admin_rps", float),
-                global_rps=limit("global_rps", float),
-                max_body_bytes=limit("max_body_bytes", int),
-                max_hint_nodes=limit("max_hint_nodes", int),
-                hint_budget_ms=limit("hint_budget_ms", float),
-                body_timeout=limit("body_timeout", float),
-                stream_send_timeout=limit("stream_send_timeout", float),
-                stream_buffer_bytes=limit("stream_buffer_bytes", int),
-                streams_per_token=limit("streams_per_token", int),
-                streams_per_process=limit("streams_per_process", int),
-                access_token_lifetime=int(
-                    self.oauth.get("access_token_lifetime", defaults.access_token_lifetime)
-                ),
-                audit_log=self.audit_log,
-                proxy_hops=self.proxy_hops,
-                prefer_delta_format=self.prefer_delta_format,
-                **self._cache_options(defaults),
-                **self._console_options(defaults),
-            )
-        except ValueError as error:
-            raise ConfigError(f"invalid [limits]/[oauth] setting: {error}") from error
-        iceberg = delete_options(self.iceberg)
-        options = dataclasses.replace(
-            options,
-            iceberg=iceberg,
-            vending=vending_settings(self.iceberg),
-            access_delegation=access_delegation(self.warehouses),
-            maintenance=background_maintenance(self.maintenance),
-            maintenance_limits=maintenance_limits(self.maintenance),
+        sections = {
+            "admin": self.admin,
+            "limits": self.limits,
+            "oauth": self.oauth,
+            "iceberg": self.iceberg,
+            "cache": self.cache,
+            "console": self.console,
+            "warehouses": self.warehouses,
+            "maintenance": self.maintenance,
+        }
+        return read_options(
+            self.endpoint,
+            sections,
+            audit_log=self.audit_log,
+            proxy_hops=self.proxy_hops,
+            prefer_delta_format=self.prefer_delta_format,
         )
-        if options.access_token_lifetime < MIN_ACCESS_TOKEN_LIFETIME:
-            # Clients renew tokens that expire within 600 s: a shorter lifetime
-            # would have them fetch a new token before every request.
-            raise ConfigError(f"[oauth] access_token_lifetime must be at least {MIN_ACCESS_TOKEN_LIFETIME} s")
-        if options.max_body_bytes < 1024:
-            raise ConfigError("[limits] max_body_bytes must be at least 1024")
-        if options.max_hint_nodes < MIN_HINT_NODES:
-            # A single comparison is three nodes (the op, a column and a literal).
-            raise ConfigError(f"[limits] max_hint_nodes must be at least {MIN_HINT_NODES}")
-        if not options.hint_budget_ms >= 0:  # NaN too
-            raise ConfigError("[limits] hint_budget_ms must be 0 (no budget) or more")
-        if not (options.body_timeout > 0 and options.stream_send_timeout > 0):  # NaN too
-            raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
-        if options.stream_buffer_bytes < 4096:
-            raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
-        if options.streams_per_token < 0 or options.streams_per_process < 0:
-            raise ConfigError("[limits] streams_per_token and streams_per_process must be 0 (off) or more")
-        return options
-
-    def _console_options(self, defaults: ServiceOptions) -> dict[str, Any]:
-        try:
-            idle = float(self.console.get("session_idle_minutes", defaults.console_idle_minutes))
-            hours = float(self.console.get("activity_retention_hours", defaults.activity_retention_hours))
-            events = int(self.console.get("activity_max_events", defaults.activity_max_events))
-        except ValueError as error:
-            raise ConfigError(f"invalid [console] setting: {error}") from error
-        if not idle > 0:  # NaN too
-            raise ConfigError("[console] session_idle_minutes must be above 0")
-        if not hours >= 0 or events < 0:
-            raise ConfigError("[console] activity_retention_hours and activity_max_events cannot be negative")
-        return {
-            "console_idle_minutes": idle,
-            "activity_retention_hours": hours,
-            "activity_max_events": events,
-        }
-
-    def _cache_options(self, defaults: ServiceOptions) -> dict[str, Any]:
-        try:
-            files = int(self.cache.get("snapshot_files", defaults.snapshot_cache_files))
-            seconds = float(self.cache.get("files_check_seconds", defaults.files_check_seconds))
-            refresh = float(self.cache.get("refresh_seconds", defaults.refresh_seconds))
-            warm = parse_bool(self.cache.get("warm_on_start", defaults.warm_on_start))
-            window = float(self.cache.get("warm_window_hours", defaults.warm_window_hours))
-        except ValueError as error:
-            raise ConfigError(f"invalid [cache] setting: {error}") from error
-        if files < 0 or not seconds >= 0 or not refresh >= 0 or not window >= 0:  # `not >=`: NaN too
-            raise ConfigError(
-                "[cache] snapshot_files, files_check_seconds, refresh_seconds and warm_window_hours "
-                "cannot be negative"
-            )
-        return {
-            "snapshot_cache_files": files,
-            "files_check_seconds": seconds,
-            "refresh_seconds": refresh,
-            "warm_on_start": warm,
-            "warm_window_hours": window,
-        }
 
     @property
     def base_url(self) -> str:

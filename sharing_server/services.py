@@ -23,13 +23,13 @@ from share_store.readers.table_readers import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from sharing_server.admin.commands import Admin
-from sharing_server.config import ServiceOptions
 from sharing_server.console.web import Console
 from sharing_server.delta_sharing.queries import TableQueries
 from sharing_server.delta_sharing.warming import SnapshotWarmer
 from sharing_server.http.stream_slots import StreamSlots
 from sharing_server.observability.activity import ActivityRecorder
 from sharing_server.observability.metrics import Metrics
+from sharing_server.service_options import ServiceOptions
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from hypercorn.config import Config, Sockets
 from hypercorn.logging import Logger
 
-from sharing_server.config import ServiceOptions
 from sharing_server.observability.redaction import REDACTED, SECRET_HEADERS, redact_path, redact_query
+from sharing_server.service_options import ServiceOptions
 
 if TYPE_CHECKING:
     from hypercorn.typing import ResponseSummary, WWWScope

@@ -14,7 +14,7 @@ import httpx
 from hypercorn.asyncio import serve
 from starlette.types import ASGIApp
 
-from sharing_server.config import ServiceOptions
+from sharing_server.service_options import ServiceOptions
 from sharing_server.serving import hypercorn_config
 
 

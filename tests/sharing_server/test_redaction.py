@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from sharing_server.config import ServiceOptions
 from sharing_server.observability.redaction import redact_path, redact_query
+from sharing_server.service_options import ServiceOptions
 from sharing_server.serving import hypercorn_config
 
 GRANT = "eyJiIjoid2gifQ." + secrets.token_urlsafe(16)

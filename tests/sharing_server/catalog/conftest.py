@@ -13,7 +13,7 @@ from share_store.persistence import ShareStore, sqlite_url
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from sharing_server.app import create_app
-from sharing_server.config import ServiceOptions
+from sharing_server.service_options import ServiceOptions
 from tests.catalog_attacks import ATT
 from tests.sharing_server.catalog.served import ADMIN, SECRET, WH, Served, create_table
 

@@ -16,7 +16,7 @@ from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from sharing_server import paths
 from sharing_server.app import create_app
-from sharing_server.config import ServiceOptions
+from sharing_server.service_options import ServiceOptions
 from tests.sharing_server.catalog.served import ADMIN, SECRET, WH
 
 #: Served under `/v1/{prefix}` but no catalog endpoint of the spec: the writers' signer, whose
