@@ -41,6 +41,9 @@ TESTDATA = Path(os.environ.get("SHARING_TESTDATA") or Path(__file__).resolve().p
 
 TESTDATA_BUCKET = "testdata"
 
+#: The provider's token of the servers the tests start (`server`, and the modules' own).
+ADMIN_TOKEN = "dsa_test-admin-token-0123456789abcdefghijklmnop"
+
 
 @dataclass
 class Deployment:
@@ -145,18 +148,44 @@ def deploy(
 
 
 @contextmanager
-def served_locally(tmp: Path, admin_token: str) -> Iterator[Deployment]:
-    """A server on local storage under `tmp` that takes `admin_token` as the provider's, stopped after."""
+def served_locally(tmp: Path, admin_token: str, env: dict[str, str] | None = None) -> Iterator[Deployment]:
+    """A server on local storage under `tmp` that takes `admin_token` as the provider's, with `env`'s
+    `SHARING_*` settings besides, stopped after."""
     (tmp / "storage").mkdir()
     deployment = deploy(
         tmp, {"type": "local", "root": str(tmp / "storage")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(admin_token)},
+        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(admin_token), **(env or {})},
     )  # fmt: skip
     try:
         yield deployment
     finally:
         deployment.server.stop()
         deployment.store.close()
+
+
+def copy_testdata(deployment: Deployment, directory: str, key: str | None = None) -> None:
+    """The kept Delta table `directory` copied into the served local storage's testdata bucket, at
+    `key` (its own name by default); the storage reads each request's files when it is asked."""
+    root = Path(deployment.config.storage["root"]) / TESTDATA_BUCKET
+    shutil.copytree(TESTDATA / directory, root / (key or directory))
+
+
+@pytest.fixture(scope="module")
+def server_settings() -> dict[str, str]:
+    """The `SHARING_*` settings a module's `server` runs with besides the admin token: none here; a
+    module that needs some (limits, maintenance) overrides this fixture with its own."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest, server_settings: dict[str, str]
+) -> Iterator[Deployment]:
+    """A server of the module's own on empty local storage that takes `ADMIN_TOKEN` as the
+    provider's, with the module's `server_settings`; stopped after the module's last test."""
+    tmp = tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
+    with served_locally(tmp, ADMIN_TOKEN, server_settings) as deployment:
+        yield deployment
 
 
 @pytest.fixture(scope="session")

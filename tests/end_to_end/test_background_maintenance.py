@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import delta_sharing
@@ -19,12 +18,10 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
 
-from share_store.authentication.tokens import hash_secret
-from tests.conftest import Deployment, deploy
+from tests.conftest import ADMIN_TOKEN, Deployment
 from tests.end_to_end.test_warehouse_engines import share
 from tests.end_to_end.test_warehouse_maintenance import shared_files
 
-ADMIN_TOKEN = "dsa_background-admin-token-0123456789abcdef"
 WAREHOUSE = "streamed"
 APPENDS = 60
 #: The metadata log the writer's table keeps (`write.metadata.previous-versions-max`).
@@ -32,20 +29,13 @@ LOGGED = 5
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("background-maintenance")
-    (tmp / "storage").mkdir()
-    deployment = deploy(tmp, {"type": "local", "root": str(tmp / "storage")}, env={
-        "SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN),
+def server_settings() -> dict[str, str]:
+    """Background maintenance on, a round a second, with the whole of a core."""
+    return {
         "SHARING_MAINTENANCE_BACKGROUND": "true",
         "SHARING_MAINTENANCE_INTERVAL_SECONDS": "1",
         "SHARING_MAINTENANCE_CPU_SHARE": "1",
-    })  # fmt: skip
-    try:
-        yield deployment
-    finally:
-        deployment.server.stop()
-        deployment.store.close()
+    }
 
 
 def test_a_streaming_writers_table_is_kept_without_being_asked(server: Deployment) -> None:

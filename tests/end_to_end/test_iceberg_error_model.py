@@ -11,7 +11,6 @@ under a prefix of another app's.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +22,23 @@ from starlette.routing import Mount
 
 from share_store.authentication.tokens import hash_secret
 from testbed.seaweed import free_port
-from tests.conftest import Deployment, audit_record, deploy
+from tests.conftest import ADMIN_TOKEN, Deployment, audit_record, deploy
 from tests.live_server import LiveServer
 from tests.postgres import Postgres
 
-ADMIN_TOKEN = "error-model-admin-token"
 INTERNAL = "The server failed to process the request."
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("error-model")
-    (tmp / "buckets").mkdir()
-    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_LIMITS_PER_TOKEN_RPS": "20"}
-    deployment = deploy(tmp, {"type": "local", "root": str(tmp / "buckets")}, env=env)
-    deployment.store.create_share("errors")
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+def server_settings() -> dict[str, str]:
+    """A per-token request limit of 20 a second, which the rate-limited request here goes past."""
+    return {"SHARING_LIMITS_PER_TOKEN_RPS": "20"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def share(server: Deployment) -> None:
+    """The share `errors`, empty."""
+    server.store.create_share("errors")
 
 
 def bearer(token: str) -> dict[str, str]:

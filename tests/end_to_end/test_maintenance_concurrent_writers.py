@@ -44,10 +44,9 @@ from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from tests.conftest import Deployment, served_locally
+from tests.conftest import ADMIN_TOKEN, Deployment
 from tests.end_to_end.test_warehouse_engines import share
 
-ADMIN_TOKEN = "dsa_race-admin-token-0123456789abcdef"
 WAREHOUSE = "race"
 IDENTIFIER = "db.events"
 TABLE_PATH = f"/{WAREHOUSE}/namespaces/db/tables/events"
@@ -65,12 +64,6 @@ SCHEMA = Schema(
 )
 ARROW = pa.schema([pa.field("id", pa.int64()), pa.field("writer", pa.string()), pa.field("v", pa.string())])
 Row = tuple[int, str, str]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("maintenance-race"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(scope="module")

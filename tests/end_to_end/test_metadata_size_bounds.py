@@ -18,13 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from share_store.authentication.tokens import hash_secret
 from share_store.catalog import metadata_files
 from share_store.catalog.metadata_files import MAX_METADATA_BYTES
 from share_store.storage.file_uris import file_location
-from tests.conftest import Deployment, deploy
+from tests.conftest import ADMIN_TOKEN, Deployment
 
-ADMIN_TOKEN = "metadata-bounds-admin-token"
 WAREHOUSE = "bounded"
 SCHEMA = {
     "type": "struct",
@@ -33,18 +31,12 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("metadata-bounds")
-    (tmp / "buckets").mkdir()
-    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
-    deployment = deploy(tmp, {"type": "local", "root": str(tmp / "buckets")}, env=env)
-    with deployment.catalog_api(ADMIN_TOKEN) as api:
+@pytest.fixture(scope="module", autouse=True)
+def namespace(server: Deployment) -> None:
+    """The warehouse and its namespace `ns` the tables here are made in."""
+    with server.catalog_api(ADMIN_TOKEN) as api:
         assert api.post("/warehouses", json={"name": WAREHOUSE}).status_code == 200
         assert api.post(f"/{WAREHOUSE}/namespaces", json={"namespace": ["ns"]}).status_code == 200
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
 
 
 @pytest.fixture

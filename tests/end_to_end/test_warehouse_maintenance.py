@@ -21,18 +21,11 @@ from pyiceberg.catalog import load_catalog
 
 from share_store.catalog.users import CatalogUsers
 from tests.catalog_attacks import ATT, attacker_policy
-from tests.conftest import Deployment, served_locally
+from tests.conftest import ADMIN_TOKEN, Deployment
 from tests.end_to_end.test_warehouse_engines import share
 
-ADMIN_TOKEN = "dsa_maintenance-admin-token-0123456789abcdef"
 WAREHOUSE = "kept"
 APPENDS = 30
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("warehouse-maintenance"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(scope="module")

@@ -8,38 +8,31 @@ from an activation link.
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import delta_sharing
 import httpx
 import pytest
 
-from share_store.authentication.tokens import hash_secret
 from sharing_server.cli import main
-from tests.conftest import TESTDATA_BUCKET, Deployment, audit_lines, deploy
+from tests.conftest import ADMIN_TOKEN, Deployment, audit_lines, copy_testdata
 
-ADMIN_TOKEN = "dsa_test-admin-token-for-recipients-0123456789"
 TABLES = {"orders": "delta-0.8.0-partitioned", "dates": "delta-0.8.0-date", "plain": "simple_table"}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("recipients")
-    root = tmp / "buckets"
+def server_settings() -> dict[str, str]:
+    """No per-token request limit, which the API calls here, one after another, would pass."""
+    return {"SHARING_LIMITS_PER_TOKEN_RPS": "0"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shares(server: Deployment) -> None:
+    """Shares `north`, `south` and `west`, of one kept table each."""
     for directory in TABLES.values():
-        shutil.copytree(testdata / directory, root / TESTDATA_BUCKET / directory)
-    deployment = deploy(
-        tmp,
-        {"type": "local", "root": str(root)},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_LIMITS_PER_TOKEN_RPS": "0"},
-    )
+        copy_testdata(server, directory)
     for share, name in (("north", "orders"), ("south", "dates"), ("west", "plain")):
-        deployment.share_tables(share, {name: TABLES[name]})
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+        server.share_tables(share, {name: TABLES[name]})
 
 
 def admin(server: Deployment, method: str, path: str, **kwargs) -> httpx.Response:

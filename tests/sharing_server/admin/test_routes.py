@@ -7,8 +7,6 @@ through v1 (bearer) and v2 (OAuth client credentials) profiles.
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import delta_sharing
@@ -16,27 +14,22 @@ import httpx
 import pytest
 from deltalake import DeltaTable
 
-from share_store.authentication.tokens import hash_secret
 from sharing_server.cli import main
-from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+from tests.conftest import ADMIN_TOKEN, TESTDATA_BUCKET, Deployment, copy_testdata
 
-ADMIN_TOKEN = "dsa_test-admin-token-for-the-admin-api-0123456789"
 TABLE = "delta-0.8.0-partitioned"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("admin")
-    root = tmp / "buckets"
-    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / TABLE)
-    deployment = deploy(
-        tmp,
-        {"type": "local", "root": str(root)},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_LIMITS_PER_TOKEN_RPS": "0"},
-    )
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+def server_settings() -> dict[str, str]:
+    """No per-token request limit, which the API calls here, one after another, would pass."""
+    return {"SHARING_LIMITS_PER_TOKEN_RPS": "0"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def table(server: Deployment) -> None:
+    """The kept table the shares made here hold, in the server's testdata bucket."""
+    copy_testdata(server, TABLE)
 
 
 def admin(server: Deployment, method: str, path: str, token: str = ADMIN_TOKEN, **kwargs) -> httpx.Response:

@@ -5,25 +5,14 @@ dropped, and the page says why."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-
-import pytest
 
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.names import TableName
 from tests.conftest import Deployment
 from tests.sharing_server.console.test_routes import csrf_of, signed_in
-from tests.sharing_server.console.test_tables_page import SCHEMA, V2, _deploy
+from tests.sharing_server.console.test_tables_page import SCHEMA, V2
 
 T = TableName.of("whs", ("sales", "eu"), "orders")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    deployment = _deploy(tmp_path_factory.mktemp("console-dropped"))
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
 
 
 def _dropped_rows(page_text: str) -> list[str]:

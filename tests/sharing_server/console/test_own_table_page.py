@@ -24,8 +24,8 @@ from share_store.catalog.maintenance.rows import Run
 from share_store.persistence.sql_schema import warehouse_tables_table
 from sharing_server.console.formatting import size, when
 from sharing_server.console.maintenance_runs import detail_words, outcome
-from tests.conftest import Deployment, served_locally
-from tests.sharing_server.console.test_routes import ADMIN_TOKEN, csrf_of, signed_in
+from tests.conftest import ADMIN_TOKEN, Deployment
+from tests.sharing_server.console.test_routes import csrf_of, signed_in
 
 WAREHOUSE = "whs"
 APPENDS = 5
@@ -38,12 +38,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())])
 def _batch(start: int) -> pa.Table:
     ids = list(range(start, start + 10))
     return pa.table({"id": ids, "v": [f"v{i}" for i in ids]}, schema=SCHEMA)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("console-own-table"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,25 +15,25 @@ import pytest
 from share_store.authentication.console_sessions import MAX_AGE_SECONDS, Session, SessionCodec
 from share_store.authentication.tokens import hash_secret
 from share_store.errors import Unauthenticated
-from tests.conftest import TESTDATA_BUCKET, Deployment, audit_lines, audit_records, deploy
+from tests.conftest import (
+    ADMIN_TOKEN,
+    TESTDATA_BUCKET,
+    Deployment,
+    audit_lines,
+    audit_records,
+    copy_testdata,
+    deploy,
+)
 
-ADMIN_TOKEN = "dsa_console-test-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"
 DV_TABLE = "table-with-dv-small"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("console")
-    root = tmp / "buckets"
+@pytest.fixture(scope="module", autouse=True)
+def tables(server: Deployment) -> None:
+    """The kept tables this module's shares hold, in the server's testdata bucket."""
     for table in (TABLE, DV_TABLE):
-        shutil.copytree(testdata / table, root / TESTDATA_BUCKET / table)
-    deployment = deploy(
-        tmp, {"type": "local", "root": str(root)}, env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
-    )
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+        copy_testdata(server, table)
 
 
 def csrf_of(page: httpx.Response) -> str:

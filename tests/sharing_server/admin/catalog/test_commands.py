@@ -9,14 +9,12 @@ test_maintenance.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pytest
 
-from share_store.authentication.tokens import hash_secret
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.policies import READ_ONLY_EXAMPLE_POLICY
 from share_store.catalog.users import CatalogUsers
@@ -26,7 +24,7 @@ from share_store.storage.local import LocalStorage
 from sharing_server.cli import main
 from sharing_server.config import load_config
 from sharing_server.startup import server_secret
-from tests.conftest import Deployment, deploy
+from tests.conftest import ADMIN_TOKEN, Deployment
 
 SCHEMA = json.dumps(
     {
@@ -39,7 +37,6 @@ SCHEMA = json.dumps(
     }
 )
 BAD_TYPE = SCHEMA.replace('"long"', '"lng"')
-ADMIN_TOKEN = "dsa_test-admin-token-for-the-table-commands-0123456789"
 
 
 def run(config: Path, *args: str) -> int:
@@ -357,16 +354,9 @@ def test_bad_input_exits_2_and_changes_nothing(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("tables")
-    deployment = deploy(
-        tmp,
-        {"type": "local", "root": str(tmp / "buckets")},
-        env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN), "SHARING_LIMITS_PER_TOKEN_RPS": "0"},
-    )
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
+def server_settings() -> dict[str, str]:
+    """No per-token request limit, which the commands here, one after another, would pass."""
+    return {"SHARING_LIMITS_PER_TOKEN_RPS": "0"}
 
 
 def remote(server: Deployment, *args: str) -> int:

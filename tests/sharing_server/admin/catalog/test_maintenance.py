@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +27,9 @@ from share_store.catalog.table_source import WarehouseTables
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from sharing_server.cli import main
-from tests.conftest import Deployment, served_locally
+from tests.conftest import ADMIN_TOKEN, Deployment
 from tests.sharing_server.admin.catalog.test_commands import store_of
 
-ADMIN_TOKEN = "dsa_test-admin-token-for-table-maintenance-0123456789"
 APPENDS = 5
 SCHEMA = json.dumps({"type": "struct", "fields": [
     {"id": 1, "name": "id", "type": "long", "required": False},
@@ -97,12 +96,6 @@ class Lake:
             "metadata": self.load().metadata_location,
             "files": self.data_files(),
         }
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("table-maintenance"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(params=["local", "remote"])
