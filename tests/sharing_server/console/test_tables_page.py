@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -16,15 +15,14 @@ from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
-from share_store.authentication.tokens import hash_secret
 from share_store.catalog import rows
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.commits import parse_model
 from share_store.catalog.names import TableName
 from share_store.catalog.views import NewView
 from sharing_server.console.warehouses import table_spec
-from tests.conftest import Deployment, deploy
-from tests.sharing_server.console.test_routes import ADMIN_TOKEN, csrf_of, signed_in
+from tests.conftest import ADMIN_TOKEN, Deployment, served_locally
+from tests.sharing_server.console.test_routes import csrf_of, signed_in
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 V2 = {"format-version": "2"}
@@ -38,12 +36,6 @@ ODD_TABLE = "<img src=x onerror=alert(1)>"
 def esc(text: str) -> str:
     """`text` as the pages' autoescape writes it."""
     return str(escape(text))
-
-
-def _deploy(tmp: Path) -> Deployment:
-    (tmp / "buckets").mkdir()
-    env = {"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
-    return deploy(tmp, {"type": "local", "root": str(tmp / "buckets")}, env=env)
 
 
 def _appended(rows: int, location: str) -> CommitTableRequest:
@@ -63,10 +55,11 @@ def _appended(rows: int, location: str) -> CommitTableRequest:
     return parse_model(CommitTableRequest, body, "commit")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    deployment = _deploy(tmp_path_factory.mktemp("console-tables"))
-    catalog = WarehouseCatalog(deployment.store.transactions, deployment.storage)
+@pytest.fixture(scope="module", autouse=True)
+def warehouses(server: Deployment) -> None:
+    """`whs`, with namespaces, tables (one with a snapshot, one of a name refused today) and a view;
+    and `bare`, empty."""
+    catalog = WarehouseCatalog(server.store.transactions, server.storage)
     catalog.create_warehouse("whs")
     catalog.create_namespace("whs", ("sales",), {})
     catalog.create_namespace("whs", ("sales", "eu"), {})
@@ -77,7 +70,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     v1 = {"format-version": "1"}
     catalog.create_table(TableName.of("whs", ("sales",), "empty"), NewTable(SCHEMA, properties=v1))
     odd = catalog.create_table(TableName.of("whs", ("sales",), "odd"), NewTable(SCHEMA, properties=V2))
-    with deployment.store.engine.begin() as conn:  # as a store made before names were checked has them
+    with server.store.engine.begin() as conn:  # as a store made before names were checked has them
         rows.create_namespace(conn, "whs", (ODD_NAMESPACE,), {})
         rows.insert_table(conn, "whs", (ODD_NAMESPACE,), ODD_TABLE, str(odd.metadata_location), "odd-row")
     sql = SQLViewRepresentation(type="sql", sql="SELECT id FROM orders", dialect="spark")
@@ -85,9 +78,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
                           representations=[sql], default_namespace=["sales", "eu"])  # fmt: skip
     catalog.create_view(TableName.of("whs", ("sales", "eu"), "recent"), NewView(SCHEMA, version))
     catalog.create_warehouse("bare")
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
 
 
 def _row(page: httpx.Response, namespace: str, table: str) -> str:
@@ -199,12 +189,8 @@ def test_signed_out_tables_pages_redirect_to_sign_in(server: Deployment) -> None
 
 
 def test_no_warehouses_explains_how_to_create_one(tmp_path: Path) -> None:
-    empty = _deploy(tmp_path)
-    try:
+    with served_locally(tmp_path, ADMIN_TOKEN) as empty:
         page = signed_in(empty).get("/console/tables")
         assert page.status_code == 200 and 'id="no-warehouses"' in page.text
         assert "sharing-server table warehouse create NAME" in page.text
         assert "POST /_iceberg/v1/warehouses" in page.text
-    finally:
-        empty.server.stop()
-        empty.store.close()
