@@ -1,8 +1,8 @@
 """When the server's background maintenance runs each kind on a table: pure decisions, no clock of
 their own, testable without a store.
 
-A kind is due on a table when the table was committed since that kind last
-finished and its last run started at least `interval` ago (a streaming writer's
+A kind is due on a table when the table was committed since that kind's last
+run started and that run started at least `interval` ago (a streaming writer's
 table is kept every `interval`, not after every append), or when it last ran
 `period` ago or more whatever happened since (snapshots age out and files turn
 unreferenced with time alone, and marks wait for a later run to be deleted).
@@ -84,7 +84,10 @@ def due_kinds(state: TableState, now: datetime, background: Background) -> tuple
         if now - last.started_at >= background.period:
             due.append(kind)
             continue
-        changed = last.finished_at is None or state.updated_at > last.finished_at
+        # Since the run *started*: a commit while it ran (a writer's append it did not read, or
+        # its own rewrite) is the next run's to look at, or a streaming writer's last files would
+        # wait a whole period. A run that finds nothing to do commits nothing, so this settles.
+        changed = last.finished_at is None or state.updated_at > last.started_at
         if kind != UNREFERENCED_FILE_REMOVAL and changed and now - last.started_at >= background.interval:
             due.append(kind)
     return tuple(due)

@@ -50,6 +50,17 @@ def test_an_unchanged_table_waits_for_its_period() -> None:
     assert due_kinds(state(timedelta(hours=30), ran), NOW, BG) == KINDS
 
 
+def test_a_commit_while_a_run_went_on_is_the_next_runs_to_look_at() -> None:
+    """The writer appended after the compaction read the table and before it finished: the files
+    it added are not compacted yet, so the next round after the interval runs again."""
+    run = LastRun(NOW - timedelta(seconds=90), NOW - timedelta(seconds=70))
+    name = TableName.of("whs", ("ns",), "t")
+    during = TableState("t", name, NOW - timedelta(seconds=80), dict.fromkeys(KINDS, run))
+    assert due_kinds(during, NOW, BG) == (COMPACTION, SNAPSHOT_MANAGEMENT)
+    # Within the interval it still waits, as for any commit.
+    assert due_kinds(during, NOW - timedelta(seconds=40), BG) == ()
+
+
 def test_a_run_still_going_or_killed_counts_as_changed_since() -> None:
     unfinished = TableState("t", TableName.of("whs", ("ns",), "t"), NOW - timedelta(hours=1),
                             {COMPACTION: LastRun(NOW - timedelta(minutes=5), None)})  # fmt: skip
