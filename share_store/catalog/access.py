@@ -23,7 +23,7 @@ from share_store.catalog.errors import CatalogRefusal, NoSuchTable
 from share_store.catalog.locations import MayTake
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import Policy, table_arn, warehouse_arn
-from share_store.catalog.rows import TABLE, VIEW
+from share_store.catalog.table_pointers import TABLE, VIEW
 from share_store.catalog.view_commits import ViewCommit
 from share_store.catalog.views import LoadedView, NewView
 

@@ -3,7 +3,7 @@
 Every change follows one order, so that a crash at any point leaves each
 table at its old metadata or its new one and never points at a missing file:
 the new metadata file is written to storage first, then the pointer in the
-share store is swapped by compare-and-swap (`rows`). A
+share store is swapped by compare-and-swap (`table_pointers`). A
 multi-table transaction swaps all its pointers in one database transaction.
 A warehouse is a bucket of the configured storage. Where a table lives is
 the catalog's decision, recorded with its pointer (`table_locations`): every
@@ -39,7 +39,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import SortOrder
 from sqlalchemy.engine import Connection
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers, warehouse_rows
 from share_store.catalog.commits import (
     check_requirements,
     committed_metadata,
@@ -65,7 +65,7 @@ from share_store.catalog.locations import (
 from share_store.catalog.metadata_text import MetadataText, metadata_text
 from share_store.catalog.names import TableName
 from share_store.catalog.purge import purge, purge_folder
-from share_store.catalog.rows import TABLE, TablePointer
+from share_store.catalog.table_pointers import TABLE, TablePointer
 from share_store.catalog.views import ViewCatalog
 from share_store.catalog.warehouses import dropped_retention
 from share_store.errors import InvalidParameter, ShareStoreError
@@ -133,19 +133,19 @@ class WarehouseCatalog(ViewCatalog):
 
     def list_tables(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
         with self._read() as conn:
-            return rows.list_tables(conn, warehouse, levels)
+            return table_pointers.list_tables(conn, warehouse, levels)
 
     def create_table(self, table: TableName, new: NewTable, may_take: MayTake = no_one) -> LoadedTable:
         """`may_take`: whether the caller may take over a dropped table's folder (`table_locations`)."""
         with self._read() as conn:
-            if not rows.namespace_exists(conn, table.warehouse, table.namespace):
-                rows.check_warehouse_exists(conn, table.warehouse)
-            taken = rows.kind_named(conn, table.warehouse, table.namespace, table.name)
+            if not warehouse_rows.namespace_exists(conn, table.warehouse, table.namespace):
+                warehouse_rows.check_warehouse_exists(conn, table.warehouse)
+            taken = table_pointers.kind_named(conn, table.warehouse, table.namespace, table.name)
             if taken is not None:  # tables and views share one name space
                 raise AlreadyExists(f"{taken.title()} already exists: {table}")
             defaults = table_defaults(
-                rows.warehouse_properties(conn, table.warehouse),
-                rows.namespace_properties(conn, table.warehouse, table.namespace),
+                warehouse_rows.warehouse_properties(conn, table.warehouse),
+                warehouse_rows.namespace_properties(conn, table.warehouse, table.namespace),
             )
         where = self.locations.new(table.warehouse, table.namespace, table.name, new.location, may_take)
         given = defaults | string_properties(dict(new.properties))
@@ -160,19 +160,22 @@ class WarehouseCatalog(ViewCatalog):
 
     def load_table(self, table: TableName) -> LoadedTable:
         with self._read() as conn:
-            pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
+            pointer = table_pointers.table_pointer(conn, table.warehouse, table.namespace, table.name)
         metadata, text = self.files.read_with_json(pointer.metadata_location)
         return LoadedTable(pointer.metadata_location, metadata, self.locations.recorded(pointer), text)
 
     def table_location(self, table: TableName) -> TableLocation:
         """Where the table lives, recording it first for a table made before locations were recorded."""
         with self._read() as conn:
-            pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
+            pointer = table_pointers.table_pointer(conn, table.warehouse, table.namespace, table.name)
         return self.locations.of(pointer)
 
     def table_exists(self, table: TableName) -> bool:
         with self._read() as conn:
-            return rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name) is not None
+            return (
+                table_pointers.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
+                is not None
+            )
 
     def commit(
         self,
@@ -209,8 +212,10 @@ class WarehouseCatalog(ViewCatalog):
             raise InvalidParameter("a transaction names one table more than once")
         with self._read() as conn:
             for table, _ in changes:
-                rows.require_namespace(conn, table.warehouse, table.namespace)
-            pointers = [rows.find_table_pointer(conn, t.warehouse, t.namespace, t.name) for t, _ in changes]
+                warehouse_rows.require_namespace(conn, table.warehouse, table.namespace)
+            pointers = [
+                table_pointers.find_table_pointer(conn, t.warehouse, t.namespace, t.name) for t, _ in changes
+            ]
         staged = [self._staged(table, request, current, (based_on or {}).get(table), may_take)
                   for (table, request), current in zip(changes, pointers, strict=True)]  # fmt: skip
         self._swap(staged, may_take)
@@ -298,7 +303,7 @@ class WarehouseCatalog(ViewCatalog):
                 # New tables' warehouses first, in one order: a transaction never holds a table's row
                 # while it waits for a warehouse another holds while it waits for that table.
                 for warehouse in sorted({c.table.warehouse for c in staged if c.current is None}):
-                    rows.lock_warehouse(conn, warehouse)
+                    warehouse_rows.lock_warehouse(conn, warehouse)
                 for change in staged:
                     self._point(conn, change, may_take)
                 committing = True  # what raises from here on is the COMMIT
@@ -315,12 +320,12 @@ class WarehouseCatalog(ViewCatalog):
     def _point(self, conn: Connection, change: _Staged, may_take: MayTake) -> None:
         t = change.table
         if change.current is not None:
-            rows.swap_table_pointer(conn, change.current, change.metadata_location)
+            table_pointers.swap_table_pointer(conn, change.current, change.metadata_location)
             return
         self.locations.claim(conn, t.warehouse, change.location, may_take=may_take)
         try:
-            rows.insert_table(conn, t.warehouse, t.namespace, t.name, change.metadata_location,
-                              change.location.prefix)  # fmt: skip
+            table_pointers.insert_table(conn, t.warehouse, t.namespace, t.name, change.metadata_location,
+                                        change.location.prefix)  # fmt: skip
         except AlreadyExists:
             raise CommitConflict(f"Table was created by another commit: {t}") from None
 
@@ -328,8 +333,8 @@ class WarehouseCatalog(ViewCatalog):
         """The written files some table now points at; all of them if the store cannot say."""
         try:
             with self._read() as conn:
-                found = [rows.find_table_pointer(conn, c.table.warehouse, c.table.namespace, c.table.name)
-                         for c in written]  # fmt: skip
+                found = [table_pointers.find_table_pointer(conn, c.table.warehouse, c.table.namespace,
+                                                           c.table.name) for c in written]  # fmt: skip
         except Exception:  # noqa: BLE001 (whatever the store says, it cannot say: keep every file)
             return {c.metadata_location for c in written}
         return {p.metadata_location for p in found if p is not None}
@@ -338,13 +343,13 @@ class WarehouseCatalog(ViewCatalog):
         """With `purge`, the table and its files gone now; without, the table dropped: kept, and its
         folder claimed, until its warehouse's retention has passed (`purge_expired`) or it is undropped."""
         with self._read() as conn:
-            pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
+            pointer = table_pointers.table_pointer(conn, table.warehouse, table.namespace, table.name)
         if not purge:
             self.drop_pointer(pointer)
             return
         location = self.locations.of(pointer)
         with self._change() as conn:
-            rows.delete_table(conn, pointer)
+            table_pointers.delete_table(conn, pointer)
         # After the row is gone: a purge that fails halfway leaves files, never a table
         # pointing at deleted ones.
         self._purge(pointer.metadata_location, location)
@@ -356,11 +361,11 @@ class WarehouseCatalog(ViewCatalog):
         dropped since still lists them (they wait for it to be made again, or for their purge).
         Without `levels`, the whole warehouse's; without `kind`, tables and views alike."""
         with self._read() as conn:
-            rows.check_warehouse_exists(conn, warehouse)
-            found = rows.dropped_tables(conn, warehouse, levels, kind)
+            warehouse_rows.check_warehouse_exists(conn, warehouse)
+            found = table_pointers.dropped_tables(conn, warehouse, levels, kind)
             if not found and levels is not None:
-                rows.require_namespace(conn, warehouse, levels)
-            retention = dropped_retention(rows.warehouse_properties(conn, warehouse))
+                warehouse_rows.require_namespace(conn, warehouse, levels)
+            retention = dropped_retention(warehouse_rows.warehouse_properties(conn, warehouse))
         return [DroppedTable(p.id, p.table, p.kind, p.dropped_at, p.dropped_at + retention)
                 for p in found if p.dropped_at is not None]  # fmt: skip
 
@@ -370,27 +375,27 @@ class WarehouseCatalog(ViewCatalog):
         namespace dropped since must be made again first."""
         with self._change() as conn:
             for name, table_id in targets:
-                rows.check_warehouse_exists(conn, name.warehouse)
-                pointer = rows.dropped_pointer(
+                warehouse_rows.check_warehouse_exists(conn, name.warehouse)
+                pointer = table_pointers.dropped_pointer(
                     conn, name.warehouse, name.namespace, name.name, kind, table_id
                 )
-                rows.require_namespace(conn, name.warehouse, name.namespace)
-                rows.undrop_table(conn, pointer)
+                warehouse_rows.require_namespace(conn, name.warehouse, name.namespace)
+                table_pointers.undrop_table(conn, pointer)
 
     def purge_expired(self, now: datetime) -> list[TableName]:
         """Purge every dropped table and view whose warehouse's retention has passed by `now` (and
         those a purge began on and left): its files first, the whole folder, while its row still
         claims the folder, then its row. One that cannot be purged now is left for the next round."""
         with self._read() as conn:
-            dropped = rows.dropped_tables(conn, purging=True)
-            retention = {w: dropped_retention(rows.warehouse_properties(conn, w))
+            dropped = table_pointers.dropped_tables(conn, purging=True)
+            retention = {w: dropped_retention(warehouse_rows.warehouse_properties(conn, w))
                          for w in {p.warehouse for p in dropped}}  # fmt: skip
         purged: list[TableName] = []
         for pointer in dropped:
             if pointer.dropped_at is not None and pointer.dropped_at + retention[pointer.warehouse] > now:
                 continue
             with self._change() as conn:
-                if not rows.begin_purge(conn, pointer):
+                if not table_pointers.begin_purge(conn, pointer):
                     continue  # undropped, taken over or dropped again since it was read
             if self._purge_dropped(pointer):
                 purged.append(pointer.table)
@@ -410,7 +415,7 @@ class WarehouseCatalog(ViewCatalog):
                             type(error).__name__)  # fmt: skip
                 return False
         with self._change() as conn:
-            return rows.delete_table(conn, pointer)
+            return table_pointers.delete_table(conn, pointer)
 
     def rename_table(self, source: TableName, target: TableName) -> None:
         """The table under another name; its files stay where its location is."""
@@ -418,11 +423,11 @@ class WarehouseCatalog(ViewCatalog):
             raise InvalidParameter("a table cannot be renamed into another warehouse")
         with self._change() as conn:
             # The spec's order: a missing source is a 404 before a taken destination is a 409.
-            pointer = rows.table_pointer(conn, source.warehouse, source.namespace, source.name)
-            taken = rows.kind_named(conn, target.warehouse, target.namespace, target.name)
+            pointer = table_pointers.table_pointer(conn, source.warehouse, source.namespace, source.name)
+            taken = table_pointers.kind_named(conn, target.warehouse, target.namespace, target.name)
             if taken is not None:
                 raise AlreadyExists(f"{taken.title()} already exists: {target}")
-            rows.rename_table(conn, pointer, target.namespace, target.name)
+            table_pointers.rename_table(conn, pointer, target.namespace, target.name)
 
     def register_table(
         self, table: TableName, metadata_location: str, overwrite: bool = False, may_take: MayTake = no_one
@@ -434,17 +439,17 @@ class WarehouseCatalog(ViewCatalog):
         location is then taken as a create's would be, and the file must be inside it.
         """
         with self._read() as conn:
-            current = rows.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
+            current = table_pointers.find_table_pointer(conn, table.warehouse, table.namespace, table.name)
             claims = self.locations.claims(conn, table.warehouse, but=current)
         metadata, location = self._registered(table, metadata_location, claims, self.files.parse, may_take)
         check_write_paths(self.storage, location, metadata.properties)
         with self._change() as conn:
             self.locations.claim(conn, table.warehouse, location, but=current, may_take=may_take)
             if current is not None and overwrite:
-                rows.swap_table_pointer(conn, current, metadata_location, location.prefix)
+                table_pointers.swap_table_pointer(conn, current, metadata_location, location.prefix)
             else:
-                rows.insert_table(conn, table.warehouse, table.namespace, table.name, metadata_location,
-                                  location.prefix)  # fmt: skip
+                table_pointers.insert_table(conn, table.warehouse, table.namespace, table.name,
+                                            metadata_location, location.prefix)  # fmt: skip
         return LoadedTable(metadata_location, metadata, location)
 
     def _purge(self, metadata_location: str, location: TableLocation) -> None:

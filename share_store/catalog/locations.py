@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from share_store.catalog.names import TableName
-from share_store.catalog.rows import TablePointer
+from share_store.catalog.table_pointers import TablePointer
 from share_store.errors import InvalidParameter
 from share_store.storage.base import ObjectStorage
 from share_store.storage.file_uris import file_uri

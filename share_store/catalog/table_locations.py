@@ -3,7 +3,7 @@
 The rules of one location are pure (`locations`: what is taken, what overlaps,
 which dropped table's folder a caller may take); this is where they meet the
 store. A location is claimed in the same database transaction that records
-it, after the warehouse's row is locked (`rows.lock_warehouse`), so two
+it, after the warehouse's row is locked (`warehouse_rows.lock_warehouse`), so two
 creates racing for overlapping folders cannot both pass the check. Tables
 made before locations were recorded count with every folder their metadata
 shows (its `location`, and the folders of its metadata log and manifest
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers, warehouse_rows
 from share_store.catalog.errors import MetadataFileMissing
 from share_store.catalog.locations import (
     Claims,
@@ -31,7 +31,7 @@ from share_store.catalog.locations import (
     requested_location,
 )
 from share_store.catalog.metadata_files import MetadataFiles
-from share_store.catalog.rows import TablePointer
+from share_store.catalog.table_pointers import TablePointer
 from share_store.errors import UnsupportedOperation
 from share_store.persistence.transactions import Transactions
 from share_store.storage.base import ObjectStorage
@@ -76,11 +76,11 @@ class TableLocations:
     ) -> None:
         """In the transaction that records `location`: no other table's overlaps it, nor can until it
         ends; a dropped table whose folder it may take is forgotten (its files become the new one's)."""
-        rows.lock_warehouse(conn, warehouse)
+        warehouse_rows.lock_warehouse(conn, warehouse)
         for dropped in check_free(location, self.claims(conn, warehouse, but), may_take):
             # Conditional: a purge that began on it meanwhile (it takes no lock on the warehouse)
             # deletes the folder's files, so the folder is not to be taken.
-            if not rows.forget_dropped_table(conn, dropped):
+            if not table_pointers.forget_dropped_table(conn, dropped):
                 raise LocationRefused(f"table location {location.uri} overlaps another table's location")
 
     def recorded(self, pointer: TablePointer) -> TableLocation | None:
@@ -99,7 +99,7 @@ class TableLocations:
             location = requested_location(self.storage, pointer.warehouse, metadata.location)
             with self._change() as conn:
                 self.claim(conn, pointer.warehouse, location, but=pointer)
-                rows.record_location(conn, pointer.id, location.prefix)
+                table_pointers.record_location(conn, pointer.id, location.prefix)
         except LocationRefused as error:
             name = ".".join((*pointer.namespace, pointer.name))
             raise LocationRefused(
@@ -118,7 +118,7 @@ class TableLocations:
     def claims(self, conn: Connection, warehouse: str, but: TablePointer | None = None) -> Claims:
         """Every other table of the warehouse (dropped ones too) with the folders it claims."""
         found: Claims = []
-        for pointer in rows.tables_in(conn, warehouse):
+        for pointer in table_pointers.tables_in(conn, warehouse):
             if but is not None and pointer.id == but.id:
                 continue
             recorded = self.recorded(pointer)

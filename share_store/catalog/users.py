@@ -12,10 +12,10 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from share_store.catalog import rows
+from share_store.catalog import user_rows
 from share_store.catalog.names import check_name
 from share_store.catalog.policies import FULL_ACCESS_POLICY, Policy, parse_policy
-from share_store.catalog.rows import CatalogUser
+from share_store.catalog.user_rows import CatalogUser
 from share_store.persistence.rows import utc_now
 from share_store.persistence.transactions import Transactions
 from share_store.signing.secret_box import open_sealed, seal
@@ -55,7 +55,7 @@ class CatalogUsers:
         user = CatalogUser(name, access_key, seal(self._server_key, access_key, secret_key), parsed.to_json(),
                            utc_now())  # fmt: skip
         with self.transactions.change() as conn:
-            rows.create_user(conn, user)
+            user_rows.create_user(conn, user)
         return IssuedUser(name, access_key, secret_key, parsed)
 
     def secret_for(self, access_key: str) -> str | None:
@@ -82,13 +82,13 @@ class CatalogUsers:
 
     def list(self) -> list[KnownUser]:
         with self.transactions.read() as conn:
-            users = rows.list_users(conn)
+            users = user_rows.list_users(conn)
         return [KnownUser(u.name, u.access_key, parse_policy(u.policy)) for u in users]
 
     def remove(self, name: str) -> None:
         with self.transactions.change() as conn:
-            rows.delete_user(conn, name)
+            user_rows.delete_user(conn, name)
 
     def _user(self, access_key: str) -> CatalogUser | None:
         with self.transactions.read() as conn:
-            return rows.user_by_access_key(conn, access_key)
+            return user_rows.user_by_access_key(conn, access_key)

@@ -22,12 +22,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 from sqlalchemy.engine import Connection
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers, warehouse_rows
 from share_store.catalog.commits import metadata_file_location, next_file_version
 from share_store.catalog.errors import AlreadyExists, MetadataFileMissing
 from share_store.catalog.locations import LocationRefused, MayTake, no_one, requested_location
 from share_store.catalog.names import TableName
-from share_store.catalog.rows import VIEW, TablePointer
+from share_store.catalog.table_pointers import VIEW, TablePointer
 from share_store.catalog.view_commits import (
     ViewCommit,
     check_view_requirements,
@@ -63,23 +63,26 @@ class ViewCatalog(Warehouses):
 
     def list_views(self, warehouse: str, levels: tuple[str, ...]) -> list[str]:
         with self._read() as conn:
-            return rows.list_tables(conn, warehouse, levels, VIEW)
+            return table_pointers.list_tables(conn, warehouse, levels, VIEW)
 
     def view_exists(self, view: TableName) -> bool:
         with self._read() as conn:
-            return rows.find_table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW) is not None
+            return (
+                table_pointers.find_table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
+                is not None
+            )
 
     def load_view(self, view: TableName) -> LoadedView:
         with self._read() as conn:
-            pointer = rows.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
+            pointer = table_pointers.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
         return LoadedView(pointer.metadata_location, self.files.read_view(pointer.metadata_location))
 
     def create_view(self, view: TableName, new: NewView, may_take: MayTake = no_one) -> LoadedView:
         """`may_take`: whether the caller may take over a dropped table's or view's folder."""
         with self._read() as conn:
-            if not rows.namespace_exists(conn, view.warehouse, view.namespace):
-                rows.check_warehouse_exists(conn, view.warehouse)
-                rows.require_namespace(conn, view.warehouse, view.namespace)
+            if not warehouse_rows.namespace_exists(conn, view.warehouse, view.namespace):
+                warehouse_rows.check_warehouse_exists(conn, view.warehouse)
+                warehouse_rows.require_namespace(conn, view.warehouse, view.namespace)
             self._check_free(conn, view)
         where = self.locations.new(view.warehouse, view.namespace, view.name, new.location, may_take)
         metadata = created_view(new.schema, new.version, where.uri, dict(new.properties))
@@ -90,8 +93,8 @@ class ViewCatalog(Warehouses):
     def replace_view(self, view: TableName, commit: ViewCommit) -> LoadedView:
         """The commit applied to the view's current metadata, written, and the pointer swapped to it."""
         with self._read() as conn:
-            rows.require_namespace(conn, view.warehouse, view.namespace)
-            current = rows.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
+            warehouse_rows.require_namespace(conn, view.warehouse, view.namespace)
+            current = table_pointers.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
         location = self.locations.of(current)
         base = self.files.read_view(current.metadata_location)
         check_view_requirements(base, commit)  # a stale commit is a 409 before its locations are read
@@ -109,7 +112,7 @@ class ViewCatalog(Warehouses):
 
     def drop_view(self, view: TableName) -> None:
         with self._read() as conn:
-            pointer = rows.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
+            pointer = table_pointers.table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
         self.drop_pointer(pointer)
 
     def drop_pointer(self, pointer: TablePointer) -> None:
@@ -122,7 +125,7 @@ class ViewCatalog(Warehouses):
             except (InvalidParameter, MetadataFileMissing):  # LocationRefused among them
                 pass
         with self._change() as conn:
-            rows.drop_table(conn, pointer, utc_now())
+            table_pointers.drop_table(conn, pointer, utc_now())
 
     def rename_view(self, source: TableName, target: TableName) -> None:
         """The view under another name; its files stay where its location is."""
@@ -130,10 +133,12 @@ class ViewCatalog(Warehouses):
             raise InvalidParameter("a view cannot be renamed into another warehouse")
         with self._change() as conn:
             # The spec's order: a missing source is a 404 before a taken destination is a 409.
-            pointer = rows.table_pointer(conn, source.warehouse, source.namespace, source.name, VIEW)
-            rows.require_namespace(conn, target.warehouse, target.namespace)
+            pointer = table_pointers.table_pointer(
+                conn, source.warehouse, source.namespace, source.name, VIEW
+            )
+            warehouse_rows.require_namespace(conn, target.warehouse, target.namespace)
             self._check_free(conn, target)
-            rows.rename_table(conn, pointer, target.namespace, target.name)
+            table_pointers.rename_table(conn, pointer, target.namespace, target.name)
 
     def register_view(
         self, view: TableName, metadata_location: str, may_take: MayTake = no_one
@@ -144,20 +149,20 @@ class ViewCatalog(Warehouses):
         no other table's or view's location before it is read at all.
         """
         with self._read() as conn:
-            rows.require_namespace(conn, view.warehouse, view.namespace)
+            warehouse_rows.require_namespace(conn, view.warehouse, view.namespace)
             self._check_free(conn, view)
             claims = self.locations.claims(conn, view.warehouse)
         parse = self.files.parse_view
         metadata, location = self._registered(view, metadata_location, claims, parse, may_take)
         with self._change() as conn:
             self.locations.claim(conn, view.warehouse, location, may_take=may_take)
-            rows.insert_table(conn, view.warehouse, view.namespace, view.name, metadata_location,
-                              location.prefix, VIEW)  # fmt: skip
+            table_pointers.insert_table(conn, view.warehouse, view.namespace, view.name, metadata_location,
+                                        location.prefix, VIEW)  # fmt: skip
         return LoadedView(metadata_location, metadata)
 
     @staticmethod
     def _check_free(conn: Connection, name: TableName) -> None:
-        taken = rows.kind_named(conn, name.warehouse, name.namespace, name.name)
+        taken = table_pointers.kind_named(conn, name.warehouse, name.namespace, name.name)
         if taken is not None:  # tables and views share one name space
             raise AlreadyExists(f"{taken.title()} already exists: {name}")
 
@@ -176,11 +181,11 @@ class ViewCatalog(Warehouses):
         try:
             with self._change() as conn:
                 if current is not None:
-                    rows.swap_table_pointer(conn, current, metadata_location)
+                    table_pointers.swap_table_pointer(conn, current, metadata_location)
                     return
                 self.locations.claim(conn, view.warehouse, location, may_take=may_take)
-                rows.insert_table(conn, view.warehouse, view.namespace, view.name, metadata_location,
-                                  location.prefix, VIEW)  # fmt: skip
+                table_pointers.insert_table(conn, view.warehouse, view.namespace, view.name,
+                                            metadata_location, location.prefix, VIEW)  # fmt: skip
         except Exception:
             pointed = self._view_pointed_at(view)
             if pointed == metadata_location:
@@ -193,7 +198,9 @@ class ViewCatalog(Warehouses):
         """The metadata file the view names now ("" for no view); None if the store cannot say."""
         try:
             with self._read() as conn:
-                found = rows.find_table_pointer(conn, view.warehouse, view.namespace, view.name, VIEW)
+                found = table_pointers.find_table_pointer(
+                    conn, view.warehouse, view.namespace, view.name, VIEW
+                )
         except Exception:  # noqa: BLE001 (whatever the store says, it cannot say: keep the file)
             return None
         return found.metadata_location if found is not None else ""

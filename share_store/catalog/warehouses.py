@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
-from share_store.catalog import rows
+from share_store.catalog import warehouse_rows
 from share_store.catalog.commits import TABLE_DEFAULT, changed_properties, string_properties
 from share_store.catalog.errors import AlreadyExists
 from share_store.catalog.locations import Claims, MayTake, check_files, check_free, requested_location
@@ -93,7 +93,7 @@ class Warehouses:
             f"it with `sharing-server table warehouse create {name} --adopt`"
         )
         with self._change() as conn:
-            rows.create_warehouse(conn, name)
+            warehouse_rows.create_warehouse(conn, name)
             # In the transaction: a bucket the storage refuses leaves no warehouse row behind.
             try:
                 if not adopt and self.storage.bucket_exists(name):
@@ -108,15 +108,15 @@ class Warehouses:
 
     def list_warehouses(self) -> list[str]:
         with self._read() as conn:
-            return rows.list_warehouses(conn)
+            return warehouse_rows.list_warehouses(conn)
 
     def has_warehouse(self, name: str) -> bool:
         with self._read() as conn:
-            return rows.warehouse_exists(conn, name)
+            return warehouse_rows.warehouse_exists(conn, name)
 
     def warehouse_properties(self, name: str) -> dict[str, str]:
         with self._read() as conn:
-            return rows.warehouse_properties(conn, name)
+            return warehouse_rows.warehouse_properties(conn, name)
 
     def update_warehouse_properties(
         self, name: str, removals: list[str], updates: dict[str, str]
@@ -134,14 +134,14 @@ class Warehouses:
         if DROPPED_RETENTION in updates:
             updates = {**updates, DROPPED_RETENTION: _checked_retention(updates[DROPPED_RETENTION])}
         with self._change() as conn:
-            current = rows.warehouse_properties(conn, name)
+            current = warehouse_rows.warehouse_properties(conn, name)
             properties, updated, removed, missing = changed_properties(current, removals, updates)
-            rows.set_warehouse_properties(conn, name, properties)
+            warehouse_rows.set_warehouse_properties(conn, name, properties)
         return updated, removed, missing
 
     def drop_warehouse(self, name: str) -> None:
         with self._change() as conn:
-            rows.drop_warehouse(conn, name)
+            warehouse_rows.drop_warehouse(conn, name)
         self.warehouse_changes += 1
         self.storage.delete_bucket(name)  # only if empty: objects left by others stay
 
@@ -150,30 +150,30 @@ class Warehouses:
     def create_namespace(self, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]) -> None:
         check_namespace(levels)
         with self._change() as conn:
-            rows.create_namespace(conn, warehouse, levels, string_properties(properties))
+            warehouse_rows.create_namespace(conn, warehouse, levels, string_properties(properties))
 
     def list_namespaces(self, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         with self._read() as conn:
-            return rows.list_namespaces(conn, warehouse, parent)
+            return warehouse_rows.list_namespaces(conn, warehouse, parent)
 
     def load_namespace(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
         with self._read() as conn:
-            rows.check_warehouse_exists(conn, warehouse)
-            return rows.namespace_properties(conn, warehouse, levels)
+            warehouse_rows.check_warehouse_exists(conn, warehouse)
+            return warehouse_rows.namespace_properties(conn, warehouse, levels)
 
     def update_namespace_properties(
         self, warehouse: str, levels: tuple[str, ...], removals: list[str], updates: dict[str, str]
     ) -> tuple[list[str], list[str], list[str]]:
         """Updated, removed and missing keys, as the spec's response lists them."""
         with self._change() as conn:
-            current = rows.namespace_properties(conn, warehouse, levels)
+            current = warehouse_rows.namespace_properties(conn, warehouse, levels)
             properties, updated, removed, missing = changed_properties(current, removals, updates)
-            rows.set_namespace_properties(conn, warehouse, levels, properties)
+            warehouse_rows.set_namespace_properties(conn, warehouse, levels, properties)
         return updated, removed, missing
 
     def drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None:
         with self._change() as conn:
-            rows.drop_namespace(conn, warehouse, levels)
+            warehouse_rows.drop_namespace(conn, warehouse, levels)
 
     def _registered(
         self,

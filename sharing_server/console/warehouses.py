@@ -25,7 +25,7 @@ from share_store.catalog.access import PROVIDER, CatalogAccess
 from share_store.catalog.catalog import DroppedTable, WarehouseCatalog
 from share_store.catalog.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, TABLE_DEFAULT
 from share_store.catalog.names import TableName
-from share_store.catalog.rows import TABLE, VIEW
+from share_store.catalog.table_pointers import TABLE, VIEW
 from share_store.catalog.warehouses import dropped_retention, duration_text
 from share_store.errors import AdminError, InvalidParameter, ShareStoreError
 from share_store.model import NAME_PATTERN, TableSpec

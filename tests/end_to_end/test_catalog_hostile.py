@@ -31,7 +31,7 @@ import pytest
 from pyiceberg.exceptions import BadRequestError, CommitFailedException, ForbiddenError
 from pyiceberg.table import Table
 
-from share_store.catalog import rows as warehouse_rows
+from share_store.catalog import table_pointers, warehouse_rows
 from share_store.catalog.users import CatalogUsers
 from share_store.model import parse_create_args
 from share_store.storage.local import LocalStorage
@@ -521,8 +521,8 @@ def forget_warehouse(world: World, name: str) -> None:
     with world.deployment.store.engine.begin() as conn:
         # The tables dropped above stay, owned, until their retention: forgotten here with their
         # warehouse (their files are the test data's, which a purge would take).
-        for dropped in warehouse_rows.dropped_tables(conn, name, purging=True):
-            warehouse_rows.delete_table(conn, dropped)
+        for dropped in table_pointers.dropped_tables(conn, name, purging=True):
+            table_pointers.delete_table(conn, dropped)
         warehouse_rows.drop_warehouse(conn, name)
 
 

@@ -117,13 +117,13 @@ def test_two_creates_at_once_cannot_both_take_overlapping_locations(
     purges itself."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from share_store.catalog import rows
+    from share_store.catalog import table_pointers
 
     namespace = f"victims_{rand()}"
     made = world.admin.call("POST", f"/{world.wh}/namespaces", {"namespace": [namespace]})
     assert made.status_code == 200, made.text
     barrier = threading.Barrier(2, timeout=3)
-    reads = rows.tables_in
+    reads = table_pointers.tables_in
 
     def meeting(conn: Any, warehouse: str) -> Any:
         found = reads(conn, warehouse)
@@ -134,7 +134,7 @@ def test_two_creates_at_once_cannot_both_take_overlapping_locations(
                 pass
         return found
 
-    monkeypatch.setattr(rows, "tables_in", meeting)
+    monkeypatch.setattr(table_pointers, "tables_in", meeting)
     victim_body = create_body("orders", uri(world.deployment, world.wh, f"{namespace}/orders"))
     grab = f"grab_{rand()}"
     attacker_body = create_body(grab, uri(world.deployment, world.wh, namespace))
@@ -146,7 +146,7 @@ def test_two_creates_at_once_cannot_both_take_overlapping_locations(
             world.attacker.call, "POST", f"/{world.wh}/namespaces/{ATT}/tables", attacker_body
         )
         answers = made_victim.result(), made_attacker.result()
-    monkeypatch.setattr(rows, "tables_in", reads)
+    monkeypatch.setattr(table_pointers, "tables_in", reads)
     both = [answer.status_code for answer in answers] == [200, 200]
 
     lost: list[str] = []

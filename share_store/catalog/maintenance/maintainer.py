@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from share_store.catalog import rows as catalog_rows
+from share_store.catalog import table_pointers
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.maintenance import rows
 from share_store.catalog.maintenance.compaction import compact
@@ -160,7 +160,7 @@ class Maintainer:
         return dataclasses.asdict(removal)
 
     def _id(self, conn: Any, table: TableName) -> str:
-        return catalog_rows.table_pointer(conn, table.warehouse, table.namespace, table.name).id
+        return table_pointers.table_pointer(conn, table.warehouse, table.namespace, table.name).id
 
 
 def described_run(run: rows.Run) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Maintenance's rows: configurations (a warehouse's under table id "", a table's under its id),
 each table's last run of each kind, and the lease of the background runs.
 
-Every function takes the caller's connection, as `catalog.rows` does.
+Every function takes the caller's connection, as `catalog.table_pointers` does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from sqlalchemy.exc import IntegrityError
 
 from share_store.catalog.maintenance.schedule import LastRun, TableState
 from share_store.catalog.names import TableName, namespace_levels
-from share_store.catalog.rows import LIVE, TABLE
+from share_store.catalog.table_pointers import TABLE
+from share_store.catalog.warehouse_rows import LIVE
 from share_store.persistence.rows import utc, utc_now
 from share_store.persistence.sql_schema import (
     maintenance_configs_table,

@@ -32,12 +32,12 @@ from pyiceberg.table.metadata import TableMetadata
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.maintenance.configuration import UnreferencedFileRemoval
 from share_store.catalog.names import TableName
 from share_store.catalog.purge import reachable_files
-from share_store.catalog.rows import TablePointer
+from share_store.catalog.table_pointers import TablePointer
 from share_store.errors import UnsupportedOperation
 from share_store.persistence.rows import utc
 from share_store.persistence.sql_schema import maintenance_noncurrent_table, warehouse_tables_table
@@ -167,7 +167,7 @@ def remove_unreferenced(
     if now.tzinfo is None:
         raise ValueError("`now` must be timezone-aware")
     with catalog.transactions.read() as conn:
-        pointer = rows.table_pointer(conn, table.warehouse, table.namespace, table.name)
+        pointer = table_pointers.table_pointer(conn, table.warehouse, table.namespace, table.name)
     location = catalog.locations.of(pointer)
     storage = catalog.table_storage(location)  # bounded to the table by the store, where it has STS
     # Strict first: an unreadable manifest raises here, before anything is marked or deleted.

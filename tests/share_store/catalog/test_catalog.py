@@ -15,7 +15,7 @@ from pyiceberg.table.metadata import MetadataLogEntry
 from pyiceberg.types import LongType, NestedField
 from sqlalchemy import update
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.commits import created_metadata, metadata_json, parse_model
 from share_store.catalog.errors import AlreadyExists, CommitConflict, MetadataFileMissing, NotEmpty
@@ -41,10 +41,10 @@ def test_a_commit_that_loses_the_race_is_a_conflict_and_the_winner_stays(catalog
     name = TableName.of("whs", ("ns",), "t")
     catalog.create_table(name, NewTable(SCHEMA, properties={"format-version": "2"}))
     with catalog.transactions.engine.connect() as conn:
-        stale = rows.table_pointer(conn, "whs", ("ns",), "t")
+        stale = table_pointers.table_pointer(conn, "whs", ("ns",), "t")
     catalog.commit(name, properties("first", "1"))
     with catalog.transactions.change() as conn, pytest.raises(CommitConflict, match="changed by another"):
-        rows.swap_table_pointer(conn, stale, "file:///elsewhere.metadata.json")
+        table_pointers.swap_table_pointer(conn, stale, "file:///elsewhere.metadata.json")
     assert catalog.load_table(name).metadata.properties["first"] == "1"
 
 
@@ -57,7 +57,7 @@ def test_a_crash_between_the_file_and_the_swap_leaves_the_old_metadata(
     def fail(*args: Any) -> None:
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(rows, "swap_table_pointer", fail)
+    monkeypatch.setattr(table_pointers, "swap_table_pointer", fail)
     with pytest.raises(RuntimeError):
         catalog.commit(name, properties("lost", "yes"))
     loaded = catalog.load_table(name)
@@ -279,7 +279,7 @@ def test_a_table_made_before_locations_were_recorded_gets_its_own_recorded_once(
     legacy = catalog.storage.root / "whs" / "legacy.metadata.json"  # type: ignore[attr-defined]
     legacy.write_bytes(metadata_json(at_root))
     with catalog.transactions.engine.begin() as conn:
-        rows.insert_table(conn, "whs", ("ns",), "at_root", legacy.as_uri(), "x")
+        table_pointers.insert_table(conn, "whs", ("ns",), "at_root", legacy.as_uri(), "x")
         conn.execute(update(warehouse_tables_table).where(warehouse_tables_table.c.name == "at_root")
                      .values(location=None))  # fmt: skip
     with pytest.raises(InvalidParameter, match="register its metadata again"):

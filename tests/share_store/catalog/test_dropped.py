@@ -15,7 +15,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.errors import (
     AlreadyExists,
@@ -76,10 +76,10 @@ def test_a_commit_decided_before_the_drop_does_not_land_on_the_dropped_table(
 ) -> None:
     catalog.create_table(T, NewTable(SCHEMA))
     with catalog.transactions.read() as conn:
-        before = rows.table_pointer(conn, "whs", ("ns",), "t")
+        before = table_pointers.table_pointer(conn, "whs", ("ns",), "t")
     catalog.drop_table(T)
     with pytest.raises(CommitConflict), catalog.transactions.change() as conn:
-        rows.swap_table_pointer(conn, before, "file:///elsewhere.metadata.json")
+        table_pointers.swap_table_pointer(conn, before, "file:///elsewhere.metadata.json")
     catalog.undrop([(T, None)])
     assert catalog.load_table(T).metadata_location == before.metadata_location
 
@@ -130,9 +130,9 @@ def test_a_purge_begun_can_be_neither_undropped_nor_taken_over(
     assert made.location is not None
     catalog.drop_table(T)
     with catalog.transactions.read() as conn:
-        (pointer,) = rows.dropped_tables(conn, "whs")  # read as a take-over reads it: dropped
+        (pointer,) = table_pointers.dropped_tables(conn, "whs")  # read as a take-over reads it: dropped
     with catalog.transactions.change() as conn:
-        assert rows.begin_purge(conn, pointer)  # as `purge_expired` does before deleting files
+        assert table_pointers.begin_purge(conn, pointer)  # as `purge_expired` does before deleting files
     with pytest.raises(NoSuchTable):
         catalog.undrop([(T, None)])
     with pytest.raises(LocationRefused):
@@ -142,7 +142,7 @@ def test_a_purge_begun_can_be_neither_undropped_nor_taken_over(
     with pytest.raises(LocationRefused), catalog.transactions.change() as conn:
         catalog.locations.claim(conn, "whs", made.location, may_take=anyone)
     with catalog.transactions.read() as conn:
-        assert [p.id for p in rows.dropped_tables(conn, "whs", purging=True)] == [pointer.id]
+        assert [p.id for p in table_pointers.dropped_tables(conn, "whs", purging=True)] == [pointer.id]
 
 
 def test_a_dropped_table_is_not_a_namespaces_but_is_its_warehouses(catalog: WarehouseCatalog) -> None:

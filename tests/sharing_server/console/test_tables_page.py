@@ -15,7 +15,7 @@ from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
-from share_store.catalog import rows
+from share_store.catalog import table_pointers, warehouse_rows
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.commits import parse_model
 from share_store.catalog.names import TableName
@@ -71,8 +71,10 @@ def warehouses(server: Deployment) -> None:
     catalog.create_table(TableName.of("whs", ("sales",), "empty"), NewTable(SCHEMA, properties=v1))
     odd = catalog.create_table(TableName.of("whs", ("sales",), "odd"), NewTable(SCHEMA, properties=V2))
     with server.store.engine.begin() as conn:  # as a store made before names were checked has them
-        rows.create_namespace(conn, "whs", (ODD_NAMESPACE,), {})
-        rows.insert_table(conn, "whs", (ODD_NAMESPACE,), ODD_TABLE, str(odd.metadata_location), "odd-row")
+        warehouse_rows.create_namespace(conn, "whs", (ODD_NAMESPACE,), {})
+        table_pointers.insert_table(
+            conn, "whs", (ODD_NAMESPACE,), ODD_TABLE, str(odd.metadata_location), "odd-row"
+        )
     sql = SQLViewRepresentation(type="sql", sql="SELECT id FROM orders", dialect="spark")
     version = ViewVersion(version_id=1, schema_id=0, timestamp_ms=1_700_000_000_000, summary={},
                           representations=[sql], default_namespace=["sales", "eu"])  # fmt: skip

@@ -1,4 +1,4 @@
-"""The writable catalog's rows: warehouses, namespaces, the table and view pointers and catalog users.
+"""The writable catalog's table and view pointers: where each one's current metadata is.
 
 A table's pointer (its current metadata location) changes only by
 compare-and-swap on its `pointer` counter, so two commits racing on one table
@@ -6,19 +6,13 @@ cannot both win: the loser gets `CommitConflict` and retries from the new
 metadata. A drop without purge keeps the row, marked dropped (`dropped_at`,
 and `dropped` set to its id, out of the live rows' unique name): every lookup
 by name here sees live rows only, while `tables_in` (the locations claimed)
-sees them all. Every function takes the caller's connection, so that
-`ShareStore` decides what one transaction holds (a multi-table commit is one).
-
-No savepoints: every refusal of an insert (`AlreadyExists`) ends the caller's
-transaction anyway, and with SQLite's Python driver a savepoint opened before
-anything else in the transaction is released as a commit of its own, which
-would keep a new row (a warehouse whose bucket is then refused, a table of a
-multi-table commit that fails on the next) that the transaction rolls back.
+sees them all. A view is a pointer to its metadata file too, in the tables'
+name space (one row per name, its `kind` beside it). Every function takes the
+caller's connection, and none opens a savepoint (`warehouse_rows` says why).
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,29 +22,14 @@ from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from share_store.catalog.errors import (
-    AlreadyExists,
-    CommitConflict,
-    NoSuchNamespace,
-    NoSuchTable,
-    NoSuchView,
-    NoSuchWarehouse,
-    NotEmpty,
-)
+from share_store.catalog.errors import AlreadyExists, CommitConflict, NoSuchTable, NoSuchView
 from share_store.catalog.names import TableName, namespace_key, namespace_levels
-from share_store.errors import NotFound
+from share_store.catalog.warehouse_rows import LIVE, dotted, require_namespace
 from share_store.persistence.rows import utc, utc_now
-from share_store.persistence.sql_schema import (
-    catalog_users_table,
-    warehouse_namespaces_table,
-    warehouse_tables_table,
-    warehouses_table,
-)
+from share_store.persistence.sql_schema import warehouse_tables_table
 
 #: What a pointer of `warehouse_tables` points at: a table's metadata or a view's.
 TABLE, VIEW = "table", "view"
-#: `dropped` of a live row.
-LIVE = ""
 
 
 @dataclass(frozen=True)
@@ -75,171 +54,6 @@ class TablePointer:
         return TableName(self.warehouse, self.namespace, self.name)
 
 
-@dataclass(frozen=True)
-class CatalogUser:
-    name: str
-    access_key: str
-    sealed_secret: str
-    policy: str  # the policy document's JSON text
-    created_at: datetime
-
-
-def _dotted(levels: tuple[str, ...]) -> str:
-    return ".".join(levels)
-
-
-# -- warehouses -----------------------------------------------------------------
-
-
-def create_warehouse(conn: Connection, name: str) -> None:
-    try:
-        conn.execute(insert(warehouses_table).values(name=name, created_at=utc_now()))
-    except IntegrityError:
-        raise AlreadyExists(f"Warehouse already exists: {name}") from None
-
-
-def list_warehouses(conn: Connection) -> list[str]:
-    return list(conn.execute(select(warehouses_table.c.name).order_by(warehouses_table.c.name)).scalars())
-
-
-def warehouse_exists(conn: Connection, name: str) -> bool:
-    found = conn.execute(select(warehouses_table.c.name).where(warehouses_table.c.name == name)).first()
-    return found is not None
-
-
-def lock_warehouse(conn: Connection, name: str) -> None:
-    """Hold the warehouse's row until the transaction ends, so that the tables' locations read next
-    are still all of them when the transaction records one more (SQLite: the write lock; PostgreSQL:
-    the row's lock)."""
-    conn.execute(update(warehouses_table).where(warehouses_table.c.name == name).values(name=name))
-
-
-def warehouse_properties(conn: Connection, name: str) -> dict[str, str]:
-    t = warehouses_table
-    row = conn.execute(select(t.c.properties).where(t.c.name == name)).first()
-    if row is None:
-        raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
-    return dict(json.loads(row[0])) if row[0] else {}
-
-
-def set_warehouse_properties(conn: Connection, name: str, properties: dict[str, str]) -> None:
-    t = warehouses_table
-    conn.execute(update(t).where(t.c.name == name).values(properties=json.dumps(properties)))
-
-
-def check_warehouse_exists(conn: Connection, name: str) -> None:
-    if not warehouse_exists(conn, name):
-        raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
-
-
-def drop_warehouse(conn: Connection, name: str) -> None:
-    check_warehouse_exists(conn, name)
-    held = conn.execute(
-        select(warehouse_namespaces_table.c.namespace).where(warehouse_namespaces_table.c.warehouse == name)
-    ).first()
-    if held is not None:
-        raise NotEmpty(f"Warehouse is not empty: {name} holds namespace {_dotted(namespace_levels(held[0]))}")
-    # Its dropped tables are still its own (their files are in its bucket, and can be undropped): a
-    # warehouse is empty once they are undropped or purged, as Lakekeeper's soft deletion has it.
-    t = warehouse_tables_table
-    dropped = conn.execute(select(t.c.kind, t.c.namespace, t.c.name).where(t.c.warehouse == name)).first()
-    if dropped is not None:
-        what = f"{_dotted((*namespace_levels(dropped.namespace), dropped.name))}"
-        raise NotEmpty(
-            f"Warehouse is not empty: {name} holds dropped {dropped.kind} {what}, kept until its retention "
-            "has passed (undrop it, or shorten the warehouse's retention)"
-        )
-    conn.execute(delete(warehouses_table).where(warehouses_table.c.name == name))
-
-
-# -- namespaces -------------------------------------------------------------------
-
-
-def create_namespace(
-    conn: Connection, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
-) -> None:
-    check_warehouse_exists(conn, warehouse)
-    if len(levels) > 1:
-        require_namespace(conn, warehouse, levels[:-1])
-    try:
-        conn.execute(
-            insert(warehouse_namespaces_table).values(
-                warehouse=warehouse, namespace=namespace_key(levels),
-                properties=json.dumps(properties), created_at=utc_now(),
-            )
-        )  # fmt: skip
-    except IntegrityError:
-        raise AlreadyExists(f"Namespace already exists: {_dotted(levels)}") from None
-
-
-def namespace_exists(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> bool:
-    t = warehouse_namespaces_table
-    row = conn.execute(
-        select(t.c.namespace).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
-    ).first()
-    return row is not None
-
-
-def require_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> None:
-    if not namespace_exists(conn, warehouse, levels):
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
-
-
-def namespace_properties(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
-    t = warehouse_namespaces_table
-    row = conn.execute(
-        select(t.c.properties).where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
-    ).first()
-    if row is None:
-        raise NoSuchNamespace(f"Namespace does not exist: {_dotted(levels)}")
-    return dict(json.loads(row[0]))
-
-
-def set_namespace_properties(
-    conn: Connection, warehouse: str, levels: tuple[str, ...], properties: dict[str, str]
-) -> None:
-    t = warehouse_namespaces_table
-    conn.execute(
-        update(t)
-        .where(t.c.warehouse == warehouse, t.c.namespace == namespace_key(levels))
-        .values(properties=json.dumps(properties))
-    )
-
-
-def list_namespaces(conn: Connection, warehouse: str, parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """The namespaces directly under `parent` (top-level ones without it)."""
-    check_warehouse_exists(conn, warehouse)
-    if parent:
-        require_namespace(conn, warehouse, parent)
-    t = warehouse_namespaces_table
-    keys = conn.execute(select(t.c.namespace).where(t.c.warehouse == warehouse).order_by(t.c.namespace))
-    found = [namespace_levels(key) for key in keys.scalars()]
-    return [levels for levels in found if len(levels) == len(parent) + 1 and levels[: len(parent)] == parent]
-
-
-def drop_namespace(conn: Connection, warehouse: str, levels: tuple[str, ...]) -> None:
-    require_namespace(conn, warehouse, levels)
-    key = namespace_key(levels)
-    t, n = warehouse_tables_table, warehouse_namespaces_table
-    # Dropped tables do not hold it (pyiceberg's suite drops a table, then its namespace): they stay,
-    # owned and undroppable once the namespace is made again, until their retention has passed.
-    held = conn.execute(
-        select(t.c.kind, t.c.name).where(
-            t.c.warehouse == warehouse, t.c.namespace == key, t.c.dropped == LIVE
-        )
-    )
-    table = held.first()
-    if table is not None:
-        raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds {table[0]} {table[1]}")
-    children = list_namespaces(conn, warehouse, levels)
-    if children:
-        raise NotEmpty(f"Namespace is not empty: {_dotted(levels)} holds namespace {_dotted(children[0])}")
-    conn.execute(delete(n).where(n.c.warehouse == warehouse, n.c.namespace == key))
-
-
-# -- tables ---------------------------------------------------------------------------
-
-
 def _pointer(row: Row[Any]) -> TablePointer:
     return TablePointer(
         row.id, row.warehouse, namespace_levels(row.namespace), row.name, row.metadata_location, row.pointer,
@@ -258,7 +72,7 @@ def table_pointer(
     ).first()  # fmt: skip
     if row is None:
         missing = NoSuchView if kind == VIEW else NoSuchTable
-        raise missing(f"{kind.title()} does not exist: {_dotted(levels)}.{name}")
+        raise missing(f"{kind.title()} does not exist: {dotted(levels)}.{name}")
     return _pointer(row)
 
 
@@ -313,7 +127,7 @@ def insert_table(
         conn.execute(insert(warehouse_tables_table).values(**values))
     except IntegrityError:
         # Nothing more is asked of this transaction (PostgreSQL's is aborted): the name is taken.
-        raise AlreadyExists(f"{_taken(kind)}: {_dotted(levels)}.{name}") from None
+        raise AlreadyExists(f"{_taken(kind)}: {dotted(levels)}.{name}") from None
     return TablePointer(table_id, warehouse, levels, name, metadata_location, 1, location, kind)
 
 
@@ -341,7 +155,7 @@ def swap_table_pointer(
     )
     if result.rowcount != 1:
         raise CommitConflict(
-            f"Commit failed: {current.kind} {_dotted(current.namespace)}.{current.name} was changed by "
+            f"Commit failed: {current.kind} {dotted(current.namespace)}.{current.name} was changed by "
             "another commit; refresh it and retry"
         )
     recorded = location if location is not None else current.location
@@ -371,7 +185,7 @@ def rename_table(conn: Connection, current: TablePointer, levels: tuple[str, ...
     try:
         conn.execute(update(t).where(t.c.id == current.id).values(namespace=namespace_key(levels), name=name))
     except IntegrityError:
-        raise AlreadyExists(f"{_taken(current.kind)}: {_dotted(levels)}.{name}") from None
+        raise AlreadyExists(f"{_taken(current.kind)}: {dotted(levels)}.{name}") from None
 
 
 def _taken(kind: str) -> str:
@@ -454,7 +268,7 @@ def dropped_pointer(
     if not candidates:
         missing = NoSuchView if kind == VIEW else NoSuchTable
         which = f" with id {table_id}" if table_id is not None else ""
-        raise missing(f"No dropped {kind}{which}: {_dotted(levels)}.{name}")
+        raise missing(f"No dropped {kind}{which}: {dotted(levels)}.{name}")
     return candidates[0]  # `dropped_tables` has the latest drop first
 
 
@@ -469,45 +283,9 @@ def undrop_table(conn: Connection, current: TablePointer) -> None:
         )
     except IntegrityError:
         raise AlreadyExists(
-            f"{_taken(current.kind)}: {_dotted(current.namespace)}.{current.name} (drop it, or rename it, "
+            f"{_taken(current.kind)}: {dotted(current.namespace)}.{current.name} (drop it, or rename it, "
             "before undropping the dropped one)"
         ) from None
     if done.rowcount != 1:
         missing = NoSuchView if current.kind == VIEW else NoSuchTable
-        raise missing(f"No dropped {current.kind}: {_dotted(current.namespace)}.{current.name}")
-
-
-# -- catalog users ------------------------------------------------------------------------
-
-
-def create_user(conn: Connection, user: CatalogUser) -> None:
-    try:
-        conn.execute(
-            insert(catalog_users_table).values(
-                name=user.name, access_key=user.access_key, sealed_secret=user.sealed_secret,
-                policy=user.policy, created_at=user.created_at,
-            )
-        )  # fmt: skip
-    except IntegrityError:
-        raise AlreadyExists(f"Catalog user already exists: {user.name}") from None
-
-
-def _user(row: Row[Any]) -> CatalogUser:
-    return CatalogUser(row.name, row.access_key, row.sealed_secret, row.policy, utc(row.created_at))
-
-
-def user_by_access_key(conn: Connection, access_key: str) -> CatalogUser | None:
-    t = catalog_users_table
-    row = conn.execute(select(t).where(t.c.access_key == access_key)).first()
-    return _user(row) if row is not None else None
-
-
-def list_users(conn: Connection) -> list[CatalogUser]:
-    t = catalog_users_table
-    return [_user(row) for row in conn.execute(select(t).order_by(t.c.name))]
-
-
-def delete_user(conn: Connection, name: str) -> None:
-    t = catalog_users_table
-    if conn.execute(delete(t).where(t.c.name == name)).rowcount != 1:
-        raise NotFound(f"Catalog user does not exist: {name}")
+        raise missing(f"No dropped {current.kind}: {dotted(current.namespace)}.{current.name}")
