@@ -1,7 +1,7 @@
 """A writer of v2 delete manifests: pyiceberg 0.12 writes data manifests only.
 
 Used where this server writes delete files into Iceberg metadata itself: the Delta tables it shows
-as Iceberg (`delta_metadata`) and compaction's dangling deletes (`maintenance.compaction`).
+as Iceberg (`delta_metadata`) and compaction's dangling deletes (`maintenance.compaction.commit`).
 """
 
 from __future__ import annotations

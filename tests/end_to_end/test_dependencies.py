@@ -46,6 +46,8 @@ PLANNING = "share_store/iceberg/planning.py"
 COMMITS = "share_store/catalog/commits.py"
 PARQUET_BOUNDS = "share_store/catalog/maintenance/parquet_bounds.py"
 FILES = "sharing_server/http/files.py"
+COMPACTION_COMMIT = "share_store/catalog/maintenance/compaction/commit.py"
+COMPACTION_REWRITE = "share_store/catalog/maintenance/compaction/rewrite.py"
 
 #: Every private name of a library that the code uses (SQLAlchemy's `Row._mapping` and
 #: `Row._asdict` are its documented Row API, underscored not to clash with column names, and are
@@ -79,34 +81,39 @@ INTERNALS = [
     ),
     # Compaction commits its `replace` with pyiceberg's overwrite producer (0.12 has no rewrite of
     # data files): the hooks it overrides or calls, the state it reads, the validations it runs.
+    Internal("pyiceberg", "pyiceberg.table.update.snapshot", "_OverwriteFiles", COMPACTION_COMMIT),
     *(
         Internal("pyiceberg", "pyiceberg.table.update.snapshot:_OverwriteFiles", name, COMPACTION_COMMIT)
         for name in (
-            "_refresh_for_retry", "_build_manifest_evaluator", "_manifests", "_deleted_entries",
-            "_build_delete_files_partition_predicate", "_validate_required_deletes",
-            "_existing_manifests", "_summary", "_validate_concurrency",
-        )
-    ),  # fmt: skip
+            "_refresh_for_retry _build_manifest_evaluator _manifests _deleted_entries _summary "
+            "_build_delete_files_partition_predicate _validate_required_deletes _existing_manifests "
+            "_validate_concurrency"
+        ).split()
+    ),
     *(
         Internal(
-            "pyiceberg", "pyiceberg.table.update.snapshot:_SnapshotProducer", name, COMPACTION_COMMIT,
+            "pyiceberg",
+            "pyiceberg.table.update.snapshot:_SnapshotProducer",
+            name,
+            COMPACTION_COMMIT,
             instance=True,
         )
         for name in (
-            "_parent_snapshot_id", "_io", "_deleted_data_files", "_added_data_files", "_snapshot_id",
-            "_compression", "_commit_window", "_starting_snapshot_id",
-        )
-    ),  # fmt: skip
-    Internal("pyiceberg", "pyiceberg.table.update.snapshot", "_OverwriteFiles", COMPACTION_COMMIT),
-    Internal("pyiceberg", "pyiceberg.table.update:UpdateTableMetadata", "_transaction", COMPACTION_COMMIT,
-             instance=True),  # fmt: skip
+            "_parent_snapshot_id _io _deleted_data_files _added_data_files _snapshot_id _compression "
+            "_commit_window _starting_snapshot_id"
+        ).split()
+    ),
+    Internal(
+        "pyiceberg",
+        "pyiceberg.table.update:UpdateTableMetadata",
+        "_transaction",
+        COMPACTION_COMMIT,
+        instance=True,
+    ),
     Internal("pyiceberg", "pyiceberg.table:Transaction", "_table", COMPACTION_COMMIT, instance=True),
     Internal("pyiceberg", "pyiceberg.table.update.validate", "_added_delete_files", COMPACTION_COMMIT),
     Internal("pyiceberg", "pyiceberg.table.update.validate", "_validate_data_files_exist", COMPACTION_COMMIT),
-    Internal(
-        "pyiceberg", "pyiceberg.io.pyarrow", "_to_requested_schema",
-        "share_store/catalog/maintenance/compaction/rewrite.py",
-    ),  # fmt: skip
+    Internal("pyiceberg", "pyiceberg.io.pyarrow", "_to_requested_schema", COMPACTION_REWRITE),
     Internal("starlette", "starlette.responses:FileResponse", "_handle_simple", FILES),
     Internal("starlette", "starlette.responses:FileResponse", "_handle_single_range", FILES),
     Internal("starlette", "starlette.responses:FileResponse", "_parse_range_header", FILES),

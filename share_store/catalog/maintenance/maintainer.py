@@ -23,7 +23,7 @@ from typing import Any
 from share_store.catalog import table_pointers
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.maintenance import rows
-from share_store.catalog.maintenance.compaction import compact
+from share_store.catalog.maintenance.compaction.run import compact
 from share_store.catalog.maintenance.configuration import (
     COMPACTION,
     KINDS,

@@ -20,8 +20,8 @@ from share_store.persistence.sql_schema import (
     maintenance_leases_table,
     maintenance_runs_table,
 )
-from tests.share_store.catalog.maintenance.test_compaction import SCHEMA, T, data_files, table_of
-from tests.share_store.catalog.maintenance.test_compaction import rows as batch
+from tests.share_store.catalog.maintenance.compaction.test_run import SCHEMA, T, data_files, table_of
+from tests.share_store.catalog.maintenance.compaction.test_run import rows as batch
 
 FAST = Background(interval_seconds=0.05, cpu_share=1.0)
 

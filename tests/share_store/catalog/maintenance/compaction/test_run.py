@@ -1,4 +1,4 @@
-"""Compaction on the own warehouses: what it picks (pure), and a real rewrite committed as `replace`.
+"""Compaction runs on the own warehouses: a real rewrite committed as `replace`.
 
 Tables are written with pyiceberg through the catalog (`WarehouseTables`), on local storage; the
 compaction's rows are compared with the table's before it, and concurrent writers with the
@@ -36,8 +36,11 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
-from share_store.catalog.maintenance import compaction, parquet_bounds
-from share_store.catalog.maintenance.compaction import Candidate, compact, plan, sort_keys
+from share_store.catalog.maintenance import parquet_bounds
+from share_store.catalog.maintenance.budget import Budget, OverBudget
+from share_store.catalog.maintenance.compaction import inputs, run
+from share_store.catalog.maintenance.compaction.rewrite import sort_keys
+from share_store.catalog.maintenance.compaction.run import compact
 from share_store.catalog.maintenance.configuration import Compaction
 from share_store.catalog.names import TableName
 from share_store.catalog.table_source import WarehouseTables
@@ -72,7 +75,7 @@ def written(catalog: WarehouseCatalog, appends: int, new: NewTable | None = None
 def after_rewrite(monkeypatch: pytest.MonkeyPatch, write: Callable[[], object], every: bool = False) -> None:
     """A writer's commit between the compaction's rewrite and its commit: after the first rewrite, or
     with `every`, after each (so that each retry finds the table moved again)."""
-    rewrite = compaction._rewrite
+    rewrite = run.rewrite_group
     calls = 0
 
     def rewrite_then_write(*args: Any) -> Any:
@@ -83,7 +86,7 @@ def after_rewrite(monkeypatch: pytest.MonkeyPatch, write: Callable[[], object], 
         calls += 1
         return files
 
-    monkeypatch.setattr(compaction, "_rewrite", rewrite_then_write)
+    monkeypatch.setattr(run, "rewrite_group", rewrite_then_write)
 
 
 def sorted_ids(table: Any) -> list[int]:
@@ -92,27 +95,6 @@ def sorted_ids(table: Any) -> list[int]:
 
 def data_files(table: Any) -> list[str]:
     return [task.file.file_path for task in table.scan().plan_files()]
-
-
-# -- the plan -------------------------------------------------------------------------------
-
-
-def c(path: str, size: int, partition: str = "a", deletes: int = 0, equality: bool = False) -> Candidate:
-    return Candidate(path, size, (0, (partition,)), deletes, equality)
-
-
-def test_the_plan_packs_small_files_per_partition_and_leaves_big_lone_and_equality_ones() -> None:
-    target = 512 * MB
-    groups = plan(
-        [c("a1", MB), c("a2", 2 * MB), c("big", 500 * MB), c("b1", MB, "b"), c("c1", MB, "c", deletes=1),
-         c("d1", MB, "d"), c("e1", MB, "e", equality=True), c("e2", MB, "e")],
-        target,
-    )  # fmt: skip
-    assert [[f.path for f in group] for group in groups] == [["a1", "a2"], ["c1"]]
-
-
-def test_the_plan_rewrites_a_big_file_a_delete_applies_to() -> None:
-    assert [[f.path for f in g] for g in plan([c("big", 500 * MB, deletes=2)], 512 * MB)] == [["big"]]
 
 
 # -- rewrites -------------------------------------------------------------------------------
@@ -384,40 +366,6 @@ def test_a_delete_file_that_may_still_apply_to_a_file_left_stays(
     assert live_delete_files(after) == [wide.file_path]
 
 
-def test_a_position_delete_is_dangling_once_no_file_left_may_hold_its_rows() -> None:
-    def data(path: str, seq: int, part: str = "a") -> ManifestEntry:
-        file = DataFile.from_args(content=DataFileContent.DATA, file_path=path, partition=Record(part))
-        file.spec_id = 0
-        return ManifestEntry.from_args(
-            status=ManifestEntryStatus.EXISTING, sequence_number=seq, data_file=file
-        )
-
-    def deletes(seq: int | None, bounds: tuple[str, str] | None = None, part: str = "a") -> ManifestEntry:
-        file = DataFile.from_args(
-            content=DataFileContent.POSITION_DELETES, file_path=uuid.uuid4().hex, partition=Record(part),
-            lower_bounds={FILE_PATH_ID: bounds[0].encode()} if bounds else None,
-            upper_bounds={FILE_PATH_ID: bounds[1].encode()} if bounds else None,
-        )  # fmt: skip
-        file.spec_id = 0
-        return ManifestEntry.from_args(
-            status=ManifestEntryStatus.EXISTING, sequence_number=seq, data_file=file
-        )
-
-    removed = [data("a/1", 1), data("a/3", 3)]
-    left = [data("a/2", 2), data("b/1", 1, part="b")]
-    candidates = [
-        deletes(4, ("a/1", "a/1")),  # 0: the removed file's only: dangling
-        deletes(4, ("a/1", "a/3")),  # 1: a/2, left, is in its bounds
-        deletes(4, ("a/3", "a/4")),  # 2: dangling
-        deletes(1),  # 3: no bounds, and every file left in a is newer: dangling
-        deletes(2),  # 4: no bounds, and a/2 is as old: stays
-        deletes(0),  # 5: no bounds, older than every removed file too: it applied to none, stays
-        deletes(None, ("a/1", "a/1")),  # 6: no sequence number, nothing is sure: stays
-        deletes(4, ("b/1", "b/1"), part="b"),  # 7: nothing of b is removed: stays
-    ]
-    assert compaction.dangling(candidates, removed, left) == {0, 2, 3}
-
-
 def test_an_older_specs_group_is_added_under_its_own_spec(catalog: WarehouseCatalog) -> None:
     catalog.create_table(T, NewTable(SCHEMA, partition_spec=PART, properties=V2))
     for start in (0, 10):
@@ -535,14 +483,6 @@ def test_unsorted_rows_stream_into_the_output_a_row_group_at_a_time(
     assert sorted_ids(table_of(catalog)) == before
 
 
-def test_a_partition_past_four_targets_is_split_into_groups_and_a_lone_rest_joins_the_last() -> None:
-    target = 64 * MB
-    files = [c(f"f{n:02d}", 40 * MB) for n in range(13)]  # 520 MB: 6 + 6 + 1 files of 40 MB
-    groups = plan(files, target)
-    assert [len(group) for group in groups] == [6, 7]
-    assert [f.path for group in groups for f in group] == [f.path for f in files]
-
-
 def test_a_run_past_its_budget_commits_the_groups_it_finished_and_deletes_the_one_it_was_writing(
     catalog: WarehouseCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -550,7 +490,7 @@ def test_a_run_past_its_budget_commits_the_groups_it_finished_and_deletes_the_on
     before = written(catalog, 10, partition_spec=spec)
     files_before = set(data_files(before))
     rewrites = 0
-    rewrite = compaction._rewrite
+    rewrite = run.rewrite_group
 
     def counted(*args: Any) -> Any:
         nonlocal rewrites
@@ -559,10 +499,10 @@ def test_a_run_past_its_budget_commits_the_groups_it_finished_and_deletes_the_on
 
     def check(self: Any) -> None:
         if rewrites == 2:  # the second partition's group, after its first batch
-            raise compaction.OverBudget("the run's CPU budget of 1 s")
+            raise OverBudget("the run's CPU budget of 1 s")
 
-    monkeypatch.setattr(compaction, "_rewrite", counted)
-    monkeypatch.setattr(compaction.Budget, "check", check)
+    monkeypatch.setattr(run, "rewrite_group", counted)
+    monkeypatch.setattr(Budget, "check", check)
     folder = Path(before.location().removeprefix("file://")) / "data"
     done = compact(catalog, T, Compaction())
     after = table_of(catalog)
@@ -583,14 +523,14 @@ def test_a_file_that_decodes_past_its_footers_word_leaves_its_group_and_is_named
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "part"))
     before = written(catalog, 10, partition_spec=spec)
     liar = sorted(path for path in data_files(before) if "part=b" in path)[2]
-    read_rows = compaction.read_rows
+    read_rows = inputs.read_rows
 
     def lying(table: Any, task: Any, *args: Any) -> Any:
         if task.file.file_path == liar:
             raise parquet_bounds.TooBig("row group 0 decodes past 256 MiB as it is read")
         return read_rows(table, task, *args)
 
-    monkeypatch.setattr(compaction, "read_rows", lying)
+    monkeypatch.setattr(inputs, "read_rows", lying)
     folder = Path(before.location().removeprefix("file://")) / "data"
     done = compact(catalog, T, Compaction())
     after = table_of(catalog)
