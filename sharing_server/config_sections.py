@@ -11,11 +11,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from share_store.catalog.data_access import ACCESS_MODES
 from share_store.catalog.maintenance.configuration import Limits
 from share_store.catalog.maintenance.schedule import Background
 from share_store.errors import AdminError, CatalogError
 from share_store.lifetimes import MAX_TOKEN_LIFETIME, parse_duration
+from share_store.signing.delegation import ACCESS_MODES
 from share_store.storage.sts_vending import VendingSettings
 from share_store.table_sources.settings import catalog_settings
 from share_store.tables.options import DeleteOptions

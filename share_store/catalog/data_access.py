@@ -1,7 +1,9 @@
 """How a writer's engine reaches an own-warehouse table's files with only the catalog's keys.
 
 The Iceberg REST spec's `X-Iceberg-Access-Delegation` header lists what an
-engine can do; the provider turns each mode on (`[warehouses] access_delegation`):
+engine can do, the first mode on is the one it gets (`signing.delegation`, shared
+with the recipients' catalog); the provider turns each mode on
+(`[warehouses] access_delegation`):
 
 * **vended-credentials**: keys from the store's STS (`AssumeRole`), whose
   session policy allows reading, writing and deleting only under the table's
@@ -29,6 +31,7 @@ for keys or signatures is refused with the setting to turn on.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +43,14 @@ from share_store.catalog.names import TableName
 from share_store.catalog.policies import table_arn
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.iceberg_shares.grants import store_signer
+from share_store.signing.delegation import (
+    ACCESS_MODES,
+    SIGNED,
+    VENDED,
+    chosen_mode,
+    remote_signing_config,
+    vended_config,
+)
 from share_store.signing.request_signing import (
     READ_METHODS,
     HeaderSigner,
@@ -52,13 +63,9 @@ from share_store.storage.s3 import S3Settings
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys
 from share_store.storage.table_location import TableLocation
 
-VENDED = "vended-credentials"
-SIGNED = "remote-signing"
-ACCESS_MODES = (VENDED, SIGNED)
 SETTING = "[warehouses] access_delegation"
 #: How long a signing grant handed out with a table load lasts; the engine loads again after.
 GRANT_SECONDS = 3600
-FSSPEC_IO = "pyiceberg.io.fsspec.FsspecFileIO"
 
 
 class DelegationOff(InvalidParameter):
@@ -76,11 +83,6 @@ class DataRights:
     def of(cls, who: Principal, table: TableName) -> DataRights:
         arn = table_arn(table.warehouse, table.namespace, table.name)
         return cls(who.allows(actions.GET_TABLE_DATA, arn), who.allows(actions.PUT_TABLE_DATA, arn))
-
-
-def asked_modes(header: str | None) -> list[str]:
-    """The modes an `X-Iceberg-Access-Delegation` header lists, in its order."""
-    return [part.strip().lower() for part in (header or "").split(",") if part.strip()]
 
 
 class DataAccess:
@@ -114,11 +116,16 @@ class DataAccess:
     def signs(self) -> bool:
         return SIGNED in self.modes
 
+    @property
+    def offered(self) -> tuple[str, ...]:
+        """The modes an engine may be given: those turned on that the server can serve."""
+        return tuple(mode for mode, on in ((VENDED, self.vends), (SIGNED, self.signs)) if on)
+
     # -- what a table load carries --------------------------------------------------------
 
     def delegate(
         self,
-        asked: str | None,
+        asked: Sequence[str],
         access: CatalogAccess,
         table: TableName,
         loaded: LoadedTable,
@@ -126,7 +133,7 @@ class DataAccess:
         notes: dict[str, Any],
     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """`load_config` for a loaded (or staged) table, at its recorded location; noted for the audit."""
-        if not asked_modes(asked) or not self.modes:
+        if not asked or not self.modes:
             return {}, []
         location = loaded.location or access.catalog.table_location(table)
         staged = loaded.metadata_location is None
@@ -139,7 +146,7 @@ class DataAccess:
 
     def load_config(
         self,
-        asked: str | None,
+        asked: Sequence[str],
         who: Principal,
         table: TableName,
         location: TableLocation,
@@ -149,14 +156,14 @@ class DataAccess:
         """The load result's `config` and `storage-credentials` for the modes `asked` lists and the
         provider turned on (the first that is, in the engine's order), and what the audit line
         notes; nothing when none is. `identity` is the table's uuid and whether it is only staged."""
-        for mode in asked_modes(asked):
-            if mode == VENDED and self.vends:
-                keys = self.vended_keys(who, table, location)
-                credentials = self.storage_credentials(keys, location)
-                return credentials[0]["config"], credentials, {"vended": keys.scope.describe()}
-            if mode == SIGNED and self.signs:
-                config = self.signing_config(who, table, location, signer_uri, identity)
-                return config, [], {"signing": location.uri}
+        mode = chosen_mode(asked, self.offered)
+        if mode == VENDED:
+            keys = self.vended_keys(who, table, location)
+            credentials = self.storage_credentials(keys, location)
+            return credentials[0]["config"], credentials, {"vended": keys.scope.describe()}
+        if mode == SIGNED:
+            config = self.signing_config(who, table, location, signer_uri, identity)
+            return config, [], {"signing": location.uri}
         return {}, [], None
 
     def refreshed(
@@ -181,8 +188,8 @@ class DataAccess:
     def storage_credentials(self, keys: VendedKeys, location: TableLocation) -> list[dict[str, Any]]:
         """The spec's `storage-credentials`: the keys for the table's location."""
         _, endpoint, store = self._s3()
-        prefix = f"s3://{location.bucket}/{location.prefix.rstrip('/')}/"
-        return [{"prefix": prefix, "config": keys.properties(endpoint, store.region)}]
+        prefix = (location.bucket, location.prefix.rstrip("/") + "/")
+        return vended_config(keys.properties(endpoint, store.region), [prefix])[1]
 
     def signing_config(
         self,
@@ -216,15 +223,7 @@ class DataAccess:
                 "e": int(time.time()) + GRANT_SECONDS,
             }
         )
-        return {
-            "py-io-impl": FSSPEC_IO,  # pyiceberg's remote signing lives in its fsspec FileIO
-            "s3.signer": "S3V4RestSigner",
-            "s3.signer.uri": signer_uri,
-            "s3.signer.endpoint": f"v1/{table.warehouse}/s3-sign/{grant}",
-            "s3.remote-signing-enabled": "true",  # the Java client's switch
-            "s3.endpoint": endpoint,
-            "s3.path-style-access": "true",
-        }
+        return remote_signing_config(signer_uri, f"v1/{table.warehouse}/s3-sign/{grant}", endpoint)
 
     # -- the signer -----------------------------------------------------------------------
 

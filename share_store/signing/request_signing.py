@@ -39,7 +39,6 @@ signer, the reference, does the signing.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote, urlsplit
@@ -47,8 +46,6 @@ from urllib.parse import quote, unquote, urlsplit
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-
-from share_store.errors import InvalidParameter
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 #: What a writer's engine sends besides reads: objects put and deleted, multipart uploads.
@@ -300,34 +297,3 @@ class HeaderSigner:
         if self.session_token:
             signed["x-amz-security-token"] = self.session_token
         return {name: [value] for name, value in signed.items()}
-
-
-def parse_sign_request(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
-    """A remote-signing request's method, URI and headers (name → values), as the Iceberg clients
-    send them; `InvalidParameter` for anything else."""
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InvalidParameter("the signing request must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise InvalidParameter("the signing request must be a JSON object")
-    method, uri, headers = body.get("method"), body.get("uri"), body.get("headers", {})
-    valid_headers = isinstance(headers, dict) and all(
-        isinstance(name, str) and isinstance(values, list) and all(isinstance(v, str) for v in values)
-        for name, values in headers.items()
-    )
-    if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
-        raise InvalidParameter("the signing request needs 'method', 'uri' and 'headers' (name → [values])")
-    texts = [method, uri, *headers, *(value for values in headers.values() for value in values)]
-    if not all(_encodable(text) for text in texts):
-        # JSON may carry lone surrogates (`\ud800`), which no request can hold.
-        raise InvalidParameter("the signing request's strings must be valid Unicode")
-    return method, uri, headers
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -23,16 +23,14 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.catalog.access import CatalogAccess
 from share_store.catalog.names import TableName
-from share_store.signing.request_signing import parse_sign_request
 from sharing_server import paths
 from sharing_server.auth.catalog_callers import credentials_of
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
+from sharing_server.http.access_delegation import asked_modes
 from sharing_server.http.iceberg_errors import iceberg_errors
+from sharing_server.http.sign_requests import parse_sign_request
 from sharing_server.observability.audit import audit_fields
-
-#: The spec's header an engine lists the ways it can reach the files in (`data_access`).
-DELEGATION = "X-Iceberg-Access-Delegation"
 
 
 def _no_store(delegation: tuple[dict[str, str], list[Any]]) -> dict[str, str] | None:
@@ -65,7 +63,7 @@ class TableEndpoints(CatalogEndpoints):
     @iceberg_errors("NoSuchNamespaceException")
     async def tables(self, request: Request) -> Response:
         credentials = await credentials_of(request)
-        params, asked = request.path_params, request.headers.get(DELEGATION)
+        params, asked = request.path_params, asked_modes(request.headers)
         signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
         access = await self.access(credentials)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
@@ -98,7 +96,7 @@ class TableEndpoints(CatalogEndpoints):
     @iceberg_errors("NoSuchTableException")
     async def table(self, request: Request) -> Response:
         credentials = await credentials_of(request)
-        params, query, asked = request.path_params, request.query_params, request.headers.get(DELEGATION)
+        params, query, asked = request.path_params, request.query_params, asked_modes(request.headers)
         signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
 
         def table_name() -> TableName:  # read once the caller is known, as all of the request

@@ -6,6 +6,9 @@ server; DuckDB, Trino and most engines need keys. With `[iceberg]
 credential_vending = "sts"`, a client that lists `vended-credentials` gets keys
 scoped to the table (`share_store/storage/sts_vending.py`); every other answer,
 and every answer with vending off, points the client at this server's signer.
+The modes and the properties handed out are the writers' too
+(`share_store.signing.delegation`); here are what only a recipient's answer has:
+its signer's address, the audit line and the metrics.
 """
 
 from __future__ import annotations
@@ -17,34 +20,18 @@ from starlette.requests import Request
 
 from share_store.iceberg_shares.grants import IcebergGrants, TableGrant
 from share_store.model import SharedTable, Token
+from share_store.signing.delegation import VENDED, chosen_mode, remote_signing_config, vended_config
 from share_store.storage.sts_vending import VendedKeys
 from sharing_server import paths
+from sharing_server.http.access_delegation import asked_modes
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
-
-HEADER = "X-Iceberg-Access-Delegation"
-VENDED = "vended-credentials"
-FSSPEC_IO = "pyiceberg.io.fsspec.FsspecFileIO"
-
-
-def asks_for_keys(request: Request) -> bool:
-    """Whether the client lists vended credentials among the ways it can read."""
-    listed = request.headers.get(HEADER, "")
-    return VENDED in {part.strip().lower() for part in listed.split(",")}
 
 
 def signing_config(request: Request, endpoint: str) -> dict[str, str]:
     """How a client reads the table's files: through the store, signed by this server."""
     catalog_uri = str(request.base_url).rstrip("/") + paths.ICEBERG_PREFIX
-    return {
-        "py-io-impl": FSSPEC_IO,  # pyiceberg's remote signing lives in its fsspec FileIO
-        "s3.signer": "S3V4RestSigner",
-        "s3.signer.uri": catalog_uri,
-        "s3.signer.endpoint": paths.ICEBERG_S3_SIGN.lstrip("/"),
-        "s3.remote-signing-enabled": "true",  # the Java client's switch
-        "s3.endpoint": endpoint,
-        "s3.path-style-access": "true",
-    }
+    return remote_signing_config(catalog_uri, paths.ICEBERG_S3_SIGN.lstrip("/"), endpoint)
 
 
 def vend(
@@ -78,9 +65,12 @@ def storage_credentials(keys: VendedKeys, grant: TableGrant) -> list[dict[str, A
     path (DuckDB takes the table's location when there is one entry only). The
     session policy, not the prefix, is what bounds the keys.
     """
-    properties = keys.properties(grant.endpoint, grant.store.region)
+    return _vended(keys, grant)[1]
+
+
+def _vended(keys: VendedKeys, grant: TableGrant) -> tuple[dict[str, str], list[dict[str, Any]]]:
     prefixes = sorted(set(grant.prefixes) | set(keys.scope.prefixes))
-    return [{"prefix": f"s3://{bucket}/{prefix}", "config": properties} for bucket, prefix in prefixes]
+    return vended_config(keys.properties(grant.endpoint, grant.store.region), prefixes)
 
 
 def read_access(
@@ -92,10 +82,8 @@ def read_access(
     grant: TableGrant,
 ) -> dict[str, Any]:
     """The load-table answer's `config`, and `storage-credentials` when keys are vended."""
-    if grants.vends and asks_for_keys(request):
-        keys = vend(request, metrics, grants, table, token, grant)
-        return {
-            "config": keys.properties(grant.endpoint, grant.store.region),
-            "storage-credentials": storage_credentials(keys, grant),
-        }
+    # Keys for a client that lists them anywhere, when vending is on; signing for every other.
+    if chosen_mode(asked_modes(request.headers), (VENDED,) if grants.vends else ()) == VENDED:
+        config, credentials = _vended(vend(request, metrics, grants, table, token, grant), grant)
+        return {"config": config, "storage-credentials": credentials}
     return {"config": signing_config(request, grant.endpoint)}

@@ -18,28 +18,25 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from share_store.errors import InvalidParameter, NotFound, Unauthenticated
+from share_store.errors import InvalidParameter, Unauthenticated
 from share_store.iceberg_shares.grants import IcebergGrants
+from share_store.iceberg_shares.share_tables import ShareTables
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
-from share_store.signing.request_signing import SigningRefused, parse_sign_request
+from share_store.signing.request_signing import SigningRefused
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import OAuthTokens
 from sharing_server.http.iceberg_errors import IcebergError, error_response, iceberg_errors
+from sharing_server.http.sign_requests import SignRequest, parse_sign_request
 from sharing_server.iceberg_shares.delegation import read_access, storage_credentials, vend
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
-
-log = logging.getLogger(__name__)
 
 READ_ENDPOINTS = [
     "GET /v1/{prefix}/namespaces",
@@ -52,48 +49,7 @@ READ_ENDPOINTS = [
 VENDING_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
 
 
-def _sign_for_share(
-    grants: IcebergGrants,
-    store: ShareStore,
-    token: Token,
-    method: str,
-    uri: str,
-    headers: dict[str, list[str]],
-    fields: dict[str, Any],
-) -> tuple[str, dict[str, list[str]]]:
-    """The URI to send and its signed headers, if an Iceberg table of the token's share may be read
-    at `uri` (the URI is the request the signer built, not the client's)."""
-    refusal = "not a file of the share's tables"
-    tables = store.list_tables(token.share)
-    failed: Exception | None = None
-    # What each table's kept grant allows first; a fresh look only when none does.
-    for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:
-        try:
-            signed = grants.signature(table, method, uri, headers, recheck)
-        except SigningRefused as error:  # not a read at this table's store; maybe another's
-            refusal = str(error)
-            continue
-        except Exception as error:  # noqa: BLE001 - one table's broken files (a manifest list its
-            # writer deleted) must not stop its neighbours' reads: the next table is asked, and
-            # the failure is answered only if no table signs.
-            log.warning("signing skipped table %s.%s: %s", table.schema, table.name, type(error).__name__)
-            failed = failed or error
-            continue
-        if signed is not None:
-            request, signature = signed
-            fields.update(
-                schema=table.schema,
-                table=table.name,
-                signing={"method": request.method, "object": f"{request.bucket}/{request.key}"},
-            )
-            return request.uri, signature
-    if failed is not None:
-        raise failed
-    fields["signing"] = {"method": method, "refused": refusal}
-    raise IcebergError(403, f"this token may not have that request signed: {refusal}")
-
-
-def _parsed(raw: bytes) -> tuple[str, str, dict[str, list[str]]]:
+def _parsed(raw: bytes) -> SignRequest:
     try:
         return parse_sign_request(raw)
     except InvalidParameter as error:
@@ -107,6 +63,8 @@ class ShareCatalog:
         self.store = store
         self.grants = grants
         self.metrics = metrics
+        #: The tokens' shares' namespaces and tables, and which table signs a read.
+        self.shares = ShareTables(store, grants)
 
     # -- who is asking ------------------------------------------------------------------
 
@@ -128,23 +86,14 @@ class ShareCatalog:
         return str(request.path_params["namespace"])
 
     async def _schema(self, request: Request, token: Token) -> str:
-        name = self._schema_name(request)
-        schemas = await run_in_threadpool(self.store.list_schemas, token.share)
-        if name not in schemas:
-            raise IcebergError(404, f"Namespace does not exist: {name}", "NoSuchNamespaceException")
-        return name
+        return await run_in_threadpool(self.shares.namespace, token.share, self._schema_name(request))
 
     async def _token_and_table(self, request: Request) -> tuple[Token, SharedTable]:
         """The token, and the table the URL names if the token's share holds it."""
         token = await self._token(request)
         schema, name = self._schema_name(request), str(request.path_params["table"])
         audit_fields(request).update(schema=schema, table=name)
-        try:
-            return token, await run_in_threadpool(self.store.get_table, token.share, schema, name)
-        except NotFound:
-            raise IcebergError(
-                404, f"Table does not exist: {schema}.{name}", "NoSuchTableException"
-            ) from None
+        return token, await run_in_threadpool(self.shares.table, token.share, schema, name)
 
     # -- catalog endpoints ----------------------------------------------------------------
 
@@ -159,11 +108,7 @@ class ShareCatalog:
     async def list_namespaces(self, request: Request) -> Response:
         token = await self._token(request)
         parent = request.query_params.get("parent")
-        schemas = await run_in_threadpool(self.store.list_schemas, token.share)
-        if parent is not None:
-            if parent not in schemas:
-                raise IcebergError(404, f"Namespace does not exist: {parent}", "NoSuchNamespaceException")
-            return JSONResponse({"namespaces": []})  # a schema has no namespaces below it
+        schemas = await run_in_threadpool(self.shares.namespaces, token.share, parent)
         return JSONResponse({"namespaces": [[schema] for schema in schemas]})
 
     @iceberg_errors("NoSuchNamespaceException")
@@ -177,8 +122,8 @@ class ShareCatalog:
     @iceberg_errors("NoSuchNamespaceException")
     async def list_tables(self, request: Request) -> Response:
         token = await self._token(request)
-        schema = await self._schema(request, token)
-        tables = await run_in_threadpool(self.store.list_tables, token.share, schema)
+        schema = self._schema_name(request)
+        tables = await run_in_threadpool(self.shares.tables, token.share, schema)
         identifiers = [{"namespace": [schema], "name": t.name} for t in tables]
         return JSONResponse({"identifiers": identifiers})
 
@@ -204,12 +149,7 @@ class ShareCatalog:
         """The spec's credentials refresh: fresh keys for a table, when vending is on."""
         token, table = await self._token_and_table(request)
         grants = self.grants
-        if not grants.vends:
-            raise IcebergError(
-                400,
-                'this server vends no credentials ([iceberg] credential_vending = "off"); use remote signing',
-            )
-        grant = await run_in_threadpool(grants.load, table)
+        grant = await run_in_threadpool(self.shares.grant_to_vend, table)
         keys = await run_in_threadpool(vend, request, self.metrics, grants, table, token, grant)
         body = {"storage-credentials": storage_credentials(keys, grant)}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
@@ -227,14 +167,11 @@ class ShareCatalog:
             metrics.iceberg_signatures.labels("refused").inc()
             raise IcebergError(403, error.message) from None
         record_token(request, token)
-        grants = self.grants
         try:
-            signed = await run_in_threadpool(
-                _sign_for_share, grants, self.store, token, method, uri, headers, fields
-            )
-        except IcebergError:
+            signed = await run_in_threadpool(self.shares.sign, token.share, method, uri, headers, fields)
+        except SigningRefused as error:
             metrics.iceberg_signatures.labels("refused").inc()
-            raise
+            raise IcebergError(403, str(error)) from None
         metrics.iceberg_signatures.labels("signed").inc()
         signed_uri, signed_headers = signed
         return JSONResponse(

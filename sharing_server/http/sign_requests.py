@@ -1,0 +1,54 @@
+"""The body of an Iceberg REST remote-signing request, read off the wire for both signers
+(the recipients' at `/iceberg/v1/aws/s3/sign`, the writers' at `/_iceberg/v1/{prefix}/s3-sign/...`).
+
+pyiceberg's `S3V4RestSigner` and the Java client's signer POST the S3 request they would send,
+without credentials, as `{"method", "uri", "headers": {name: [values]}, ...}`. This module only
+checks that shape and hands on a `SignRequest`; which object and operation it names, and whether it
+is signed, is decided below (`share_store.signing.request_signing`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from share_store.errors import InvalidParameter
+
+
+class SignRequest(NamedTuple):
+    """One S3 request as a client asks to have it signed: its method, URI and headers (name → values)."""
+
+    method: str
+    uri: str
+    headers: dict[str, list[str]]
+
+
+def parse_sign_request(raw: bytes) -> SignRequest:
+    """A remote-signing request's method, URI and headers (name → values), as the Iceberg clients
+    send them; `InvalidParameter` for anything else."""
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InvalidParameter("the signing request must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise InvalidParameter("the signing request must be a JSON object")
+    method, uri, headers = body.get("method"), body.get("uri"), body.get("headers", {})
+    valid_headers = isinstance(headers, dict) and all(
+        isinstance(name, str) and isinstance(values, list) and all(isinstance(v, str) for v in values)
+        for name, values in headers.items()
+    )
+    if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
+        raise InvalidParameter("the signing request needs 'method', 'uri' and 'headers' (name → [values])")
+    texts = [method, uri, *headers, *(value for values in headers.values() for value in values)]
+    if not all(_encodable(text) for text in texts):
+        # JSON may carry lone surrogates (`\ud800`), which no request can hold.
+        raise InvalidParameter("the signing request's strings must be valid Unicode")
+    return SignRequest(method, uri, headers)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
