@@ -276,26 +276,6 @@ def test_oauth_clients_exchange_credentials_for_catalog_tokens(server: Deploymen
     assert len(scanned(catalog.load_table("tpch.customer"))) == 8
 
 
-def test_local_storage_is_refused_with_the_reason(tmp_path_factory: pytest.TempPathFactory) -> None:
-    tmp = tmp_path_factory.mktemp("iceberg-rest-local")
-    deployment = deploy(tmp, {"type": "local", "root": str(tmp / "buckets")})
-    try:
-        catalog = deployment.catalogs.catalog("default")
-        catalog.create_namespace("db")
-        table = catalog.create_table("db.t", CUSTOMER)
-        table.append(customers(1, 2).cast(table.schema().as_arrow()))
-        deployment.store.create_share("loc", [TableSpec.parse("db:t:uniform:default:db:t")])
-        answer = httpx.get(
-            catalog_uri(deployment) + "/v1/namespaces/db/tables/t",
-            headers={"Authorization": f"Bearer {deployment.token('loc')}"},
-        )
-        assert answer.status_code == 406
-        assert "local directory" in answer.json()["error"]["message"]
-    finally:
-        deployment.server.stop()
-        deployment.store.close()
-
-
 # -- tables with row-level deletes, written by Spark 3.5 + Iceberg ---------------------
 
 DELETE_TABLES = ("pos_v2", "dv_v3")
