@@ -12,7 +12,6 @@ of the main pages go to test-artifacts/console/.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +23,10 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
 
-from share_store.authentication.tokens import hash_secret
-from tests.conftest import TESTDATA_BUCKET, Deployment, deploy
+from tests.conftest import ADMIN_TOKEN, TESTDATA_BUCKET, Deployment, copy_testdata
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
-ADMIN_TOKEN = "dsa_browser-test-admin-token-0123456789abcdef"
 TABLE = "delta-0.8.0-partitioned"
 # Flags for a root user in a container, with nothing fetched from the network.
 FLAGS = [
@@ -57,21 +54,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("console-browser")
-    root = tmp / "buckets"
-    shutil.copytree(testdata / TABLE, root / TESTDATA_BUCKET / "sales" / TABLE)
-    deployment = deploy(
-        tmp, {"type": "local", "root": str(root)}, env={"SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN)}
-    )
-    catalog = deployment.catalogs.catalog("default")
+@pytest.fixture(scope="module", autouse=True)
+def tables(server: Deployment) -> None:
+    """A kept Delta table at `testdata:sales/...`, and the Iceberg table `crm.customers` of the
+    provider's default catalog, for the console to share."""
+    copy_testdata(server, TABLE, f"sales/{TABLE}")
+    catalog = server.catalogs.catalog("default")
     catalog.create_namespace("crm")
     customers = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["ann", "bob", "cy"]})
     catalog.create_table("crm.customers", customers.schema).append(customers)
-    yield deployment
-    deployment.server.stop()
-    deployment.store.close()
 
 
 @pytest.fixture(scope="module")

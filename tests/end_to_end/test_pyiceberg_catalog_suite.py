@@ -31,11 +31,10 @@ import pytest
 from share_store.catalog.users import CatalogUsers
 from testbed.pyiceberg_suite import suite_dir
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
-from tests.conftest import Deployment, deploy, served_locally
+from tests.conftest import ADMIN_TOKEN, Deployment, deploy
 from tests.end_to_end.test_warehouse_catalog import signed
 
 SUITE = suite_dir(Path(__file__).resolve().parents[2] / ".cache" / "pyiceberg-suite")
-ADMIN_TOKEN = "dsa_suite-admin-token-0123456789abcdef"
 WAREHOUSE = "suite"
 #: The suite's tests that skip themselves for what the catalog declares it does not support.
 SKIPPED_BY_THE_SUITE = {
@@ -76,20 +75,14 @@ def check(outcomes: dict[str, str]) -> None:
     assert not_passed == dict.fromkeys(SKIPPED_BY_THE_SUITE, "skipped")
 
 
-@pytest.fixture(scope="module")
-def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("pyiceberg-suite"), ADMIN_TOKEN) as deployment:
-        yield deployment
-
-
-def test_pyiceberg_catalog_suite_as_the_providers_engine(local: Deployment, tmp_path: Path) -> None:
-    api = f"{local.server.url}/_iceberg/v1"
+def test_pyiceberg_catalog_suite_as_the_providers_engine(server: Deployment, tmp_path: Path) -> None:
+    api = f"{server.server.url}/_iceberg/v1"
     made = httpx.post(f"{api}/warehouses", json={"name": WAREHOUSE},
                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})  # fmt: skip
     assert made.status_code == 200, made.text
     outcomes = run_suite(
         {
-            "URI": f"{local.server.url}/_iceberg",
+            "URI": f"{server.server.url}/_iceberg",
             "WAREHOUSE": WAREHOUSE,
             "TOKEN": ADMIN_TOKEN,
         },

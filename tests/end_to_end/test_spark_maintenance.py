@@ -39,11 +39,10 @@ from share_store.catalog.purge import reachable_files
 from share_store.catalog.users import CatalogUsers
 from sharing_server.admin.catalog import spark_maintenance
 from testbed.spark_iceberg.session import HTTPCLIENT5_JAR, JACKSON_JAR, RUNTIME_JAR
-from tests.conftest import CACHE, SPARK_ICEBERG_PYTHON, Deployment, served_locally
+from tests.conftest import ADMIN_TOKEN, CACHE, SPARK_ICEBERG_PYTHON, Deployment
 from tests.end_to_end.test_warehouse_engines import share
 from tests.end_to_end.test_warehouse_maintenance import shared_files
 
-ADMIN_TOKEN = "dsa_spark-maintenance-admin-token-0123456789abcdef"
 WAREHOUSE = "kept"
 APPENDS = 12
 #: The settings `db.events` is given through the API: three snapshots kept.
@@ -106,12 +105,6 @@ def stdout_to(path: Path) -> Iterator[None]:
             sys.stdout.flush()
             os.dup2(saved, 1)
             os.close(saved)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("spark-maintenance"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(scope="module")

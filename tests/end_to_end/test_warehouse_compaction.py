@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +22,15 @@ import pandas as pd
 import pytest
 
 from share_store.catalog.users import CatalogUsers
-from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, served_locally
+from tests.conftest import ADMIN_TOKEN, SPARK_ICEBERG_PYTHON, Deployment
 from tests.end_to_end.test_spark_stream import run_available_now
 from tests.end_to_end.test_warehouse_engines import frame_rows, row_order, share
 
 JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_compaction_job.py"
-ADMIN_TOKEN = "dsa_compaction-admin-token-0123456789abcdef"
 WAREHOUSE = "compaction"
 TABLES = ("c_v2", "c_v3")
 COMPACTION = ("rewrite_deletes", "compact")
 DELTA = "responseformat=delta;readerfeatures=deletionvectors,columnmapping"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("warehouse-compaction"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(scope="module")

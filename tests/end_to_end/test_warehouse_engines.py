@@ -35,10 +35,9 @@ from requests import HTTPError
 
 from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import parse_create_args
-from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, audit_records, served_locally
+from tests.conftest import ADMIN_TOKEN, SPARK_ICEBERG_PYTHON, Deployment, audit_records
 
 SPARK_JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_job.py"
-ADMIN_TOKEN = "dsa_engines-admin-token-0123456789abcdef"
 SPARK_WAREHOUSE = "spark"
 DUCK_WAREHOUSE = "duck"
 SPARK_TABLES = ("t_v2", "t_v3")
@@ -48,12 +47,6 @@ NO_SNAPSHOT = ("create", "add_column")
 ROW_LEVEL_STEPS = ("update", "delete", "merge")
 #: How long the Spark job may take for one step (its first includes starting Spark).
 STEP_SECONDS = 240
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("warehouse-engines"), ADMIN_TOKEN) as deployment:
-        yield deployment
 
 
 @pytest.fixture(scope="module")

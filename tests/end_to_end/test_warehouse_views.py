@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -26,23 +25,20 @@ from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
 from share_store.catalog.users import CatalogUsers
 from tests.catalog_attacks import ATT, attacker_policy
-from tests.conftest import SPARK_ICEBERG_PYTHON, Deployment, served_locally
+from tests.conftest import ADMIN_TOKEN, SPARK_ICEBERG_PYTHON, Deployment
 
 SPARK_VIEWS_JOB = Path(__file__).resolve().parents[1] / "warehouse_spark_views_job.py"
-ADMIN_TOKEN = "dsa_views-admin-token-0123456789abcdef"
 WAREHOUSE = "views"
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType(), required=False)
 )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    with served_locally(tmp_path_factory.mktemp("warehouse-views"), ADMIN_TOKEN) as deployment:
-        api = f"{deployment.server.url}/_iceberg/v1"
-        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-        assert httpx.post(f"{api}/warehouses", json={"name": WAREHOUSE}, headers=admin).status_code == 200
-        yield deployment
+@pytest.fixture(scope="module", autouse=True)
+def warehouse(server: Deployment) -> None:
+    """The warehouse the views here are made in."""
+    with server.catalog_api(ADMIN_TOKEN) as api:
+        assert api.post("/warehouses", json={"name": WAREHOUSE}).status_code == 200
 
 
 def catalog_of(server: Deployment, token: str) -> Catalog:
