@@ -1,6 +1,7 @@
-"""Session fixtures: one SeaweedFS S3 server, one PostgreSQL cluster, one sharing server per storage kind.
+"""Session fixtures: one SeaweedFS S3 server, one PostgreSQL cluster, one sharing server per storage kind;
+and `server`, a sharing server of each test module's own (its settings the module's `server_settings`).
 
-Every server binds 127.0.0.1 on a free port and stops at session end.
+Every server binds 127.0.0.1 on a free port and stops at the end of its scope.
 """
 
 from __future__ import annotations
