@@ -42,7 +42,6 @@ from share_store.catalog.errors import NoSuchTable
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import table_arn
 from share_store.errors import InvalidParameter, UnsupportedOperation
-from share_store.iceberg_shares.grants import store_signer
 from share_store.signing.delegation import (
     ACCESS_MODES,
     SIGNED,
@@ -60,6 +59,7 @@ from share_store.signing.request_signing import (
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Settings
+from share_store.storage.store_signer import store_signer
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys
 from share_store.storage.table_location import TableLocation
 

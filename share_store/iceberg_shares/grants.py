@@ -30,6 +30,7 @@ from share_store.readers.table_readers import TableReaders
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
 from share_store.signing.vended_scope import VendingScope, narrowest, prefixes_of
 from share_store.storage.s3 import S3Settings, S3Storage
+from share_store.storage.store_signer import store_signer
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys, VendingRefused
 
 #: How long a table's readable files are trusted, and how soon a miss may look again.
@@ -71,20 +72,6 @@ class TableGrant:
     def shared_metadata(self, history_shared: bool) -> dict[str, Any]:
         """The metadata as recipients get it: without history, cut to the current snapshot."""
         return shared_metadata(self.metadata, history_shared)
-
-
-def store_signer(storage: Any) -> tuple[HeaderSigner, str, S3Settings]:
-    """The header signer and public endpoint of an S3 store; refused for local storage."""
-    if not isinstance(storage, S3Storage):
-        raise UnsupportedOperation(NEEDS_S3)
-    settings = storage.settings
-    endpoint = settings.public_endpoint or settings.endpoint
-    if not (endpoint and settings.access_key and settings.secret_key):
-        raise UnsupportedOperation(
-            "the table's S3 store has no endpoint and static keys configured, which remote signing needs"
-        )
-    signer = HeaderSigner(settings.region, settings.access_key, settings.secret_key, settings.session_token)
-    return signer, endpoint, settings
 
 
 def _files_in_summary(table: Any) -> int:
