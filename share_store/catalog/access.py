@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pyiceberg.table import CommitTableRequest
 
 from share_store.catalog import policies as actions
-from share_store.catalog.catalog import DroppedTable, LoadedTable, NewTable, WarehouseCatalog
+from share_store.catalog.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.catalog.commits import creates
+from share_store.catalog.dropped_tables import DroppedTable
 from share_store.catalog.errors import CatalogRefusal, NoSuchTable
 from share_store.catalog.locations import MayTake
 from share_store.catalog.names import TableName

@@ -9,7 +9,7 @@ folder, overlapping no table's or other view's), recorded with its pointer;
 it (`MetadataFiles.write` confines it) before the pointer is swapped by
 compare-and-swap, so a commit that lost the race is a `CommitConflict` and the
 pointer never names a missing file. A drop keeps the view as dropped, as a
-table's drop without purge does (`catalog`): its name free, its folder claimed
+table's drop without purge does (`dropped_tables`): its name free, its folder claimed
 until it is undropped or its warehouse's retention has passed.
 """
 

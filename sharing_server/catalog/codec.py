@@ -15,8 +15,9 @@ from typing import Any
 
 from pyiceberg.table import CommitTableRequest
 
-from share_store.catalog.catalog import DroppedTable, LoadedTable, NewTable
+from share_store.catalog.catalog import LoadedTable, NewTable
 from share_store.catalog.commits import metadata_dict, metadata_json, parse_model
+from share_store.catalog.dropped_tables import DroppedTable
 from share_store.catalog.names import (
     TableName,
     check_name,

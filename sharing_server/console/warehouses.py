@@ -22,8 +22,9 @@ from urllib.parse import quote, urlencode
 from pyiceberg.table.snapshots import Summary
 
 from share_store.catalog.access import PROVIDER, CatalogAccess
-from share_store.catalog.catalog import DroppedTable, WarehouseCatalog
+from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.commits import DEFAULT_FORMAT_VERSION, FORMAT_VERSIONS, TABLE_DEFAULT
+from share_store.catalog.dropped_tables import DroppedTable
 from share_store.catalog.names import TableName
 from share_store.catalog.table_pointers import TABLE, VIEW
 from share_store.catalog.warehouses import dropped_retention, duration_text

@@ -11,8 +11,9 @@ import urllib.parse
 from datetime import datetime
 from typing import Any, Protocol
 
-from share_store.catalog.catalog import DroppedTable, LoadedTable, NewTable
+from share_store.catalog.catalog import LoadedTable, NewTable
 from share_store.catalog.commits import read_metadata
+from share_store.catalog.dropped_tables import DroppedTable
 from share_store.catalog.names import LEVEL_SEPARATOR, TableName
 from share_store.errors import AdminError, AdminNotFound
 from sharing_server import paths
