@@ -9,7 +9,13 @@
     ├── TableFilesMissing           400 RESOURCE_DOES_NOT_EXIST "table files missing" (and how many)
     ├── TableLogDamaged             500 INTERNAL_ERROR: a gap or a corrupt commit in the log, named
     │                               by version (told to the recipient, logged for the provider)
-    ├── Unauthenticated             401 UNAUTHENTICATED
+    ├── Unauthenticated             401 UNAUTHENTICATED: no proof, or one that does not hold (a bearer
+    │                               token, a catalog user's token, the admin token)
+    ├── Forbidden                   403 PERMISSION_DENIED: the proof holds (or the URL carries its
+    │   │                           own), what it asks for is not allowed (a policy, a file URL's
+    │   │                           signature, a signing grant, a named recipient's token at /iceberg)
+    │   └── SignatureRejected       403 a SigV4 signature missing, malformed, stale or wrong (as S3
+    │                               answers it), the canonical request kept for the server's log
     ├── RateLimited                 429 TOO_MANY_REQUESTS, with Retry-After (`retry_after` seconds):
     │                               a throttled sign-in, a token over its rate
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
@@ -21,8 +27,11 @@
         ├── AdminNotFound           404 a NotFound met by an admin command (sharing_server.admin.commands)
         └── AdminConflict           409 the name is already taken
 
-The server's own refusals (body size, file URL signatures, a disabled admin
-API, a busy process) and configuration errors live in `sharing_server.http.errors`.
+These are the refusals of every surface: each answers them in its own error model
+(`sharing_server.http.errors` the Delta Sharing one, `sharing_server.http.iceberg_errors` the
+Iceberg REST one, whose `type` is the class's `iceberg_type` where it has one). The server's own
+refusals (body size, a disabled admin API, a busy process) and configuration errors live in
+`sharing_server.http.errors`.
 
 Anything else raised while serving a request is an internal error whose text
 is hidden from the recipient, since it may carry paths or credentials.
@@ -89,14 +98,34 @@ class TableLogDamaged(ShareStoreError):
 
 
 class Unauthenticated(ShareStoreError):
+    """No proof, or one that does not hold: the protocol's 401, the Iceberg REST spec's too."""
+
     error_code = "UNAUTHENTICATED"
     status_code = 401
+    iceberg_type = "NotAuthorizedException"
 
     def __init__(self, message: str, token_id: str | None = None, share: str | None = None) -> None:
         super().__init__(message)
         #: A token that is known but revoked or expired: the audit line and Activity name it.
         self.token_id = token_id
         self.share = share
+
+
+class Forbidden(ShareStoreError):
+    """The caller may not: its policy, a file URL's or a signing grant's signature, its kind of token."""
+
+    error_code = "PERMISSION_DENIED"
+    status_code = 403
+    iceberg_type = "ForbiddenException"
+
+
+class SignatureRejected(Forbidden):
+    """A request whose SigV4 signature is missing, malformed, stale or wrong; the message says which."""
+
+    def __init__(self, message: str, canonical_request: str | None = None) -> None:
+        super().__init__(message)
+        #: For a signature that does not match, the canonical request we signed, for the server's log.
+        self.canonical_request = canonical_request
 
 
 class RateLimited(ShareStoreError):

@@ -14,16 +14,13 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import importlib
 import logging
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -33,62 +30,37 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from share_store.authentication.console_sessions import SessionCodec
-from share_store.authentication.sign_in_throttle import AdminToken
-from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.catalog import WarehouseCatalog
-from share_store.catalog.data_access import DataAccess
-from share_store.catalog.maintenance.background import BackgroundMaintenance
-from share_store.catalog.maintenance.maintainer import Maintainer
-from share_store.catalog.maintenance.queue import RunQueue
-from share_store.catalog.table_source import OwnWarehouses
-from share_store.catalog.users import CatalogUsers
-from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.persistence import ShareStore
-from share_store.readers.table_readers import TableReaders
-from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
-from share_store.storage.sts_vending import CredentialVendor
 from share_store.table_sources.registry import CatalogRegistry
-from share_store.tables.options import IcebergOptions
-from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server import paths
 from sharing_server.admin.activation import Activation
-from sharing_server.admin.commands import Admin
 from sharing_server.admin.routes import admin_routes
 from sharing_server.auth.oauth import OAuthTokens
-from sharing_server.catalog.routes import warehouse_api
+from sharing_server.catalog.routes import catalog_mount
 from sharing_server.console.routes import console_routes
-from sharing_server.console.web import Console
-from sharing_server.delta_sharing.hint_filter import HintLimits
-from sharing_server.delta_sharing.queries import TableQueries
 from sharing_server.delta_sharing.routes import ProtocolEndpoints
-from sharing_server.delta_sharing.warming import SnapshotWarmer
 from sharing_server.http.connections import ConnectionGuard
 from sharing_server.http.error_models import APP_ROOT
 from sharing_server.http.errors import EXCEPTION_HANDLERS
 from sharing_server.http.files import LocalFiles
 from sharing_server.http.middleware import ForwardedHeaders, Observe, RequestLimits, SecurityHeaders
 from sharing_server.http.rate_limits import RateLimiter
-from sharing_server.http.stream_slots import StreamSlots
-from sharing_server.iceberg_shares.routes import ShareCatalog, iceberg_routes
-from sharing_server.observability.activity import ActivityRecorder
-from sharing_server.observability.audit import AuditLog, note
-from sharing_server.observability.metrics import Metrics, MetricsEndpoint
+from sharing_server.iceberg_shares.routes import ShareCatalog, iceberg_mount
+from sharing_server.observability.audit import AuditLog
+from sharing_server.observability.metrics import MetricsEndpoint
 from sharing_server.openapi.document import OpenApiEndpoint
 from sharing_server.service_options import ServiceOptions
-from sharing_server.services import Services
+from sharing_server.services import AppServices, app_services
 from sharing_server.serving import quiet_aborted_connections
-
-if TYPE_CHECKING:
-    from share_store.tables.options import Resolution
 
 
 async def health(_request: object) -> Response:
     return Response("ok\n", media_type="text/plain")
 
 
-def protocol_routes(services: Services) -> list[Route]:
+def protocol_routes(services: AppServices) -> list[Route]:
     endpoints = ProtocolEndpoints(
         services.store,
         services.queries,
@@ -117,7 +89,7 @@ def protocol_routes(services: Services) -> list[Route]:
     ]
 
 
-def app_routes(services: Services) -> list[BaseRoute]:
+def app_routes(services: AppServices) -> list[BaseRoute]:
     """Everything the app serves: what `create_app` routes and `/openapi.json` describes. Each
     package's routes are given the services their handlers use; none looks one up per request."""
     share_catalog = ShareCatalog(services.store, services.iceberg_grants, services.metrics)
@@ -128,16 +100,13 @@ def app_routes(services: Services) -> list[BaseRoute]:
         Route(paths.METRICS, MetricsEndpoint(services.metrics).metrics_endpoint, methods=["GET"]),
         Mount(services.prefix, routes=protocol_routes(services)),
         Mount(paths.ADMIN_PREFIX, routes=admin_routes(services.admin, services.admin_token)),
-        Mount(paths.ICEBERG_PREFIX, routes=iceberg_routes(share_catalog, share_oauth)),
-        Mount(
-            paths.WAREHOUSE_PREFIX,
-            routes=warehouse_api(
-                services.warehouses,
-                services.callers,
-                services.data,
-                services.maintenance.maintainer,
-                services.maintenance.queue,
-            ),
+        iceberg_mount(share_catalog, share_oauth),
+        catalog_mount(
+            services.warehouses,
+            services.callers,
+            services.data,
+            services.maintenance.maintainer,
+            services.maintenance.queue,
         ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]
@@ -206,7 +175,7 @@ def _settle(modules: tuple[str, ...], warehouses: WarehouseCatalog) -> None:
     freeze_heap()
 
 
-def lifespan(services: Services) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+def lifespan(services: AppServices) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """As the server starts: heavy modules load (then what it holds is frozen, `freeze_heap`), shared
     tables' snapshots and the console's activity summaries are built in the background, without
     delaying it, and connections the kernel aborts for their stalled clients are logged in one line."""
@@ -228,26 +197,6 @@ def lifespan(services: Services) -> Callable[[Starlette], AbstractAsyncContextMa
         await asyncio.to_thread(services.activity.close)
 
     return span
-
-
-def equality_observer(metrics: Metrics) -> Callable[[Resolution], None]:
-    """Records each resolution of equality deletes in the metrics and the request's audit record."""
-
-    def observe(resolution: Resolution) -> None:
-        metrics.equality_resolution.labels(resolution.outcome).observe(resolution.seconds)
-        metrics.equality_scanned.inc(resolution.bytes_scanned)
-        note(
-            equality_deletes={
-                "outcome": resolution.outcome,
-                "seconds": round(resolution.seconds, 3),
-                "delete_files": resolution.delete_files,
-                "data_files": resolution.data_files,
-                "bytes_scanned": resolution.bytes_scanned,
-                "rows_deleted": resolution.rows_deleted,
-            }
-        )
-
-    return observe
 
 
 class SharingApp(Starlette):
@@ -309,93 +258,9 @@ def create_app(
 ) -> Starlette:
     options = options or ServiceOptions()
     catalogs = catalogs if catalogs is not None else CatalogRegistry({})
-    metrics = Metrics()
+    services = app_services(store, storage, secret, prefix, catalogs, options)
     audit = AuditLog(options.audit_log)
-    activity = ActivityRecorder(
-        store,
-        (prefix, paths.ICEBERG_PREFIX),
-        timedelta(hours=options.activity_retention_hours),
-        options.activity_max_events,
-    )
-    iceberg = IcebergOptions(options.iceberg, equality_observer(metrics))
-    readers = TableReaders(
-        storage,
-        catalogs,
-        store,
-        iceberg,
-        snapshots=SnapshotCache(options.snapshot_cache_files),
-        files_check_seconds=options.files_check_seconds,
-        summaries=store,
-    )
-    vendor = CredentialVendor(options.vending) if options.vending.enabled else None
-    warehouses = WarehouseCatalog(store.transactions, storage)
-    catalogs.own = OwnWarehouses(warehouses)
-    admin_token = AdminToken(options.admin_token_hash)
-    callers = CatalogCallers(
-        CatalogUsers(store.transactions, secret), TokenCodec(secret, "catalog-access"), admin_token
-    )
-    # Writers' keys come from the same STS settings as recipients' ([iceberg] credential_*), on
-    # whenever the provider lists "vended-credentials" in [warehouses] access_delegation.
-    writers_vendor = CredentialVendor(dataclasses.replace(options.vending, mode="sts"))
-    data = DataAccess(
-        storage, options.access_delegation, writers_vendor, TokenCodec(secret, "writer-signing")
-    )
-    if data.vends:
-        # The store has STS: what the server does to a table's files for a caller (a purge) is
-        # done with keys bounded to the table, as its signatures are.
-        from share_store.storage.table_keys import TableKeys
-
-        warehouses.table_keys = TableKeys(storage, writers_vendor)
-    hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
-    admin = Admin(
-        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret
-    )
-    console = None
-    if options.admin_token_hash is not None:
-        sessions = SessionCodec(secret, options.admin_token_hash, options.console_idle_minutes * 60)
-        console = Console(
-            admin,
-            sessions,
-            admin_token,
-            readers,
-            warehouses,
-            options.activity_retention_hours,
-            time.monotonic(),
-        )
-    services = Services(
-        prefix=prefix,
-        options=options,
-        store=store,
-        storage=storage,
-        secret=secret,
-        metrics=metrics,
-        activity=activity,
-        readers=readers,
-        iceberg_grants=IcebergGrants(readers, vendor),
-        warehouses=warehouses,
-        callers=callers,
-        data=data,
-        admin_token=admin_token,
-        warmer=SnapshotWarmer(
-            store,
-            readers,
-            metrics,
-            options.warm_on_start,
-            options.refresh_seconds,
-            options.warm_window_hours * 3600,
-        ),
-        # One maintainer and one queue for the API's runs and the background's: they share limits.
-        maintenance=BackgroundMaintenance(
-            Maintainer(warehouses, limits=options.maintenance_limits),
-            options.maintenance,
-            queue=RunQueue(options.maintenance_limits),
-        ),
-        queries=TableQueries(readers, secret, hint_limits, options.prefer_delta_format),
-        streams=StreamSlots(options.streams_per_token, options.streams_per_process),
-        list_tokens=TokenCodec(secret, "list-page"),
-        admin=admin,
-        console=console,
-    )
+    metrics, activity = services.metrics, services.activity
     app = SharingApp(
         routes=app_routes(services),
         exception_handlers=EXCEPTION_HANDLERS,

@@ -24,8 +24,10 @@ from sharing_server.config import ServerConfig
 
 
 @dataclass
-class Services:
-    """What a running server is made of, opened from its configuration."""
+class OpenedBackends:
+    """What a server runs on, opened from its configuration: the share store, the object storage,
+    the configured catalogs and the server key (`sharing_server.services.AppServices` is what
+    the app makes of them)."""
 
     config: ServerConfig
     store: ShareStore
@@ -72,7 +74,7 @@ def server_secret(config: ServerConfig) -> bytes:
     return path.read_text().strip().encode()
 
 
-def open_services(config: ServerConfig) -> Services:
+def open_services(config: ServerConfig) -> OpenedBackends:
     # Checked before anything is opened: a catalog whose `${VAR}` is not set or whose
     # driver is not installed stops the start in one line (CatalogError), not at first use.
     catalogs = config.make_catalogs()
@@ -80,10 +82,10 @@ def open_services(config: ServerConfig) -> Services:
     prepare_disk(config)
     secret = server_secret(config)
     store = ShareStore(config.resolved_store_url())
-    return Services(config, store, config.make_storage(secret), catalogs, secret)
+    return OpenedBackends(config, store, config.make_storage(secret), catalogs, secret)
 
 
-def build_app(services: Services) -> Starlette:
+def build_app(services: OpenedBackends) -> Starlette:
     config = services.config
     return create_app(
         services.store,

@@ -40,7 +40,7 @@ from email.utils import parsedate_to_datetime
 from time import time
 from urllib.parse import quote, unquote_to_bytes
 
-from share_store.errors import ShareStoreError
+from share_store.errors import SignatureRejected
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
@@ -53,19 +53,6 @@ _HEX_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 _BASE64_SHA256 = re.compile(r"[A-Za-z0-9+/]{43}=")
 _AMZ_DATE = re.compile(r"\d{8}T\d{6}Z")
 _SCOPE_DATE = re.compile(r"\d{8}")
-
-
-class SignatureRejected(ShareStoreError):
-    """A request whose SigV4 signature is missing, malformed, stale or wrong; the message says which."""
-
-    error_code = "PERMISSION_DENIED"
-    status_code = 403
-    iceberg_type = "ForbiddenException"
-
-    def __init__(self, message: str, canonical_request: str | None = None) -> None:
-        super().__init__(message)
-        #: For a signature that does not match, the canonical request we signed, for the server's log.
-        self.canonical_request = canonical_request
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,14 @@ from share_store.catalog import policies as actions
 from share_store.catalog.catalog import LoadedTable, NewTable, WarehouseCatalog
 from share_store.catalog.commits import creates
 from share_store.catalog.dropped_tables import DroppedTable
-from share_store.catalog.errors import CatalogRefusal, NoSuchTable
+from share_store.catalog.errors import NoSuchTable
 from share_store.catalog.locations import MayTake
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import Policy, table_arn, warehouse_arn
 from share_store.catalog.table_pointers import TABLE, VIEW
 from share_store.catalog.view_commits import ViewCommit
 from share_store.catalog.views import LoadedView, NewView
-
-
-class Forbidden(CatalogRefusal):
-    error_code = "PERMISSION_DENIED"
-    status_code = 403
-    iceberg_type = "ForbiddenException"
+from share_store.errors import Forbidden
 
 
 @dataclass(frozen=True)

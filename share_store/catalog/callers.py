@@ -31,19 +31,11 @@ from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.authentication.sigv4 import verify_request
 from share_store.catalog.access import PROVIDER, Principal
 from share_store.catalog.users import CatalogUsers, KnownUser
-from share_store.errors import ShareStoreError
+from share_store.errors import Unauthenticated
 from share_store.signing.token_codec import TokenCodec
 
 ACCESS_TOKEN_SECONDS = 3600
 SIGV4 = "aws4-hmac-sha256"
-
-
-class NotAuthenticated(ShareStoreError):
-    """No proof, or one that does not hold: the Iceberg REST spec's 401."""
-
-    error_code = "UNAUTHENTICATED"
-    status_code = 401
-    iceberg_type = "NotAuthorizedException"
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ class CatalogCallers:
             return self._signed(credentials)
         if scheme.lower() == "bearer" and secret.strip():
             return self._bearer(credentials, secret.strip())
-        raise NotAuthenticated("Authentication required: sign with SigV4 (s3tables) or send a bearer token")
+        raise Unauthenticated("Authentication required: sign with SigV4 (s3tables) or send a bearer token")
 
     def issue_token(self, access_key: str, secret: str, notes: dict[str, Any]) -> str | None:
         """OAuth2 client credentials: a short-lived bearer token for a catalog user's keys; None if
@@ -123,17 +115,17 @@ class CatalogCallers:
         except ValueError:
             return self._admin(credentials, secret)
         if int(payload.get("e", 0)) < time.time():
-            raise NotAuthenticated("The bearer token has expired")
+            raise Unauthenticated("The bearer token has expired")
         user = self.users.known(str(payload.get("k")))
         if user is None:
-            raise NotAuthenticated("The bearer token's user no longer exists")
+            raise Unauthenticated("The bearer token's user no longer exists")
         return self._as(user, credentials.notes)
 
     def _admin(self, credentials: Credentials, secret: str) -> Principal:
         """The provider, if `secret` is the admin token (throttled per address and in all: while
         throttled, `RateLimited`, a 429 with `Retry-After`)."""
         if not self.admin_token.matches(secret, credentials.address, credentials.notes):
-            raise NotAuthenticated("The bearer token is not valid")
+            raise Unauthenticated("The bearer token is not valid")
         credentials.notes["catalog_user"] = "admin"
         return Principal("admin", None)
 

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from share_store.catalog import policies as actions
-from share_store.catalog.access import CatalogAccess, Forbidden, Principal
+from share_store.catalog.access import CatalogAccess, Principal
 from share_store.catalog.catalog import LoadedTable, WarehouseCatalog
 from share_store.catalog.errors import NoSuchTable
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import table_arn
-from share_store.errors import InvalidParameter, UnsupportedOperation
+from share_store.errors import Forbidden, InvalidParameter, UnsupportedOperation
 from share_store.signing.delegation import (
     ACCESS_MODES,
     SIGNED,

@@ -37,30 +37,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.authentication.sign_in_throttle import AdminToken
-from share_store.errors import MalformedRequest, Unauthenticated
+from share_store.errors import MalformedRequest
 from sharing_server import paths
+from sharing_server.admin.authentication import AdminAuthentication
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
-from sharing_server.auth.admin import admin_token_matches
-from sharing_server.auth.bearer import bearer_secret
-from sharing_server.http.errors import AdminDisabled
 from sharing_server.http.json_text import has_lone_surrogate
-from sharing_server.observability.audit import audit_fields
 
 Handler = Callable[[Admin, Request, dict[str, Any]], Any]
-
-
-def _authorize(request: Request, admin_token: AdminToken) -> None:
-    """The admin token, or 401; wrong tokens are throttled as the console's sign-in is."""
-    if not admin_token.enabled:
-        raise AdminDisabled("the admin API is disabled: set [admin] token_hash to enable it")
-    if not admin_token_matches(request, admin_token, bearer_secret(request)):
-        raise Unauthenticated("invalid admin token")
-    audit_fields(request)["principal"] = "admin"
 
 
 def _field(body: dict[str, Any], key: str, kind: type, default: Any) -> Any:
@@ -73,13 +63,11 @@ def _field(body: dict[str, Any], key: str, kind: type, default: Any) -> Any:
     return value
 
 
-def endpoint(
-    handler: Handler, admin: Admin, admin_token: AdminToken, status: int = 200
-) -> Callable[[Request], Awaitable[Response]]:
-    """Authorize, parse a JSON object body, run `handler` off the event loop, answer JSON."""
+def endpoint(handler: Handler, admin: Admin, status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+    """Parse a JSON object body, run `handler` off the event loop, answer JSON (the caller is the
+    provider, authenticated by the route's `AdminAuthentication`)."""
 
     async def run(request: Request) -> Response:
-        _authorize(request, admin_token)
         body: dict[str, Any] = {}
         if request.method in ("POST", "PATCH"):
             raw = await request.body()
@@ -248,11 +236,13 @@ def revoke_recipient_token(admin: Admin, request: Request, _body: dict[str, Any]
 
 
 def admin_routes(admin: Admin, admin_token: AdminToken) -> list[Route]:
-    """The admin API's routes, each given the admin commands and the admin token to check."""
+    """The admin API's routes, each given the admin commands, and behind the admin token."""
+    # On each route, not the mount: an unknown path or method is a 404 or 405 whoever asks.
+    authentication = [Middleware(AuthenticationMiddleware, backend=AdminAuthentication(admin_token))]
 
     def _route(path: str, handler: Handler, method: str, status: int = 200) -> Route:
         # The route takes its name, admin_<handler>, from the endpoint.
-        return Route(path, endpoint(handler, admin, admin_token, status), methods=[method])
+        return Route(path, endpoint(handler, admin, status), methods=[method], middleware=authentication)
 
     return [
         _route(paths.ADMIN_SHARES, list_shares, "GET"),

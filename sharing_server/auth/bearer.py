@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from share_store.errors import Unauthenticated
 from share_store.model import Share, SharedTable, Token
@@ -25,7 +25,7 @@ def parse_bearer(header: str) -> str | None:
     return secret if scheme.lower() == "bearer" and secret else None
 
 
-def bearer_secret(request: Request) -> str:
+def bearer_secret(request: HTTPConnection) -> str:
     # A request with several Authorization headers never gets here (`RequestLimits` answers 400).
     secret = parse_bearer(request.headers.get("authorization", ""))
     if secret is None:
@@ -33,7 +33,7 @@ def bearer_secret(request: Request) -> str:
     return secret
 
 
-def record_token(request: Request, token: Token) -> None:
+def record_token(request: HTTPConnection, token: Token) -> None:
     """Put who is asking in the audit line, 404s included."""
     fields = audit_fields(request)
     fields.update(token_id=token.id, share=token.share or request.path_params.get("share"))

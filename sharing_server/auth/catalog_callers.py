@@ -1,13 +1,22 @@
-"""The own warehouses' proof, read off a request: `credentials_of` (checked under it, by
-`share_store.catalog.callers.CatalogCallers`), and the OAuth2 token endpoint engines trade a
-catalog user's keys at for a bearer token."""
+"""The one way in at `/_iceberg`: `CatalogAuthentication`, the caller a request proves it is (its
+proof read off it by `credentials_of`, checked under it by `share_store.catalog.callers.
+CatalogCallers`), and the OAuth2 token endpoint engines trade a catalog user's keys at for a bearer
+token.
+
+A dependency the handlers ask, not a middleware in front of them: the check reads the store, so it
+runs in a worker thread, and the calls engines make most (a table's load and commit) check and do
+their work in one trip there (`as_caller`); each trip is a wait for a thread under load."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from share_store.catalog.access import Principal
 from share_store.catalog.callers import ACCESS_TOKEN_SECONDS, CatalogCallers, Credentials
 from sharing_server.auth.oauth import client_credentials_grant, oauth_error
 from sharing_server.observability.audit import audit_fields
@@ -25,6 +34,31 @@ async def credentials_of(request: Request) -> Credentials:
         address=request.client.host if request.client else "",
         notes=audit_fields(request),
     )
+
+
+T = TypeVar("T")
+
+
+class CatalogAuthentication:
+    """Who sent a request of the catalog's: authenticated before anything else of it is read, its
+    refusals `Unauthenticated` (401), `SignatureRejected` (403) or `RateLimited` (429, the admin
+    token's throttle); the caller's name is noted in the audit line as it passes."""
+
+    def __init__(self, callers: CatalogCallers) -> None:
+        self.callers = callers
+
+    async def caller(self, request: Request) -> Principal:
+        credentials = await credentials_of(request)
+        return await run_in_threadpool(self.callers.authenticate, credentials)
+
+    async def as_caller(self, request: Request, action: Callable[[Principal], T]) -> T:
+        """`action` given the caller, in the one trip to a worker thread that authenticates it."""
+        credentials = await credentials_of(request)
+
+        def authenticated_action() -> T:
+            return action(self.callers.authenticate(credentials))
+
+        return await run_in_threadpool(authenticated_action)
 
 
 class CatalogTokens:

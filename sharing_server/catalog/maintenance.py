@@ -20,16 +20,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.catalog.callers import CatalogCallers, Credentials
+from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.maintenance.access import MaintenanceAccess
 from share_store.catalog.maintenance.configuration import KINDS
 from share_store.catalog.maintenance.maintainer import Maintainer, described_run
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.catalog.names import check_warehouse
 from share_store.errors import InvalidParameter
-from sharing_server.auth.catalog_callers import credentials_of
+from sharing_server.auth.catalog_callers import CatalogAuthentication
 from sharing_server.catalog import codec
-from sharing_server.http.iceberg_errors import iceberg_errors
 
 
 class MaintenanceEndpoints:
@@ -37,53 +36,44 @@ class MaintenanceEndpoints:
         self, maintainer: Maintainer, callers: CatalogCallers, queue: RunQueue | None = None
     ) -> None:
         self.maintainer = maintainer
-        self.callers = callers
+        self.authentication = CatalogAuthentication(callers)
         self.queue = queue or RunQueue(maintainer.limits)
 
-    async def access(self, credentials: Credentials) -> MaintenanceAccess:
-        who = await run_in_threadpool(self.callers.authenticate, credentials)
-        return MaintenanceAccess(self.maintainer, who)
+    async def access(self, request: Request) -> MaintenanceAccess:
+        return MaintenanceAccess(self.maintainer, await self.authentication.caller(request))
 
-    @iceberg_errors("NoSuchWarehouseException")
     async def warehouse(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse = check_warehouse(request.path_params["warehouse"])
         if request.method == "PUT":
-            kind, value = request.path_params["kind"], _value(credentials.body)
+            kind, value = request.path_params["kind"], _value(await request.body())
             await run_in_threadpool(access.configure_warehouse, warehouse, kind, value)
             return Response(status_code=204)
         configuration = await run_in_threadpool(access.warehouse_configuration, warehouse)
         return JSONResponse({"warehouse": warehouse, "configuration": configuration})
 
-    @iceberg_errors("NoSuchTableException")
     async def table(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = codec.table_at(params["prefix"], params["namespace"], params["table"])
         if request.method == "PUT":
-            kind, value = params["kind"], _value(credentials.body)
+            kind, value = params["kind"], _value(await request.body())
             await run_in_threadpool(access.configure_table, name, kind, value)
             return Response(status_code=204)
         configuration = await run_in_threadpool(access.table_configuration, name)
         return JSONResponse({"table": str(name), "configuration": configuration})
 
-    @iceberg_errors("NoSuchTableException")
     async def status(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = codec.table_at(params["prefix"], params["namespace"], params["table"])
         return JSONResponse({"status": await run_in_threadpool(access.status, name)})
 
-    @iceberg_errors("NoSuchTableException")
     async def run(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = codec.table_at(params["prefix"], params["namespace"], params["table"])
-        kinds = _kinds(credentials.body)
+        kinds = _kinds(await request.body())
         self.queue.check_caller(access.who.name)  # before the store is asked anything of the table
         await run_in_threadpool(access.may_run, name)
         # The turn is waited for on the event loop: a waiting run holds no thread of the pool.

@@ -1,4 +1,6 @@
-"""The route table of AIStor Tables' catalog API, mounted at `/_iceberg`.
+"""The route table of AIStor Tables' catalog API, and its mount at `/_iceberg` (`catalog_mount`),
+whose errors are answered in the Iceberg REST model by one exception handling (`NOT_FOUND` the
+type of a 404 by route).
 
 Anything else under the prefix (scan planning, credentials while vending is off) answers 404
 in the spec's error model, so a client learns the endpoint is not served
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.catalog import WarehouseCatalog
@@ -23,7 +25,34 @@ from sharing_server.catalog.tables import TableEndpoints
 from sharing_server.catalog.views import ViewEndpoints
 from sharing_server.catalog.warehouses import WarehouseEndpoints
 from sharing_server.http.errors import error_response
+from sharing_server.http.iceberg_errors import iceberg_error_model
 from sharing_server.observability.redaction import redact_path
+
+WAREHOUSE_MISSING, NAMESPACE_MISSING, VIEW_MISSING = (
+    "NoSuchWarehouseException",
+    "NoSuchNamespaceException",
+    "NoSuchViewException",
+)
+#: The Iceberg type of a 404 whose error names none (`NoSuchTableException` for routes not here).
+NOT_FOUND = {
+    "warehouse_config": WAREHOUSE_MISSING,
+    "warehouses_list": WAREHOUSE_MISSING,
+    "warehouses_create": WAREHOUSE_MISSING,
+    "warehouse": WAREHOUSE_MISSING,
+    "warehouse_properties": WAREHOUSE_MISSING,
+    "warehouse_maintenance": WAREHOUSE_MISSING,
+    "warehouse_maintenance_put": WAREHOUSE_MISSING,
+    "warehouse_namespaces": NAMESPACE_MISSING,
+    "warehouse_namespace": NAMESPACE_MISSING,
+    "warehouse_namespace_properties": NAMESPACE_MISSING,
+    "warehouse_tables": NAMESPACE_MISSING,
+    "warehouse_register": NAMESPACE_MISSING,
+    "warehouse_views": NAMESPACE_MISSING,
+    "warehouse_register_view": NAMESPACE_MISSING,
+    "warehouse_view": VIEW_MISSING,
+    "warehouse_view_rename": VIEW_MISSING,
+    "warehouse_view_undrop": VIEW_MISSING,
+}
 
 
 async def not_served(request: Request) -> Response:
@@ -105,3 +134,17 @@ def warehouse_api(
         ),
         Route(paths.WAREHOUSE_OTHER, not_served, methods=every, name="warehouse_not_served"),
     ]
+
+
+def catalog_mount(
+    catalog: WarehouseCatalog,
+    callers: CatalogCallers,
+    data: DataAccess,
+    maintainer: Maintainer | None = None,
+    queue: RunQueue | None = None,
+) -> Mount:
+    """`/_iceberg`: the routes, behind the Iceberg error model. Its callers are catalog users, not
+    share tokens: a refused proof is not named in the audit line as a token."""
+    routes = warehouse_api(catalog, callers, data, maintainer, queue)
+    errors = iceberg_error_model(routes, NOT_FOUND, names_tokens=False)
+    return Mount(paths.WAREHOUSE_PREFIX, routes=routes, middleware=[errors])

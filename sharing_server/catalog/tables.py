@@ -24,11 +24,9 @@ from starlette.responses import JSONResponse, Response
 from share_store.catalog.access import CatalogAccess
 from share_store.catalog.names import TableName
 from sharing_server import paths
-from sharing_server.auth.catalog_callers import credentials_of
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
 from sharing_server.http.access_delegation import asked_modes
-from sharing_server.http.iceberg_errors import iceberg_errors
 from sharing_server.http.sign_requests import parse_sign_request
 from sharing_server.observability.audit import audit_fields
 
@@ -60,19 +58,17 @@ def _after(later: list[Callable[[], None]]) -> BackgroundTask | None:
 
 
 class TableEndpoints(CatalogEndpoints):
-    @iceberg_errors("NoSuchNamespaceException")
     async def tables(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params, asked = request.path_params, asked_modes(request.headers)
         signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
         if request.method == "POST":
-            table, new = codec.new_table(warehouse, levels, credentials.body)
+            table, new = codec.new_table(warehouse, levels, await request.body())
             loaded = await run_in_threadpool(access.create_table, table, new)
             # A staged create's keys or signatures are for the location handed out with it.
             delegation = await run_in_threadpool(
-                self.data.delegate, asked, access, table, loaded, signer, credentials.notes
+                self.data.delegate, asked, access, table, loaded, signer, audit_fields(request)
             )
             return _json(codec.load_answer(loaded, "all", delegation), _no_store(delegation))
         if codec.dropped_asked(request.query_params.get("dropped")):
@@ -82,20 +78,16 @@ class TableEndpoints(CatalogEndpoints):
         identifiers = [{"namespace": list(levels), "name": name} for name in names]
         return JSONResponse({"identifiers": identifiers, "next-page-token": None})
 
-    @iceberg_errors("NoSuchTableException")
     async def undrop(self, request: Request) -> Response:
         """Tables dropped without purge live again under their names, all or none (409 for a name
         taken now): Lakekeeper's undrop, asking `s3tables:UndropTable` on each."""
-        credentials = await credentials_of(request)
         warehouse = request.path_params["prefix"]
-        access = await self.access(credentials)
-        targets = codec.undrop_targets(warehouse, credentials.body)
+        access = await self.access(request)
+        targets = codec.undrop_targets(warehouse, await request.body())
         await run_in_threadpool(access.undrop, targets)
         return Response(status_code=204)
 
-    @iceberg_errors("NoSuchTableException")
     async def table(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params, query, asked = request.path_params, request.query_params, asked_modes(request.headers)
         signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
 
@@ -106,23 +98,25 @@ class TableEndpoints(CatalogEndpoints):
         # one trip to a worker thread.
         if request.method == "POST":
             later: list[Callable[[], None]] = []
+            body = await request.body()  # read with the proof already (SigV4 signs it)
 
             def commit(access: CatalogAccess) -> bytes:
                 name = table_name()
-                return codec.commit_answer(access.commit(name, codec.commit(name, credentials.body), later))
+                return codec.commit_answer(access.commit(name, codec.commit(name, body), later))
 
-            answer = await self.as_caller(credentials, commit)
+            answer = await self.as_caller(request, commit)
             return _json(answer, background=_after(later))
         if request.method == "GET":
+            notes = audit_fields(request)
 
             def load(access: CatalogAccess) -> tuple[bytes, dict[str, str] | None]:
                 name, snapshots = table_name(), codec.snapshots_mode(query.get("snapshots"))
                 loaded = access.load_table(name)
-                delegation = self.data.delegate(asked, access, name, loaded, signer, credentials.notes)
+                delegation = self.data.delegate(asked, access, name, loaded, signer, notes)
                 return codec.load_answer(loaded, snapshots, delegation), _no_store(delegation)
 
-            return _json(*await self.as_caller(credentials, load))
-        access = await self.access(credentials)
+            return _json(*await self.as_caller(request, load))
+        access = await self.access(request)
         name = table_name()
         if request.method == "DELETE":
             purge = query.get("purgeRequested", "false").lower() == "true"
@@ -131,18 +125,15 @@ class TableEndpoints(CatalogEndpoints):
         exists = await run_in_threadpool(access.table_exists, name)  # HEAD
         return Response(status_code=204 if exists else 404)
 
-    @iceberg_errors("NoSuchTableException")
     async def credentials(self, request: Request) -> Response:
         """The spec's credentials refresh: fresh keys for the table's location, when vending is on."""
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = codec.table_at(params["prefix"], params["namespace"], params["table"])
         loaded = await run_in_threadpool(access.load_table, name)
-        vended = await run_in_threadpool(self.data.refreshed, access, name, loaded, credentials.notes)
+        vended = await run_in_threadpool(self.data.refreshed, access, name, loaded, audit_fields(request))
         return JSONResponse({"storage-credentials": vended}, headers={"Cache-Control": "no-store"})
 
-    @iceberg_errors("NoSuchTableException")
     async def sign(self, request: Request) -> Response:
         """The writers' remote signer: one S3 request of an engine holding a grant of a table load.
 
@@ -163,43 +154,35 @@ class TableEndpoints(CatalogEndpoints):
         )
         return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def register(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
-        name, metadata_location, overwrite = codec.registration(warehouse, levels, credentials.body)
+        name, metadata_location, overwrite = codec.registration(warehouse, levels, await request.body())
         loaded = await run_in_threadpool(access.register_table, name, metadata_location, overwrite)
         return _json(codec.load_answer(loaded))
 
-    @iceberg_errors("NoSuchTableException")
     async def rename(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         warehouse = request.path_params["prefix"]
-        access = await self.access(credentials)
-        source, target = codec.renaming(warehouse, credentials.body)
+        access = await self.access(request)
+        source, target = codec.renaming(warehouse, await request.body())
         await run_in_threadpool(access.rename_table, source, target)
         return Response(status_code=204)
 
-    @iceberg_errors("NoSuchTableException")
     async def transaction(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         warehouse = request.path_params["prefix"]
-        access = await self.access(credentials)
+        access = await self.access(request)
         later: list[Callable[[], None]] = []
         await run_in_threadpool(
-            access.commit_transaction, codec.transaction(warehouse, credentials.body), later
+            access.commit_transaction, codec.transaction(warehouse, await request.body()), later
         )
         return Response(status_code=204, background=_after(later))
 
-    @iceberg_errors("NoSuchTableException")
     async def metrics(self, request: Request) -> Response:
         """Metrics reports are accepted and dropped: the audit line already records the request."""
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = codec.table_at(params["prefix"], params["namespace"], params["table"])
         access.report_metrics(name)
-        codec.json_object(credentials.body)
+        codec.json_object(await request.body())
         return Response(status_code=204)

@@ -16,10 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sharing_server.auth.catalog_callers import credentials_of
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
-from sharing_server.http.iceberg_errors import iceberg_errors
 
 #: What `GET /v1/config` lists of the views' endpoints.
 VIEW_ENDPOINTS = [
@@ -35,14 +33,12 @@ VIEW_ENDPOINTS = [
 
 
 class ViewEndpoints(CatalogEndpoints):
-    @iceberg_errors("NoSuchNamespaceException")
     async def views(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
         if request.method == "POST":
-            view, new = codec.new_view(warehouse, levels, credentials.body)
+            view, new = codec.new_view(warehouse, levels, await request.body())
             loaded = await run_in_threadpool(access.create_view, view, new)
             return JSONResponse(codec.view_result(loaded))
         if codec.dropped_asked(request.query_params.get("dropped")):
@@ -52,26 +48,22 @@ class ViewEndpoints(CatalogEndpoints):
         identifiers = [{"namespace": list(levels), "name": name} for name in names]
         return JSONResponse({"identifiers": identifiers, "next-page-token": None})
 
-    @iceberg_errors("NoSuchViewException")
     async def undrop(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         warehouse = request.path_params["prefix"]
-        access = await self.access(credentials)
-        targets = codec.undrop_targets(warehouse, credentials.body)
+        access = await self.access(request)
+        targets = codec.undrop_targets(warehouse, await request.body())
         await run_in_threadpool(access.undrop_views, targets)
         return Response(status_code=204)
 
-    @iceberg_errors("NoSuchViewException")
     async def view(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = codec.table_at(params["prefix"], params["namespace"], params["view"])
         if request.method == "DELETE":
             await run_in_threadpool(access.drop_view, name)
             return Response(status_code=204)
         if request.method == "POST":
-            commit = codec.view_commit(credentials.body)
+            commit = codec.view_commit(await request.body())
             loaded = await run_in_threadpool(access.replace_view, name, commit)
             return JSONResponse(codec.view_result(loaded))
         if request.method == "HEAD":
@@ -80,21 +72,17 @@ class ViewEndpoints(CatalogEndpoints):
         loaded = await run_in_threadpool(access.load_view, name)
         return JSONResponse(codec.view_result(loaded))
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def register(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
-        name, metadata_location = codec.view_registration(warehouse, levels, credentials.body)
+        name, metadata_location = codec.view_registration(warehouse, levels, await request.body())
         loaded = await run_in_threadpool(access.register_view, name, metadata_location)
         return JSONResponse(codec.view_result(loaded))
 
-    @iceberg_errors("NoSuchViewException")
     async def rename(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         warehouse = request.path_params["prefix"]
-        access = await self.access(credentials)
-        source, target = codec.renaming(warehouse, credentials.body)
+        access = await self.access(request)
+        source, target = codec.renaming(warehouse, await request.body())
         await run_in_threadpool(access.rename_view, source, target)
         return Response(status_code=204)

@@ -21,11 +21,9 @@ from starlette.responses import JSONResponse, Response
 from share_store.catalog.errors import NoSuchWarehouse
 from share_store.catalog.names import IDENTIFIER_SUPPORT, check_warehouse
 from share_store.errors import InvalidParameter
-from sharing_server.auth.catalog_callers import credentials_of
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
 from sharing_server.catalog.views import VIEW_ENDPOINTS
-from sharing_server.http.iceberg_errors import iceberg_errors
 
 #: What `GET /v1/config` says this catalog serves (clients skip what is not listed).
 ENDPOINTS = [
@@ -54,11 +52,9 @@ CREDENTIALS_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}
 class WarehouseEndpoints(CatalogEndpoints):
     # -- configuration and warehouses --------------------------------------------------
 
-    @iceberg_errors("NoSuchWarehouseException")
     async def config(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         warehouse = request.query_params.get("warehouse")
-        access = await self.access(credentials)
+        access = await self.access(request)
         if not warehouse:
             raise InvalidParameter(
                 "name the warehouse: GET /v1/config?warehouse=NAME (a plain name, no s3://)"
@@ -70,22 +66,18 @@ class WarehouseEndpoints(CatalogEndpoints):
             {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": warehouse}, "endpoints": endpoints}
         )
 
-    @iceberg_errors("NoSuchWarehouseException")
     async def warehouses(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
-        access = await self.access(credentials)
+        access = await self.access(request)
         if request.method == "POST":
-            name, adopt = codec.new_warehouse(credentials.body)
+            name, adopt = codec.new_warehouse(await request.body())
             await run_in_threadpool(access.create_warehouse, name, adopt)
             return JSONResponse({"name": name})
         names = await run_in_threadpool(access.list_warehouses)
         return JSONResponse({"warehouses": [{"name": name} for name in names]})
 
-    @iceberg_errors("NoSuchWarehouseException")
     async def warehouse(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         raw = request.path_params["warehouse"]
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = check_warehouse(raw)
         if request.method == "DELETE":
             await run_in_threadpool(access.drop_warehouse, name)
@@ -96,14 +88,12 @@ class WarehouseEndpoints(CatalogEndpoints):
         properties = await run_in_threadpool(access.warehouse_properties, name)
         return JSONResponse({"name": name, "properties": properties})
 
-    @iceberg_errors("NoSuchWarehouseException")
     async def warehouse_properties(self, request: Request) -> Response:
         """The warehouse's `table-default.*` properties changed, as a namespace's are (the provider's)."""
-        credentials = await credentials_of(request)
         raw = request.path_params["warehouse"]
-        access = await self.access(credentials)
+        access = await self.access(request)
         name = check_warehouse(raw)
-        removals, updates = codec.property_changes(credentials.body)
+        removals, updates = codec.property_changes(await request.body())
         updated, removed, missing = await run_in_threadpool(
             access.update_warehouse_properties, name, removals, updates
         )
@@ -111,25 +101,21 @@ class WarehouseEndpoints(CatalogEndpoints):
 
     # -- namespaces ---------------------------------------------------------------------
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def namespaces(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         raw, parent_text = request.path_params["prefix"], request.query_params.get("parent")
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse = check_warehouse(raw)
         if request.method == "POST":
-            levels, properties = codec.new_namespace(credentials.body)
+            levels, properties = codec.new_namespace(await request.body())
             stored = await run_in_threadpool(access.create_namespace, warehouse, levels, properties)
             return JSONResponse({"namespace": list(levels), "properties": stored})
         parent = codec.parent_namespace(parent_text)
         found = await run_in_threadpool(access.list_namespaces, warehouse, parent)
         return JSONResponse({"namespaces": [list(levels) for levels in found], "next-page-token": None})
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def namespace(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
         if request.method == "DELETE":
             await run_in_threadpool(access.drop_namespace, warehouse, levels)
@@ -139,13 +125,11 @@ class WarehouseEndpoints(CatalogEndpoints):
             return Response(status_code=204)
         return JSONResponse({"namespace": list(levels), "properties": properties})
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def namespace_properties(self, request: Request) -> Response:
-        credentials = await credentials_of(request)
         params = request.path_params
-        access = await self.access(credentials)
+        access = await self.access(request)
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
-        removals, updates = codec.property_changes(credentials.body)
+        removals, updates = codec.property_changes(await request.body())
         updated, removed, missing = await run_in_threadpool(
             access.update_namespace_properties, warehouse, levels, removals, updates
         )

@@ -1,7 +1,7 @@
 """Every error leaves as JSON in its protocol's model; internals never leave at all.
 
 `error_response` is where every error answer is made, by the app's exception handlers below,
-by the middleware's refusals and by the Iceberg handlers' `iceberg_errors`: under `/iceberg`
+by the middleware's refusals and by the Iceberg mounts' `iceberg_error_model`: under `/iceberg`
 and `/_iceberg` in the Iceberg REST model (`{"error": {"message", "type", "code"}}`), elsewhere
 as `{"errorCode", "message"}` (`error_models`). The audit line gets the error's code either way.
 Paths in log lines go through `redact_path`: a signing grant or an activation code never
@@ -12,7 +12,6 @@ as opposed to those of the share store (`share_store.errors`):
 
     ShareStoreError (share_store.errors)
     ├── Refusal                     an HTTP-level refusal, before or instead of any table work
-    │   ├── Forbidden               403 PERMISSION_DENIED (bad file URL signature, files not ours)
     │   ├── AdminDisabled           403 PERMISSION_DENIED (no [admin] token_hash configured)
     │   ├── RequestTimedOut         408 REQUEST_TIMEOUT (the body came too slowly)
     │   ├── RequestTooLarge         413 REQUEST_TOO_LARGE
@@ -50,11 +49,6 @@ logger = logging.getLogger("sharing_server")
 
 class Refusal(ShareStoreError):
     """Refused by the server itself; like the store's errors, its message is safe to show."""
-
-
-class Forbidden(Refusal):
-    error_code = "PERMISSION_DENIED"
-    status_code = 403
 
 
 class AdminDisabled(Refusal):
@@ -139,9 +133,10 @@ def retry_after(error: ShareStoreError) -> dict[str, str] | None:
     return {"Retry-After": str(math.ceil(max(error.retry_after, 1)))}
 
 
-def note_store_error(request: Request, error: ShareStoreError) -> None:
+def note_store_error(request: Request, error: ShareStoreError, names_tokens: bool = True) -> None:
     """What the provider is told of a store's error, wherever it is answered: outages and damage
-    logged, a refused token named in the audit line."""
+    logged, a refused token named in the audit line (`names_tokens`: where the proofs are share
+    tokens; the writable catalog's callers are catalog users)."""
     if isinstance(error, StorageUnavailable):
         logger.warning("storage unavailable: %s", error.__cause__ or error)
     elif isinstance(error, StoreDiskFull):
@@ -149,7 +144,7 @@ def note_store_error(request: Request, error: ShareStoreError) -> None:
     elif isinstance(error, TableLogDamaged):
         # For the provider: which version and what is wrong (no paths or credentials in it).
         logger.error("table log damaged on %s %s: %s", request.method, _path(request), error.detail)
-    if isinstance(error, Unauthenticated):
+    if names_tokens and isinstance(error, Unauthenticated):
         note_refused_token(request, error)
 
 

@@ -13,11 +13,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, MalformedRangeHeader, RangeNotSatisfiable, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from share_store.errors import NotFound
+from share_store.errors import Forbidden, NotFound
 from share_store.signing.file_urls import EXPIRES_PARAM, SIGNATURE_PARAM
 from share_store.storage.base import ObjectStorage
 from share_store.storage.local import LocalStorage
-from sharing_server.http.errors import Forbidden
 
 #: Linux's "read only what the page cache holds" flag; None elsewhere, where every read takes a thread.
 NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)

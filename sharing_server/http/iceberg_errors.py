@@ -1,29 +1,40 @@
-"""The Iceberg REST catalogs' refusals: `IcebergError`, and `iceberg_errors`, which names the type.
+"""The Iceberg REST catalogs' refusals: `IcebergError`, and `iceberg_error_model`, the one exception
+handling of each catalog's mount, which names each refusal's type.
 
 Clients turn the `type` of `{"error": {"message", "type", "code"}}` into their own exceptions
 (`NoSuchTableException`, `CommitFailedException`, which makes them refresh and retry), so every
 refusal names the type the spec gives it: the store's errors carry theirs (`iceberg_type`), a
-404 is the handler's own `missing`, others get the type of their HTTP status. The answer itself
-is made where every error's is (`sharing_server.http.errors.error_response`), which also answers
-what no handler catches (a 500, an outage's 503, a middleware's refusal) in this model under the
-catalogs' prefixes.
+404 without one takes its route's (`not_found`, by route name), others the type of their HTTP
+status. The answer itself is made where every error's is (`sharing_server.http.errors.
+error_response`), which also answers what no handler of the mount catches (a 500, an outage's
+503, a middleware's refusal) in this model under the catalogs' prefixes.
+
+Starlette's exception handlers are the app's; a mount's are installed by an `ExceptionMiddleware`
+of its own (`Mount(..., middleware=[iceberg_error_model(...)])`), which the mount's routes find in
+their scope, as they would find the app's.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from starlette.requests import Request
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from share_store.errors import ShareStoreError
 from sharing_server.http.error_models import ERROR_TYPES, iceberg_body
-from sharing_server.http.errors import HTTP_CODES, note_store_error, retry_after
+from sharing_server.http.errors import HTTP_CODES, body_cut_short, http_error, note_store_error, retry_after
 from sharing_server.http.errors import error_response as answer
 
-__all__ = ["ERROR_TYPES", "IcebergError", "error_response", "iceberg_errors"]
+__all__ = ["ERROR_TYPES", "IcebergError", "error_response", "iceberg_error_model"]
+
+#: A 404's type where neither the error nor its route names one (the spec's for tables).
+MISSING = "NoSuchTableException"
 
 
 class IcebergError(Exception):
@@ -59,28 +70,46 @@ def _from_store_error(error: ShareStoreError, missing: str) -> IcebergError:
     return IcebergError(status, error.message)
 
 
-Handler = Callable[..., Awaitable[Response]]
+class _IcebergHandlers:
+    """The mount's handlers of the store's errors and its own `IcebergError`s."""
+
+    def __init__(self, not_found: Mapping[Any, str], names_tokens: bool) -> None:
+        #: A 404's type by the route's endpoint (the scope's `endpoint` once routed).
+        self.not_found = not_found
+        self.names_tokens = names_tokens
+
+    async def iceberg_error(self, request: Request, error: Exception) -> Response:
+        assert isinstance(error, IcebergError)
+        return answer(request, error.status, error.code, error.message, kind=error.kind)
+
+    async def store_error(self, request: Request, error: Exception) -> Response:
+        assert isinstance(error, ShareStoreError)
+        note_store_error(request, error, names_tokens=self.names_tokens)
+        mapped = _from_store_error(error, self.not_found.get(request.scope.get("endpoint"), MISSING))
+        return answer(
+            request, mapped.status, error.error_code, mapped.message, retry_after(error), mapped.kind
+        )
 
 
-def iceberg_errors(missing: str = "NoSuchTableException") -> Callable[[Handler], Handler]:
-    """Answer the store's errors in the Iceberg REST error model, naming `missing` for a 404. For a
-    handler function or method: its request is its last argument."""
-
-    def wrap(handler: Handler) -> Handler:
-        @functools.wraps(handler)
-        async def handle(*args: Any) -> Response:
-            request: Request = args[-1]
-            try:
-                return await handler(*args)
-            except IcebergError as error:
-                return answer(request, error.status, error.code, error.message, kind=error.kind)
-            except ShareStoreError as error:
-                note_store_error(request, error)
-                mapped = _from_store_error(error, missing)
-                return answer(
-                    request, mapped.status, error.error_code, mapped.message, retry_after(error), mapped.kind
-                )
-
-        return handle
-
-    return wrap
+def iceberg_error_model(
+    routes: Sequence[BaseRoute], not_found: Mapping[str, str], names_tokens: bool = True
+) -> Middleware:
+    """The exception handling of an Iceberg catalog's mount over `routes`: a 404 that names no type
+    of its own takes `not_found[route name]` (`NoSuchTableException` for routes not named there).
+    `names_tokens`: whether a refused proof is a share token, named in the audit line (at
+    `/iceberg`; `/_iceberg`'s callers are catalog users, named by `CatalogCallers` as they pass)."""
+    by_endpoint = {
+        route.endpoint: not_found[route.name]
+        for route in routes
+        if isinstance(route, Route) and route.name in not_found
+    }
+    handlers = _IcebergHandlers(by_endpoint, names_tokens)
+    return Middleware(
+        ExceptionMiddleware,
+        handlers={
+            ClientDisconnect: body_cut_short,
+            HTTPException: http_error,
+            ShareStoreError: handlers.store_error,
+            IcebergError: handlers.iceberg_error,
+        },
+    )

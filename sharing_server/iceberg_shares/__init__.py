@@ -3,5 +3,6 @@ tokens.
 
 What a recipient may read of a table comes through the door
 (`share_store.iceberg_shares.grants`); this package holds only the HTTP
-handlers (`routes`) and how engines read the files (`delegation`).
+handlers (`routes`), the share token they are opened by (`authentication`) and how engines read
+the files (`delegation`).
 """

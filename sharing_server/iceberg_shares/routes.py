@@ -18,10 +18,14 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from share_store.errors import InvalidParameter, Unauthenticated
 from share_store.iceberg_shares.grants import IcebergGrants
@@ -32,11 +36,14 @@ from share_store.signing.request_signing import SigningRefused
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import OAuthTokens
-from sharing_server.http.iceberg_errors import IcebergError, error_response, iceberg_errors
+from sharing_server.http.iceberg_errors import IcebergError, error_response, iceberg_error_model
 from sharing_server.http.sign_requests import SignRequest, parse_sign_request
+from sharing_server.iceberg_shares.authentication import ShareTokenAuthentication, share_token
 from sharing_server.iceberg_shares.delegation import read_access, storage_credentials, vend
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 READ_ENDPOINTS = [
     "GET /v1/{prefix}/namespaces",
@@ -66,19 +73,7 @@ class ShareCatalog:
         #: The tokens' shares' namespaces and tables, and which table signs a read.
         self.shares = ShareTables(store, grants)
 
-    # -- who is asking ------------------------------------------------------------------
-
-    async def _token(self, request: Request) -> Token:
-        secret = bearer_secret(request)
-        token = await run_in_threadpool(self.store.authenticate, secret)
-        record_token(request, token)
-        if token.recipient_id is not None:
-            raise IcebergError(
-                403,
-                "a named recipient's token opens several shares, and this catalog serves one share per "
-                "token: use a token of the share (sharing-server token create SHARE)",
-            )
-        return token
+    # -- what the token's share holds ----------------------------------------------------
 
     @staticmethod
     def _schema_name(request: Request) -> str:
@@ -90,44 +85,38 @@ class ShareCatalog:
 
     async def _token_and_table(self, request: Request) -> tuple[Token, SharedTable]:
         """The token, and the table the URL names if the token's share holds it."""
-        token = await self._token(request)
+        token = share_token(request)
         schema, name = self._schema_name(request), str(request.path_params["table"])
         audit_fields(request).update(schema=schema, table=name)
         return token, await run_in_threadpool(self.shares.table, token.share, schema, name)
 
     # -- catalog endpoints ----------------------------------------------------------------
 
-    @iceberg_errors()
     async def get_config(self, request: Request) -> Response:
-        await self._token(request)
         vends = self.grants.vends
         endpoints = READ_ENDPOINTS + (VENDING_ENDPOINTS if vends else [])
         return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": endpoints})
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def list_namespaces(self, request: Request) -> Response:
-        token = await self._token(request)
+        token = share_token(request)
         parent = request.query_params.get("parent")
         schemas = await run_in_threadpool(self.shares.namespaces, token.share, parent)
         return JSONResponse({"namespaces": [[schema] for schema in schemas]})
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def get_namespace(self, request: Request) -> Response:
-        token = await self._token(request)
+        token = share_token(request)
         schema = await self._schema(request, token)
         if request.method == "HEAD":
             return Response(status_code=204)
         return JSONResponse({"namespace": [schema], "properties": {}})
 
-    @iceberg_errors("NoSuchNamespaceException")
     async def list_tables(self, request: Request) -> Response:
-        token = await self._token(request)
+        token = share_token(request)
         schema = self._schema_name(request)
         tables = await run_in_threadpool(self.shares.tables, token.share, schema)
         identifiers = [{"namespace": [schema], "name": t.name} for t in tables]
         return JSONResponse({"identifiers": identifiers})
 
-    @iceberg_errors()
     async def load_table(self, request: Request) -> Response:
         token, table = await self._token_and_table(request)
         if request.method == "HEAD":
@@ -144,7 +133,6 @@ class ShareCatalog:
             body, headers={"Cache-Control": "no-store"} if "storage-credentials" in access else None
         )
 
-    @iceberg_errors()
     async def load_credentials(self, request: Request) -> Response:
         """The spec's credentials refresh: fresh keys for a table, when vending is on."""
         token, table = await self._token_and_table(request)
@@ -154,7 +142,6 @@ class ShareCatalog:
         body = {"storage-credentials": storage_credentials(keys, grant)}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
-    @iceberg_errors()
     async def sign_request(self, request: Request) -> Response:
         """Signs a read of one object of a table the token's share holds; refuses anything else with 403."""
         metrics = self.metrics
@@ -179,34 +166,44 @@ class ShareCatalog:
         )
 
     async def read_only(self, request: Request) -> Response:
-        await self._token(request)
         if request.method in ("GET", "HEAD"):
             return error_response(404, f"No such endpoint: {request.url.path}", "NoSuchEndpointException")
         return error_response(403, "This catalog is read-only: shares are changed by their provider")
 
 
+#: The Iceberg type of a 404 whose error names none (`NoSuchTableException` for routes not here).
+NOT_FOUND = {
+    "iceberg_namespaces": "NoSuchNamespaceException",
+    "iceberg_namespace": "NoSuchNamespaceException",
+    "iceberg_tables": "NoSuchNamespaceException",
+}
+
+
+def iceberg_mount(catalog: ShareCatalog, oauth: OAuthTokens) -> Mount:
+    """`/iceberg`: the routes, behind the Iceberg error model."""
+    routes = iceberg_routes(catalog, oauth)
+    return Mount(paths.ICEBERG_PREFIX, routes=routes, middleware=[iceberg_error_model(routes, NOT_FOUND)])
+
+
 def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
     """The catalog's routes, named `iceberg_*` (the OpenAPI document finds their specs by name)."""
     everything = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+    # Every route but the token endpoint and the signer (a refused token is its 403) takes a token.
+    token = [Middleware(AuthenticationMiddleware, backend=ShareTokenAuthentication(catalog.store))]
+
+    def tokened(path: str, endpoint: Endpoint, methods: list[str], name: str) -> Route:
+        return Route(path, endpoint, methods=methods, name=name, middleware=token)
+
     return [
-        Route(paths.ICEBERG_CONFIG, catalog.get_config, methods=["GET"], name="iceberg_config"),
+        tokened(paths.ICEBERG_CONFIG, catalog.get_config, ["GET"], "iceberg_config"),
         Route(
             paths.ICEBERG_OAUTH_TOKENS, oauth.token_endpoint, methods=["POST"], name="iceberg_oauth_tokens"
         ),
-        Route(paths.ICEBERG_NAMESPACES, catalog.list_namespaces, methods=["GET"], name="iceberg_namespaces"),
-        Route(
-            paths.ICEBERG_NAMESPACE, catalog.get_namespace, methods=["GET", "HEAD"], name="iceberg_namespace"
-        ),
-        Route(paths.ICEBERG_TABLES, catalog.list_tables, methods=["GET"], name="iceberg_tables"),
-        Route(paths.ICEBERG_TABLE, catalog.load_table, methods=["GET", "HEAD"], name="iceberg_table"),
-        Route(
-            paths.ICEBERG_CREDENTIALS, catalog.load_credentials, methods=["GET"], name="iceberg_credentials"
-        ),
+        tokened(paths.ICEBERG_NAMESPACES, catalog.list_namespaces, ["GET"], "iceberg_namespaces"),
+        tokened(paths.ICEBERG_NAMESPACE, catalog.get_namespace, ["GET", "HEAD"], "iceberg_namespace"),
+        tokened(paths.ICEBERG_TABLES, catalog.list_tables, ["GET"], "iceberg_tables"),
+        tokened(paths.ICEBERG_TABLE, catalog.load_table, ["GET", "HEAD"], "iceberg_table"),
+        tokened(paths.ICEBERG_CREDENTIALS, catalog.load_credentials, ["GET"], "iceberg_credentials"),
         Route(paths.ICEBERG_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_s3_sign"),
-        Route(
-            paths.ICEBERG_OTHER,
-            iceberg_errors()(catalog.read_only),
-            methods=everything,
-            name="iceberg_read_only",
-        ),
+        tokened(paths.ICEBERG_OTHER, catalog.read_only, everything, "iceberg_read_only"),
     ]

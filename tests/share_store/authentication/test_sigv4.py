@@ -19,12 +19,12 @@ from botocore.credentials import Credentials
 from pyiceberg.catalog.rest import RestCatalog
 
 from share_store.authentication.sigv4 import (
-    SignatureRejected,
     SignedBy,
     canonical_query,
     canonical_uri,
     verify_request,
 )
+from share_store.errors import SignatureRejected
 
 ACCESS_KEY = "AKCATALOGUSER"
 SECRET = "s3cr3t/with+odd=chars"

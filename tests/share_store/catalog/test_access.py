@@ -11,11 +11,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import CommitTableRequest
 from pyiceberg.types import LongType, NestedField
 
-from share_store.catalog.access import PROVIDER, CatalogAccess, Forbidden, Principal
+from share_store.catalog.access import PROVIDER, CatalogAccess, Principal
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.commits import parse_model
 from share_store.catalog.names import TableName
 from share_store.catalog.policies import READ_ONLY_EXAMPLE_POLICY, parse_policy
+from share_store.errors import Forbidden
 
 SCHEMA = Schema(NestedField(1, "id", LongType()))
 T = TableName.of("whs", ("ns",), "t")

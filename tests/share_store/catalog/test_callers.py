@@ -17,17 +17,15 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as AwsCredentials
 
 from share_store.authentication.sign_in_throttle import PER_ADDRESS, AdminToken
-from share_store.authentication.sigv4 import SignatureRejected
 from share_store.authentication.tokens import hash_secret
 from share_store.catalog.callers import (
     ACCESS_TOKEN_SECONDS,
     CatalogCallers,
     Credentials,
-    NotAuthenticated,
 )
 from share_store.catalog.policies import FULL_ACCESS_POLICY, READ_ONLY_EXAMPLE_POLICY
 from share_store.catalog.users import CatalogUsers, IssuedUser
-from share_store.errors import RateLimited
+from share_store.errors import RateLimited, SignatureRejected, Unauthenticated
 from share_store.persistence import ShareStore, sqlite_url
 from share_store.signing.token_codec import TokenCodec
 
@@ -103,7 +101,7 @@ def signed(user: IssuedUser, method: str, path_and_query: str, body: bytes = b""
     "authorization", ["", "   ", "Bearer", "Bearer    ", "Basic YWxpY2U6c2VjcmV0", "Token x"]
 )
 def test_no_usable_authorization_is_not_authenticated(callers: CatalogCallers, authorization: str) -> None:
-    with pytest.raises(NotAuthenticated, match="Authentication required") as refused:
+    with pytest.raises(Unauthenticated, match="Authentication required") as refused:
         callers.authenticate(offered(authorization))
     assert refused.value.status_code == 401
     assert refused.value.iceberg_type == "NotAuthorizedException"
@@ -160,10 +158,10 @@ def test_an_issued_token_lasts_an_hour(callers: CatalogCallers, alice: IssuedUse
 
 def test_an_expired_token_is_not_authenticated(callers: CatalogCallers, alice: IssuedUser) -> None:
     expired = callers.tokens.encode({"k": alice.access_key, "e": int(time.time()) - 5})
-    with pytest.raises(NotAuthenticated, match="expired"):
+    with pytest.raises(Unauthenticated, match="expired"):
         callers.authenticate(bearer(expired))
     without_expiry = callers.tokens.encode({"k": alice.access_key})
-    with pytest.raises(NotAuthenticated, match="expired"):
+    with pytest.raises(Unauthenticated, match="expired"):
         callers.authenticate(bearer(without_expiry))
 
 
@@ -174,7 +172,7 @@ def test_a_removed_users_token_stops_working(
     assert token is not None
     assert callers.authenticate(bearer(token)).name == "alice"
     users.remove("alice")
-    with pytest.raises(NotAuthenticated, match="no longer exists"):
+    with pytest.raises(Unauthenticated, match="no longer exists"):
         callers.authenticate(bearer(token))
     assert callers.issue_token(alice.access_key, alice.secret_key, {}) is None
 
@@ -192,7 +190,7 @@ def test_a_users_new_policy_applies_to_the_token_it_holds(
     fresh = callers.issue_token(again.access_key, again.secret_key, {})
     assert fresh is not None
     assert callers.authenticate(bearer(fresh)).allows("s3tables:CreateTable", resource)
-    with pytest.raises(NotAuthenticated):  # the old keys are gone with the old user
+    with pytest.raises(Unauthenticated):  # the old keys are gone with the old user
         callers.authenticate(bearer(token))
 
 
@@ -203,7 +201,7 @@ def test_a_token_signed_for_another_purpose_or_key_is_not_a_catalog_token(
     for codec in (TokenCodec(KEY, "list-page"), TokenCodec(b"another key", "catalog-access")):
         notes: dict[str, Any] = {}
         request = replace(bearer(codec.encode(payload)), notes=notes)
-        with pytest.raises(NotAuthenticated, match="not valid"):
+        with pytest.raises(Unauthenticated, match="not valid"):
             callers.authenticate(request)
         assert notes["sign_in"] == "failed"  # checked as an admin token, and counted as a wrong one
 
@@ -251,7 +249,7 @@ def test_the_admin_token_is_the_provider_allowed_everything(callers: CatalogCall
 def test_wrong_bearer_tokens_are_throttled_per_address(callers: CatalogCallers) -> None:
     for attempt in range(PER_ADDRESS):
         request = bearer(f"dsa_wrong-{attempt}")
-        with pytest.raises(NotAuthenticated, match="not valid"):
+        with pytest.raises(Unauthenticated, match="not valid"):
             callers.authenticate(request)
         assert request.notes["sign_in"] == "failed"
     throttled = bearer("dsa_wrong-again")
@@ -264,7 +262,7 @@ def test_wrong_bearer_tokens_are_throttled_per_address(callers: CatalogCallers) 
         callers.authenticate(bearer(ADMIN))
     # ... but another address is not held to this one's failures.
     assert callers.authenticate(bearer(ADMIN, address="127.0.4.1")).policy is None
-    with pytest.raises(NotAuthenticated):
+    with pytest.raises(Unauthenticated):
         callers.authenticate(bearer("dsa_wrong", address="127.0.4.2"))
 
 
@@ -280,7 +278,7 @@ def test_catalog_tokens_never_count_as_failed_admin_attempts(
     # Expired catalog tokens and removed users' are refused, but not as wrong admin tokens either.
     expired = callers.tokens.encode({"k": alice.access_key, "e": 1})
     for _ in range(PER_ADDRESS * 2):
-        with pytest.raises(NotAuthenticated, match="expired"):
+        with pytest.raises(Unauthenticated, match="expired"):
             callers.authenticate(bearer(expired))
     assert callers.authenticate(bearer(ADMIN)).policy is None
 
@@ -288,7 +286,7 @@ def test_catalog_tokens_never_count_as_failed_admin_attempts(
 def test_without_an_admin_token_configured_no_bearer_is_the_provider(users: CatalogUsers) -> None:
     callers = CatalogCallers(users, TokenCodec(KEY, "catalog-access"), AdminToken(None))
     request = bearer(ADMIN)
-    with pytest.raises(NotAuthenticated, match="not valid"):
+    with pytest.raises(Unauthenticated, match="not valid"):
         callers.authenticate(request)
     assert "catalog_user" not in request.notes
 
