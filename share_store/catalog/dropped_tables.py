@@ -128,7 +128,7 @@ class DroppedTables(ViewCatalog):
         if location is not None:  # one never recorded goes as a drop left tables before: files kept
             with self._read() as conn:
                 others = self.locations.others(conn, pointer.warehouse, but=pointer)
-            nested = tuple(f"{other.prefix}/" for other in others if location.overlaps(other))
+            nested = tuple(other.folder for other in others if location.overlaps(other))
             try:
                 purge_folder(self.table_storage(location), location, nested)
             except (OSError, ShareStoreError) as error:  # the store's STS too

@@ -181,8 +181,7 @@ def check_free(
             continue
         takes = pointer.dropped_at is not None and pointer.location is not None and may_take(pointer.table)
         if takes and not reading:
-            takes = all(location.bucket == f.bucket and (f.prefix + "/").startswith(location.prefix + "/")
-                        for f in overlapping)  # fmt: skip
+            takes = all(location.holds_folder(folder) for folder in overlapping)
         if not takes:
             check_no_overlap(location, overlapping)  # raises: they overlap
         taken.append(pointer)

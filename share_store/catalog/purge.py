@@ -106,8 +106,7 @@ def purge(
 def purge_folder(storage: ObjectStorage, location: TableLocation, nested: tuple[str, ...] = ()) -> int:
     """Delete every object under the table's folder but those under `nested` (other tables' folders
     inside it, which the catalog never lets in, kept should one ever have been); how many went."""
-    folder = location.prefix + "/"  # the slash: `ns/t-abc` never lists `ns/t-abcdef/...`
-    keys = [key for key in _keys_under(storage, location.bucket, folder)
+    keys = [key for key in _keys_under(storage, location.bucket, location.folder)
             if location.holds(location.bucket, key) and not key.startswith(nested)]  # fmt: skip
     for start in range(0, len(keys), DELETE_CHUNK):
         storage.delete(location.bucket, keys[start : start + DELETE_CHUNK])

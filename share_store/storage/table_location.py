@@ -41,15 +41,24 @@ class TableLocation:
     bucket: str
     prefix: str
 
+    @property
+    def folder(self) -> str:
+        """The folder's key with its slash, as it is listed and held: `ns/t-abc` holds no `ns/t-abcd/...`."""
+        return self.prefix + "/"
+
     def holds(self, bucket: str, key: str) -> bool:
         """Whether the object is inside the table's folder, by its key as the storage takes it.
 
         Dot segments and empty segments are refused outright: a store or proxy that
         normalises `a/../b` would read another object than the one checked.
         """
-        if bucket != self.bucket or not key.startswith(self.prefix + "/"):
+        if bucket != self.bucket or not key.startswith(self.folder):
             return False
         return all(part not in ("", ".", "..") for part in key.split("/"))
+
+    def holds_folder(self, other: TableLocation) -> bool:
+        """Whether `other`'s folder is inside this one's, or is it."""
+        return self.bucket == other.bucket and other.folder.startswith(self.folder)
 
     def vending_scope(self, write: bool) -> VendingScope:
         """What keys vended for the table may reach: its folder, as `holds` bounds it, and nothing
@@ -58,10 +67,7 @@ class TableLocation:
 
     def overlaps(self, other: TableLocation) -> bool:
         """Whether one of the two folders is inside the other (or they are the same)."""
-        if self.bucket != other.bucket:
-            return False
-        mine, theirs = self.prefix + "/", other.prefix + "/"
-        return mine.startswith(theirs) or theirs.startswith(mine)
+        return self.holds_folder(other) or other.holds_folder(self)
 
     def confine(self, storage: ObjectStorage, path: str) -> tuple[str, str]:
         """Bucket and key of `path` if it is inside the table's folder; `OutsideTable` otherwise.

@@ -173,7 +173,7 @@ def remove_unreferenced(
     # Strict first: an unreadable manifest raises here, before anything is marked or deleted.
     metadata = catalog.files.read(pointer.metadata_location)
     live = live_keys(storage, location, pointer.metadata_location, metadata)
-    folder = location.prefix + "/"  # the slash: `ns/t-abc` never lists `ns/t-abcdef/...`
+    folder = location.folder
     with catalog.transactions.read() as conn:
         nested = _nested_folders(conn, pointer, folder)
         marks = _marks(conn, pointer.id)
