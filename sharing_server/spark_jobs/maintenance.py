@@ -1,50 +1,20 @@
-"""Maintenance of own-warehouse tables too big for the server's own: Iceberg's procedures, run by Spark.
+"""Maintenance of catalog tables too big for the server's own: Iceberg's procedures, run by Spark.
 
-When to use it: the server maintains the tables of its own warehouses itself
-(`share_store.catalog.maintenance`: compaction, snapshot expiry, unreferenced-file removal), in its own
-process and through pyiceberg, one machine's worth of memory and cores. That suits most tables.
-A table whose maintenance is more than one machine should do (hundreds of GB rewritten per run,
-hundreds of thousands of files to list, files with equality deletes, which the server leaves
-alone) is maintained by a Spark cluster instead, with this job. It calls Iceberg's procedures
-through the server's writable REST catalog (`/_iceberg`), so every commit goes through the same
-compare-and-swap as the server's and every writer's, and shares see the compaction as what it
-is: a `replace` snapshot, no change to the data.
-
-Per table, with the table's effective maintenance configuration as the server reads it (`GET
-.../tables/{t}/maintenance`, and the warehouse's for unreferenced-file removal); a kind whose
-status is `disabled` is skipped, as the server skips it:
-
-- `rewrite_data_files`: `target-file-size-bytes` from `targetFileSizeMB`; the sort strategy (by
-  the table's sort order) where the table has one and the `strategy` is `auto` or `sort`, else
-  binpack; every file a delete applies to rewritten with its deletes applied
-  (`delete-file-threshold` 1) and a partition's small files from two on (`min-input-files` 2),
-  as the server does; `remove-dangling-deletes` on tables of format 2 and later (format 1 has no
-  deletes); partial progress, so a writer's conflicting commit costs one group's work, not the
-  whole table's.
-- `expire_snapshots`: `older_than` now minus `maxSnapshotAgeHours`, `retain_last`
-  `minSnapshotsToKeep`; the table's `history.expire.max-snapshot-age-ms` and
-  `history.expire.min-snapshots-to-keep` win over them, and each branch's and tag's own retention
-  over both, as in the server's expiry. Unlike the server, which leaves them to unreferenced-file
-  removal, Iceberg deletes the files that only the expired snapshots reached.
-- `remove_orphan_files`: files under the table's location that no metadata reaches, older than
-  `unreferencedDays + nonCurrentDays` (the server marks such a file after the first and deletes it
-  the second later; Spark keeps no marks, so it waits for both at once).
-
-Usage: the Iceberg Spark runtime of the cluster's Spark (1.10 or later) on the classpath, the
-admin token (or a catalog user's token) in $SHARING_CATALOG_TOKEN or a catalog user's KEY:SECRET
-in $SHARING_CATALOG_CREDENTIAL (`--token`/`--credential` also work, but show in `ps`):
+For a table whose maintenance is more than one machine should do (hundreds of GB rewritten per
+run, hundreds of thousands of files, equality deletes): `rewrite_data_files`, `expire_snapshots`
+and `remove_orphan_files` through the server's catalog (`/_iceberg`), with the table's effective
+maintenance configuration, as the server would (docs/aistor-tables.md, "Big tables: maintenance
+by Spark", says what each call is given and why). Usage, the admin's or a catalog user's token in
+$SHARING_CATALOG_TOKEN or a catalog user's KEY:SECRET in $SHARING_CATALOG_CREDENTIAL:
 
     spark-submit --jars iceberg-spark-runtime-3.5_2.12-1.10.2.jar maintenance.py \\
         --uri https://sharing.example.com/_iceberg --warehouse analytics --table sales.orders \\
-        [--namespace sales instead of --table: every table of the namespace] \\
-        [--procedures rewrite_data_files,expire_snapshots,remove_orphan_files]
+        [--namespace sales instead of --table] [--procedures rewrite_data_files,...]
 
-or `python maintenance.py ... --jars JAR` with a pyspark installed. Spark's name for the catalog
-is `sharing` (`--conf spark.sql.catalog.sharing.KEY=VALUE` sets more of it, say S3 access). One
-line per table and procedure says what it did; a failure is printed and the others still run;
-the exit status is 1 if any failed. `sharing_server.admin.catalog.spark_maintenance` builds this command.
-
-Standalone (the standard library and pyspark only): it runs where the server is not installed.
+or `python maintenance.py ... --jars JAR`. One line per table and procedure says what it did; exit
+status 1 if any failed. `sharing_server.admin.catalog.spark_maintenance` builds this command. One
+file, the standard library and pyspark only: spark-submit ships it alone, where the server is not
+installed.
 """
 
 from __future__ import annotations
