@@ -60,7 +60,7 @@ RETENTION = "dropped-table-retention-seconds"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
+def delegating_server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
     """SeaweedFS, with the remote signer and vended keys on, as the attack was found."""
     env = {
         "SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN),
@@ -119,8 +119,8 @@ class World:
 
 
 @pytest.fixture
-def world(server: Deployment) -> World:
-    return World(server)
+def world(delegating_server: Deployment) -> World:
+    return World(delegating_server)
 
 
 def make_payroll(world: World, name: str, rows: list[tuple[int, str]]) -> Victim:

@@ -104,7 +104,9 @@ def serve(tmp: Path, root: Path, limits: dict[str, str]) -> Deployment:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, table: tuple[Path, list[str]]) -> Iterator[Deployment]:
+def hostile_table_server(
+    tmp_path_factory: pytest.TempPathFactory, table: tuple[Path, list[str]]
+) -> Iterator[Deployment]:
     """The default node cap, and a budget no hint here spends, so that file skipping can be checked exactly.
 
     (The budget counts all the CPU a hint costs, garbage collection included,
@@ -142,7 +144,10 @@ def query(server: Deployment, hint: dict[str, Any] | None, **body: Any) -> httpx
     if hint is not None:
         body["jsonPredicateHints"] = json.dumps(hint)
     return httpx.post(
-        server.endpoint + QUERY, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        server.endpoint + QUERY,
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
     )
 
 
@@ -169,41 +174,41 @@ def paged_paths(server: Deployment, hint: dict[str, Any], max_files: int) -> lis
         body["pageToken"] = end["nextPageToken"]
 
 
-def test_a_hint_over_the_node_cap_is_refused(server: Deployment) -> None:
+def test_a_hint_over_the_node_cap_is_refused(hostile_table_server: Deployment) -> None:
     # An OR of n equalities has 1 + 3n nodes: 3,334 of them make 10,003, past the cap of 10,000.
-    response = query(server, any_of([leaf("equal", "p", k) for k in range(MAX_NODES // 3 + 1)]))
+    response = query(hostile_table_server, any_of([leaf("equal", "p", k) for k in range(MAX_NODES // 3 + 1)]))
     assert response.status_code == 400
     assert response.json()["errorCode"] == "INVALID_PARAMETER_VALUE"
     assert f"more than {MAX_NODES:,} nodes" in response.json()["message"]
 
 
 def test_wide_ors_within_the_cap_skip_exactly_the_files_they_rule_out(
-    server: Deployment, table: tuple[Path, list[str]]
+    hostile_table_server: Deployment, table: tuple[Path, list[str]]
 ) -> None:
     _, paths = table
     width = (MAX_NODES - 1) // 3  # 10,000 nodes: the widest OR of equalities allowed
     # Partition values 3 and 7 exist; the other 3,331 values match no file.
     partitions = any_of([leaf("equal", "p", k) for k in [3, 7, *range(1000, 1000 + width - 2)]])
-    assert sorted(file_paths(query(server, partitions))) == sorted(
+    assert sorted(file_paths(query(hostile_table_server, partitions))) == sorted(
         path for path in paths if path.startswith(("p=3/", "p=7/"))
     )
     # Ids in files 5, 500 and 999 (by their stats), the rest beyond every file.
     ids = any_of(
         [leaf("equal", "id", value) for value in [550, 50_042, 99_999, *range(10**6, 10**6 + width - 3)]]
     )
-    assert sorted(file_paths(query(server, ids))) == sorted([paths[5], paths[500], paths[999]])
+    assert sorted(file_paths(query(hostile_table_server, ids))) == sorted([paths[5], paths[500], paths[999]])
     # Ranges, merged into one set of intervals; the widest OR of them the cap allows.
     ranges = any_of([id_range(10_000 * k + 10, 10_000 * k + 20) for k in range(100)])
     expected = [paths[100 * k] for k in range(FILES // 100)]
-    assert sorted(file_paths(query(server, ranges))) == sorted(expected)
+    assert sorted(file_paths(query(hostile_table_server, ranges))) == sorted(expected)
     widest = any_of([id_range(10_000 * k + 10, 10_000 * k + 20) for k in range((MAX_NODES - 1) // 7)])
-    assert sorted(file_paths(query(server, widest))) == sorted(expected)
+    assert sorted(file_paths(query(hostile_table_server, widest))) == sorted(expected)
     # Partition values are looked at before stats, and decide alone where they can.
     both = {
         "op": "and",
         "children": [leaf("equal", "p", 3), any_of([id_range(300, 399), id_range(2300, 2399)])],
     }
-    assert sorted(file_paths(query(server, both))) == sorted([paths[3], paths[23]])
+    assert sorted(file_paths(query(hostile_table_server, both))) == sorted([paths[3], paths[23]])
 
 
 @pytest.fixture(scope="module")
@@ -229,12 +234,12 @@ def test_a_hint_over_its_budget_is_ignored_not_failed(
 
 
 def test_paged_listings_with_a_hint_list_each_file_once(
-    server: Deployment, table: tuple[Path, list[str]]
+    hostile_table_server: Deployment, table: tuple[Path, list[str]]
 ) -> None:
     _, paths = table
     hint = any_of([leaf("equal", "p", 3), leaf("equal", "p", 7)])
     expected = sorted(path for path in paths if path.startswith(("p=3/", "p=7/")))
-    assert sorted(paged_paths(server, hint, max_files=30)) == expected
+    assert sorted(paged_paths(hostile_table_server, hint, max_files=30)) == expected
 
 
 @pytest.fixture(scope="module")

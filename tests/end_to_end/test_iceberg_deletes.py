@@ -77,21 +77,23 @@ def stop(deployment: Deployment) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, written: Path, expected) -> Iterator[Deployment]:
+def spark_tables_server(
+    tmp_path_factory: pytest.TempPathFactory, written: Path, expected
+) -> Iterator[Deployment]:
     deployment = deploy_tables(tmp_path_factory.mktemp("iceberg-deletes"), written, expected, TABLES)
     yield deployment
     stop(deployment)
 
 
 @pytest.fixture(scope="module")
-def profile(server: Deployment) -> str:
-    return server.profile("deletes")
+def profile(spark_tables_server: Deployment) -> str:
+    return spark_tables_server.profile("deletes")
 
 
 @pytest.fixture(scope="module")
-def api(server: Deployment) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {server.token('deletes')}"}
-    with httpx.Client(base_url=server.endpoint, headers=headers, timeout=60) as client:
+def api(spark_tables_server: Deployment) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {spark_tables_server.token('deletes')}"}
+    with httpx.Client(base_url=spark_tables_server.endpoint, headers=headers, timeout=60) as client:
         yield client
 
 
@@ -124,13 +126,13 @@ def frame_rows(frame: pd.DataFrame, name: str = "pos_v2") -> list[list[Any]]:
     return rows_of(frame.to_dict("records"), name)
 
 
-def test_the_writer_made_the_deletes_it_promises(written: Path, server: Deployment) -> None:
+def test_the_writer_made_the_deletes_it_promises(written: Path, spark_tables_server: Deployment) -> None:
     from share_store.iceberg.planning import plan_files
 
     files = [p.name for p in (written / "buckets" / "spark").rglob("*") if p.is_file()]
     assert any(name.endswith(".puffin") for name in files)  # v3 deletion vectors
     assert any(name.endswith("-deletes.parquet") for name in files)  # v2 position deletes
-    table = server.catalogs.catalog("default").load_table(("db", "eq_v2"))
+    table = spark_tables_server.catalogs.catalog("default").load_table(("db", "eq_v2"))
     plan = plan_files(table.scan())
     deletes = sorted((d.equality_ids, d.is_global) for d in plan.equality_deletes)
     # One column in a partition, two columns in another, one column everywhere.
@@ -143,7 +145,9 @@ SNAPSHOTS = {"pos_v2": 5, "dv_v3": 5, "cow_v2": 5, "eq_v2": 7, "partial_v3": 12}
 SNAPSHOTS |= dict.fromkeys(("upd_v2", "upd_v3", "merge_v2", "merge_v3"), 5)
 
 
-def test_a_puffin_file_partly_replaced_keeps_one_live_vector_and_names_ten(server: Deployment) -> None:
+def test_a_puffin_file_partly_replaced_keeps_one_live_vector_and_names_ten(
+    spark_tables_server: Deployment,
+) -> None:
     """`partial_v3` has the shape that brought deleted rows back, by construction.
 
     The DELETE's Puffin file names a vector for each of the ten data files; the
@@ -152,7 +156,7 @@ def test_a_puffin_file_partly_replaced_keeps_one_live_vector_and_names_ten(serve
     from share_store.iceberg.deletes import puffin_blobs
     from share_store.iceberg.live_vectors import read_live_vectors
 
-    table = server.catalogs.catalog("default").load_table(("db", "partial_v3"))
+    table = spark_tables_server.catalogs.catalog("default").load_table(("db", "partial_v3"))
     snapshot = table.current_snapshot()
     assert snapshot is not None
     live = read_live_vectors(snapshot.manifests(table.io), table.io)
@@ -411,21 +415,21 @@ class DamagedStorage(LocalStorage):
     ],
 )
 def test_a_vanished_or_damaged_file_is_an_error_never_rows_that_should_be_gone(
-    server: Deployment, kind: str, garble: bool, error: type[Exception], message: str
+    spark_tables_server: Deployment, kind: str, garble: bool, error: type[Exception], message: str
 ) -> None:
     from share_store.iceberg.planning import plan_files
 
-    iceberg = server.catalogs.catalog("default").load_table(("db", "eq_v2"))
+    iceberg = spark_tables_server.catalogs.catalog("default").load_table(("db", "eq_v2"))
     plan = plan_files(iceberg.scan())
     if kind == "delete":
         path = next(d.path for d in plan.equality_deletes if d.equality_ids == (1,) and not d.is_global)
     else:  # a data file of the first append, in the partition of the first delete
         oldest = min(plan.sequence_numbers.values())
         path = next(p for p, n in plan.sequence_numbers.items() if n == oldest and "/part=0/" in p)
-    table = server.store.get_table("deletes", "db", "eq_v2")
-    assert isinstance(server.storage, LocalStorage)
-    storage = DamagedStorage(server.storage, path.rsplit("/", 1)[-1], garble)
-    reader = IcebergTableReader(table, server.catalogs, server.store, storage)
+    table = spark_tables_server.store.get_table("deletes", "db", "eq_v2")
+    assert isinstance(spark_tables_server.storage, LocalStorage)
+    storage = DamagedStorage(spark_tables_server.storage, path.rsplit("/", 1)[-1], garble)
+    reader = IcebergTableReader(table, spark_tables_server.catalogs, spark_tables_server.store, storage)
     with pytest.raises(error, match=message):
         reader.snapshot()
     assert reader.snapshot(0).adds.count > 0  # before any delete: nothing to resolve, all readable

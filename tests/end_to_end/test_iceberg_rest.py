@@ -33,7 +33,7 @@ BUCKET = "restwarehouse"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
+def seaweed_server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
     seaweed.client().create_bucket(Bucket=BUCKET)
     tmp = tmp_path_factory.mktemp("iceberg-rest")
     catalogs = {
@@ -97,8 +97,8 @@ def scanned(table: Any, snapshot_id: int | None = None) -> list[dict]:
     return sorted(result.to_pylist(), key=lambda r: r["custkey"])
 
 
-def test_a_recipient_lists_and_scans_its_share(server: Deployment) -> None:
-    catalog = recipient(server, "ice")
+def test_a_recipient_lists_and_scans_its_share(seaweed_server: Deployment) -> None:
+    catalog = recipient(seaweed_server, "ice")
     assert catalog.list_namespaces() == [("tpch",)]
     assert catalog.list_tables("tpch") == [("tpch", "customer"), ("tpch", "external")]
     assert catalog.table_exists("tpch.customer")
@@ -106,41 +106,44 @@ def test_a_recipient_lists_and_scans_its_share(server: Deployment) -> None:
     table = catalog.load_table("tpch.customer")
     assert table.io.properties.get("s3.access-key-id") is None  # no storage keys handed out
     rows = scanned(table)
-    assert rows == source_rows(server)
+    assert rows == source_rows(seaweed_server)
     assert len(rows) == 8
-    shared = delta_sharing.load_as_pandas(f"{server.profile('ice')}#ice.tpch.customer")
+    shared = delta_sharing.load_as_pandas(f"{seaweed_server.profile('ice')}#ice.tpch.customer")
     assert sorted(shared.to_dict("records"), key=lambda r: r["custkey"]) == rows
 
 
-def test_files_outside_the_table_location_are_readable(server: Deployment) -> None:
-    table = recipient(server, "ice").load_table("tpch.external")
+def test_files_outside_the_table_location_are_readable(seaweed_server: Deployment) -> None:
+    table = recipient(seaweed_server, "ice").load_table("tpch.external")
     assert [r["custkey"] for r in scanned(table)] == [1, 2, 3, 4]
 
 
-def test_time_travel_by_snapshot_id_when_history_is_shared(server: Deployment) -> None:
-    table = recipient(server, "ice").load_table("tpch.customer")
+def test_time_travel_by_snapshot_id_when_history_is_shared(seaweed_server: Deployment) -> None:
+    table = recipient(seaweed_server, "ice").load_table("tpch.customer")
     snapshots = table.metadata.snapshots
     assert len(snapshots) == 2
     first = snapshots[0].snapshot_id
-    assert scanned(table, first) == source_rows(server, snapshot_id=first)
+    assert scanned(table, first) == source_rows(seaweed_server, snapshot_id=first)
     assert [r["custkey"] for r in scanned(table, first)] == [1, 2, 3, 4, 5]
 
 
-def test_without_history_only_the_current_snapshot_is_shown_and_readable(server: Deployment) -> None:
-    table = recipient(server, "latest").load_table("tpch.customer")
+def test_without_history_only_the_current_snapshot_is_shown_and_readable(seaweed_server: Deployment) -> None:
+    table = recipient(seaweed_server, "latest").load_table("tpch.customer")
     assert [s.snapshot_id for s in table.metadata.snapshots] == [table.metadata.current_snapshot_id]
     assert table.metadata.metadata_log == []
-    assert scanned(table) == source_rows(server)
-    source = server.catalogs.catalog("wh").load_table("tpch.customer")
+    assert scanned(table) == source_rows(seaweed_server)
+    source = seaweed_server.catalogs.catalog("wh").load_table("tpch.customer")
     older = source.metadata.snapshots[0]
-    token = server.token("latest")
+    token = seaweed_server.token("latest")
     # The older snapshot's manifest list, and the metadata file listing every snapshot: refused.
     for uri in (older.manifest_list, source.metadata_location):
-        answer = sign(server, token, "GET", object_url(server, uri))
+        answer = sign(seaweed_server, token, "GET", object_url(seaweed_server, uri))
         assert answer.status_code == 403, uri
     current = source.metadata.current_snapshot()
     assert current is not None
-    assert sign(server, token, "GET", object_url(server, current.manifest_list)).status_code == 200
+    assert (
+        sign(seaweed_server, token, "GET", object_url(seaweed_server, current.manifest_list)).status_code
+        == 200
+    )
 
 
 def object_url(server: Deployment, s3_uri: str) -> str:
@@ -158,70 +161,78 @@ def sign(server: Deployment, token: str, method: str, uri: str, **extra: Any) ->
     )
 
 
-def test_signing_refuses_other_objects_methods_and_revoked_tokens(server: Deployment) -> None:
-    source = server.catalogs.catalog("wh").load_table("tpch.customer")
+def test_signing_refuses_other_objects_methods_and_revoked_tokens(seaweed_server: Deployment) -> None:
+    source = seaweed_server.catalogs.catalog("wh").load_table("tpch.customer")
     data_file = next(iter(source.scan().plan_files())).file.file_path
-    private = server.catalogs.catalog("wh").load_table("tpch.private")
+    private = seaweed_server.catalogs.catalog("wh").load_table("tpch.private")
     private_file = next(iter(private.scan().plan_files())).file.file_path
-    token_id, token = server.store.create_token("ice", timedelta(hours=1), "signing")
-    allowed = sign(server, token, "GET", object_url(server, data_file))
+    token_id, token = seaweed_server.store.create_token("ice", timedelta(hours=1), "signing")
+    allowed = sign(seaweed_server, token, "GET", object_url(seaweed_server, data_file))
     assert allowed.status_code == 200
     signed = allowed.json()
-    assert signed["uri"] == object_url(server, data_file)  # the request the signer built: the same
+    assert signed["uri"] == object_url(seaweed_server, data_file)  # the request the signer built: the same
     # The signed request reads the object from the store itself.
     headers = {name: ", ".join(values) for name, values in signed["headers"].items()}
     got = httpx.get(signed["uri"], headers=headers)
     assert got.status_code == 200 and got.content[:4] == b"PAR1"
     refused = {
-        "another share's table": ("GET", object_url(server, private_file), {}),
-        "a write": ("PUT", object_url(server, data_file), {}),
-        "a delete": ("DELETE", object_url(server, data_file), {}),
-        "a listing": ("GET", f"{server.config.storage['endpoint']}/{BUCKET}?list-type=2", {}),
-        "a parent escape": ("GET", object_url(server, data_file.rsplit("/", 1)[0] + "/../../x"), {}),
+        "another share's table": ("GET", object_url(seaweed_server, private_file), {}),
+        "a write": ("PUT", object_url(seaweed_server, data_file), {}),
+        "a delete": ("DELETE", object_url(seaweed_server, data_file), {}),
+        "a listing": ("GET", f"{seaweed_server.config.storage['endpoint']}/{BUCKET}?list-type=2", {}),
+        "a parent escape": ("GET", object_url(seaweed_server, data_file.rsplit("/", 1)[0] + "/../../x"), {}),
         "another host": ("GET", "http://127.0.0.2:9/latest/meta-data", {}),  # not the store
         # A store that resolves no virtual hosts (SeaweedFS, MinIO without MINIO_DOMAIN) serves the
         # bucket the path names: the host form is refused, whatever the path.
-        "a virtual host": ("GET", object_url(server, data_file).replace("//", f"//{BUCKET}.", 1), {}),
+        "a virtual host": ("GET", object_url(seaweed_server, data_file).replace("//", f"//{BUCKET}.", 1), {}),
         "another share's file by a virtual host": (
             "GET",
-            object_url(server, private_file).replace("//", f"//{BUCKET}.", 1),
+            object_url(seaweed_server, private_file).replace("//", f"//{BUCKET}.", 1),
             {},
         ),
         "a copy source": (
             "GET",
-            object_url(server, data_file),
+            object_url(seaweed_server, data_file),
             {"headers": {"x-amz-copy-source": [private_file.removeprefix("s3://")]}},
         ),
-        "an ACL header": ("GET", object_url(server, data_file), {"headers": {"x-amz-acl": ["public-read"]}}),
+        "an ACL header": (
+            "GET",
+            object_url(seaweed_server, data_file),
+            {"headers": {"x-amz-acl": ["public-read"]}},
+        ),
     }
     for case, (method, uri, extra) in refused.items():
-        answer = sign(server, token, method, uri, **extra)
+        answer = sign(seaweed_server, token, method, uri, **extra)
         assert answer.status_code == 403, case
         assert answer.json()["error"]["type"] == "ForbiddenException", case
-    assert sign(server, "not-a-token", "GET", object_url(server, data_file)).status_code == 403
-    server.store.revoke_token("ice", token_id.id)
-    assert sign(server, token, "GET", object_url(server, data_file)).status_code == 403
+    assert (
+        sign(seaweed_server, "not-a-token", "GET", object_url(seaweed_server, data_file)).status_code == 403
+    )
+    seaweed_server.store.revoke_token("ice", token_id.id)
+    assert sign(seaweed_server, token, "GET", object_url(seaweed_server, data_file)).status_code == 403
     bad = httpx.post(
-        catalog_uri(server) + "/v1/aws/s3/sign", content=b"{not json", headers={"Authorization": "Bearer x"}
+        catalog_uri(seaweed_server) + "/v1/aws/s3/sign",
+        content=b"{not json",
+        headers={"Authorization": "Bearer x"},
     )
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "BadRequestException"
 
 
-def test_signatures_are_audited_and_counted(server: Deployment) -> None:
-    catalog = recipient(server, "ice")
+def test_signatures_are_audited_and_counted(seaweed_server: Deployment) -> None:
+    catalog = recipient(seaweed_server, "ice")
     scanned(catalog.load_table("tpch.customer"))
-    records = [r for r in audit_records(server) if r.get("signing")]
+    records = [r for r in audit_records(seaweed_server) if r.get("signing")]
     signed = [r for r in records if "object" in r["signing"] and r.get("share") == "ice"]
     assert signed and all(r["status"] == 200 for r in signed)
     assert {r["table"] for r in signed} <= {"customer", "external"}
     assert any(r["signing"]["object"].endswith(".parquet") and r["table"] == "customer" for r in signed)
     assert any(r["status"] == 403 and "refused" in r["signing"] for r in records)
-    metrics = httpx.get(server.endpoint.removesuffix("/delta-sharing") + "/metrics").text
+    metrics = httpx.get(seaweed_server.endpoint.removesuffix("/delta-sharing") + "/metrics").text
     assert 'sharing_iceberg_signatures_total{outcome="signed"}' in metrics
 
 
-def test_a_token_sees_only_its_share(server: Deployment) -> None:
-    catalog = recipient(server, "other")
+def test_a_token_sees_only_its_share(seaweed_server: Deployment) -> None:
+    catalog = recipient(seaweed_server, "other")
     assert catalog.list_namespaces() == [("sales",)]
     with pytest.raises(NoSuchNamespaceError):
         catalog.list_tables("tpch")
@@ -230,15 +241,15 @@ def test_a_token_sees_only_its_share(server: Deployment) -> None:
     assert [r["custkey"] for r in scanned(catalog.load_table("sales.private"))] == list(range(1, 9))
 
 
-def test_the_catalog_is_read_only(server: Deployment) -> None:
-    catalog = recipient(server, "ice")
+def test_the_catalog_is_read_only(seaweed_server: Deployment) -> None:
+    catalog = recipient(seaweed_server, "ice")
     # The config lists read endpoints only, so pyiceberg does not even try a write...
     with pytest.raises(NotImplementedError):
         catalog.create_namespace("new")
     with pytest.raises(NotImplementedError):
         catalog.drop_table("tpch.customer")
     # ...and a client that does gets the spec's 403, with no effect.
-    headers = {"Authorization": f"Bearer {server.token('ice')}"}
+    headers = {"Authorization": f"Bearer {seaweed_server.token('ice')}"}
     writes = [
         ("POST", "/v1/namespaces", {"namespace": ["new"]}),
         ("DELETE", "/v1/namespaces/tpch", None),
@@ -250,7 +261,7 @@ def test_the_catalog_is_read_only(server: Deployment) -> None:
         ("POST", "/v1/transactions/commit", {}),
     ]
     for method, path, body in writes:
-        answer = httpx.request(method, catalog_uri(server) + path, json=body, headers=headers)
+        answer = httpx.request(method, catalog_uri(seaweed_server) + path, json=body, headers=headers)
         assert answer.status_code == 403, (method, path)
         assert answer.json()["error"]["type"] == "ForbiddenException"
     assert catalog.list_namespaces() == [("tpch",)]
@@ -258,20 +269,20 @@ def test_the_catalog_is_read_only(server: Deployment) -> None:
     assert len(scanned(catalog.load_table("tpch.customer"))) == 8
 
 
-def test_requests_without_a_valid_token_are_refused(server: Deployment) -> None:
+def test_requests_without_a_valid_token_are_refused(seaweed_server: Deployment) -> None:
     for path in ("/v1/config", "/v1/namespaces", "/v1/namespaces/tpch/tables/customer"):
-        answer = httpx.get(catalog_uri(server) + path, headers={"Authorization": "Bearer nope"})
+        answer = httpx.get(catalog_uri(seaweed_server) + path, headers={"Authorization": "Bearer nope"})
         assert answer.status_code == 401, path
         assert answer.json()["error"]["type"] == "NotAuthorizedException"
 
 
-def test_oauth_clients_exchange_credentials_for_catalog_tokens(server: Deployment) -> None:
-    client, secret = server.store.create_oauth_client("ice", timedelta(hours=1), "pyiceberg")
+def test_oauth_clients_exchange_credentials_for_catalog_tokens(seaweed_server: Deployment) -> None:
+    client, secret = seaweed_server.store.create_oauth_client("ice", timedelta(hours=1), "pyiceberg")
     catalog = RestCatalog(
         "ice",
-        uri=catalog_uri(server),
+        uri=catalog_uri(seaweed_server),
         credential=f"{client.id}:{secret}",
-        **{"oauth2-server-uri": catalog_uri(server) + "/v1/oauth/tokens"},
+        **{"oauth2-server-uri": catalog_uri(seaweed_server) + "/v1/oauth/tokens"},
     )
     assert len(scanned(catalog.load_table("tpch.customer"))) == 8
 
@@ -282,28 +293,28 @@ DELETE_TABLES = ("pos_v2", "dv_v3")
 
 
 @pytest.fixture(scope="module")
-def spark_tables(server: Deployment, written: Path, seaweed: SeaweedS3) -> dict[str, Any]:
+def spark_tables(seaweed_server: Deployment, written: Path, seaweed: SeaweedS3) -> dict[str, Any]:
     """The Spark-written tables with deletes, moved into S3 and shared as share `deletes`."""
     bucket = "sparkdeletes"
     s3 = seaweed.client()
     s3.create_bucket(Bucket=bucket)
     local = str(written / "buckets" / "spark")
     prefix = same_length_uri(local, bucket)
-    catalog = server.catalogs.catalog("wh")
+    catalog = seaweed_server.catalogs.catalog("wh")
     catalog.create_namespace("spark")
     for name in DELETE_TABLES:
         metadata = relocate_table(written / "buckets" / "spark" / "db" / name, local, prefix, s3, bucket)
         catalog.register_table(("spark", name), metadata)
     specs = [TableSpec.parse(f"db:{name}:uniform:wh:spark:{name}") for name in DELETE_TABLES]
-    server.store.create_share("deletes", specs)
+    seaweed_server.store.create_share("deletes", specs)
     return json.loads((written / "expected.json").read_text())
 
 
 @pytest.mark.parametrize("name", DELETE_TABLES)
 def test_tables_with_deletes_read_as_spark_reads_them(
-    server: Deployment, spark_tables: dict[str, Any], name: str
+    seaweed_server: Deployment, spark_tables: dict[str, Any], name: str
 ) -> None:
-    table = recipient(server, "deletes").load_table(f"db.{name}")
+    table = recipient(seaweed_server, "deletes").load_table(f"db.{name}")
     snapshots = spark_tables[name]["snapshots"]
     assert [s.snapshot_id for s in table.metadata.snapshots] == [s["snapshot_id"] for s in snapshots]
     assert any(task.delete_files for task in table.scan().plan_files())  # deletes, not rewrites
@@ -312,7 +323,7 @@ def test_tables_with_deletes_read_as_spark_reads_them(
         assert rows_of(rows, name) == spark_rows_of(snapshot)
     # And what the Delta Sharing path serves from the same files.
     shared = delta_sharing.load_as_pandas(
-        f"{server.profile('deletes')}#deletes.db.{name}", use_delta_format=True
+        f"{seaweed_server.profile('deletes')}#deletes.db.{name}", use_delta_format=True
     )
     assert frame_rows(shared, name) == spark_rows_of(snapshots[-1])
 
@@ -333,16 +344,16 @@ DELTA_TABLES = {
 
 
 @pytest.fixture(scope="module")
-def delta_shares(server: Deployment, seaweed: SeaweedS3, testdata: Path) -> str:
+def delta_shares(seaweed_server: Deployment, seaweed: SeaweedS3, testdata: Path) -> str:
     bucket = "restdelta"
     client = seaweed.client()
     client.create_bucket(Bucket=bucket)
     for directory in DELTA_TABLES.values():
         upload_tree(client, testdata / directory, bucket, directory)
     specs = [TableSpec.parse(f"db:{name}:delta:{bucket}:{path}") for name, path in DELTA_TABLES.items()]
-    server.store.create_share("deltas", specs)
-    server.store.create_share("deltalatest", specs, history_shared=False)
-    return server.profile("deltas")
+    seaweed_server.store.create_share("deltas", specs)
+    seaweed_server.store.create_share("deltalatest", specs, history_shared=False)
+    return seaweed_server.profile("deltas")
 
 
 def as_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -350,8 +361,10 @@ def as_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("name", DELTA_TABLES)
-def test_delta_tables_read_as_iceberg_tables(server: Deployment, delta_shares: str, name: str) -> None:
-    catalog = recipient(server, "deltas")
+def test_delta_tables_read_as_iceberg_tables(
+    seaweed_server: Deployment, delta_shares: str, name: str
+) -> None:
+    catalog = recipient(seaweed_server, "deltas")
     assert ("db", name) in catalog.list_tables("db")
     table = catalog.load_table(f"db.{name}")
     through_iceberg = table.scan().to_arrow().to_pandas()
@@ -360,8 +373,8 @@ def test_delta_tables_read_as_iceberg_tables(server: Deployment, delta_shares: s
     assert as_rows(through_iceberg).equals(as_rows(shared))
 
 
-def test_delta_versions_are_snapshots_by_version(server: Deployment, delta_shares: str) -> None:
-    table = recipient(server, "deltas").load_table("db.dvlog")
+def test_delta_versions_are_snapshots_by_version(seaweed_server: Deployment, delta_shares: str) -> None:
+    table = recipient(seaweed_server, "deltas").load_table("db.dvlog")
     versions = [int(s.summary["delta-version"]) for s in table.metadata.snapshots]
     assert len(versions) > 1 and versions == sorted(versions)
     for snapshot, version in zip(table.metadata.snapshots, versions, strict=True):
@@ -374,24 +387,27 @@ def test_delta_versions_are_snapshots_by_version(server: Deployment, delta_share
 
 
 def test_a_delta_table_without_history_shows_and_signs_its_latest_version_only(
-    server: Deployment, delta_shares: str
+    seaweed_server: Deployment, delta_shares: str
 ) -> None:
-    recipient(server, "deltalatest").load_table("db.dvlog")  # generates the latest version
-    latest = recipient(server, "deltalatest").load_table("db.dvlog")  # finds it written
+    recipient(seaweed_server, "deltalatest").load_table("db.dvlog")  # generates the latest version
+    latest = recipient(seaweed_server, "deltalatest").load_table("db.dvlog")  # finds it written
     assert len(latest.metadata.snapshots) == 1
     shared = delta_sharing.load_as_pandas(f"{delta_shares}#deltas.db.dvlog", use_delta_format=True)
     assert as_rows(latest.scan().to_arrow().to_pandas()).equals(as_rows(shared))  # its deletes signed too
-    full = recipient(server, "deltas").load_table("db.dvlog")
+    full = recipient(seaweed_server, "deltas").load_table("db.dvlog")
     older = full.metadata.snapshots[0]
-    token = server.token("deltalatest")
+    token = seaweed_server.token("deltalatest")
     for uri in (
         older.manifest_list,
         "s3://restdelta/table_with_deletion_logs/_delta_log/00000000000000000000.json",
     ):
-        assert sign(server, token, "GET", object_url(server, uri)).status_code == 403, uri
+        assert sign(seaweed_server, token, "GET", object_url(seaweed_server, uri)).status_code == 403, uri
     current = latest.metadata.current_snapshot()
     assert current is not None
-    assert sign(server, token, "GET", object_url(server, current.manifest_list)).status_code == 200
+    assert (
+        sign(seaweed_server, token, "GET", object_url(seaweed_server, current.manifest_list)).status_code
+        == 200
+    )
 
 
 def test_clients_are_told_and_signed_for_the_public_endpoint(

@@ -45,7 +45,7 @@ SIGNED = {"header.X-Iceberg-Access-Delegation": "remote-signing"}
 
 
 @pytest.fixture(scope="module")
-def server(
+def vending_server(
     tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: Path, written: Path
 ) -> Iterator[Deployment]:
     tmp = tmp_path_factory.mktemp("iceberg-vended")
@@ -101,7 +101,10 @@ def load_raw(
 ) -> httpx.Response:
     return httpx.get(
         f"{catalog_uri(server)}/v1/namespaces/db/tables/{table}",
-        headers={"Authorization": f"Bearer {server.token(share)}", "X-Iceberg-Access-Delegation": delegation},
+        headers={
+            "Authorization": f"Bearer {server.token(share)}",
+            "X-Iceberg-Access-Delegation": delegation,
+        },
     )
 
 
@@ -137,12 +140,12 @@ def denied(call: Any) -> bool:
 
 
 @pytest.fixture(scope="module")
-def duck(server: Deployment) -> Iterator[Any]:
+def duck(vending_server: Deployment) -> Iterator[Any]:
     """DuckDB attached to the share's catalog with its bearer token, as a recipient sets it up."""
     connection = duckdb_connection()
-    connection.execute(f"CREATE SECRET share (TYPE iceberg, TOKEN '{server.token('vended')}')")
+    connection.execute(f"CREATE SECRET share (TYPE iceberg, TOKEN '{vending_server.token('vended')}')")
     connection.execute(
-        f"ATTACH 'vended' AS shared (TYPE iceberg, ENDPOINT '{catalog_uri(server)}', SECRET share, "
+        f"ATTACH 'vended' AS shared (TYPE iceberg, ENDPOINT '{catalog_uri(vending_server)}', SECRET share, "
         "ACCESS_DELEGATION_MODE 'vended_credentials')"
     )
     yield connection
@@ -150,19 +153,19 @@ def duck(server: Deployment) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("name", DELTA_TABLES)
-def test_duckdb_reads_delta_tables_with_vended_keys(server: Deployment, duck: Any, name: str) -> None:
+def test_duckdb_reads_delta_tables_with_vended_keys(vending_server: Deployment, duck: Any, name: str) -> None:
     through_duckdb = duck.execute(f"SELECT * FROM shared.db.{name}").fetchdf()
-    shared = shared_frame(server, "vended", name)
+    shared = shared_frame(vending_server, "vended", name)
     assert len(through_duckdb) == len(shared) > 0
     assert as_rows(through_duckdb).equals(as_rows(shared))
 
 
 @pytest.mark.parametrize("name", SPARK_TABLES)
 def test_duckdb_reads_spark_tables_with_deletes_with_vended_keys(
-    server: Deployment, duck: Any, name: str
+    vending_server: Deployment, duck: Any, name: str
 ) -> None:
     through_duckdb = duck.execute(f"SELECT * FROM shared.db.{name}").fetchdf()
-    shared = shared_frame(server, "vended", name)
+    shared = shared_frame(vending_server, "vended", name)
     assert frame_rows(through_duckdb, name) == frame_rows(shared, name)
 
 
@@ -170,23 +173,25 @@ def test_duckdb_reads_spark_tables_with_deletes_with_vended_keys(
 
 
 @pytest.mark.parametrize("name", ["parted", "pos_v2"])
-def test_pyiceberg_reads_with_vended_keys_and_with_remote_signing(server: Deployment, name: str) -> None:
-    vended = recipient(server, "vended", **VENDED).load_table(f"db.{name}")
+def test_pyiceberg_reads_with_vended_keys_and_with_remote_signing(
+    vending_server: Deployment, name: str
+) -> None:
+    vended = recipient(vending_server, "vended", **VENDED).load_table(f"db.{name}")
     assert vended.io.properties["s3.session-token"]  # keys, not the signer
     assert "s3.signer" not in vended.io.properties
-    assert vended.io.properties["s3.access-key-id"] != server.config.storage["access_key"]
-    signed = recipient(server, "vended", **SIGNED).load_table(f"db.{name}")
+    assert vended.io.properties["s3.access-key-id"] != vending_server.config.storage["access_key"]
+    signed = recipient(vending_server, "vended", **SIGNED).load_table(f"db.{name}")
     assert (
         signed.io.properties["s3.signer"] == "S3V4RestSigner"
         and "s3.session-token" not in signed.io.properties
     )
     for table in (vended, signed):
         through_iceberg = table.scan().to_arrow().to_pandas()
-        assert as_rows(through_iceberg).equals(as_rows(shared_frame(server, "vended", name)))
+        assert as_rows(through_iceberg).equals(as_rows(shared_frame(vending_server, "vended", name)))
 
 
 def test_with_vending_on_the_signer_signs_with_keys_scoped_to_the_table(
-    server: Deployment, seaweed: SeaweedS3
+    vending_server: Deployment, seaweed: SeaweedS3
 ) -> None:
     """The store bounds what a recipient's signature reaches, not only the signer's checks: the
     signature is made with STS keys whose session policy is the table's prefixes."""
@@ -195,9 +200,9 @@ def test_with_vending_on_the_signer_signs_with_keys_scoped_to_the_table(
     key = next(item["Key"] for item in listed if item["Key"].endswith(".parquet"))
     uri = f"{seaweed.endpoint}/{DELTA_BUCKET}/{key}"
     answer = httpx.post(
-        f"{catalog_uri(server)}/v1/aws/s3/sign",
+        f"{catalog_uri(vending_server)}/v1/aws/s3/sign",
         json={"method": "GET", "region": "us-east-1", "uri": uri, "headers": {}},
-        headers={"Authorization": f"Bearer {server.token('vended')}"},
+        headers={"Authorization": f"Bearer {vending_server.token('vended')}"},
     )
     assert answer.status_code == 200, answer.text
     headers = {name: values[0] for name, values in answer.json()["headers"].items()}
@@ -211,9 +216,9 @@ def test_with_vending_on_the_signer_signs_with_keys_scoped_to_the_table(
 
 
 def test_vended_keys_read_their_table_only_list_only_under_it_and_never_write(
-    server: Deployment, seaweed: SeaweedS3
+    vending_server: Deployment, seaweed: SeaweedS3
 ) -> None:
-    answer = load_raw(server, "vended", "parted")
+    answer = load_raw(vending_server, "vended", "parted")
     assert answer.status_code == 200, answer.text
     assert answer.headers["cache-control"] == "no-store"
     keys = answer.json()["config"]
@@ -233,16 +238,16 @@ def test_vended_keys_read_their_table_only_list_only_under_it_and_never_write(
 
 
 def test_without_history_keys_name_the_current_files_one_by_one(
-    server: Deployment, seaweed: SeaweedS3
+    vending_server: Deployment, seaweed: SeaweedS3
 ) -> None:
     """Share `latest` has the plain table without history: its few files fit a session policy."""
-    answer = load_raw(server, "latest", "plain")
+    answer = load_raw(vending_server, "latest", "plain")
     assert answer.status_code == 200, answer.text
     store = store_client(answer.json()["config"], seaweed.endpoint)
     listed = seaweed.client().list_objects_v2(Bucket=DELTA_BUCKET, Prefix=f"{DELTA_TABLES['plain']}/")
     log = next(item["Key"] for item in listed["Contents"] if "_delta_log/" in item["Key"])
     assert denied(lambda: store.get_object(Bucket=DELTA_BUCKET, Key=log))  # in the table, not a current file
-    records = audit_lines(server, lambda r: bool(r.get("vended")) and r.get("table") == "plain")
+    records = audit_lines(vending_server, lambda r: bool(r.get("vended")) and r.get("table") == "plain")
     assert records and not any(
         line.endswith("*") and "simple_table/" in line for line in records[-1]["vended"]["scope"]
     )

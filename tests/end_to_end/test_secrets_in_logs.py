@@ -102,7 +102,7 @@ def _config(tmp: Path, port: int, seaweed: SeaweedS3, audit: Path | None, admin_
 
 
 @pytest.fixture(params=["audit-file", "access-log"])
-def server(request: pytest.FixtureRequest, tmp_path: Path, seaweed: SeaweedS3) -> Iterator[Server]:
+def serve_process(request: pytest.FixtureRequest, tmp_path: Path, seaweed: SeaweedS3) -> Iterator[Server]:
     """A `serve` process (its stdout and stderr in `serve.log`), with the audit log in a file, or off."""
     audit = tmp_path / "audit.log" if request.param == "audit-file" else None
     admin_token = secrets.token_urlsafe(32)
@@ -226,7 +226,10 @@ def vending_session(server: Server, user: IssuedUser) -> None:
     table.append(rows((3, "c")))
     assert ids(catalog.load_table(f"{NAMESPACE}.orders")) == [1, 2, 3]
     refreshed = signed(
-        user, "GET", table_url(server, "orders") + "/credentials", **{"X-Iceberg-Access-Delegation": VENDED}
+        user,
+        "GET",
+        table_url(server, "orders") + "/credentials",
+        **{"X-Iceberg-Access-Delegation": VENDED},
     )
     assert refreshed.status_code == 200, refreshed.text
     for credential in refreshed.json()["storage-credentials"]:
@@ -308,26 +311,29 @@ def recipient_session(server: Server) -> None:
     server.handed_out |= signatures(signature.json()["headers"])
 
 
-def test_no_secret_handed_out_is_in_any_line_the_server_writes(server: Server) -> None:
-    user = CatalogUsers(server.store.transactions, server.secret).create("owner")
-    server.handed_out.add(user.secret_key)
+def test_no_secret_handed_out_is_in_any_line_the_server_writes(serve_process: Server) -> None:
+    user = CatalogUsers(serve_process.store.transactions, serve_process.secret).create("owner")
+    serve_process.handed_out.add(user.secret_key)
     made = signed(
-        user, "POST", f"{server.url}/_iceberg/v1/warehouses", json.dumps({"name": server.warehouse}).encode()
+        user,
+        "POST",
+        f"{serve_process.url}/_iceberg/v1/warehouses",
+        json.dumps({"name": serve_process.warehouse}).encode(),
     )
     assert made.status_code == 200, made.text
-    signing_session(server, user)
-    vending_session(server, user)
-    bearer_session(server, user)
-    recipient_session(server)
-    metrics = httpx.get(f"{server.url}/metrics").text
-    grants = [secret for secret in server.handed_out if "." in secret and len(secret) > 100]
+    signing_session(serve_process, user)
+    vending_session(serve_process, user)
+    bearer_session(serve_process, user)
+    recipient_session(serve_process)
+    metrics = httpx.get(f"{serve_process.url}/metrics").text
+    grants = [secret for secret in serve_process.handed_out if "." in secret and len(secret) > 100]
     assert grants, "no grant was handed out"
-    server.stop()
-    lines = [*server.lines(), *metrics.splitlines(), *server.refusals]
+    serve_process.stop()
+    lines = [*serve_process.lines(), *metrics.splitlines(), *serve_process.refusals]
 
     leaks = {
         secret[:12] + "…": [line[:200] for line in lines if secret in line]
-        for secret in server.handed_out
+        for secret in serve_process.handed_out
         if len(secret) >= 8
     }
     assert {secret: found for secret, found in leaks.items() if found} == {}

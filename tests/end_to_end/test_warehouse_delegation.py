@@ -46,7 +46,7 @@ def root(deployment: Deployment) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
+def delegating_server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
     env = {
         "SHARING_WAREHOUSES_ACCESS_DELEGATION": f"{VENDED},{SIGNED}",
         "SHARING_ICEBERG_CREDENTIAL_ROLE_ARN": WRITER_ROLE_ARN,
@@ -61,16 +61,18 @@ def server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iter
 
 
 @pytest.fixture(scope="module")
-def owner(server: Deployment) -> IssuedUser:
-    user = CatalogUsers(server.store.transactions, server.secret).create("owner")
+def owner(delegating_server: Deployment) -> IssuedUser:
+    user = CatalogUsers(delegating_server.store.transactions, delegating_server.secret).create("owner")
     for name in (WAREHOUSE, OTHER):
-        made = signed(user, "POST", f"{root(server)}/v1/warehouses", json.dumps({"name": name}).encode())
+        made = signed(
+            user, "POST", f"{root(delegating_server)}/v1/warehouses", json.dumps({"name": name}).encode()
+        )
         assert made.status_code == 200, made.text
     return user
 
 
 @pytest.fixture(scope="module")
-def reader(server: Deployment) -> IssuedUser:
+def reader(delegating_server: Deployment) -> IssuedUser:
     """Allowed to read every table's data, and to write none."""
     policy = {
         "Version": "2012-10-17",
@@ -86,7 +88,9 @@ def reader(server: Deployment) -> IssuedUser:
             }
         ],
     }
-    return CatalogUsers(server.store.transactions, server.secret).create("reader", json.dumps(policy))
+    return CatalogUsers(delegating_server.store.transactions, delegating_server.secret).create(
+        "reader", json.dumps(policy)
+    )
 
 
 def writer(deployment: Deployment, user: IssuedUser, mode: str, warehouse: str = WAREHOUSE) -> Catalog:
@@ -118,9 +122,9 @@ def sorted_rows(table: Any) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("mode", [VENDED, SIGNED])
 def test_pyiceberg_writes_with_only_the_catalogs_keys(
-    server: Deployment, owner: IssuedUser, mode: str
+    delegating_server: Deployment, owner: IssuedUser, mode: str
 ) -> None:
-    catalog = writer(server, owner, mode)
+    catalog = writer(delegating_server, owner, mode)
     namespace = f"ns_{mode.split('-')[0]}"
     catalog.create_namespace(namespace)
     table = catalog.create_table(f"{namespace}.orders", schema=ROWS)
@@ -137,15 +141,15 @@ def test_pyiceberg_writes_with_only_the_catalogs_keys(
         staged.append(rows((5, "e")))
     assert sorted_rows(catalog.load_table(f"{namespace}.staged")) == [(5, "e")]
     what = "vended" if mode == VENDED else "signing"
-    assert audit_lines(server, lambda record: what in record and namespace in json.dumps(record))
+    assert audit_lines(delegating_server, lambda record: what in record and namespace in json.dumps(record))
 
 
-def test_views_on_s3_with_a_sigv4_catalog_user(server: Deployment, owner: IssuedUser) -> None:
+def test_views_on_s3_with_a_sigv4_catalog_user(delegating_server: Deployment, owner: IssuedUser) -> None:
     """pyiceberg's view API as AIStor configures it, on SeaweedFS: the view's metadata goes to the
     namespace's folder in the warehouse's bucket; it loads, is refused under a second name while it
     lives, is dropped (pyiceberg 0.12 has no view replace or rename; Spark's are tested on
     local storage in test_warehouse_views.py)."""
-    catalog = writer(server, owner, VENDED)
+    catalog = writer(delegating_server, owner, VENDED)
     catalog.create_namespace("ns_views")
     catalog.create_table("ns_views.base", schema=ROWS)
     made = catalog.create_view(
@@ -156,7 +160,7 @@ def test_views_on_s3_with_a_sigv4_catalog_user(server: Deployment, owner: Issued
             "default-namespace": ["ns_views"]}),
     )  # fmt: skip
     assert made.metadata.location.startswith(f"s3://{WAREHOUSE}/ns_views/recent-")
-    keys = [o["Key"] for o in server.seaweed.client().list_objects_v2(  # type: ignore[attr-defined]
+    keys = [o["Key"] for o in delegating_server.seaweed.client().list_objects_v2(  # type: ignore[attr-defined]
         Bucket=WAREHOUSE, Prefix="ns_views/recent-").get("Contents", [])]  # fmt: skip
     (metadata_key,) = [key for key in keys if key.endswith(".metadata.json")]
     loaded = catalog.load_view("ns_views.recent")
@@ -206,28 +210,28 @@ def refused(call: Any) -> bool:
 
 
 @pytest.fixture(scope="module")
-def two_tables(server: Deployment, owner: IssuedUser) -> tuple[str, str, str]:
+def two_tables(delegating_server: Deployment, owner: IssuedUser) -> tuple[str, str, str]:
     """`ns.a` at `<ns>/a` and `ns.ab` at `<ns>/ab`, whose location extends a's as a string."""
-    catalog = writer(server, owner, VENDED)
+    catalog = writer(delegating_server, owner, VENDED)
     catalog.create_namespace("scope")
     base = f"s3://{WAREHOUSE}/scope"
     catalog.create_table("scope.a", schema=ROWS, location=f"{base}/a")
     catalog.create_table("scope.ab", schema=ROWS, location=f"{base}/ab")
-    other = writer(server, owner, VENDED, OTHER)
+    other = writer(delegating_server, owner, VENDED, OTHER)
     other.create_namespace("scope")
     other.create_table("scope.a", schema=ROWS)
     return "scope", "a", "ab"
 
 
 def test_vended_keys_reach_only_their_tables_location(
-    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+    delegating_server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
 ) -> None:
     namespace, a, ab = two_tables
-    config = vended_config(server, owner, namespace, a)
-    seaweed = server.seaweed  # type: ignore[attr-defined]
+    config = vended_config(delegating_server, owner, namespace, a)
+    seaweed = delegating_server.seaweed  # type: ignore[attr-defined]
     # Temporary keys of the table's own, never the server's.
     assert config["s3.access-key-id"] != seaweed.access_key and seaweed.secret_key not in json.dumps(config)
-    assert seaweed.secret_key not in json.dumps(audit_records(server))
+    assert seaweed.secret_key not in json.dumps(audit_records(delegating_server))
     keys = s3_with(config)
     inside = f"{namespace}/{a}/data/by-keys.parquet"
     keys.put_object(Bucket=WAREHOUSE, Key=inside, Body=b"x")
@@ -247,29 +251,29 @@ def test_vended_keys_reach_only_their_tables_location(
 
 
 def test_a_read_only_users_keys_and_signatures_cannot_write(
-    server: Deployment, owner: IssuedUser, reader: IssuedUser, two_tables: tuple[str, str, str]
+    delegating_server: Deployment, owner: IssuedUser, reader: IssuedUser, two_tables: tuple[str, str, str]
 ) -> None:
     namespace, a, _ = two_tables
-    written = writer(server, owner, VENDED).load_table(f"{namespace}.{a}")
+    written = writer(delegating_server, owner, VENDED).load_table(f"{namespace}.{a}")
     written.append(rows((1, "a")))
-    keys = s3_with(vended_config(server, reader, namespace, a))
+    keys = s3_with(vended_config(delegating_server, reader, namespace, a))
     data = next(f.file.file_path for f in written.scan().plan_files())
     bucket, _, key = data.removeprefix("s3://").partition("/")
     assert keys.get_object(Bucket=bucket, Key=key)["Body"].read()[:4] == b"PAR1"
     assert refused(lambda: keys.put_object(Bucket=bucket, Key=f"{namespace}/{a}/data/no.parquet", Body=b"x"))
     assert refused(lambda: keys.delete_object(Bucket=bucket, Key=key))
     # Through the signer: reads signed, writes refused, for the same user.
-    for_reader = writer(server, reader, SIGNED).load_table(f"{namespace}.{a}")
+    for_reader = writer(delegating_server, reader, SIGNED).load_table(f"{namespace}.{a}")
     assert sorted_rows(for_reader) == [(1, "a")]
     with pytest.raises(Exception, match=r"403|Forbidden|sign"):
         for_reader.append(rows((2, "b")))
 
 
 def test_the_signer_signs_only_the_grants_table_and_user(
-    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+    delegating_server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
 ) -> None:
     namespace, a, ab = two_tables
-    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
+    url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
     loaded = signed(owner, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED}).json()
     config = loaded["config"]
     assert config["s3.remote-signing-enabled"] == "true" and "s3.access-key-id" not in config
@@ -310,12 +314,12 @@ def test_the_signer_signs_only_the_grants_table_and_user(
 
 
 def test_a_removed_user_stops_signing_and_a_user_may_not_load_keys_it_has_no_data_right_for(
-    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+    delegating_server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
 ) -> None:
     namespace, a, _ = two_tables
-    users = CatalogUsers(server.store.transactions, server.secret)
+    users = CatalogUsers(delegating_server.store.transactions, delegating_server.secret)
     brief = users.create("brief")
-    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
+    url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
     config = signed(brief, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED}).json()["config"]
     signer = f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}"
     uri = f"{config['s3.endpoint']}/{WAREHOUSE}/{namespace}/{a}/x"
@@ -337,30 +341,33 @@ def test_a_removed_user_stops_signing_and_a_user_may_not_load_keys_it_has_no_dat
 
 
 def test_the_credentials_endpoint_refreshes_keys_and_config_lists_it(
-    server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
+    delegating_server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str]
 ) -> None:
     namespace, a, _ = two_tables
-    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}/credentials"
+    url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}/credentials"
     answer = signed(owner, "GET", url)
     assert answer.status_code == 200, answer.text
     credentials = answer.json()["storage-credentials"]
     assert credentials[0]["prefix"] == f"s3://{WAREHOUSE}/{namespace}/{a}/"
     assert s3_with(credentials[0]["config"]).list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{namespace}/{a}/")
-    config = signed(owner, "GET", f"{root(server)}/v1/config?warehouse={WAREHOUSE}").json()
+    config = signed(owner, "GET", f"{root(delegating_server)}/v1/config?warehouse={WAREHOUSE}").json()
     assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials" in config["endpoints"]
 
 
-def test_duckdb_creates_a_table_and_inserts_with_vended_keys(server: Deployment, owner: IssuedUser) -> None:
+def test_duckdb_creates_a_table_and_inserts_with_vended_keys(
+    delegating_server: Deployment, owner: IssuedUser
+) -> None:
     from tests.end_to_end.test_warehouse_engines import duck_rows, duckdb_connection
 
     connection = duckdb_connection()
+    catalog = root(delegating_server)
     try:
         connection.execute(
             f"CREATE SECRET writers (TYPE iceberg, CLIENT_ID '{owner.access_key}', "
-            f"CLIENT_SECRET '{owner.secret_key}', OAUTH2_SERVER_URI '{root(server)}/v1/oauth/tokens')"
+            f"CLIENT_SECRET '{owner.secret_key}', OAUTH2_SERVER_URI '{catalog}/v1/oauth/tokens')"
         )
         connection.execute(
-            f"ATTACH '{WAREHOUSE}' AS lake (TYPE iceberg, ENDPOINT '{root(server)}', SECRET writers, "
+            f"ATTACH '{WAREHOUSE}' AS lake (TYPE iceberg, ENDPOINT '{catalog}', SECRET writers, "
             "ACCESS_DELEGATION_MODE 'vended_credentials')"
         )
         connection.execute("CREATE SCHEMA lake.duck")
@@ -393,11 +400,13 @@ def one_namespace_policy(warehouse: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def attacker(server: Deployment, owner: IssuedUser) -> IssuedUser:
+def attacker(delegating_server: Deployment, owner: IssuedUser) -> IssuedUser:
     """Everything on the tables of namespace `att` of the writers' warehouse, nothing elsewhere."""
     policy = one_namespace_policy(WAREHOUSE)
-    writer(server, owner, VENDED).create_namespace(ATT)
-    return CatalogUsers(server.store.transactions, server.secret).create("attacker", json.dumps(policy))
+    writer(delegating_server, owner, VENDED).create_namespace(ATT)
+    return CatalogUsers(delegating_server.store.transactions, delegating_server.secret).create(
+        "attacker", json.dumps(policy)
+    )
 
 
 def signer_of(server: Deployment, user: IssuedUser, namespace: str, table: str) -> tuple[str, str]:
@@ -439,15 +448,17 @@ def victim_file(server: Deployment, owner: IssuedUser) -> tuple[str, str]:
 
 
 def test_a_copy_source_outside_the_grant_is_refused_and_one_inside_is_signed(
-    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+    delegating_server: Deployment, owner: IssuedUser, attacker: IssuedUser
 ) -> None:
     """A PUT into the caller's own table that copies another warehouse's file, as one object or as a
     part of a multipart upload: refused. A copy within the table itself is signed and works."""
-    victim_bucket, victim_key = victim_file(server, owner)
-    mine = writer(server, attacker, SIGNED).create_table(f"{ATT}.copier_{uuid.uuid4().hex[:6]}", schema=ROWS)
+    victim_bucket, victim_key = victim_file(delegating_server, owner)
+    mine = writer(delegating_server, attacker, SIGNED).create_table(
+        f"{ATT}.copier_{uuid.uuid4().hex[:6]}", schema=ROWS
+    )
     mine.append(rows((7, "mine")))
     name = mine.name()[-1]
-    signer, endpoint = signer_of(server, attacker, ATT, name)
+    signer, endpoint = signer_of(delegating_server, attacker, ATT, name)
     own_key = mine.location().removeprefix(f"s3://{WAREHOUSE}/")
     target = f"{endpoint}/{WAREHOUSE}/{own_key}/data/stolen.parquet"
     for source in (f"/{victim_bucket}/{victim_key}", f"{victim_bucket}/{victim_key}",
@@ -463,7 +474,7 @@ def test_a_copy_source_outside_the_grant_is_refused_and_one_inside_is_signed(
     answer = sign_at(signer, "PUT", part, {"x-amz-copy-source": [f"/{victim_bucket}/{victim_key}"]})
     assert answer.status_code == 403, answer.text
     assert sent(sign_at(signer, "DELETE", f"{target}?uploadId={upload_id}"), "DELETE").status_code == 204
-    seaweed = server.seaweed  # type: ignore[attr-defined]
+    seaweed = delegating_server.seaweed  # type: ignore[attr-defined]
     assert "Contents" not in seaweed.client().list_objects_v2(
         Bucket=WAREHOUSE, Prefix=f"{own_key}/data/stolen"
     )
@@ -476,19 +487,21 @@ def test_a_copy_source_outside_the_grant_is_refused_and_one_inside_is_signed(
         seaweed.client().get_object(Bucket=WAREHOUSE, Key=f"{own_key}/data/stolen.parquet")["Body"].read()[:4]
         == b"PAR1"
     )
-    refusals = [r for r in audit_records(server) if "copy" in json.dumps(r.get("signing", {}))]
+    refusals = [r for r in audit_records(delegating_server) if "copy" in json.dumps(r.get("signing", {}))]
     assert any(victim_key in json.dumps(r) and r["status"] == 403 for r in refusals)
 
 
 def test_the_writers_signer_refuses_the_host_form_and_headers_it_does_not_sign(
-    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+    delegating_server: Deployment, owner: IssuedUser, attacker: IssuedUser
 ) -> None:
     """`http://<bucket>.<store>/<other bucket>/<key>`: a store without virtual hosts serves the other
     bucket. Refused, as is every x-amz header the signer does not know."""
-    victim_bucket, victim_key = victim_file(server, owner)
-    mine = writer(server, attacker, SIGNED).create_table(f"{ATT}.host_{uuid.uuid4().hex[:6]}", schema=ROWS)
+    victim_bucket, victim_key = victim_file(delegating_server, owner)
+    mine = writer(delegating_server, attacker, SIGNED).create_table(
+        f"{ATT}.host_{uuid.uuid4().hex[:6]}", schema=ROWS
+    )
     name = mine.name()[-1]
-    signer, endpoint = signer_of(server, attacker, ATT, name)
+    signer, endpoint = signer_of(delegating_server, attacker, ATT, name)
     scheme, _, host = endpoint.partition("://")
     own = mine.location().removeprefix(f"s3://{WAREHOUSE}/")
     for uri in (
@@ -509,7 +522,7 @@ def test_the_writers_signer_refuses_the_host_form_and_headers_it_does_not_sign(
     good = sign_at(signer, "PUT", inside, {"Content-Type": ["application/octet-stream"], "User-Agent": ["x"]})
     assert good.status_code == 200 and good.json()["uri"] == inside
     # Signed with keys from STS scoped to the table's location (vending is on), not the server's.
-    seaweed = server.seaweed  # type: ignore[attr-defined]
+    seaweed = delegating_server.seaweed  # type: ignore[attr-defined]
     assert good.json()["headers"]["x-amz-security-token"]
     assert f"Credential={seaweed.access_key}/" not in good.json()["headers"]["Authorization"][0]
     assert "content-type" in good.json()["headers"]["Authorization"][0]
@@ -517,18 +530,18 @@ def test_the_writers_signer_refuses_the_host_form_and_headers_it_does_not_sign(
 
 
 def test_a_signing_grant_ends_when_its_table_is_renamed_away_or_dropped(
-    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+    delegating_server: Deployment, owner: IssuedUser, attacker: IssuedUser
 ) -> None:
     """A grant taken while the table was in the caller's namespace signs nothing once the owner
     renamed it out, or dropped it, even before the grant's hour is up; a new table under the old
     name is another table."""
-    owners = writer(server, owner, VENDED)
+    owners = writer(delegating_server, owner, VENDED)
     owners.create_namespace_if_not_exists("payroll")
     suffix = uuid.uuid4().hex[:6]
     table = owners.create_table(f"{ATT}.moving_{suffix}", schema=ROWS)
     table.append(rows((1, "salary")))
     data = next(f.file.file_path for f in table.scan().plan_files()).removeprefix(f"s3://{WAREHOUSE}/")
-    signer, endpoint = signer_of(server, attacker, ATT, f"moving_{suffix}")
+    signer, endpoint = signer_of(delegating_server, attacker, ATT, f"moving_{suffix}")
     delete = f"{endpoint}/{WAREHOUSE}/{data}"
     assert sign_at(signer, "GET", delete).status_code == 200
     owners.rename_table(f"{ATT}.moving_{suffix}", f"payroll.moving_{suffix}")
@@ -545,20 +558,21 @@ def test_a_signing_grant_ends_when_its_table_is_renamed_away_or_dropped(
 
 
 def test_vended_keys_after_their_table_moved_refresh_nothing_and_reach_only_its_folder(
-    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+    delegating_server: Deployment, owner: IssuedUser, attacker: IssuedUser
 ) -> None:
     """Keys vended while the table was in the caller's namespace: once the owner renamed it out, the
     credentials refresh is refused under either name. Keys already out cannot be revoked (STS);
     they end on their own (15 minutes), and meanwhile still reach that one folder only: not the
     table the owner made under the old name, nor the new table's neighbours."""
-    owners = writer(server, owner, VENDED)
+    owners = writer(delegating_server, owner, VENDED)
     owners.create_namespace_if_not_exists("payroll")
     suffix = uuid.uuid4().hex[:6]
     owners.create_table(f"{ATT}.keyed_{suffix}", schema=ROWS).append(rows((1, "salary")))
-    config = vended_config(server, attacker, ATT, f"keyed_{suffix}")
+    config = vended_config(delegating_server, attacker, ATT, f"keyed_{suffix}")
     owners.rename_table(f"{ATT}.keyed_{suffix}", f"payroll.keyed_{suffix}")
     for namespace in (ATT, "payroll"):
-        url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/keyed_{suffix}/credentials"
+        tables = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables"
+        url = f"{tables}/keyed_{suffix}/credentials"
         assert signed(attacker, "GET", url).status_code in (403, 404), namespace
     replacement = owners.create_table(f"{ATT}.keyed_{suffix}", schema=ROWS)
     replacement.append(rows((2, "new")))
@@ -570,12 +584,12 @@ def test_vended_keys_after_their_table_moved_refresh_nothing_and_reach_only_its_
 
 
 def test_a_staged_creates_grant_ends_once_another_table_holds_its_location(
-    server: Deployment, owner: IssuedUser, attacker: IssuedUser
+    delegating_server: Deployment, owner: IssuedUser, attacker: IssuedUser
 ) -> None:
     """A staged create's grant signs before its table exists; once committed and renamed away by
     the owner, its location is claimed by a table the caller may not touch: no signature."""
     name = f"staged_{uuid.uuid4().hex[:6]}"
-    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{ATT}/tables"
+    url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{ATT}/tables"
     schema = Schema(NestedField(1, "id", LongType(), required=True))
     body = {"name": name, "schema": json.loads(schema.model_dump_json()), "stage-create": True}
     staged = signed(
@@ -588,7 +602,7 @@ def test_a_staged_creates_grant_ends_once_another_table_holds_its_location(
     inside = f"{config['s3.endpoint']}/{WAREHOUSE}/{location}/data/x.parquet"
     assert sign_at(signer, "PUT", inside).status_code == 200  # no table has the name yet
     # The owner makes a table of that name at that very location: another table than the staged one.
-    owners = writer(server, owner, VENDED)
+    owners = writer(delegating_server, owner, VENDED)
     owners.create_namespace_if_not_exists("payroll")
     owners.create_table(f"{ATT}.{name}", schema=ROWS, location=f"s3://{WAREHOUSE}/{location}")
     assert sign_at(signer, "PUT", inside).status_code == 403
@@ -600,7 +614,7 @@ def test_a_staged_creates_grant_ends_once_another_table_holds_its_location(
 
 
 def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
-    seaweed: SeaweedS3, owner: IssuedUser, server: Deployment
+    seaweed: SeaweedS3, owner: IssuedUser, delegating_server: Deployment
 ) -> None:
     """Defence in depth: were the signer's parser wrong, the keys it signs with are the table's (STS,
     a session policy of the grant's location, read-only for reads), so SeaweedFS refuses a request
@@ -613,7 +627,7 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
     from share_store.storage.sts_vending import CredentialVendor, VendingSettings
     from share_store.storage.table_location import TableLocation
 
-    victim_bucket, victim_key = victim_file(server, owner)
+    victim_bucket, victim_key = victim_file(delegating_server, owner)
     settings = S3Settings(seaweed.endpoint, None, seaweed.region, seaweed.access_key, seaweed.secret_key)
     vendor = CredentialVendor(VendingSettings("sts", WRITER_ROLE_ARN))
     data = DataAccess(S3Storage(settings), (VENDED, SIGNED), vendor, TokenCodec(b"k" * 32, "test"))
@@ -636,7 +650,7 @@ def test_the_store_bounds_what_a_signature_reaches_even_past_the_signers_checks(
 
 
 def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_them(
-    seaweed: SeaweedS3, owner: IssuedUser, server: Deployment
+    seaweed: SeaweedS3, owner: IssuedUser, delegating_server: Deployment
 ) -> None:
     """A drop with purge on a server whose store has STS: every file of the table goes, through
     storage whose keys are the table's (`storage.table_keys`); those keys, asked to delete or read
@@ -646,7 +660,7 @@ def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_t
     from share_store.storage.table_keys import TableKeys
     from share_store.storage.table_location import TableLocation
 
-    catalog = writer(server, owner, VENDED)
+    catalog = writer(delegating_server, owner, VENDED)
     catalog.create_namespace_if_not_exists("purged")
     table = catalog.create_table(f"purged.t{uuid.uuid4().hex[:6]}", schema=ROWS)
     table.append(rows((1, "a")))
@@ -656,7 +670,7 @@ def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_t
     catalog.purge_table(table.name())
     assert seaweed.client().list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{prefix}/").get("KeyCount", 0) == 0
 
-    victim_bucket, victim_key = victim_file(server, owner)
+    victim_bucket, victim_key = victim_file(delegating_server, owner)
     settings = S3Settings(seaweed.endpoint, None, seaweed.region, seaweed.access_key, seaweed.secret_key)
     keys = TableKeys(S3Storage(settings), CredentialVendor(VendingSettings("sts", WRITER_ROLE_ARN)))
     location = TableLocation(f"s3://{WAREHOUSE}/att/bounded", WAREHOUSE, "att/bounded")
@@ -676,18 +690,18 @@ def test_a_purge_with_vending_on_deletes_the_tables_files_with_keys_bounded_to_t
 
 
 def test_maintenance_rewrites_and_removes_with_keys_bounded_to_the_table(
-    server: Deployment, owner: IssuedUser
+    delegating_server: Deployment, owner: IssuedUser
 ) -> None:
     """Compaction and unreferenced file removal on a server whose store has STS: the files are read,
     written and deleted through storage whose keys SeaweedFS bounds to the table's location; the
     rows are kept, the small files are one."""
-    catalog = writer(server, owner, VENDED)
+    catalog = writer(delegating_server, owner, VENDED)
     catalog.create_namespace_if_not_exists("kept")
     name = f"t{uuid.uuid4().hex[:6]}"
     table = catalog.create_table(f"kept.{name}", schema=ROWS)
     for n in range(4):
         table.append(rows((n, f"r{n}")))
-    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/kept/tables/{name}/maintenance/run"
+    url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/kept/tables/{name}/maintenance/run"
     ran = signed(owner, "POST", url, b"")
     assert ran.status_code == 200, ran.text
     runs = ran.json()["runs"]
