@@ -30,7 +30,7 @@ def catalog_store() -> str:
 
 
 @pytest.fixture
-def catalog(catalog: WarehouseCatalog) -> WarehouseCatalog:
+def catalog_with_t(catalog: WarehouseCatalog) -> WarehouseCatalog:
     """The folder's catalog with the v2 table `ns.t` the operations here act on."""
     catalog.create_table(T, NewTable(SCHEMA, properties={"format-version": "2"}))
     return catalog
@@ -68,50 +68,54 @@ OPERATIONS: list[tuple[str, str, str, Callable[[CatalogAccess], Any]]] = [
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=[op[0] for op in OPERATIONS])
 def test_each_operation_needs_its_action_on_its_resource_and_a_deny_wins(
-    catalog: WarehouseCatalog, operation: tuple[str, str, str, Callable[[CatalogAccess], Any]]
+    catalog_with_t: WarehouseCatalog, operation: tuple[str, str, str, Callable[[CatalogAccess], Any]]
 ) -> None:
     _, action, resource, run = operation
-    catalog.create_namespace("whs", ("n0",), {})
+    catalog_with_t.create_namespace("whs", ("n0",), {})
     # Allowed something else on the same resource, and this action elsewhere: refused.
     other = "s3tables:GetTableBucket" if action != "s3tables:GetTableBucket" else "s3tables:ListTables"
     with pytest.raises(Forbidden, match=action):
-        run(CatalogAccess(catalog, allowed((other, resource), (action, "arn:aws:s3tables:::bucket/other*"))))
+        run(
+            CatalogAccess(
+                catalog_with_t, allowed((other, resource), (action, "arn:aws:s3tables:::bucket/other*"))
+            )
+        )
     with pytest.raises(Forbidden):
-        run(CatalogAccess(catalog, allowed(("s3tables:*", "*"), deny=(action, resource))))
-    run(CatalogAccess(catalog, allowed((action, resource))))
+        run(CatalogAccess(catalog_with_t, allowed(("s3tables:*", "*"), deny=(action, resource))))
+    run(CatalogAccess(catalog_with_t, allowed((action, resource))))
 
 
-def test_a_staged_creates_commit_needs_create_table_too(catalog: WarehouseCatalog) -> None:
-    writer = CatalogAccess(catalog, allowed(("s3tables:UpdateTableMetadataLocation", "*")))
+def test_a_staged_creates_commit_needs_create_table_too(catalog_with_t: WarehouseCatalog) -> None:
+    writer = CatalogAccess(catalog_with_t, allowed(("s3tables:UpdateTableMetadataLocation", "*")))
     staged = parse_model(CommitTableRequest, {
         "identifier": {"namespace": ["ns"], "name": "new"}, "requirements": [{"type": "assert-create"}],
         "updates": []}, "commit")  # fmt: skip
     with pytest.raises(Forbidden, match="CreateTable"):
         writer.commit_transaction([(TableName.of("whs", ("ns",), "new"), staged)])
-    assert not catalog.table_exists(TableName.of("whs", ("ns",), "new"))
+    assert not catalog_with_t.table_exists(TableName.of("whs", ("ns",), "new"))
 
 
-def test_loads_take_get_table_metadata_location_as_get_table(catalog: WarehouseCatalog) -> None:
-    s3_tables_style = CatalogAccess(catalog, allowed(("s3tables:GetTableMetadataLocation", "*")))
+def test_loads_take_get_table_metadata_location_as_get_table(catalog_with_t: WarehouseCatalog) -> None:
+    s3_tables_style = CatalogAccess(catalog_with_t, allowed(("s3tables:GetTableMetadataLocation", "*")))
     assert s3_tables_style.load_table(T).metadata_location is not None
     aistor_read_only = Principal(
         "reader", parse_policy(READ_ONLY_EXAMPLE_POLICY.replace("my-warehouse", "whs"))
     )
-    assert CatalogAccess(catalog, aistor_read_only).table_exists(T)
+    assert CatalogAccess(catalog_with_t, aistor_read_only).table_exists(T)
     with pytest.raises(Forbidden):
-        CatalogAccess(catalog, aistor_read_only).commit(T, commit())
+        CatalogAccess(catalog_with_t, aistor_read_only).commit(T, commit())
 
 
 def test_warehouses_are_listed_where_list_table_buckets_allows_and_adopted_by_the_provider_only(
-    catalog: WarehouseCatalog,
+    catalog_with_t: WarehouseCatalog,
 ) -> None:
-    catalog.create_warehouse("other")
-    lister = CatalogAccess(catalog, allowed(("s3tables:ListTableBuckets", ARN)))
+    catalog_with_t.create_warehouse("other")
+    lister = CatalogAccess(catalog_with_t, allowed(("s3tables:ListTableBuckets", ARN)))
     assert lister.list_warehouses() == ["whs"]
-    assert CatalogAccess(catalog, allowed(("s3tables:GetTableBucket", "*"))).list_warehouses() == []
-    (catalog.storage.root / "taken").mkdir()  # type: ignore[attr-defined]
-    maker = CatalogAccess(catalog, allowed(("s3tables:CreateTableBucket", "*")))
+    assert CatalogAccess(catalog_with_t, allowed(("s3tables:GetTableBucket", "*"))).list_warehouses() == []
+    (catalog_with_t.storage.root / "taken").mkdir()  # type: ignore[attr-defined]
+    maker = CatalogAccess(catalog_with_t, allowed(("s3tables:CreateTableBucket", "*")))
     with pytest.raises(Forbidden, match="adopt"):
         maker.create_warehouse("taken", adopt=True)
-    CatalogAccess(catalog, PROVIDER).create_warehouse("taken", adopt=True)
-    assert "taken" in catalog.list_warehouses()
+    CatalogAccess(catalog_with_t, PROVIDER).create_warehouse("taken", adopt=True)
+    assert "taken" in catalog_with_t.list_warehouses()
