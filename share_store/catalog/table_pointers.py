@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from share_store.catalog.errors import AlreadyExists, CommitConflict, NoSuchTable, NoSuchView
 from share_store.catalog.names import TableName, namespace_key, namespace_levels
 from share_store.catalog.warehouse_rows import LIVE, dotted, require_namespace
-from share_store.persistence.rows import utc, utc_now
+from share_store.persistence.mappers import utc, utc_now
 from share_store.persistence.sql_schema import warehouse_tables_table
 
 #: What a pointer of `warehouse_tables` points at: a table's metadata or a view's.

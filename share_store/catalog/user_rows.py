@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from share_store.catalog.errors import AlreadyExists
 from share_store.errors import NotFound
-from share_store.persistence.rows import utc
+from share_store.persistence.mappers import utc
 from share_store.persistence.sql_schema import catalog_users_table
 
 

@@ -16,7 +16,7 @@ from share_store.catalog import user_rows
 from share_store.catalog.names import check_name
 from share_store.catalog.policies import FULL_ACCESS_POLICY, Policy, parse_policy
 from share_store.catalog.user_rows import CatalogUser
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 from share_store.persistence.transactions import Transactions
 from share_store.signing.secret_box import open_sealed, seal
 

@@ -36,7 +36,7 @@ from share_store.catalog.view_commits import (
 )
 from share_store.catalog.warehouses import Warehouses
 from share_store.errors import InvalidParameter
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 from share_store.storage.table_location import TableLocation
 
 

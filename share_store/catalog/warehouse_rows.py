@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from share_store.catalog.errors import AlreadyExists, NoSuchNamespace, NoSuchWarehouse, NotEmpty
 from share_store.catalog.names import namespace_key, namespace_levels
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 from share_store.persistence.sql_schema import (
     warehouse_namespaces_table,
     warehouse_tables_table,

@@ -16,7 +16,8 @@ from typing import Any
 
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.catalog_view import (
+from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
+from share_store.iceberg_shares.visible_metadata import (
     ReadableFiles,
     metadata_json,
     object_location,
@@ -24,7 +25,6 @@ from share_store.iceberg.catalog_view import (
     shared_metadata,
     table_locations,
 )
-from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request

@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, and_, delete, func, insert, literal_column
 from sqlalchemy.engine import Connection
 
 from share_store.persistence.activity_days import DaySummaries, add_days, prune_days, summed
-from share_store.persistence.rows import utc
+from share_store.persistence.mappers import utc
 from share_store.persistence.sql_schema import activity_table
 
 t = activity_table

@@ -25,7 +25,7 @@ from sqlalchemy import case, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from share_store.persistence.rows import utc
+from share_store.persistence.mappers import utc
 from share_store.persistence.sql_schema import activity_days_table, activity_table
 
 days = activity_days_table

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
-from share_store.persistence.rows import utc
+from share_store.persistence.mappers import utc
 from share_store.persistence.sql_schema import admin_events_table
 
 t = admin_events_table

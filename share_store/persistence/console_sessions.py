@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 from share_store.persistence.sql_schema import console_sessions_ended_table as t
 
 

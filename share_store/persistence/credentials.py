@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from share_store.authentication.tokens import CLIENT_SECRET_PREFIX, hash_secret, new_secret, new_token_id
 from share_store.errors import AdminError, NotFound, Unauthenticated
 from share_store.model import OAuthClient, Token
-from share_store.persistence.rows import Fields, oauth_client_from, token_from, utc_now
+from share_store.persistence.mappers import Fields, oauth_client_from, token_from, utc_now
 from share_store.persistence.shares import share_row
 from share_store.persistence.sql_schema import oauth_clients_table, tokens_table
 

@@ -19,7 +19,7 @@ from share_store.authentication.tokens import hash_secret, new_token_id
 from share_store.errors import AdminConflict, AdminError, NotFound
 from share_store.model import Recipient, Share, Token
 from share_store.persistence.credentials import insert_token, revoke_where, tokens_where
-from share_store.persistence.rows import Fields, share_from, utc, utc_now
+from share_store.persistence.mappers import Fields, share_from, utc, utc_now
 from share_store.persistence.shares import share_row
 from share_store.persistence.sql_schema import (
     activations_table,

@@ -15,7 +15,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.engine import Connection
 
 from share_store.model import Share
-from share_store.persistence.rows import share_from
+from share_store.persistence.mappers import share_from
 from share_store.persistence.sql_schema import shares_table, tables_table, tokens_table
 
 

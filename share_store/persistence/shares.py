@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 
 from share_store.errors import AdminConflict, NotFound
 from share_store.model import Share, SharedTable, TableSpec, validate_name
-from share_store.persistence.rows import share_from, table_from, utc_now
+from share_store.persistence.mappers import share_from, table_from, utc_now
 from share_store.persistence.snapshot_summaries import forget_summaries
 from share_store.persistence.snapshot_versions import forget_tables
 from share_store.persistence.sql_schema import shares_table, tables_table

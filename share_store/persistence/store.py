@@ -37,7 +37,7 @@ from share_store.persistence.activity import ActivityEvent, ActivityRow
 from share_store.persistence.activity_days import DaySummaries
 from share_store.persistence.admin_events import AdminEvent
 from share_store.persistence.engine import make_engine
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 from share_store.persistence.share_listing import ShareCounts
 from share_store.persistence.token_lookup import OnToken
 from share_store.persistence.transactions import Transactions

@@ -19,7 +19,7 @@ from share_store.authentication.tokens import hash_secret
 from share_store.errors import NotFound
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence.credentials import active_token
-from share_store.persistence.rows import columns, share_from, table_from
+from share_store.persistence.mappers import columns, share_from, table_from
 from share_store.persistence.shares import table_not_found
 from share_store.persistence.sql_schema import (
     recipient_shares_table,

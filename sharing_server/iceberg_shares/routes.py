@@ -9,7 +9,7 @@
 
 A share token is the catalog's bearer token and sees exactly its share, as on
 `/delta-sharing`. Loading a table returns its metadata cut to the grant (see
-`share_store/iceberg/catalog_view.py`) and a `config` that points the client's
+`share_store/iceberg_shares/visible_metadata.py`) and a `config` that points the client's
 S3 reads at this server's signer, or, with credential vending on and asked for,
 keys scoped to the table (`delegation.py`); the server's own keys never leave it.
 Every write endpoint answers 403 in the spec's error model, with no effect.

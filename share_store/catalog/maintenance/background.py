@@ -33,7 +33,7 @@ from share_store.catalog.maintenance import rows
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.catalog.maintenance.schedule import Background, due_tables
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from share_store.catalog.maintenance.expiry import expire_snapshots
 from share_store.catalog.maintenance.unreferenced import remove_unreferenced
 from share_store.catalog.names import TableName
 from share_store.errors import InvalidParameter, ShareStoreError
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from share_store.catalog.maintenance.schedule import LastRun, TableState
 from share_store.catalog.names import TableName, namespace_levels
 from share_store.catalog.table_pointers import TABLE
 from share_store.catalog.warehouse_rows import LIVE
-from share_store.persistence.rows import utc, utc_now
+from share_store.persistence.mappers import utc, utc_now
 from share_store.persistence.sql_schema import (
     maintenance_configs_table,
     maintenance_leases_table,

@@ -39,7 +39,7 @@ from share_store.catalog.names import TableName
 from share_store.catalog.purge import reachable_files
 from share_store.catalog.table_pointers import TablePointer
 from share_store.errors import UnsupportedOperation
-from share_store.persistence.rows import utc
+from share_store.persistence.mappers import utc
 from share_store.persistence.sql_schema import maintenance_noncurrent_table, warehouse_tables_table
 from share_store.storage.base import ObjectInfo, ObjectStorage
 from share_store.storage.file_uris import file_location

@@ -26,7 +26,7 @@ from share_store.catalog.errors import (
 )
 from share_store.catalog.locations import LocationRefused
 from share_store.catalog.names import TableName
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 T = TableName.of("whs", ("ns",), "t")

@@ -13,8 +13,8 @@ import pytest
 from deltalake import DeltaTable
 
 from share_store.errors import UnsupportedOperation
-from share_store.iceberg.catalog_view import object_location
 from share_store.iceberg_shares.grants import MAX_EXACT_FILES, IcebergGrants, TableGrant
+from share_store.iceberg_shares.visible_metadata import object_location
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
 from share_store.signing.file_urls import UrlSigner

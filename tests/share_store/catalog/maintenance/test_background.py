@@ -14,7 +14,7 @@ from share_store.catalog.maintenance.background import LEASE, LEASE_SECONDS, Bac
 from share_store.catalog.maintenance.configuration import COMPACTION, KINDS
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.schedule import Background
-from share_store.persistence.rows import utc_now
+from share_store.persistence.mappers import utc_now
 from share_store.persistence.sql_schema import (
     maintenance_configs_table,
     maintenance_leases_table,

@@ -1,8 +1,8 @@
-"""What an Iceberg REST recipient may see and read (`share_store.iceberg.catalog_view`): grants, files."""
+"""What an Iceberg REST recipient may see and read (`iceberg_shares.visible_metadata`): grants, files."""
 
 from __future__ import annotations
 
-from share_store.iceberg.catalog_view import ReadableFiles, shared_metadata
+from share_store.iceberg_shares.visible_metadata import ReadableFiles, shared_metadata
 
 
 def snapshot(snapshot_id: int, parent: int | None) -> dict:
