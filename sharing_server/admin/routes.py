@@ -44,7 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from share_store.authentication.sign_in_throttle import AdminToken
-from share_store.errors import MalformedRequest
+from share_store.errors import MalformedRequest, Unauthenticated
 from sharing_server import paths
 from sharing_server.admin.authentication import AdminAuthentication
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
@@ -68,6 +68,9 @@ def endpoint(handler: Handler, admin: Admin, status: int = 200) -> Callable[[Req
     provider, authenticated by the route's `AdminAuthentication`)."""
 
     async def run(request: Request) -> Response:
+        # The route's backend let the provider in; a route left without it is closed, not open.
+        if not getattr(request.scope.get("user"), "is_authenticated", False):
+            raise Unauthenticated("invalid admin token")
         body: dict[str, Any] = {}
         if request.method in ("POST", "PATCH"):
             raw = await request.body()

@@ -256,3 +256,25 @@ def test_api_and_cli_give_the_same_default_lifetimes(server: Deployment) -> None
     assert parser.parse_args(["token", "create", "s"]).expires == DEFAULT_EXPIRES == "30d"
     assert parser.parse_args(["token", "create", "s", "--oauth"]).expires == DEFAULT_EXPIRES
     assert parser.parse_args(["token", "rotate", "s", "t"]).grace == DEFAULT_GRACE == "1h"
+
+
+def test_an_admin_endpoint_left_without_the_admin_tokens_backend_is_closed() -> None:
+    """The backend is on each route (`admin_routes`); a handler made by `endpoint` refuses a request
+    that did not pass it, so a route added without it fails closed rather than open."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from share_store.errors import Unauthenticated
+    from sharing_server.admin.routes import endpoint, list_shares
+
+    called: list[str] = []
+
+    def handler(admin: object, request: object, body: object) -> None:
+        called.append("ran")
+
+    handler.__name__ = list_shares.__name__
+    bare = Starlette(routes=[Route("/shares", endpoint(handler, None), methods=["GET"])])  # type: ignore[arg-type]
+    with TestClient(bare) as client, pytest.raises(Unauthenticated):
+        client.get("/shares", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert called == []
