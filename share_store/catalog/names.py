@@ -54,7 +54,7 @@ def check_name(name: str, what: str = "table") -> str:
         raise InvalidParameter(f"invalid {what} name: it must be a string")
     if not name:
         raise InvalidParameter(f"invalid {what} name: it is empty")
-    if len(name.encode()) > MAX_NAME_BYTES:
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:  # a CLI argument may hold one
         raise InvalidParameter(f"invalid {what} name: longer than {MAX_NAME_BYTES} characters")
     if not SAFE_NAME.fullmatch(name):
         shown = name.encode("ascii", "backslashreplace").decode()

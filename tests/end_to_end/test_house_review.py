@@ -7,6 +7,7 @@ Every test here is an attack refused today; it pins the boundary. Wrong tokens a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -346,3 +347,88 @@ def test_the_writers_signer_signs_inside_the_folder(
     _, mine, own = signing
     answer = sign_at(own.signer, method, f"{own.endpoint}/{mine}/{own.folder}/data/a.parquet")
     assert answer.status_code == 200, answer.text
+
+
+# -- lone surrogates in /_iceberg bodies: a 400, and nothing stored -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def full(seams: Seams) -> Caller:
+    """A catalog user of no policy: every right in every warehouse (the review's "admin user")."""
+    users = CatalogUsers(seams.deployment.store.transactions, seams.deployment.secret)
+    return Caller(seams.deployment, users.create(f"full-{rand()}"))
+
+
+def raw_call(caller: Caller, method: str, path: str, body: bytes) -> httpx.Response:
+    """A catalog call signed as `caller` whose body is sent as these bytes (the JSON escapes as written)."""
+    url = f"{caller.root}{path}"
+    request = AWSRequest(method=method, url=url, data=body, headers={"Content-Type": "application/json"})
+    SigV4Auth(Credentials(caller.user.access_key, caller.user.secret_key), "s3tables", "local").add_auth(
+        request
+    )
+    return httpx.request(method, url, content=body, headers=dict(request.headers), timeout=60)
+
+
+LONE = re.compile("[\ud800-\udfff]")
+SCHEMA = '"schema":{"type":"struct","fields":[{"id":1,"name":"id","type":"long","required":false}]}'
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/{w}/namespaces/att/properties", '{"updates":{"a":"\\ud800"}}'),
+        ("/{w}/namespaces/att/properties", '{"updates":{"\\udc00":"v"}}'),
+        ("/{w}/namespaces/att/properties", '{"removals":["\\ud800"]}'),
+        ("/{w}/namespaces", '{"namespace":["lone_ns"],"properties":{"a":"\\ud800"}}'),
+        ("/{w}/namespaces", '{"namespace":["\\ud800"]}'),
+        ("/{w}/namespaces/att/tables", '{"name":"ok\\ud800",' + SCHEMA + "}"),
+        ("/{w}/namespaces/att/tables", '{"name":"lone","properties":{"k":"\\ud800"},' + SCHEMA + "}"),
+        ("/{w}/namespaces/att/tables", '{"name":"lone","schema":{"type":"struct","fields":[{"id":1,'
+         '"name":"\\udc00","type":"long","required":false}]}}'),
+        ("/{w}/namespaces/att/register", '{"name":"\\ud800","metadata-location":"x"}'),
+        ("/{w}/tables/rename", '{"source":{"namespace":["att"],"name":"\\ud800"},'
+         '"destination":{"namespace":["att"],"name":"y"}}'),
+        ("/{w}/transactions/commit", '{"table-changes":[{"identifier":{"namespace":["att"],'
+         '"name":"\\ud800"},"requirements":[],"updates":[]}]}'),
+    ],
+    ids=["property-value", "property-key", "removal", "namespace-properties", "namespace-name",
+         "table-name", "table-property", "schema-field", "register-name", "rename", "transaction"],
+)  # fmt: skip
+def test_a_lone_surrogate_in_a_catalog_body_is_a_400_and_stores_nothing(
+    seams: Seams, full: Caller, path: str, body: str
+) -> None:
+    """Found by the review: the namespace's property was stored and its GET was a 500 for everyone
+    since, and names and metadata with one were 500s. JSON can only carry one as an escape."""
+    caller, warehouse = full, seams.warehouse
+    answer = raw_call(caller, "POST", path.format(w=warehouse), body.encode())
+    assert_iceberg_refusal(answer, 400, "BadRequestException")
+    assert "surrogate" in answer.json()["error"]["message"]
+    namespace = caller.call("GET", f"/{warehouse}/namespaces/{ATT}")
+    assert namespace.status_code == 200, namespace.text
+    assert not [key for key, value in namespace.json()["properties"].items() if LONE.search(key + value)]
+    listed = caller.call("GET", f"/{warehouse}/namespaces/{ATT}/tables")
+    assert "lone" not in {t["name"] for t in listed.json()["identifiers"]}
+
+
+def test_a_lone_surrogate_in_a_commit_to_ones_own_table_is_a_400(seams: Seams) -> None:
+    caller, warehouse = seams.attacker, seams.warehouse
+    made = raw_call(
+        caller, "POST", f"/{warehouse}/namespaces/{ATT}/tables", ('{"name":"own",' + SCHEMA + "}").encode()
+    )
+    assert made.status_code == 200, made.text
+    body = '{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"\\ud800"}}]}'
+    answer = raw_call(caller, "POST", f"/{warehouse}/namespaces/{ATT}/tables/own", body.encode())
+    assert_iceberg_refusal(answer, 400, "BadRequestException")
+    loaded = caller.call("GET", f"/{warehouse}/namespaces/{ATT}/tables/own")
+    assert loaded.status_code == 200 and "k" not in loaded.json()["metadata"].get("properties", {})
+
+
+def test_a_valid_surrogate_pair_is_a_character_like_any_other(seams: Seams, full: Caller) -> None:
+    """An escaped pair (an emoji) is well-formed JSON text: refused only where names refuse non-ASCII."""
+    caller, warehouse = full, seams.warehouse
+    answer = raw_call(
+        caller, "POST", f"/{warehouse}/namespaces/{ATT}/properties", b'{"updates":{"mood":"\\ud83d\\ude00"}}'
+    )
+    assert answer.status_code == 200, answer.text
+    got = caller.call("GET", f"/{warehouse}/namespaces/{ATT}").json()["properties"]
+    assert got["mood"] == "\U0001f600"

@@ -140,3 +140,12 @@ def test_names_are_one_path_and_one_arn() -> None:
     with pytest.raises(InvalidParameter):
         check_namespace(["a.b"])
     assert check_namespace(["a", "b"]) == ("a", "b")
+
+
+def test_a_name_with_a_lone_surrogate_is_refused_as_a_name_not_a_crash() -> None:
+    """A CLI argument that was not UTF-8 arrives with one (`surrogateescape`)."""
+    from share_store.errors import InvalidParameter
+
+    for name in ("\udcff", "ok\ud800", "\udcff" * 300):
+        with pytest.raises(InvalidParameter, match="invalid table name"):
+            check_name(name)
