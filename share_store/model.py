@@ -16,11 +16,12 @@ NAMESPACE/TABLE.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from posixpath import normpath
 
 from share_store.errors import AdminError
+from share_store.restrictions.restriction import Audience, TableRestriction
 
 # Patterns are matched whole (`fullmatch`): `$` would also accept a trailing newline.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}")
@@ -152,6 +153,8 @@ class Recipient:
     name: str
     created_at: datetime
     shares: tuple[str, ...] = ()
+    #: What `CURRENT_RECIPIENT('key')` reads in a restricted table's row filter.
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,11 @@ class SharedTable:
     path: str
     history_shared: bool
     created_at: datetime
+    #: The rows and columns served, where the provider restricted the table (None: all of it).
+    restriction: TableRestriction | None = None
+    #: Who the table is read for, set when a recipient's token authorized it; a restricted
+    #: table is served only with one (`TableReaders.reader`), so none is served unrestricted.
+    audience: Audience | None = None
 
     @property
     def full_name(self) -> str:

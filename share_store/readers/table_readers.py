@@ -15,7 +15,7 @@ from functools import partial
 
 from share_store.delta.log_listing import LogListing
 from share_store.delta.reader import DeltaTableReader
-from share_store.errors import UnsupportedOperation
+from share_store.errors import Forbidden, UnsupportedOperation
 from share_store.iceberg.listing import VersionStore
 from share_store.iceberg.table import IcebergTableReader
 from share_store.model import SharedTable
@@ -63,7 +63,26 @@ class TableReaders:
         self.on_built: Callable[[TableReader, TableSnapshot], None] | None = None
 
     def reader(self, table: SharedTable, used: bool = True) -> TableReader:
-        """The table's reader; `used`: on a recipient's behalf (not the warmer's)."""
+        """The table's reader for the audience that authorized it; `used`: on a recipient's
+        behalf (not the warmer's).
+
+        A restricted table is read only through its restricted reader, which serves the
+        rows and columns of its restriction as bound for the table's `audience`. One without
+        an audience (not read for a recipient) is refused: nothing is served unrestricted by
+        a path that forgot to say for whom it reads. The provider's own reads ask
+        `unrestricted`.
+        """
+        if table.restriction is not None:
+            if table.audience is None:
+                raise Forbidden("this table is restricted, and the request reads it for no recipient")
+            from share_store.restrictions.restricted_reader import restricted_reader
+
+            return restricted_reader(self, self.unrestricted(table, used), table)
+        return self.unrestricted(table, used)
+
+    def unrestricted(self, table: SharedTable, used: bool = False) -> TableReader:
+        """The whole table's reader, whatever its restriction: the provider's reads (checking a
+        restriction against the schema, the console), and what a restricted reader reads."""
         key = (table.id, table.bucket, table.path)
         with self._lock:
             if used:
