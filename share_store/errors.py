@@ -19,6 +19,7 @@
     ├── RateLimited                 429 TOO_MANY_REQUESTS, with Retry-After (`retry_after` seconds):
     │                               a throttled sign-in, a token over its rate
     ├── StorageUnavailable          503 TEMPORARILY_UNAVAILABLE
+    │   └── DerivationPending       503 with Retry-After: a restricted table's files are being derived
     ├── StoreDiskFull               503 TEMPORARILY_UNAVAILABLE: the share store has no space left
     ├── CatalogError                500 INTERNAL_ERROR: a configured Iceberg catalog's settings are
     │                               wrong, or it cannot load (a driver not installed); names the
@@ -142,6 +143,15 @@ class RateLimited(ShareStoreError):
 class StorageUnavailable(ShareStoreError):
     error_code = "TEMPORARILY_UNAVAILABLE"
     status_code = 503
+
+
+class DerivationPending(StorageUnavailable):
+    """A restricted table's derived files are still being written: come back in `retry_after`
+    seconds (answered as `Retry-After`); the work goes on meanwhile, and no part is served."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class StoreDiskFull(ShareStoreError):

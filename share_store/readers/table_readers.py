@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from share_store.delta.log_listing import LogListing
 from share_store.delta.reader import DeltaTableReader
@@ -26,6 +28,9 @@ from share_store.tables.reader import TableReader
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS, CheckedVersions, SnapshotCache
 from share_store.tables.summaries import SummaryStore
+
+#: Restricted readers kept at once (one per table, restriction and audience).
+MAX_RESTRICTED_READERS = 512
 
 
 class TableReaders:
@@ -54,6 +59,10 @@ class TableReaders:
         self.files_check_seconds = files_check_seconds
         self.summaries = summaries
         self._readers: dict[tuple[str, str, str], TableReader] = {}
+        #: Restricted tables' readers, by table, restriction and audience (the most recent kept).
+        self._restricted: OrderedDict[tuple[Any, ...], TableReader] = OrderedDict()
+        #: Each restricted table's folder of derived files, shared by its audiences.
+        self._derived: dict[tuple[str, str, str], Any] = {}
         #: When each table was last read for a recipient (what the snapshot warmer keeps fresh).
         self._used: dict[tuple[str, str, str], tuple[SharedTable, float]] = {}
         self._last_use = float("-inf")
@@ -75,10 +84,39 @@ class TableReaders:
         if table.restriction is not None:
             if table.audience is None:
                 raise Forbidden("this table is restricted, and the request reads it for no recipient")
-            from share_store.restrictions.restricted_reader import restricted_reader
-
-            return restricted_reader(self, self.unrestricted(table, used), table)
+            return self._restricted_reader(table, used)
         return self.unrestricted(table, used)
+
+    def _restricted_reader(self, table: SharedTable, used: bool) -> TableReader:
+        """The reader of a restricted table for its audience, kept like the whole table's: it
+        holds the versions it made. One folder of derived files per table serves every audience."""
+        from share_store.restrictions.restricted_reader import RestrictedReader, derived_files_of
+        from share_store.storage.file_uris import file_uri
+
+        assert table.restriction is not None and table.audience is not None
+        inner = self.unrestricted(table, used)
+        where = (table.id, table.bucket, table.path)
+        audience = (table.audience.recipient, tuple(sorted(table.audience.properties.items())))
+        key = (*where, table.restriction.to_json(), audience)
+        with self._lock:
+            reader = self._restricted.get(key)
+            if reader is not None:
+                self._restricted.move_to_end(key)
+                return reader
+            files = self._derived.get(where)
+        if files is None:
+            deletes = self.iceberg.deletes
+            files = derived_files_of(
+                table, inner, self.storage, deletes.cache_bucket, deletes.cache_prefix,
+                lambda bucket, key: file_uri(self.storage, bucket, key),
+            )  # fmt: skip
+        made = RestrictedReader(table, inner, files, partitions_in_files=table.is_iceberg)
+        with self._lock:
+            self._derived.setdefault(where, files)
+            reader = self._restricted.setdefault(key, made)
+            while len(self._restricted) > MAX_RESTRICTED_READERS:
+                self._restricted.popitem(last=False)
+        return reader
 
     def unrestricted(self, table: SharedTable, used: bool = False) -> TableReader:
         """The whole table's reader, whatever its restriction: the provider's reads (checking a

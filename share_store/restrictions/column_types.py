@@ -64,7 +64,9 @@ def table_columns(schema_string: str) -> dict[str, ColumnType]:
     for field in schema.get("fields", []):
         metadata = field.get("metadata") or {}
         physical = metadata.get("delta.columnMapping.physicalName") or field["name"]
-        found[field["name"].lower()] = ColumnType(field["name"], kind_of(field["type"]), physical, field["type"])
+        found[field["name"].lower()] = ColumnType(
+            field["name"], kind_of(field["type"]), physical, field["type"]
+        )
     return found
 
 
@@ -141,7 +143,9 @@ def _timestamp(value: Any) -> datetime:
 
 def _timestamp_ntz(value: Any) -> datetime:
     moment = _naive_or_aware(value)
-    return moment.replace(tzinfo=None) if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+    return (
+        moment.replace(tzinfo=None) if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+    )
 
 
 def _naive_or_aware(value: Any) -> datetime:

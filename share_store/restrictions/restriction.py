@@ -126,7 +126,9 @@ def bind(restriction: TableRestriction, schema_string: str, audience: Audience) 
         try:
             checked = row_filters.check(row_filters.parse(restriction.where), columns)
         except InvalidRowFilter as error:
-            raise Forbidden(f"the table's restriction does not fit this version of the table: {error}") from None
+            raise Forbidden(
+                f"the table's restriction does not fit this version of the table: {error}"
+            ) from None
         properties = dict(audience.properties) if audience.recipient is not None else None
         try:
             predicate = row_filters.bind(checked, columns, properties)
@@ -152,4 +154,7 @@ def _missing_message(missing: MissingProperty, audience: Audience) -> str:
         )
     if missing.value_error is not None:
         return f"recipient {audience.recipient!r} has property {missing.key!r}, but {missing.value_error}"
-    return f"recipient {audience.recipient!r} has no property {missing.key!r}, which this table's restriction needs"
+    return (
+        f"recipient {audience.recipient!r} has no property {missing.key!r}, "
+        "which this table's restriction needs"
+    )

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Union
+from typing import Any
 
 from share_store.restrictions.column_types import ColumnType, UnreadableValue, read_value
 
@@ -58,7 +58,7 @@ class RecipientProperty:
     key: str
 
 
-Value = Union[Literal, RecipientProperty]
+Value = Literal | RecipientProperty
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class Not:
     operand: Predicate
 
 
-Predicate = Union[Compare, InList, Between, Like, IsNull, And, Or, Not]
+Predicate = Compare | InList | Between | Like | IsNull | And | Or | Not
 
 _FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -226,7 +226,9 @@ def _value(node: Any) -> Value:
     if isinstance(node, exp.Anonymous) and str(node.this).upper() == "CURRENT_RECIPIENT":
         arguments = node.expressions
         if len(arguments) != 1 or not isinstance(arguments[0], exp.Literal) or not arguments[0].is_string:
-            raise InvalidRowFilter("CURRENT_RECIPIENT takes one quoted property key: CURRENT_RECIPIENT('nation')")
+            raise InvalidRowFilter(
+                "CURRENT_RECIPIENT takes one quoted property key: CURRENT_RECIPIENT('nation')"
+            )
         key = arguments[0].this
         if not key or len(key) > 128:
             raise InvalidRowFilter("a recipient property key is 1 to 128 characters")
@@ -258,7 +260,9 @@ def check(predicate: Predicate, columns: dict[str, ColumnType]) -> Predicate:
     return _map(predicate, lambda column, value: _checked_value(column, value), columns)
 
 
-def bind(predicate: Predicate, columns: dict[str, ColumnType], properties: dict[str, str] | None) -> Predicate:
+def bind(
+    predicate: Predicate, columns: dict[str, ColumnType], properties: dict[str, str] | None
+) -> Predicate:
     """`predicate` (checked) with each recipient property replaced by its value as its column's
     type; `MissingProperty` when the recipient lacks one (or no recipient asks: `properties` None)."""
 

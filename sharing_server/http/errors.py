@@ -32,6 +32,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.errors import (
+    DerivationPending,
     RateLimited,
     ShareStoreError,
     StorageUnavailable,
@@ -127,8 +128,9 @@ def _path(request: Request) -> str:
 
 
 def retry_after(error: ShareStoreError) -> dict[str, str] | None:
-    """`Retry-After` for an error that says when to come back (`RateLimited`), at least 1 s."""
-    if not isinstance(error, RateLimited):
+    """`Retry-After` for an error that says when to come back (`RateLimited`, `DerivationPending`),
+    at least 1 s."""
+    if not isinstance(error, RateLimited | DerivationPending):
         return None
     return {"Retry-After": str(math.ceil(max(error.retry_after, 1)))}
 

@@ -1,0 +1,183 @@
+"""A derived file: the rows of one data file a restriction allows, in the columns it serves.
+
+The source is read a row group's batch at a time (`iter_batches`), its deleted
+rows (a deletion vector's positions) dropped first, then the row filter applied
+and the columns cut, and each batch written out as it comes: memory holds one
+batch and the output, never the source whole. The output keeps the source's
+column names, types and field ids, so a reader maps it as it maps the source;
+its statistics are computed from the rows written, for the delta format's
+`add` (and for recipients' own pruning).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from share_store.restrictions.arrow_filters import row_expression
+from share_store.restrictions.restriction import BoundRestriction
+
+#: Rows read at a time: bounds the memory a derivation holds of its source.
+BATCH_ROWS = 64 * 1024
+#: Delta's `_change_type` column of change data files, kept in derived change files.
+CHANGE_TYPE = "_change_type"
+#: What an update's two rows become once a row filter applies: the new row may fall
+#: outside the filter (the recipient sees its old row deleted), the old one may have
+#: been outside it (the recipient sees the new row inserted).
+UPDATE_LABELS = {"update_preimage": "delete", "update_postimage": "insert"}
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A derived file's bytes (None when no row is left) and its Delta statistics."""
+
+    content: bytes | None
+    num_records: int
+    stats: str
+
+
+def derive(
+    source: BinaryIO,
+    restriction: BoundRestriction,
+    constants: Mapping[str, Any],
+    deleted: set[int] | None = None,
+    change_file: bool = False,
+) -> Derived:
+    """The allowed rows and columns of the Parquet file `source`.
+
+    `constants`: the values (by schema name) of the partition columns the file does
+    not hold. `deleted`: positions of the source's deleted rows, dropped before the
+    filter. `change_file`: a change data file, whose `_change_type` is kept (and its
+    update labels made insert and delete where a row filter applies).
+    """
+    parquet = pq.ParquetFile(source)
+    file_schema = parquet.schema_arrow
+    kept = [
+        field.name
+        for field in file_schema
+        if _served(field.name, restriction) or (change_file and field.name == CHANGE_TYPE)
+    ]
+    out_schema = pa.schema([file_schema.field(name) for name in kept], metadata=file_schema.metadata)
+    expression = (
+        row_expression(restriction.predicate, restriction.table_columns, file_schema, constants)
+        if restriction.predicate is not None
+        else None
+    )
+    output = io.BytesIO()
+    stats = _Stats(out_schema, restriction)
+    start = 0
+    with pq.ParquetWriter(
+        output, out_schema, coerce_timestamps="us", allow_truncated_timestamps=True
+    ) as writer:
+        for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+            table = pa.Table.from_batches([batch], schema=file_schema)
+            if deleted:
+                positions = pa.array(range(start, start + batch.num_rows), type=pa.int64())
+                gone = pa.array(sorted(p for p in deleted if start <= p < start + batch.num_rows), pa.int64())
+                table = table.filter(pc.invert(pc.is_in(positions, value_set=gone)))
+            start += batch.num_rows
+            if expression is not None:
+                table = table.filter(expression)
+            table = table.select(kept)
+            if change_file and restriction.predicate is not None and CHANGE_TYPE in kept:
+                table = _relabelled(table)
+            if table.num_rows:
+                writer.write_table(table)
+                stats.add(table)
+    if stats.rows == 0:
+        return Derived(None, 0, stats.json())
+    return Derived(output.getvalue(), stats.rows, stats.json())
+
+
+def _served(physical: str, restriction: BoundRestriction) -> bool:
+    if restriction.columns is None:
+        return True
+    served = {restriction.table_columns[name.lower()].physical for name in restriction.columns}
+    return physical in served
+
+
+def _relabelled(table: pa.Table) -> pa.Table:
+    index = table.schema.get_field_index(CHANGE_TYPE)
+    labels = table.column(index).to_pylist()
+    relabelled = pa.array(
+        [UPDATE_LABELS.get(label, label) for label in labels], type=table.schema.field(index).type
+    )
+    return table.set_column(index, table.schema.field(index), relabelled)
+
+
+class _Stats:
+    """Delta statistics (numRecords, minValues, maxValues, nullCount) of the rows written."""
+
+    def __init__(self, schema: pa.Schema, restriction: BoundRestriction) -> None:
+        self.schema = schema
+        self.rows = 0
+        self.low: dict[str, Any] = {}
+        self.high: dict[str, Any] = {}
+        self.nulls: dict[str, int] = {}
+
+    def add(self, table: pa.Table) -> None:
+        self.rows += table.num_rows
+        for field in self.schema:
+            if field.name == CHANGE_TYPE:
+                continue
+            column = table.column(field.name)
+            if _is_leaf(field.type):
+                self.nulls[field.name] = self.nulls.get(field.name, 0) + column.null_count
+            if not _has_bounds(field.type) or column.null_count == len(column):
+                continue
+            found = pc.min_max(column)
+            low, high = found["min"].as_py(), found["max"].as_py()
+            if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
+                continue
+            if field.name not in self.low or low < self.low[field.name]:
+                self.low[field.name] = low
+            if field.name not in self.high or high > self.high[field.name]:
+                self.high[field.name] = high
+
+    def json(self) -> str:
+        body: dict[str, Any] = {"numRecords": self.rows}
+        if self.rows:
+            body["minValues"] = {name: _json_value(value, False) for name, value in self.low.items()}
+            body["maxValues"] = {name: _json_value(value, True) for name, value in self.high.items()}
+            body["nullCount"] = self.nulls
+        return json.dumps(body, separators=(",", ":"))
+
+
+def _is_leaf(kind: pa.DataType) -> bool:
+    return not (pa.types.is_struct(kind) or pa.types.is_list(kind) or pa.types.is_map(kind))
+
+
+def _has_bounds(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_date(kind)
+        or pa.types.is_timestamp(kind)
+    )
+
+
+def _json_value(value: Any, upper: bool) -> Any:
+    """A bound as Delta writes it: dates as ISO days, timestamps in milliseconds (an upper bound
+    rounded up, so that it still bounds), strings and numbers as they are."""
+    if isinstance(value, datetime):
+        truncated = value.replace(microsecond=value.microsecond // 1000 * 1000)
+        if upper and truncated != value:
+            truncated += timedelta(milliseconds=1)
+        text = truncated.isoformat(timespec="milliseconds")
+        return text.replace("+00:00", "Z") if value.tzinfo is not None else text
+    if isinstance(value, date):
+        return value.isoformat()
+    return value

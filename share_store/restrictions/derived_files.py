@@ -1,0 +1,122 @@
+"""Where a restricted table's derived files are kept: written once, found again by any replica.
+
+A derived file is named by what defines it (the source file, its deletion vector,
+the bound restriction's key), so replicas on one storage share them, a restart
+reuses them, and a new version of the table reuses every file it still holds.
+Beside each file a small JSON sidecar keeps its size and statistics, written after
+the file: where the sidecar is, the file is whole. A source file with no allowed
+row gets a sidecar and no file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from share_store.errors import UnsupportedOperation
+from share_store.restrictions.derivation import Derived
+from share_store.storage.base import ObjectStorage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DerivedFile:
+    """One derived file as the log names it: its URI (None: no row left), size and statistics."""
+
+    uri: str | None
+    bucket: str
+    key: str
+    size: int
+    num_records: int
+    stats: str
+
+
+def content_key(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode()
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+class DerivedFiles:
+    """One restricted table's folder of derived files in the cache."""
+
+    def __init__(
+        self, storage: ObjectStorage, bucket: str, prefix: str, uri: Callable[[str, str], str]
+    ) -> None:
+        self.storage = storage
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/"
+        self.uri = uri
+        self._known: dict[str, DerivedFile] = {}
+        #: Every (bucket, key) this process made or found: the only derived files signed.
+        self._locations: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def location(self, uri: str) -> tuple[str, str] | None:
+        """Bucket and key of a derived file by its URI, if it is one of this table's."""
+        with self._lock:
+            return self._locations.get(uri)
+
+    def holds(self, bucket: str, key: str) -> bool:
+        return bucket == self.bucket and key.startswith(self.prefix)
+
+    def find(self, name: str) -> DerivedFile | None:
+        """The derived file named `name`, if made before (here, by a replica, before a restart)."""
+        with self._lock:
+            found = self._known.get(name)
+        if found is not None:
+            return found
+        key = self._key(name)
+        try:
+            raw = self.storage.read(self.bucket, key + ".json")
+        except FileNotFoundError:
+            return None
+        except OSError as error:  # an unreadable cache costs a derivation, never an answer
+            log.warning("cannot read a derived file's sidecar: %s", type(error).__name__)
+            return None
+        try:
+            body = json.loads(raw)
+            made = self._remember(name, int(body["size"]), int(body["numRecords"]), str(body["stats"]))
+        except (ValueError, KeyError, TypeError):
+            log.warning("ignoring a damaged sidecar of a derived file")
+            return None
+        return made
+
+    def put(self, name: str, derived: Derived) -> DerivedFile:
+        """Write `derived` under `name` (unless a replica did), then its sidecar."""
+        key = self._key(name)
+        try:
+            if derived.content is not None:
+                self.storage.write(self.bucket, key + ".parquet", derived.content)
+            sidecar = {
+                "size": len(derived.content or b""),
+                "numRecords": derived.num_records,
+                "stats": derived.stats,
+            }
+            self.storage.write(self.bucket, key + ".json", json.dumps(sidecar).encode())
+        except OSError as error:
+            raise UnsupportedOperation(
+                f"the server cannot write a restricted table's derived files ({type(error).__name__}); "
+                "check the [iceberg] cache_bucket setting and the storage's permissions"
+            ) from error
+        return self._remember(name, len(derived.content or b""), derived.num_records, derived.stats)
+
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}{name[:2]}/{name}"
+
+    def _remember(self, name: str, size: int, records: int, stats: str) -> DerivedFile:
+        key = self._key(name) + ".parquet"
+        uri = self.uri(self.bucket, key) if records else None
+        made = DerivedFile(uri, self.bucket, key, size, records, stats)
+        with self._lock:
+            self._known[name] = made
+            if uri is not None:
+                self._locations[uri] = (self.bucket, key)
+        return made

@@ -1,0 +1,441 @@
+"""The door's reader of a restricted table: the rows and columns its restriction allows, exactly.
+
+`RestrictedReader` is a `TableReader` over the whole table's reader. Every
+snapshot and every commit it gives passes through one rule per file
+(`_file_action`): a file whose partition values and statistics prove that every
+row passes (and which holds no column cut, nor deleted rows) is served as it is,
+one proven to hold no allowed row is left out, and every other file is served as
+its derived file (`derivation.py`), kept in the cache (`derived_files.py`). The
+metadata lists only the served columns. So what a recipient can fetch by any URL
+it is given holds nothing outside its restriction, whatever it does with hints
+or deletion vectors.
+
+A version's derived files are made in the background: a request waits for them
+up to `answer_budget` seconds and is otherwise answered `DerivationPending` (503,
+`Retry-After`) while the work goes on; it never gets part of a version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from share_store.errors import DerivationPending
+from share_store.model import SharedTable
+from share_store.restrictions.column_types import read_partition_value
+from share_store.restrictions.derivation import derive
+from share_store.restrictions.derived_files import DerivedFile, DerivedFiles, content_key
+from share_store.restrictions.file_verdicts import file_facts, verdict
+from share_store.restrictions.restriction import BoundRestriction, bind
+from share_store.restrictions.row_filters import column_names
+from share_store.storage.base import ObjectStorage, UrlSigning
+from share_store.tables.active_files import FileSet
+from share_store.tables.commit_times import Commit
+from share_store.tables.reader import TableReader
+from share_store.tables.snapshot import TableSnapshot
+
+log = logging.getLogger(__name__)
+
+Action = dict[str, Any]
+
+#: How long a request waits for a version's derived files before it is told to come back.
+ANSWER_BUDGET_SECONDS = 20.0
+#: What `Retry-After` says meanwhile.
+RETRY_AFTER_SECONDS = 5.0
+#: Field metadata a restricted schema keeps: comments and column mapping. Generation
+#: expressions, identity columns and the like may name the columns cut.
+KEPT_FIELD_METADATA = ("comment", "delta.columnMapping.")
+#: Table configuration a restricted table does not show: constraints name columns and values.
+HIDDEN_CONFIGURATION = ("delta.constraints.", "delta.dataSkippingStatsColumns", "delta.enableDeletionVectors")
+#: The actions of a commit a restricted table serves; others (domain metadata, transactions)
+#: are the provider's.
+SERVED_ACTIONS = ("protocol", "metaData", "add", "remove", "cdc", "commitInfo")
+#: What a restricted table's commitInfo keeps: its time (an operation's parameters name rows).
+KEPT_COMMIT_INFO = ("timestamp", "inCommitTimestamp")
+#: Versions whose restricted snapshot a reader keeps beyond its whole table's snapshot cache.
+KEPT_VERSIONS = 8
+
+_builds = ThreadPoolExecutor(max_workers=2, thread_name_prefix="derive")
+
+
+class RestrictedReader:
+    """A restricted table's reader for one bound audience (see the module's docstring)."""
+
+    def __init__(
+        self,
+        table: SharedTable,
+        inner: TableReader,
+        files: DerivedFiles,
+        partitions_in_files: bool,
+        answer_budget: float = ANSWER_BUDGET_SECONDS,
+    ) -> None:
+        assert table.restriction is not None and table.audience is not None
+        self.table = table
+        self.inner = inner
+        self.files = files
+        #: Whether data files hold their partition columns (Iceberg's do; Delta's do not).
+        self.partitions_in_files = partitions_in_files
+        self.answer_budget = answer_budget
+        self._lock = threading.Lock()
+        self._builds: dict[tuple[int, str], Future[TableSnapshot]] = {}
+        self._built: OrderedDict[tuple[int, str], TableSnapshot] = OrderedDict()
+        self._bound: dict[str, BoundRestriction] = {}
+
+    # -- what passes through ----------------------------------------------------------------
+
+    @property
+    def storage(self) -> ObjectStorage:
+        return self.inner.storage
+
+    @property
+    def holds_snapshot(self) -> bool:
+        return self.inner.holds_snapshot
+
+    def listing(self) -> Any:
+        return self.inner.listing()
+
+    def commits(self, listing: Any, snapshot: TableSnapshot | None = None) -> list[Commit]:
+        whole = None if snapshot is None else self._whole(snapshot, listing)
+        return self.inner.commits(listing, whole)
+
+    def locate(self, path: str) -> tuple[str, str]:
+        found = self.files.location(path)
+        return found if found is not None else self.inner.locate(path)
+
+    def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
+        return self.inner.locate_dv(descriptor)
+
+    def url_signer(self, now: float) -> UrlSigning:
+        whole = self.inner.url_signer(now)
+        derived = self.files.storage.url_signer(now)
+
+        def sign(bucket: str, key: str) -> tuple[str, int]:
+            return derived(bucket, key) if self.files.holds(bucket, key) else whole(bucket, key)
+
+        return sign
+
+    def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
+        return self.inner.check_files_exist(self._whole(snapshot), with_dvs, ahead)
+
+    def check_exist(self, locations: list[tuple[str, str]]) -> None:
+        self.inner.check_exist([where for where in locations if not self.files.holds(*where)])
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def snapshot(self, version: int | None = None, listing: Any = None) -> TableSnapshot:
+        return self._restricted(self.inner.snapshot(version, listing))
+
+    def head(self, listing: Any = None) -> TableSnapshot:
+        # The head lines carry the restricted table's size and file count: its files are needed.
+        return self.snapshot(listing=listing)
+
+    def built(self, snapshot: TableSnapshot) -> TableSnapshot:
+        return snapshot
+
+    def planned(self, snapshot: TableSnapshot, hint: dict[str, Any]) -> TableSnapshot:
+        # The whole table's planning prunes its own files; the restricted ones' statistics are
+        # their own, which the protocol side's hint filter reads.
+        return snapshot
+
+    def for_parquet(self, snapshot: TableSnapshot) -> TableSnapshot:
+        # A restricted snapshot has no deletion vector: every file with one is derived.
+        return snapshot
+
+    def _whole(self, snapshot: TableSnapshot, listing: Any = None) -> TableSnapshot:
+        found = snapshot.memo.get("whole")
+        return found if found is not None else self.inner.snapshot(snapshot.version, listing)
+
+    def _restricted(self, whole: TableSnapshot) -> TableSnapshot:
+        bound = self.bound(whole.metadata)
+        key = (whole.version, bound.key)
+        with self._lock:
+            done = self._built.get(key)
+            if done is not None:
+                self._built.move_to_end(key)
+                return done
+            future = self._builds.get(key)
+            if future is None:
+                future = _builds.submit(self._build, whole, bound)
+                self._builds[key] = future
+        try:
+            restricted = future.result(timeout=self.answer_budget)
+        except FutureTimeout:
+            raise DerivationPending(
+                f"the restricted table {self.table.schema}.{self.table.name} is being prepared for this "
+                f"recipient (version {whole.version}); retry in a few seconds",
+                RETRY_AFTER_SECONDS,
+            ) from None
+        except Exception:
+            with self._lock:
+                if self._builds.get(key) is future:
+                    del self._builds[key]  # a failed build is tried again by the next request
+            raise
+        with self._lock:
+            self._builds.pop(key, None)
+            self._built[key] = restricted
+            while len(self._built) > KEPT_VERSIONS:
+                self._built.popitem(last=False)
+        return restricted
+
+    def _build(self, whole: TableSnapshot, bound: BoundRestriction) -> TableSnapshot:
+        columns = whole.partition_columns
+        adds = []
+        for add in whole.adds:
+            served = self._file_action(add, bound, columns, "add")
+            if served is not None:
+                adds.append(served)
+        restricted = dataclasses.replace(
+            whole,
+            protocol=_without_deletion_vectors(whole.protocol),
+            metadata=restricted_metadata(whole.metadata, bound),
+            adds=FileSet(adds),
+        )
+        restricted.memo["whole"] = whole
+        return restricted
+
+    def bound(self, metadata: dict[str, Any]) -> BoundRestriction:
+        """The restriction bound for this reader's audience against one version's schema."""
+        schema = metadata["schemaString"]
+        with self._lock:
+            found = self._bound.get(schema)
+        if found is None:
+            assert self.table.restriction is not None and self.table.audience is not None
+            found = bind(self.table.restriction, schema, self.table.audience)
+            with self._lock:
+                self._bound[schema] = found
+        return found
+
+    # -- commits -----------------------------------------------------------------------------------
+
+    def commit(self, listing: Any, version: int) -> list[Action]:
+        return self._actions(self.inner.commit(listing, version), listing, version)
+
+    def parquet_commit(self, listing: Any, version: int) -> list[Action]:
+        return self._actions(self.inner.parquet_commit(listing, version), listing, version)
+
+    def _actions(self, actions: list[Action], listing: Any, version: int) -> list[Action]:
+        """One version's actions as the restriction allows them (bound against its schema)."""
+        metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
+        if metadata is None:
+            metadata = self.inner.snapshot(version, listing).metadata
+        bound = self.bound(metadata)
+        columns = list(metadata.get("partitionColumns") or [])
+        earlier = _Earlier(self.inner, listing, version)
+        served: list[Action] = []
+        for action in actions:
+            kind = next(iter(action), None)
+            if kind not in SERVED_ACTIONS:
+                continue
+            body = action[kind]
+            if kind == "protocol":
+                served.append({"protocol": _without_deletion_vectors(body)})
+            elif kind == "metaData":
+                served.append({"metaData": restricted_metadata(body, bound)})
+            elif kind == "commitInfo":
+                served.append({"commitInfo": {k: v for k, v in body.items() if k in KEPT_COMMIT_INFO}})
+            else:
+                if kind == "remove" and not body.get("stats"):
+                    body = body | {"stats": earlier.stats(body["path"])}
+                made = self._file_action(body, bound, columns, kind)
+                if made is not None:
+                    served.append({kind: made})
+        return served
+
+    # -- one file -----------------------------------------------------------------------------------
+
+    def _file_action(
+        self, action: Action, bound: BoundRestriction, partition_columns: list[str], kind: str
+    ) -> Action | None:
+        """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived."""
+        values = action.get("partitionValues") or {}
+        served_values = _served_partition_values(values, bound, partition_columns)
+        if kind != "cdc":
+            names = column_names(bound.predicate) if bound.predicate is not None else set()
+            stats = _stats(action)
+            facts = file_facts(bound.table_columns, partition_columns, values, stats, names)
+            found = verdict(bound.predicate, facts)
+            if found == "none":
+                return None
+            if (
+                found == "all"
+                and not action.get("deletionVector")
+                and not self._cuts_file(bound, partition_columns)
+            ):
+                return action | {"partitionValues": served_values} if served_values != values else action
+        derived = self._derived(action, bound, partition_columns, kind == "cdc")
+        if derived.uri is None:
+            return None
+        made: Action = {
+            key: value
+            for key, value in action.items()
+            if key not in ("deletionVector", "stats", "tags", "baseRowId", "defaultRowCommitVersion")
+        }
+        made.update(path=derived.uri, size=derived.size, partitionValues=served_values)
+        if kind == "add":
+            made["stats"] = derived.stats
+        return made
+
+    def _cuts_file(self, bound: BoundRestriction, partition_columns: list[str]) -> bool:
+        """Whether the columns cut include one the table's data files hold."""
+        if bound.columns is None:
+            return False
+        cut = {c.name for c in bound.table_columns.values()} - set(bound.columns)
+        if self.partitions_in_files:
+            return bool(cut)
+        partitioned = {name.lower() for name in partition_columns}
+        return any(name.lower() not in partitioned for name in cut)
+
+    def _derived(
+        self, action: Action, bound: BoundRestriction, partition_columns: list[str], change_file: bool
+    ) -> DerivedFile:
+        descriptor = action.get("deletionVector")
+        name = content_key(
+            "restricted-1",
+            action["path"],
+            json.dumps(descriptor, sort_keys=True) if descriptor else "",
+            bound.key,
+            "cdc" if change_file else "data",
+        )
+        found = self.files.find(name)
+        if found is not None:
+            return found
+        deleted = self._deleted(descriptor) if descriptor else None
+        constants = {}
+        by_physical = {c.physical: c for c in bound.table_columns.values()}
+        for physical, raw in (action.get("partitionValues") or {}).items():
+            column = by_physical.get(physical) or bound.table_columns.get(physical.lower())
+            if column is not None:
+                try:
+                    constants[column.name] = read_partition_value(column, raw)
+                except ValueError:
+                    constants[column.name] = None
+        source = self.inner.storage.open(*self.inner.locate(action["path"]))
+        try:
+            derived = derive(source, bound, constants, deleted, change_file)
+        finally:
+            source.close()
+        return self.files.put(name, derived)
+
+    def _deleted(self, descriptor: dict[str, Any]) -> set[int]:
+        from share_store.iceberg.deletes import positions
+        from share_store.iceberg.derived import vector_payload
+
+        location = self.inner.locate_dv(descriptor)
+        content = self.inner.storage.read(*location) if location is not None else None
+        return set(positions(vector_payload(descriptor, content)))
+
+
+class _Earlier:
+    """The statistics of files a version removes, from the version before (removes carry none)."""
+
+    def __init__(self, inner: TableReader, listing: Any, version: int) -> None:
+        self.inner, self.listing, self.version = inner, listing, version
+        self._stats: dict[str, str | None] | None = None
+
+    def stats(self, path: str) -> str | None:
+        if self._stats is None:
+            self._stats = {}
+            if self.version > 0:
+                try:
+                    before = self.inner.snapshot(self.version - 1, self.listing)
+                    self._stats = {add["path"]: add.get("stats") for add in before.adds}
+                except Exception:  # noqa: BLE001 - no earlier version readable: the file is derived
+                    log.info("no statistics for the removes of version %s", self.version)
+        return self._stats.get(path)
+
+
+def _stats(action: Action) -> dict[str, Any]:
+    raw = action.get("stats")
+    if not raw:
+        return {}
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _served_partition_values(
+    values: dict[str, Any], bound: BoundRestriction, partition_columns: list[str]
+) -> dict[str, Any]:
+    if bound.columns is None:
+        return values
+    served_physical = {bound.table_columns[name.lower()].physical for name in bound.columns}
+    served_physical |= set(bound.columns)
+    return {key: value for key, value in values.items() if key in served_physical}
+
+
+def _without_deletion_vectors(protocol: dict[str, Any]) -> dict[str, Any]:
+    """The protocol less the deletion-vector feature: no served file has a vector."""
+    found = dict(protocol)
+    for key in ("readerFeatures", "writerFeatures"):
+        if found.get(key) is not None:
+            found[key] = [feature for feature in found[key] if feature != "deletionVectors"]
+    return found
+
+
+def restricted_metadata(metadata: dict[str, Any], bound: BoundRestriction) -> dict[str, Any]:
+    """A `metaData` action as a restricted table shows it: served columns only, nothing naming
+    the others (field metadata, constraints), no deletion vectors."""
+    schema = json.loads(metadata["schemaString"])
+    fields = []
+    for field in schema.get("fields", []):
+        if not bound.serves(field["name"]):
+            continue
+        kept = {
+            key: value
+            for key, value in (field.get("metadata") or {}).items()
+            if key == "comment" or key.startswith("delta.columnMapping.")
+        }
+        fields.append(field | {"metadata": kept})
+    schema["fields"] = fields
+    served = {field["name"].lower() for field in fields}
+    configuration = {
+        key: value
+        for key, value in (metadata.get("configuration") or {}).items()
+        if not key.startswith(HIDDEN_CONFIGURATION)
+    }
+    return metadata | {
+        "schemaString": json.dumps(schema, separators=(",", ":")),
+        "partitionColumns": [c for c in metadata.get("partitionColumns") or [] if c.lower() in served],
+        "configuration": configuration,
+    }
+
+
+# -- made by the door -------------------------------------------------------------------------
+
+
+def derived_files_of(
+    table: SharedTable,
+    inner: TableReader,
+    storage: ObjectStorage,
+    cache_bucket: str | None,
+    cache_prefix: str,
+    uri: Callable[[str, str], str],
+) -> DerivedFiles:
+    """The folder of `table`'s derived files, written with the server's configured `storage`
+    (vended keys are commonly read-only): in the cache bucket, else the bucket of the table's
+    data, under a folder of the table's own, so that no two tables' files meet."""
+    import hashlib
+
+    bucket = cache_bucket or _data_bucket(table, inner)
+    identity = hashlib.sha256(f"{table.id}\0{table.bucket}\0{table.path}".encode()).hexdigest()[:24]
+    prefix = f"{cache_prefix.strip('/')}/restricted/{identity}/"
+    return DerivedFiles(storage, bucket, prefix, uri)
+
+
+def _data_bucket(table: SharedTable, inner: TableReader) -> str:
+    """A Delta table's bucket; an Iceberg table's is its first data file's (a warehouse's name is
+    not a bucket). A table with no file yet derives none: its own bucket name stands."""
+    if not table.is_iceberg:
+        return table.bucket
+    for add in inner.snapshot().adds:
+        return inner.locate(add["path"])[0]
+    return table.bucket
