@@ -61,6 +61,7 @@ from share_store.storage.base import ObjectStorage
 from share_store.storage.s3 import S3Settings
 from share_store.storage.store_signer import store_signer
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys
+from share_store.storage.table_keys import scoped_signer
 from share_store.storage.table_location import TableLocation
 
 SETTING = "[warehouses] access_delegation"
@@ -283,13 +284,10 @@ class DataAccess:
         whose session policy is the grant's location, read-only for a read, so that the store, not
         only the checks above, bounds what a signature reaches; else the server's own keys."""
         signer, _, store = self._s3()
-        if not self.vends:
-            return signer
-        assert self.vendor is not None
         scope = granted.vending_scope(not reads)
         # One session per table and kind of right, so the store's audit names what signed.
         session = f"signer-{'r' if reads else 'w'}-{table.warehouse[:16]}-{table.name[:32]}"
-        return self.vendor.vend(store, scope, session, None).signer(store.region)
+        return scoped_signer(signer, self.vendor if self.vends else None, store, scope, session)
 
     def _rights(self, who: Principal, table: TableName) -> DataRights:
         rights = DataRights.of(who, table)

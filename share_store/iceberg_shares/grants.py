@@ -32,6 +32,7 @@ from share_store.signing.vended_scope import VendingScope, narrowest, prefixes_o
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.store_signer import store_signer
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys, VendingRefused
+from share_store.storage.table_keys import scoped_signer
 
 #: How long a table's readable files are trusted, and how soon a miss may look again.
 GRANT_SECONDS = 30.0
@@ -187,10 +188,7 @@ class IcebergGrants:
         """What signs a recipient's read: with vending on (the store has STS), keys from
         `AssumeRole` whose session policy is the table's prefixes, so that the store bounds what a
         signature reaches as well as `ReadableFiles` does; else the store's own keys."""
-        if not self.vends:
-            return grant.signer
-        assert self.vendor is not None
         # The table's prefixes, not the grant's exact files: a new snapshot needs no new keys.
         scope = VendingScope(grant.prefixes or grant.readable.bucket_prefixes)
-        keys = self.vendor.vend(grant.store, scope, f"signer-{table.id[:48]}", None)
-        return keys.signer(grant.store.region)
+        vendor = self.vendor if self.vends else None
+        return scoped_signer(grant.signer, vendor, grant.store, scope, f"signer-{table.id[:48]}")

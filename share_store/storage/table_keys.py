@@ -8,6 +8,9 @@ confinement checks (`TableLocation.confine`) then reaches no object outside the 
 refuses it. The storage is kept while its keys have more than half their life left, so a run of
 deletes costs one STS call. Without STS (local storage, a store without it), the server's storage,
 bounded by the checks alone.
+
+`scoped_signer` is the same decision for the two remote signers (the recipients' grants, the
+writers' catalog): the store's own signer, or one whose keys are vended for the table's scope.
 """
 
 from __future__ import annotations
@@ -16,12 +19,29 @@ import dataclasses
 import threading
 import time
 
+from share_store.signing.request_signing import HeaderSigner
+from share_store.signing.vended_scope import VendingScope
 from share_store.storage.base import ObjectStorage
-from share_store.storage.s3 import S3Storage
+from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.sts_vending import CredentialVendor
 from share_store.storage.table_location import TableLocation
 
 MAX_KEPT = 256
+
+
+def scoped_signer(
+    own: HeaderSigner,
+    vendor: CredentialVendor | None,
+    store: S3Settings,
+    scope: VendingScope,
+    session: str,
+) -> HeaderSigner:
+    """What signs an engine's request for a table: with a vendor (vending on, the store has STS),
+    keys from `AssumeRole` whose session policy is `scope`, so that the store, not only the
+    server's checks, bounds what a signature reaches; without one, the store's `own` signer."""
+    if vendor is None:
+        return own
+    return vendor.vend(store, scope, session, None).signer(store.region)
 
 
 class TableKeys:
