@@ -8,6 +8,7 @@ columns through `columns`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, overload
@@ -16,6 +17,7 @@ from sqlalchemy import Table
 from sqlalchemy.engine import Row
 
 from share_store.model import OAuthClient, Share, SharedTable, Token
+from share_store.restrictions.restriction import Audience, TableRestriction
 
 # Keyed by column name (SQLAlchemy's RowMapping also takes Column objects).
 Fields = Mapping[Any, Any]
@@ -46,7 +48,9 @@ def share_from(fields: Fields) -> Share:
     return Share(id=fields["id"], name=fields["name"], created_at=utc(fields["created_at"]))
 
 
-def table_from(fields: Fields, share: str) -> SharedTable:
+def table_from(fields: Fields, share: str, audience: Audience | None = None) -> SharedTable:
+    """A shared table; `audience` only where a recipient's (or a share's own) token authorized it,
+    so that no table read for a provider or listed by the admin carries one."""
     return SharedTable(
         id=fields["id"],
         share=share,
@@ -57,7 +61,21 @@ def table_from(fields: Fields, share: str) -> SharedTable:
         path=fields["path"],
         history_shared=fields["history_shared"],
         created_at=utc(fields["created_at"]),
+        restriction=TableRestriction.from_json(fields.get("restriction")),
+        audience=audience,
     )
+
+
+def properties_from(text: str | None) -> dict[str, str]:
+    """A recipient's properties as stored (a JSON object, or NULL for none)."""
+    return {str(key): str(value) for key, value in json.loads(text).items()} if text else {}
+
+
+def audience_from(recipient_name: str | None, properties: str | None) -> Audience:
+    """Who a token reads for: its named recipient with the properties, or a share's own token."""
+    if recipient_name is None:
+        return Audience(None, {})
+    return Audience(recipient_name, properties_from(properties))
 
 
 def token_from(fields: Fields) -> Token:

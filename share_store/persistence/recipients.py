@@ -5,11 +5,15 @@ share granted to it, as the Delta Sharing protocol lets a token list several
 shares; granting or revoking a share changes what the token opens at once.
 Per-share tokens are unchanged. An activation link serves a new token's profile
 once: the profile is sealed with the server key until then, and cleared when used.
+A recipient's properties are what a restricted table's row filter reads of it
+(`CURRENT_RECIPIENT('key')`), kept as one JSON object.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, insert, select, update
@@ -19,7 +23,7 @@ from share_store.authentication.tokens import hash_secret, new_token_id
 from share_store.errors import AdminConflict, AdminError, NotFound
 from share_store.model import Recipient, Share, Token
 from share_store.persistence.credentials import insert_token, revoke_where, tokens_where
-from share_store.persistence.mappers import Fields, share_from, utc, utc_now
+from share_store.persistence.mappers import Fields, properties_from, share_from, utc, utc_now
 from share_store.persistence.shares import share_row
 from share_store.persistence.sql_schema import (
     activations_table,
@@ -31,6 +35,33 @@ from share_store.persistence.sql_schema import (
 
 #: Like share names: letters, digits, '-', '_' and '.', at most 128.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: A property's key: what `CURRENT_RECIPIENT('key')` names.
+PROPERTY_KEY = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+MAX_PROPERTY_VALUE = 1024
+MAX_PROPERTIES = 50
+
+
+def check_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """`properties` as kept, or `AdminError` naming the first key or value that cannot be."""
+    for key, value in properties.items():
+        if not isinstance(key, str) or not PROPERTY_KEY.fullmatch(key):
+            shown = key[:64] + "..." if isinstance(key, str) and len(key) > 64 else key
+            raise AdminError(f"invalid property key {shown!r}: 1-128 letters, digits, '_', '-' and '.'")
+        if not isinstance(value, str):
+            raise AdminError(f"property {key!r}: its value must be a string")
+        if len(value) > MAX_PROPERTY_VALUE:
+            raise AdminError(
+                f"property {key!r}: its value is {len(value)} characters; at most {MAX_PROPERTY_VALUE}"
+            )
+        if any((ord(char) < 32 and char != "\t") or 0xD800 <= ord(char) <= 0xDFFF for char in value):
+            raise AdminError(f"property {key!r}: its value holds a control character or a lone surrogate")
+    if len(properties) > MAX_PROPERTIES:
+        raise AdminError(f"a recipient has at most {MAX_PROPERTIES} properties ({len(properties)} given)")
+    return dict(properties)
+
+
+def _properties_text(properties: Mapping[str, str]) -> str | None:
+    return json.dumps(dict(sorted(properties.items()))) if properties else None
 
 
 def _recipient_row(conn: Connection, name: str) -> Fields:
@@ -51,23 +82,52 @@ def _recipient(conn: Connection, row: Fields) -> Recipient:
         .where(recipient_shares_table.c.recipient_id == row["id"])
         .order_by(shares_table.c.name_key)
     ).scalars()
-    return Recipient(row["id"], row["name"], utc(row["created_at"]), tuple(shares))
+    properties = properties_from(row.get("properties"))
+    return Recipient(row["id"], row["name"], utc(row["created_at"]), tuple(shares), properties)
 
 
-def create_recipient(conn: Connection, name: str) -> Recipient:
+def create_recipient(conn: Connection, name: str, properties: Mapping[str, str] | None = None) -> Recipient:
     if not NAME.fullmatch(name):
         raise AdminError(f"invalid recipient name {name!r}: letters, digits, '-', '_' and '.', at most 128")
+    checked = check_properties(properties or {})
     taken = select(recipients_table.c.id).where(recipients_table.c.name_key == name.lower())
     if conn.execute(taken).first() is not None:
         raise AdminConflict(f"recipient '{name}' already exists")
-    recipient = Recipient(new_token_id(), name, utc_now())
+    recipient = Recipient(new_token_id(), name, utc_now(), properties=checked)
     # The unique name_key settles a race between two creations.
     conn.execute(
         insert(recipients_table).values(
-            id=recipient.id, name=name, name_key=name.lower(), created_at=recipient.created_at
+            id=recipient.id,
+            name=name,
+            name_key=name.lower(),
+            created_at=recipient.created_at,
+            properties=_properties_text(checked),
         )
     )
     return recipient
+
+
+def update_properties(
+    conn: Connection, name: str, given: Mapping[str, str], unset: Iterable[str]
+) -> Recipient:
+    """Set `given` and remove `unset` of a recipient's properties, all checked before any is kept;
+    removing a key the recipient lacks is an error, so that a typo is not taken for done."""
+    row = _recipient_row(conn, name)
+    properties = properties_from(row["properties"])
+    removed = list(unset)
+    for key in removed:
+        if key in given:
+            raise AdminError(f"property {key!r} is both set and unset")
+        if key not in properties:
+            raise AdminError(f"recipient '{row['name']}' has no property {key!r} to unset")
+        del properties[key]
+    checked = check_properties({**properties, **given})
+    conn.execute(
+        update(recipients_table)
+        .where(recipients_table.c.id == row["id"])
+        .values(properties=_properties_text(checked))
+    )
+    return _recipient(conn, {**row, "properties": _properties_text(checked)})
 
 
 def list_recipients(conn: Connection) -> list[Recipient]:
@@ -82,7 +142,13 @@ def list_recipients(conn: Connection) -> list[Recipient]:
     for recipient_id, share in conn.execute(query):
         granted.setdefault(recipient_id, []).append(share)
     return [
-        Recipient(row["id"], row["name"], utc(row["created_at"]), tuple(granted.get(row["id"], ())))
+        Recipient(
+            row["id"],
+            row["name"],
+            utc(row["created_at"]),
+            tuple(granted.get(row["id"], ())),
+            properties_from(row["properties"]),
+        )
         for row in rows
     ]
 

@@ -23,6 +23,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    update,
 )
 from sqlalchemy.engine import Connection
 
@@ -32,6 +33,7 @@ from share_store.persistence.mappers import share_from, table_from, utc_now
 from share_store.persistence.snapshot_summaries import forget_summaries
 from share_store.persistence.snapshot_versions import forget_tables
 from share_store.persistence.sql_schema import shares_table, tables_table
+from share_store.restrictions.restriction import Audience, TableRestriction
 
 
 def share_row(conn: Connection, name: str) -> RowMapping:
@@ -92,14 +94,17 @@ def list_schemas(conn: Connection, share: str | Share) -> list[str]:
     return list(names.values())
 
 
-def list_tables(conn: Connection, share: str | Share, schema: str | None = None) -> list[SharedTable]:
-    """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
+def list_tables(
+    conn: Connection, share: str | Share, schema: str | None = None, audience: Audience | None = None
+) -> list[SharedTable]:
+    """Tables of a share, or of one schema of it (404 if that schema is unknown); `audience` is who
+    they are read for, given only where a token authorized them (a share token at /iceberg)."""
     share_id, share_name = _share_key(conn, share)
     query = select(tables_table).where(tables_table.c.share_id == share_id)
     if schema is not None:
         query = query.where(tables_table.c.schema_key == schema.lower())
     rows = conn.execute(query.order_by(tables_table.c.schema_key, tables_table.c.name_key)).mappings()
-    tables = [table_from(row, share_name) for row in rows]
+    tables = [table_from(row, share_name, audience) for row in rows]
     if schema is not None and not tables:
         raise NotFound(f"schema '{schema}' not found")
     return tables
@@ -165,7 +170,10 @@ def all_tables(conn: Connection) -> list[SharedTable]:
     return [table_from(row, row["share_name"]) for row in conn.execute(query).mappings()]
 
 
-def get_table(conn: Connection, share: str, schema: str, name: str) -> SharedTable:
+def get_table(
+    conn: Connection, share: str, schema: str, name: str, audience: Audience | None = None
+) -> SharedTable:
+    """One table of a share; `audience` as for `list_tables`."""
     found = share_row(conn, share)
     row = (
         conn.execute(
@@ -180,7 +188,7 @@ def get_table(conn: Connection, share: str, schema: str, name: str) -> SharedTab
     )
     if row is None:
         raise table_not_found(share, schema, name)
-    return table_from(row, found["name"])
+    return table_from(row, found["name"], audience)
 
 
 # -- admin changes -------------------------------------------------------------
@@ -222,6 +230,17 @@ def update_share(
         forget_summaries(conn, [row.id])
         conn.execute(delete(tables_table).where(tables_table.c.id == row.id))
     _add_tables(conn, found["id"], add, history_shared)
+
+
+def set_restriction(
+    conn: Connection, share: str, schema: str, name: str, restriction: TableRestriction | None
+) -> SharedTable:
+    """Keep `restriction` as the table's (None: the table is shared whole again); the table as it
+    is now. The restriction is checked against the table by the caller (`check_restriction`)."""
+    table = get_table(conn, share, schema, name)
+    text = restriction.to_json() if restriction is not None else None
+    conn.execute(update(tables_table).where(tables_table.c.id == table.id).values(restriction=text))
+    return SharedTable(**{**table.__dict__, "restriction": restriction})
 
 
 def delete_share(conn: Connection, share_id: str) -> None:

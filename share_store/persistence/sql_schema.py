@@ -48,6 +48,8 @@ tables_table = Table(
     Column("path", String(1024), nullable=False),
     Column("history_shared", Boolean, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # JSON of `TableRestriction.to_json` (revision 0013): the rows and columns served; NULL: all.
+    Column("restriction", Text),
     UniqueConstraint("share_id", "schema_key", "name_key"),
 )
 
@@ -76,6 +78,8 @@ recipients_table = Table(
     Column("name", String(128), nullable=False),
     Column("name_key", String(128), nullable=False, unique=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # JSON object of str to str (revision 0013): what `CURRENT_RECIPIENT('key')` reads; NULL: none.
+    Column("properties", Text),
 )
 
 recipient_shares_table = Table(
@@ -170,6 +174,8 @@ admin_events_table = Table(
     Column("status", Integer, nullable=False),
     #: "failed" or "throttled" for a wrong admin token; None for a change.
     Column("sign_in", String(16)),
+    #: What the change set where its path does not say it (revision 0013: a restriction's text).
+    Column("detail", Text),
 )
 
 #: `activity_events` summed per UTC day and (token, share, schema, table, version), kept as events

@@ -41,6 +41,7 @@ from share_store.persistence.mappers import utc_now
 from share_store.persistence.share_listing import ShareCounts
 from share_store.persistence.token_lookup import OnToken
 from share_store.persistence.transactions import Transactions
+from share_store.restrictions.restriction import Audience, TableRestriction
 from share_store.tables.summaries import SnapshotSummary
 
 P = ParamSpec("P")
@@ -97,16 +98,25 @@ class ShareStore:
         """Schema names of a share, by name or as already read (one SELECT fewer)."""
         return self._read(shares.list_schemas, share)
 
-    def list_tables(self, share: str | Share, schema: str | None = None) -> list[SharedTable]:
-        """Tables of a share, or of one schema of it (404 if that schema is unknown)."""
-        return self._read(shares.list_tables, share, schema)
+    def list_tables(
+        self, share: str | Share, schema: str | None = None, audience: Audience | None = None
+    ) -> list[SharedTable]:
+        """Tables of a share, or of one schema of it (404 if that schema is unknown); with the
+        `audience` a token authorized them for (a share token at /iceberg: `Audience()`)."""
+        return self._read(shares.list_tables, share, schema, audience)
 
     def all_tables(self) -> list[SharedTable]:
         """Every shared table of every share."""
         return self._read(shares.all_tables)
 
-    def get_table(self, share: str, schema: str, name: str) -> SharedTable:
-        return self._read(shares.get_table, share, schema, name)
+    def get_table(self, share: str, schema: str, name: str, audience: Audience | None = None) -> SharedTable:
+        return self._read(shares.get_table, share, schema, name, audience)
+
+    def set_restriction(
+        self, share: str, schema: str, name: str, restriction: TableRestriction | None
+    ) -> SharedTable:
+        """Restrict a shared table (None: share it whole again), in one transaction."""
+        return self._change(shares.set_restriction, share, schema, name, restriction)
 
     def create_share(self, name: str, specs: Iterable[TableSpec] = (), history_shared: bool = True) -> Share:
         return self._change(shares.create_share, name, specs, history_shared)
@@ -182,8 +192,12 @@ class ShareStore:
 
     # -- named recipients --------------------------------------------------------
 
-    def create_recipient(self, name: str) -> Recipient:
-        return self._change(recipients.create_recipient, name)
+    def create_recipient(self, name: str, properties: dict[str, str] | None = None) -> Recipient:
+        return self._change(recipients.create_recipient, name, properties)
+
+    def update_recipient_properties(self, name: str, given: dict[str, str], unset: list[str]) -> Recipient:
+        """Set and unset a recipient's properties: all or none."""
+        return self._change(recipients.update_properties, name, given, unset)
 
     def list_recipients(self) -> list[Recipient]:
         return self._read(recipients.list_recipients)

@@ -5,7 +5,10 @@ table too. Joining tokens → shares → shared_tables answers all of it in one
 round trip. The joins are outer so that the answers recipients must tell
 apart stay apart: a bad secret is 401; a share that does not exist and a share
 that is not the token's are the same 404, so that a token cannot probe share
-names; a table not in the share is the 404 `get_table` gives.
+names; a table not in the share is the 404 `get_table` gives. A table's lookup
+joins the token's named recipient too, in the same SELECT, so that the table
+comes back with its audience (who it is read for: a restricted table's filter
+reads the recipient's properties), never a second round trip.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from share_store.authentication.tokens import hash_secret
 from share_store.errors import NotFound
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence.credentials import active_token
-from share_store.persistence.mappers import columns, share_from, table_from
+from share_store.persistence.mappers import audience_from, columns, share_from, table_from
 from share_store.persistence.shares import table_not_found
 from share_store.persistence.sql_schema import (
     recipient_shares_table,
+    recipients_table,
     shares_table,
     tables_table,
     tokens_table,
@@ -55,7 +59,15 @@ def _query(with_table: bool) -> Select:
             tables_table.c.schema_key == bindparam("schema_key"),
             tables_table.c.name_key == bindparam("table_key"),
         )
-        query = query.add_columns(tables_table).outerjoin(tables_table, table_join)
+        query = (
+            query.add_columns(
+                tables_table,
+                recipients_table.c.name.label("recipient_name"),
+                recipients_table.c.properties.label("recipient_properties"),
+            )
+            .outerjoin(tables_table, table_join)
+            .outerjoin(recipients_table, recipients_table.c.id == tokens_table.c.recipient_id)
+        )
     return query.where(tokens_table.c.secret_hash == bindparam("digest"))
 
 
@@ -96,9 +108,12 @@ def authorized_share(
 def authorized_table(
     conn: Connection, secret: str, share: str, schema: str, table: str, on_token: OnToken | None = None
 ) -> tuple[Token, SharedTable]:
-    """The active token holding `secret` and the table `share/schema/table`, if in the token's share."""
+    """The active token holding `secret` and the table `share/schema/table`, if in the token's share,
+    with its audience: the token's named recipient and its properties, or a share's own token's."""
     row, token, found = _lookup(conn, secret, share, on_token, (schema, table))
     fields = columns(row, tables_table)
     if fields["id"] is None:
         raise table_not_found(share, schema, table)
-    return token, table_from(fields, found.name)
+    mapping = row._mapping
+    audience = audience_from(mapping["recipient_name"], mapping["recipient_properties"])
+    return token, table_from(fields, found.name, audience)
