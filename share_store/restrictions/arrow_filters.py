@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from share_store.restrictions.column_types import ColumnType
+from share_store.restrictions.column_types import DECIMAL, ColumnType
 from share_store.restrictions.row_filters import (
     And,
     Between,
@@ -28,6 +28,19 @@ from share_store.restrictions.row_filters import (
     Or,
     Predicate,
 )
+
+
+def _arrow_type(column: ColumnType) -> pa.DataType:
+    """The Arrow type of a column the file does not hold (a partition value, or null)."""
+    kinds: dict[str, pa.DataType] = {
+        "integer": pa.int64(), "float": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
+        "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"),
+    }  # fmt: skip
+    if column.kind == "decimal":
+        match = DECIMAL.fullmatch(str(column.delta_type))
+        assert match is not None
+        return pa.decimal128(int(match.group(1)), int(match.group(2)))
+    return kinds.get(column.kind, pa.null())
 
 
 def row_expression(
@@ -45,8 +58,12 @@ def row_expression(
         index = file_schema.get_field_index(column.physical)
         if index >= 0:
             field = file_schema.field(index)
-            return pc.field(column.physical), field.type
-        return pa.scalar(constants.get(name)), None
+            if not pa.types.is_null(field.type):
+                return pc.field(column.physical), field.type
+            # A column a writer typed null holds only nulls: the kernels need its own type.
+            return pa.scalar(None, type=_arrow_type(column)), _arrow_type(column)
+        kind = _arrow_type(column)
+        return pa.scalar(constants.get(name), type=kind), kind
 
     def scalar(value: Any, kind: pa.DataType | None) -> Any:
         literal = value.value if isinstance(value, Literal) else value

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from share_store.errors import UnsupportedOperation
 from share_store.restrictions.arrow_filters import row_expression
 from share_store.restrictions.restriction import BoundRestriction
 
@@ -66,12 +67,18 @@ def derive(
         for field in file_schema
         if _served(field.name, restriction) or (change_file and field.name == CHANGE_TYPE)
     ]
+    if not [name for name in kept if name != CHANGE_TYPE]:
+        # A Parquet file with no column keeps no rows: its partition values alone would be lost.
+        raise UnsupportedOperation(
+            "the table's restriction serves only partition columns; list at least one other column"
+        )
     out_schema = pa.schema([file_schema.field(name) for name in kept], metadata=file_schema.metadata)
     expression = (
         row_expression(restriction.predicate, restriction.table_columns, file_schema, constants)
         if restriction.predicate is not None
         else None
     )
+    gone = pa.array(sorted(deleted), type=pa.int64()) if deleted else None
     output = io.BytesIO()
     stats = _Stats(out_schema, restriction)
     start = 0
@@ -80,9 +87,8 @@ def derive(
     ) as writer:
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
             table = pa.Table.from_batches([batch], schema=file_schema)
-            if deleted:
+            if gone is not None:
                 positions = pa.array(range(start, start + batch.num_rows), type=pa.int64())
-                gone = pa.array(sorted(p for p in deleted if start <= p < start + batch.num_rows), pa.int64())
                 table = table.filter(pc.invert(pc.is_in(positions, value_set=gone)))
             start += batch.num_rows
             if expression is not None:
