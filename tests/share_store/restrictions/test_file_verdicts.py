@@ -86,8 +86,10 @@ def random_filter(rng: random.Random, depth: int = 0) -> str:
         )  # fmt: skip
     if column == "nation":
         name = rng.choice([n for n in NATIONS if n])
-        return rng.choice([f"nation {op} '{name}'", f"nation LIKE '{name[0]}%'", "nation IS NULL",
-                           f"nation IN ('{name}', 'PERU')", "nation = CURRENT_RECIPIENT('nation')"])  # fmt: skip
+        return rng.choice(
+            [f"nation {op} '{name}'", f"nation LIKE '{name[0]}%'", "nation IS NULL",
+             f"nation IN ('{name}', 'PERU')", "nation = CURRENT_RECIPIENT('nation')"]
+        )  # fmt: skip
     if column == "day":
         return f"day {op} DATE '{(START + timedelta(days=rng.randint(-1, 6))).isoformat()}'"
     if column == "score":
