@@ -58,7 +58,7 @@ def test_every_form_of_the_grammar_is_read_and_typed() -> None:
     bound = row_filters.bind(predicate, COLUMNS, {"nation": "JAPAN"})
     assert "`Nation` = 'JAPAN'" in row_filters.to_sql(bound)
     assert row_filters.recipient_keys(predicate) == {"nation"}
-    values = [v.value for v in row_filters._values(bound) if isinstance(v, row_filters.Literal)]  # noqa: SLF001
+    values = [v.value for v in row_filters._values(bound) if isinstance(v, row_filters.Literal)]
     assert date(2024, 1, 1) in values and Decimal("9.99") in values
     assert datetime(2024, 5, 1, 10, tzinfo=UTC) in values
 
