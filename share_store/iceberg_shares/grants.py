@@ -28,7 +28,13 @@ from share_store.iceberg_shares.visible_metadata import (
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
-from share_store.signing.vended_scope import VendingScope, narrowest, prefixes_of
+from share_store.signing.vended_scope import (
+    MAX_POLICY_CHARS,
+    VendingScope,
+    narrowest,
+    policy_text,
+    prefixes_of,
+)
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.store_signer import store_signer
 from share_store.storage.sts_vending import CredentialVendor, VendedKeys, VendingRefused
@@ -60,12 +66,21 @@ class TableGrant:
     prefixes: tuple[tuple[str, str], ...] = ()
     #: Whether the grant names few enough files to try them one by one in a session policy.
     few_files: bool = False
+    #: A restricted table's grant: keys are vended for its exact files only, never a prefix
+    #: (which would reach the rows and columns the restriction leaves out).
+    restricted: bool = False
 
     def vending_scope(self) -> VendingScope:
         """What keys vended for this grant may read: exactly its files when the policy can name them,
         else the table's prefixes (its location and generated metadata, all versions)."""
-        loose = VendingScope(self.prefixes or self.readable.bucket_prefixes)
         exact = None
+        if self.restricted:
+            objects = tuple(sorted(self.readable.objects()))
+            exact = VendingScope(self.readable.bucket_prefixes, objects) if self.few_files else None
+            if exact is None or len(policy_text(exact)) > MAX_POLICY_CHARS:
+                raise ValueError("a restricted table's files are too many to name in vended keys")
+            return exact
+        loose = VendingScope(self.prefixes or self.readable.bucket_prefixes)
         if self.few_files:
             exact = VendingScope(self.readable.bucket_prefixes, tuple(sorted(self.readable.objects())))
         return narrowest(exact, loose)
@@ -113,7 +128,17 @@ class IcebergGrants:
         reader = self.readers.reader(table)
         if not isinstance(reader.storage, S3Storage):
             raise UnsupportedOperation(NEEDS_S3)
-        if table.is_iceberg:
+        restricted = table.restriction is not None
+        if restricted:
+            # Not the table's own metadata, which lists every file: metadata generated from the
+            # restricted snapshot, whose manifests name only the files served as they are and
+            # the derived ones. One version only, and readable file by file.
+            generated = self._restricted(table, reader).generate(history_shared=False)
+            location, metadata = generated.metadata_location, generated.metadata
+            readable = ReadableFiles(generated.version_prefixes, exact=generated.files)
+            prefixes = prefixes_of([*generated.files, *generated.version_prefixes])
+            few = len(generated.files) <= MAX_EXACT_FILES
+        elif table.is_iceberg:
             loaded = reader.catalog_table()  # type: ignore[attr-defined]
             location, metadata = loaded.metadata_location, metadata_json(loaded)
             readable = readable_files(loaded, table.history_shared)
@@ -128,9 +153,9 @@ class IcebergGrants:
             few = len(generated.files) <= MAX_EXACT_FILES
         # Read after the table is loaded: a catalog may have vended the keys its files are read with.
         signer, endpoint, store = store_signer(reader.storage)
-        few = few and not table.history_shared
+        few = few and (restricted or not table.history_shared)
         grant = TableGrant(
-            location, metadata, readable, signer, endpoint, time.monotonic(), store, prefixes, few
+            location, metadata, readable, signer, endpoint, time.monotonic(), store, prefixes, few, restricted
         )
         with self._lock:
             if len(self._grants) >= MAX_TABLES:
@@ -154,6 +179,14 @@ class IcebergGrants:
         # Who asked for what, as the store's audit shows the session (64 characters at most).
         session = f"share-{token_id[:24]}-{table.id[:24]}"
         return self.vendor.vend(grant.store, scope, session, not_after)
+
+    def _restricted(self, table: SharedTable, reader: Any) -> DeltaAsIceberg:
+        """A restricted table as Iceberg metadata of its own, kept apart per restriction and
+        audience (by the key its derived files are kept under)."""
+        deletes = self.readers.iceberg.deletes
+        bound = reader.bound(reader.snapshot().metadata)
+        folder = reader.files
+        return DeltaAsIceberg(reader, f"{table.id}-{bound.key}", folder.bucket, deletes.cache_prefix, 1)
 
     def _delta(self, table: SharedTable, reader: Any) -> DeltaAsIceberg:
         deletes = self.readers.iceberg.deletes

@@ -95,6 +95,16 @@ class RestrictedReader:
         return self.inner.storage
 
     @property
+    def bucket(self) -> str:
+        """Where the restricted table lives, as the Iceberg metadata made of it says: its folder
+        of derived files (generated metadata names a location, which engines do not read)."""
+        return self.files.bucket
+
+    @property
+    def path(self) -> str:
+        return self.files.prefix.rstrip("/")
+
+    @property
     def holds_snapshot(self) -> bool:
         return self.inner.holds_snapshot
 
