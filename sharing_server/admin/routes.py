@@ -5,6 +5,8 @@
     GET    /shares/{share}                           schemas, tables, credential counts
     PATCH  /shares/{share}         {add, remove, history, check}
     DELETE /shares/{share}                           also revokes its tokens and clients
+    PUT    /shares/{share}/schemas/{schema}/tables/{table}/restriction  {where, columns}
+    DELETE /shares/{share}/schemas/{schema}/tables/{table}/restriction  the table shared whole again
     GET    /shares/{share}/tokens
     POST   /shares/{share}/tokens  {expires, description}      -> secret, shown once
     POST   /shares/{share}/tokens/{id}/rotate  {grace}         -> new secret
@@ -15,8 +17,9 @@
     DELETE /shares/{share}/oauth-clients/{id}
     GET    /health                                   the store, and each catalog's backend and last error
     GET    /recipients                               named recipients and their shares
-    POST   /recipients             {name}
-    GET    /recipients/{r}                           shares and tokens
+    POST   /recipients             {name, properties}
+    GET    /recipients/{r}                           shares, properties and tokens
+    PATCH  /recipients/{r}         {properties, unset}  set and remove properties, all or none
     DELETE /recipients/{r}                           also revokes its tokens
     POST   /recipients/{r}/shares  {share}           grant a share
     DELETE /recipients/{r}/shares/{share}            revoke a share
@@ -31,7 +34,6 @@ Tables added are checked to be there unless `check` is false (the CLI's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -48,7 +50,7 @@ from share_store.errors import MalformedRequest, Unauthenticated
 from sharing_server import paths
 from sharing_server.admin.authentication import AdminAuthentication
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
-from sharing_server.http.json_text import has_lone_surrogate
+from sharing_server.http import json_text
 
 Handler = Callable[[Admin, Request, dict[str, Any]], Any]
 
@@ -72,16 +74,13 @@ def endpoint(handler: Handler, admin: Admin, status: int = 200) -> Callable[[Req
         if not getattr(request.scope.get("user"), "is_authenticated", False):
             raise Unauthenticated("invalid admin token")
         body: dict[str, Any] = {}
-        if request.method in ("POST", "PATCH"):
+        if request.method in ("POST", "PATCH", "PUT"):
             raw = await request.body()
             try:
-                body = json.loads(raw) if raw.strip() else {}
-            except (ValueError, RecursionError):
-                raise MalformedRequest("the request body is not valid JSON") from None
-            if has_lone_surrogate(body):
-                raise MalformedRequest("the request body holds an unpaired UTF-16 surrogate")
-            if not isinstance(body, dict):
-                raise MalformedRequest("the request body must be a JSON object")
+                # An empty body is no fields: a POST that needs none may send none.
+                body = json_text.json_object(raw) if raw.strip() else {}
+            except json_text.NotAJsonObject as refused:
+                raise MalformedRequest(refused.message) from None
         result = await run_in_threadpool(handler, admin, request, body)
         if result is None:
             return Response(status_code=204)
@@ -139,6 +138,26 @@ def update_share(admin: Admin, request: Request, body: dict[str, Any]) -> dict[s
 
 def remove_share(admin: Admin, request: Request, _body: dict[str, Any]) -> None:
     admin.remove_share(_share(request))
+
+
+def _optional(body: dict[str, Any], key: str, kind: type) -> Any:
+    """`key` of `body` if given and not null, checked as `_field` checks it; else None."""
+    return _field(body, key, kind, None) if body.get(key) is not None else None
+
+
+def _table_ref(request: Request) -> str:
+    return f"{request.path_params['schema']}/{request.path_params['table']}"
+
+
+def set_restriction(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    """Restrict a shared table: `where` (a SQL predicate) and/or `columns`, checked against its schema."""
+    return admin.restrict(
+        _share(request), _table_ref(request), _optional(body, "where", str), _optional(body, "columns", list)
+    )
+
+
+def clear_restriction(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
+    return admin.restrict(_share(request), _table_ref(request), clear=True)
 
 
 def list_tokens(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
@@ -202,7 +221,13 @@ def list_recipients(admin: Admin, request: Request, _body: dict[str, Any]) -> di
 
 
 def create_recipient(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
-    return admin.create_recipient(_field(body, "name", str, None))
+    return admin.create_recipient(_field(body, "name", str, None), _optional(body, "properties", dict))
+
+
+def update_recipient(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
+    return admin.update_recipient(
+        _recipient(request), _optional(body, "properties", dict), _optional(body, "unset", list)
+    )
 
 
 def recipient_info(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[str, Any]:
@@ -253,6 +278,8 @@ def admin_routes(admin: Admin, admin_token: AdminToken) -> list[Route]:
         _route(paths.ADMIN_SHARE, share_info, "GET"),
         _route(paths.ADMIN_SHARE, update_share, "PATCH"),
         _route(paths.ADMIN_SHARE, remove_share, "DELETE"),
+        _route(paths.ADMIN_TABLE_RESTRICTION, set_restriction, "PUT"),
+        _route(paths.ADMIN_TABLE_RESTRICTION, clear_restriction, "DELETE"),
         _route(paths.ADMIN_TOKENS, list_tokens, "GET"),
         _route(paths.ADMIN_TOKENS, create_token, "POST", 201),
         _route(paths.ADMIN_TOKEN_ROTATE, rotate_token, "POST", 201),
@@ -265,6 +292,7 @@ def admin_routes(admin: Admin, admin_token: AdminToken) -> list[Route]:
         _route(paths.ADMIN_RECIPIENTS, list_recipients, "GET"),
         _route(paths.ADMIN_RECIPIENTS, create_recipient, "POST", 201),
         _route(paths.ADMIN_RECIPIENT, recipient_info, "GET"),
+        _route(paths.ADMIN_RECIPIENT, update_recipient, "PATCH"),
         _route(paths.ADMIN_RECIPIENT, remove_recipient, "DELETE"),
         _route(paths.ADMIN_RECIPIENT_SHARES, grant_share, "POST", 201),
         _route(paths.ADMIN_RECIPIENT_SHARE, revoke_recipient_share, "DELETE"),

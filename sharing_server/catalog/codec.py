@@ -11,7 +11,6 @@ its names are allowed, is decided here with the rest of the catalog.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pyiceberg.table import CommitTableRequest
@@ -29,7 +28,7 @@ from share_store.catalog.names import (
 from share_store.catalog.view_commits import ViewCommit
 from share_store.catalog.views import LoadedView, NewView
 from share_store.errors import InvalidParameter
-from sharing_server.http.json_text import has_lone_surrogate
+from sharing_server.http import json_text
 
 # pyiceberg's REST request models are imported where a body is parsed into one, not with this
 # module: theirs brings `requests` and pyiceberg's REST client (5 MB) into every server, which one
@@ -37,28 +36,12 @@ from sharing_server.http.json_text import has_lone_surrogate
 
 
 def json_object(body: bytes) -> dict[str, Any]:
-    """Every `/_iceberg` body, read once: JSON text, an object, no lone surrogate in it."""
+    """Every `/_iceberg` body, read once: JSON text, an object, no lone surrogate in it (one stored
+    would make its namespace's or table's answers unencodable, a 500 for every caller since)."""
     try:
-        parsed = json.loads(body, parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise InvalidParameter("the request body is not valid JSON") from None
-    if not isinstance(parsed, dict):
-        raise InvalidParameter("the request body must be a JSON object")
-    # UTF-8 cannot carry a lone surrogate, so only a `\uD8xx`-style escape can: where none is
-    # written (nearly every body) the walk is skipped. One stored would make its namespace's or
-    # table's answers unencodable, a 500 for every caller since.
-    if _SURROGATE_ESCAPE.search(body) and has_lone_surrogate(parsed):
-        raise InvalidParameter("the request body holds an unpaired UTF-16 surrogate")
-    return parsed
-
-
-#: A JSON escape of a surrogate code point (D800-DFFF), paired or not.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def _no_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON (RFC 8259), though Python's parser takes them.
-    raise ValueError(f"{name} is not JSON")
+        return json_text.json_object(body)
+    except json_text.NotAJsonObject as refused:
+        raise InvalidParameter(refused.message) from None
 
 
 def table_at(warehouse: str, namespace: str, table: str) -> TableName:

@@ -9,10 +9,10 @@ is signed, is decided below (`share_store.signing.request_signing`).
 
 from __future__ import annotations
 
-import json
 from typing import NamedTuple
 
 from share_store.errors import InvalidParameter
+from sharing_server.http import json_text
 
 
 class SignRequest(NamedTuple):
@@ -27,11 +27,12 @@ def parse_sign_request(raw: bytes) -> SignRequest:
     """A remote-signing request's method, URI and headers (name → values), as the Iceberg clients
     send them; `InvalidParameter` for anything else."""
     try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        body = json_text.json_object(raw)
+    except json_text.NotAJsonObject as refused:
+        # JSON may carry lone surrogates (`\ud800`), which no request can hold.
+        if refused.problem == "lone surrogate":
+            raise InvalidParameter("the signing request's strings must be valid Unicode") from None
         raise InvalidParameter("the signing request must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise InvalidParameter("the signing request must be a JSON object")
     method, uri, headers = body.get("method"), body.get("uri"), body.get("headers", {})
     valid_headers = isinstance(headers, dict) and all(
         isinstance(name, str) and isinstance(values, list) and all(isinstance(v, str) for v in values)
@@ -39,16 +40,4 @@ def parse_sign_request(raw: bytes) -> SignRequest:
     )
     if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
         raise InvalidParameter("the signing request needs 'method', 'uri' and 'headers' (name → [values])")
-    texts = [method, uri, *headers, *(value for values in headers.values() for value in values)]
-    if not all(_encodable(text) for text in texts):
-        # JSON may carry lone surrogates (`\ud800`), which no request can hold.
-        raise InvalidParameter("the signing request's strings must be valid Unicode")
     return SignRequest(method, uri, headers)
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
