@@ -6,6 +6,9 @@ their commands:
     sharing-server share create SHARE SCHEMA "NAME:delta:BUCKET:PATH" ...
     sharing-server share update SHARE --add "SCHEMA:NAME:delta:BUCKET:PATH" --remove "SCHEMA/NAME"
     sharing-server share list | info SHARE | remove SHARE
+    sharing-server share restrict SHARE SCHEMA/NAME [--where "SQL"] [--columns "a,b"] | --clear
+    sharing-server recipient create NAME [--property KEY=VALUE ...]
+    sharing-server recipient update NAME [--property KEY=VALUE ...] [--unset KEY ...]
     sharing-server token create SHARE --expires 30d --description TEXT [--profile FILE] [--oauth]
     sharing-server token list SHARE | revoke SHARE TOKEN_ID | rotate SHARE TOKEN_ID --grace 1h
     sharing-server oauth list SHARE | revoke SHARE CLIENT_ID
@@ -50,7 +53,7 @@ from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
 from sharing_server.admin.cli_grammar import build_parser
-from sharing_server.admin.cli_output import print_issued, when
+from sharing_server.admin.cli_output import print_issued, print_restriction, restriction_text, when
 from sharing_server.admin.client import RemoteAdmin
 from sharing_server.admin.commands import (
     Admin,
@@ -81,6 +84,9 @@ def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
             print(f"{share['name']}\t{share['tables']} table(s)\tcreated {when(share['createdAt'])}")
     elif args.action == "info":
         print_share_info(admin.share_info(args.share))
+    elif args.action == "restrict":
+        done = admin.restrict(args.share, args.table, args.where, args.columns, args.clear)
+        print_restriction(done)
     elif args.action == "remove":
         admin.remove_share(args.share)
         print(f"Removed share '{args.share}' and revoked its tokens and OAuth clients.")
@@ -95,8 +101,9 @@ def print_share_info(info: dict[str, Any]) -> None:
             where = f"{table['warehouse']}:{table['namespace']}.{table['table']}"
         else:
             where = f"{table['bucket']}/{table['path']}"
+        restricted = restriction_text(table.get("restriction"))
         schemas.setdefault(table["schema"], []).append(
-            f"{table['name']}  [{table['format']}] {where}{history}"
+            f"{table['name']}  [{table['format']}] {where}{history}{restricted}"
         )
     for s_index, (schema, entries) in enumerate(schemas.items()):
         last_schema = s_index == len(schemas) - 1

@@ -147,7 +147,13 @@ def app_services(
         warehouses.table_keys = TableKeys(storage, writers_vendor)
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
     admin = Admin(
-        store, options.endpoint, lambda: catalogs, lambda: storage, options.max_token_lifetime, secret
+        store,
+        options.endpoint,
+        lambda: catalogs,
+        lambda: storage,
+        options.max_token_lifetime,
+        secret,
+        readers=lambda: readers,
     )
     console = None
     if options.admin_token_hash is not None:

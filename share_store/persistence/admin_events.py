@@ -30,6 +30,8 @@ class AdminEvent:
     path: str  # never a query string or a secret: admin paths hold names and ids only
     status: int
     sign_in: str | None = None
+    #: What the change set where its path does not say it (a restriction's text); never a secret.
+    detail: str | None = None
 
 
 def insert_events(conn: Connection, events: Iterable[AdminEvent]) -> None:

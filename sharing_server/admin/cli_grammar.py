@@ -61,6 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument(
         "--no-check", action="store_true", help="share tables written later: do not check that they exist"
     )
+    restrict = share.add_parser(
+        "restrict", help="serve part of a table: the rows where --where holds, the --columns listed"
+    )
+    restrict.add_argument("share", type=share_argument)
+    restrict.add_argument("table", metavar="SCHEMA/NAME")
+    restrict.add_argument(
+        "--where",
+        help="a SQL predicate over the table's columns (CURRENT_RECIPIENT('key'): a recipient's property)",
+    )
+    restrict.add_argument("--columns", help='the columns served, comma-separated: "a,b,c"')
+    restrict.add_argument(
+        "--clear", action="store_true", help="remove the restriction: share the whole table"
+    )
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
     info.add_argument("share", type=share_argument)

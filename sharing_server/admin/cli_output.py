@@ -1,4 +1,4 @@
-"""How the CLI prints what the admin operations answer: times, and a token shown once."""
+"""How the CLI prints what the admin operations answer: times, a token shown once, restrictions."""
 
 from __future__ import annotations
 
@@ -27,3 +27,24 @@ def print_issued(issued: dict[str, Any], profile: Path | None) -> None:
         # What `mc table share token create` users get back: the profile, ready to save.
         print("Profile (save as a .share file; keep it secret):")
         print(json.dumps(issued["profile"], indent=2))
+
+
+def restriction_text(restriction: dict[str, Any] | None) -> str:
+    """A table's restriction after its line in `share info` ("" for a table shared whole)."""
+    if not restriction:
+        return ""
+    parts = []
+    if restriction.get("where") is not None:
+        parts.append(f"where {restriction['where']}")
+    if restriction.get("columns") is not None:
+        parts.append("columns " + ",".join(restriction["columns"]))
+    return "  restricted: " + "; ".join(parts)
+
+
+def print_restriction(done: dict[str, Any]) -> None:
+    """What `share restrict` did."""
+    table = f"{done['share']}.{done['schema']}.{done['name']}"
+    if done["restriction"] is None:
+        print(f"Cleared the restriction of {table}: the whole table is shared.")
+    else:
+        print(f"Restricted {table}:{restriction_text(done['restriction']).removeprefix('  restricted:')}")

@@ -15,6 +15,7 @@ import urllib.request
 from typing import Any
 
 from share_store.errors import AdminError, AdminNotFound
+from share_store.model import parse_table_ref
 from sharing_server import paths
 
 
@@ -81,6 +82,26 @@ class RemoteAdmin:
     def remove_share(self, name: str) -> None:
         self._call("DELETE", _path(paths.ADMIN_SHARE, share=name))
 
+    def restrict(
+        self,
+        share: str,
+        table: str,
+        where: str | None = None,
+        columns: str | list[str] | None = None,
+        clear: bool = False,
+    ) -> dict[str, Any]:
+        schema, name = parse_table_ref(table)
+        path = _path(paths.ADMIN_TABLE_RESTRICTION, share=share, schema=schema, table=name)
+        if clear:
+            if where is not None or columns is not None:
+                raise AdminError("--clear removes the restriction: give it without --where or --columns")
+            return self._call("DELETE", path)
+        if where is None and columns is None:
+            raise AdminError("nothing to do: give --where, --columns or both (--clear removes a restriction)")
+        # The server checks the names; splitting here keeps "a,b" and ["a", "b"] one request.
+        listed = columns.split(",") if isinstance(columns, str) else columns
+        return self._call("PUT", path, {"where": where, "columns": listed})
+
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]:
         body = {"expires": expires, "description": description}
         return self._call("POST", _path(paths.ADMIN_TOKENS, share=share), body)
@@ -117,8 +138,17 @@ class RemoteAdmin:
 
     # -- named recipients ---------------------------------------------------------
 
-    def create_recipient(self, name: str) -> dict[str, Any]:
-        return self._call("POST", paths.ADMIN_RECIPIENTS, {"name": name})
+    def create_recipient(self, name: str, properties: dict[str, str] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name}
+        if properties:
+            body["properties"] = properties
+        return self._call("POST", paths.ADMIN_RECIPIENTS, body)
+
+    def update_recipient(
+        self, name: str, properties: dict[str, str] | None = None, unset: list[str] | None = None
+    ) -> dict[str, Any]:
+        body = {"properties": properties or {}, "unset": unset or []}
+        return self._call("PATCH", _path(paths.ADMIN_RECIPIENT, recipient=name), body)
 
     def list_recipients(self) -> list[dict[str, Any]]:
         return self._call("GET", paths.ADMIN_RECIPIENTS)["items"]

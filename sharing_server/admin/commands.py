@@ -21,11 +21,13 @@ from share_store.model import SharedTable, TableSpec, parse_create_args, parse_t
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
+from share_store.readers.table_readers import TableReaders
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
 from sharing_server import paths
 from sharing_server.admin.entries import admin_not_found, client_entry, iso, issued_token, token_entry
 from sharing_server.admin.recipient_commands import RecipientCommands
+from sharing_server.admin.restriction_commands import RestrictionCommands, restriction_entry
 from sharing_server.auth.profiles import oauth_profile_document
 
 # The CLI and the admin API default to the same lifetimes: tokens and OAuth
@@ -48,6 +50,7 @@ def table_entry(table: SharedTable) -> dict[str, Any]:
         "name": table.name,
         "format": table.format,
         "historyShared": table.history_shared,
+        "restriction": restriction_entry(table),
     }
     if table.is_iceberg:
         warehouse, name, namespace = table.iceberg_identifier
@@ -113,13 +116,22 @@ class AdminBackend(Protocol):
     def create_oauth_client(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
     def list_oauth_clients(self, share: str) -> list[dict[str, Any]]: ...
     def revoke_oauth_client(self, share: str, client_id: str) -> None: ...
+    def restrict(
+        self,
+        share: str,
+        table: str,
+        where: str | None = None,
+        columns: str | list[str] | None = None,
+        clear: bool = False,
+    ) -> dict[str, Any]: ...
 
 
-class Admin(RecipientCommands):
+class Admin(RecipientCommands, RestrictionCommands):
     """Admin operations against a store, checking added tables against the storage and catalogs.
 
     `catalogs` and `storage` are called only when a table is added (the CLI
-    makes them then; the server hands over its own).
+    makes them then; the server hands over its own), `readers` only when a
+    restriction is checked against a table's schema (made from them unless given).
     """
 
     def __init__(
@@ -130,6 +142,7 @@ class Admin(RecipientCommands):
         storage: Callable[[], ObjectStorage],
         max_lifetime: timedelta | None = MAX_TOKEN_LIFETIME,
         server_key: bytes | None = None,
+        readers: Callable[[], TableReaders] | None = None,
     ) -> None:
         self.store = store
         #: Seals activation links' profiles (`recipient_commands`); None where it cannot be read.
@@ -139,6 +152,14 @@ class Admin(RecipientCommands):
         self.max_lifetime = max_lifetime
         self._catalogs = catalogs
         self._storage = storage
+        self._readers = readers or self._own_readers
+        self._made_readers: TableReaders | None = None
+
+    def _own_readers(self) -> TableReaders:
+        """Readers of the CLI's own, made once on first use."""
+        if self._made_readers is None:
+            self._made_readers = TableReaders(self._storage(), self._catalogs(), self.store)
+        return self._made_readers
 
     def catalog_health(self) -> list[dict[str, Any]]:
         """Each configured Iceberg catalog with its backend and last load error (none configured: [])."""

@@ -1,6 +1,7 @@
 """The `recipient` commands of the CLI: named recipients, their shares, tokens and activation links.
 
-recipient create NAME | list | info NAME | remove NAME
+recipient create NAME [--property KEY=VALUE ...] | list | info NAME | remove NAME
+recipient update NAME [--property KEY=VALUE ...] [--unset KEY ...]
 recipient grant NAME SHARE | revoke-share NAME SHARE
 recipient token create NAME [--expires 30d] [--description D] [--profile F | --activation]
 recipient token list NAME | revoke NAME TOKEN_ID
@@ -14,12 +15,16 @@ from typing import Any, Protocol
 
 from sharing_server.admin.cli_output import print_issued, when
 from sharing_server.admin.commands import DEFAULT_EXPIRES
+from sharing_server.admin.recipient_commands import parse_properties
 
 
 class RecipientBackend(Protocol):
     """`Admin` on the store's host or `RemoteAdmin` through `/admin/v1`."""
 
-    def create_recipient(self, name: str) -> dict[str, Any]: ...
+    def create_recipient(self, name: str, properties: dict[str, str] | None = None) -> dict[str, Any]: ...
+    def update_recipient(
+        self, name: str, properties: dict[str, str] | None = None, unset: list[str] | None = None
+    ) -> dict[str, Any]: ...
     def list_recipients(self) -> list[dict[str, Any]]: ...
     def recipient_info(self, name: str) -> dict[str, Any]: ...
     def remove_recipient(self, name: str) -> None: ...
@@ -32,11 +37,22 @@ class RecipientBackend(Protocol):
     def revoke_recipient_token(self, name: str, token_id: str) -> None: ...
 
 
+PROPERTY_HELP = "a property a restricted table's filter reads as CURRENT_RECIPIENT('KEY') (repeatable)"
+
+
 def add_recipient_commands(commands: Any) -> None:  # argparse's subparsers action has no public type
     recipient = commands.add_parser("recipient", help="manage named recipients").add_subparsers(
         dest="action", required=True
     )
-    recipient.add_parser("create", help="create a named recipient").add_argument("name")
+    create_recipient = recipient.add_parser("create", help="create a named recipient")
+    create_recipient.add_argument("name")
+    create_recipient.add_argument(
+        "--property", action="append", default=[], metavar="KEY=VALUE", help=PROPERTY_HELP
+    )
+    update = recipient.add_parser("update", help="set or remove a recipient's properties")
+    update.add_argument("name")
+    update.add_argument("--property", action="append", default=[], metavar="KEY=VALUE", help=PROPERTY_HELP)
+    update.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a property")
     recipient.add_parser("list", help="list recipients and their shares")
     recipient.add_parser("info", help="a recipient's shares and tokens").add_argument("name")
     recipient.add_parser("remove", help="remove a recipient and revoke its tokens").add_argument("name")
@@ -66,12 +82,17 @@ def add_recipient_commands(commands: Any) -> None:  # argparse's subparsers acti
 
 def _print_recipient(entry: dict[str, Any]) -> None:
     shares = ", ".join(entry["shares"]) or "(none)"
-    print(f"{entry['name']}\tshares: {shares}")
+    properties = entry.get("properties") or {}
+    shown = ", ".join(f"{key}={value}" for key, value in sorted(properties.items())) or "(none)"
+    print(f"{entry['name']}\tshares: {shares}\tproperties: {shown}")
 
 
 def run_recipient(admin: RecipientBackend, args: argparse.Namespace) -> None:
     if args.action == "create":
-        print(f"Created recipient {admin.create_recipient(args.name)['name']}.")
+        created = admin.create_recipient(args.name, parse_properties(args.property) or None)
+        print(f"Created recipient {created['name']}.")
+    elif args.action == "update":
+        _print_recipient(admin.update_recipient(args.name, parse_properties(args.property), args.unset))
     elif args.action == "list":
         for entry in admin.list_recipients():
             _print_recipient(entry)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import urllib.parse
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from share_store.model import Recipient
 from share_store.persistence import ShareStore
 from share_store.signing.secret_box import open_sealed, seal
 from sharing_server import paths
+from sharing_server.admin.changes import record_change
 from sharing_server.admin.entries import admin_not_found, iso, issued_token, token_entry
 
 #: How long an activation link may wait to be used.
@@ -32,7 +34,31 @@ def recipient_entry(recipient: Recipient) -> dict[str, Any]:
         "id": recipient.id,
         "createdAt": iso(recipient.created_at),
         "shares": list(recipient.shares),
+        "properties": dict(recipient.properties),
     }
+
+
+def parse_properties(pairs: list[str]) -> dict[str, str]:
+    """`--property k=v ...` as a dict; one `AdminError` for a pair without `=` or a key given twice
+    (the keys and values are checked by the store)."""
+    given: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise AdminError(f"invalid --property {pair[:80]!r}: expected KEY=VALUE")
+        if key in given:
+            raise AdminError(f"--property {key[:80]!r} is given twice")
+        given[key] = value
+    return given
+
+
+def _properties_change(given: dict[str, str], unset: list[str]) -> str:
+    parts = [f"{key}={value}" for key, value in sorted(given.items())] + [f"-{key}" for key in unset]
+    return "properties " + ", ".join(parts)
+
+
+def _recipient_path(name: str) -> str:
+    return paths.ADMIN_RECIPIENT.replace("{recipient}", urllib.parse.quote(name, safe=""))
 
 
 class RecipientCommands:
@@ -42,8 +68,25 @@ class RecipientCommands:
     server_key: bytes | None
 
     @admin_not_found
-    def create_recipient(self, name: str) -> dict[str, Any]:
-        return recipient_entry(self.store.create_recipient(name))
+    def create_recipient(self, name: str, properties: dict[str, str] | None = None) -> dict[str, Any]:
+        created = self.store.create_recipient(name, _checked_object(properties))
+        if created.properties:
+            record_change(self.store, "POST", paths.ADMIN_RECIPIENTS, f"recipient {created.name}: "
+                          + _properties_change(dict(created.properties), []))  # fmt: skip
+        return recipient_entry(created)
+
+    @admin_not_found
+    def update_recipient(
+        self, name: str, properties: dict[str, str] | None = None, unset: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Set `properties` and remove `unset` of a recipient's: all or none."""
+        given, removed = _checked_object(properties) or {}, list(unset or [])
+        if not given and not removed:
+            raise AdminError("nothing to do: give --property KEY=VALUE and/or --unset KEY")
+        updated = self.store.update_recipient_properties(name, given, removed)
+        change = f"recipient {updated.name}: " + _properties_change(given, removed)
+        record_change(self.store, "PATCH", _recipient_path(updated.name), change)
+        return recipient_entry(updated)
 
     def list_recipients(self) -> list[dict[str, Any]]:
         return [recipient_entry(recipient) for recipient in self.store.list_recipients()]
@@ -103,6 +146,15 @@ class RecipientCommands:
     @admin_not_found
     def revoke_recipient_token(self, name: str, token_id: str) -> None:
         self.store.revoke_recipient_token(name, token_id)
+
+
+def _checked_object(properties: Any) -> dict[str, str] | None:
+    """The API's `properties`: an object of strings (the store checks the keys and values)."""
+    if properties is None:
+        return None
+    if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
+        raise AdminError("'properties' must be an object of string values")
+    return properties
 
 
 def activated_profile(store: ShareStore, server_key: bytes, code: str) -> dict[str, Any]:

@@ -75,6 +75,7 @@ def admin_event_of(path: str, record: dict[str, Any]) -> AdminEvent | None:
         path=path[:512],
         status=int(record["status"]),
         sign_in=record.get("sign_in") if refused else None,
+        detail=_text(record.get("change"), 16384),
     )
 
 
