@@ -61,7 +61,12 @@ def derive(
     update labels made insert and delete where a row filter applies).
     """
     parquet = pq.ParquetFile(source)
-    file_schema = parquet.schema_arrow
+    written_as = parquet.schema_arrow
+    # Writers of Arrow 15+ (deltalake among them) may type strings as views, which pyarrow's
+    # comparison kernels do not take: they are read as plain strings (the same Parquet type).
+    file_schema = pa.schema(
+        [_plain(field) for field in written_as], metadata=_without_arrow_schema(written_as)
+    )
     kept = [
         field.name
         for field in file_schema
@@ -86,7 +91,9 @@ def derive(
         output, out_schema, coerce_timestamps="us", allow_truncated_timestamps=True
     ) as writer:
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-            table = pa.Table.from_batches([batch], schema=file_schema)
+            table = pa.Table.from_batches([batch], schema=written_as)
+            if file_schema != written_as:
+                table = table.cast(file_schema)
             if gone is not None:
                 positions = pa.array(range(start, start + batch.num_rows), type=pa.int64())
                 table = table.filter(pc.invert(pc.is_in(positions, value_set=gone)))
@@ -102,6 +109,21 @@ def derive(
     if stats.rows == 0:
         return Derived(None, 0, stats.json())
     return Derived(output.getvalue(), stats.rows, stats.json())
+
+
+def _plain(field: pa.Field) -> pa.Field:
+    if pa.types.is_string_view(field.type):
+        return field.with_type(pa.string())
+    if pa.types.is_binary_view(field.type):
+        return field.with_type(pa.binary())
+    return field
+
+
+def _without_arrow_schema(schema: pa.Schema) -> dict[bytes, bytes] | None:
+    """The file's key-value metadata less Arrow's own copy of its schema (written anew)."""
+    if not schema.metadata:
+        return None
+    return {key: value for key, value in schema.metadata.items() if key != b"ARROW:schema"}
 
 
 def _served(physical: str, restriction: BoundRestriction) -> bool:
