@@ -29,8 +29,8 @@ from share_store.delta.replay import LogReader
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from sharing_server.cli import main
-from tests.dv import read_with_deletion_vectors
 from tests.conftest import ADMIN_TOKEN, TESTDATA_BUCKET, Deployment, copy_testdata
+from tests.dv import read_with_deletion_vectors
 
 NATIONS = ["JAPAN", "FRANCE", "PERU"]
 
@@ -137,8 +137,8 @@ def raw_rows(lines: list[dict[str, Any]]) -> list[pa.Table]:
 def test_a_row_and_column_restriction_per_recipient_is_exact_in_both_formats(
     provider: dict[str, Any],
 ) -> None:
-    assert restrict(provider, "customers", "--where", "acctbal > 100 AND nation = CURRENT_RECIPIENT('nation')",
-                    "--columns", "custkey,name,nation,acctbal") == 0  # fmt: skip
+    where = "acctbal > 100 AND nation = CURRENT_RECIPIENT('nation')"
+    assert restrict(provider, "customers", "--where", where, "--columns", "custkey,name,nation,acctbal") == 0
     whole = direct(provider["customers"])
     for recipient, nation in [("acme", "JAPAN"), ("bolt", "PERU")]:
         expected = whole[(whole.acctbal > 100) & (whole.nation == nation)][
