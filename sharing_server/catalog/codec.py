@@ -11,6 +11,7 @@ its names are allowed, is decided here with the rest of the catalog.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pyiceberg.table import CommitTableRequest
@@ -197,6 +198,15 @@ def undrop_targets(warehouse: str, body: bytes) -> list[tuple[TableName, str | N
             raise InvalidParameter(f"an identifier's id is the dropped table's id, as listed: {shape}")
         targets.append((name, table_id))
     return targets
+
+
+def identifiers_result(levels: Sequence[str], names: Iterable[str]) -> dict[str, Any]:
+    """A table or view listing of one namespace: the spec's `ListTablesResponse` (a view listing
+    has the same shape), in one page."""
+    return {
+        "identifiers": [{"namespace": list(levels), "name": name} for name in names],
+        "next-page-token": None,
+    }
 
 
 def dropped_result(found: list[DroppedTable]) -> dict[str, Any]:

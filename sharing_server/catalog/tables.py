@@ -75,8 +75,7 @@ class TableEndpoints(CatalogEndpoints):
             dropped = await run_in_threadpool(access.list_dropped, warehouse, levels)
             return JSONResponse(codec.dropped_result(dropped))
         names = await run_in_threadpool(access.list_tables, warehouse, levels)
-        identifiers = [{"namespace": list(levels), "name": name} for name in names]
-        return JSONResponse({"identifiers": identifiers, "next-page-token": None})
+        return JSONResponse(codec.identifiers_result(levels, names))
 
     async def undrop(self, request: Request) -> Response:
         """Tables dropped without purge live again under their names, all or none (409 for a name

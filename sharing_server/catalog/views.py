@@ -45,8 +45,7 @@ class ViewEndpoints(CatalogEndpoints):
             dropped = await run_in_threadpool(access.list_dropped_views, warehouse, levels)
             return JSONResponse(codec.dropped_result(dropped))
         names = await run_in_threadpool(access.list_views, warehouse, levels)
-        identifiers = [{"namespace": list(levels), "name": name} for name in names]
-        return JSONResponse({"identifiers": identifiers, "next-page-token": None})
+        return JSONResponse(codec.identifiers_result(levels, names))
 
     async def undrop(self, request: Request) -> Response:
         warehouse = request.path_params["prefix"]

@@ -461,3 +461,11 @@ def test_commit_result_names_the_new_metadata_file(warehouse_catalog: WarehouseC
     assert result["metadata"]["properties"]["k"] == "v"
     assert result["metadata"]["metadata-log"][-1]["metadata-file"] == created.metadata_location
     assert json.loads(json.dumps(result)) == result  # plain JSON, as the response sends it
+
+
+def test_identifiers_result_is_the_spec_listing_of_one_namespace_in_one_page() -> None:
+    assert codec.identifiers_result(("a", "b"), ["t1", "t2"]) == {
+        "identifiers": [{"namespace": ["a", "b"], "name": "t1"}, {"namespace": ["a", "b"], "name": "t2"}],
+        "next-page-token": None,
+    }
+    assert codec.identifiers_result(("a",), []) == {"identifiers": [], "next-page-token": None}
