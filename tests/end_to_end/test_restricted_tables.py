@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +260,55 @@ def test_bad_restrictions_are_one_error_line_and_change_nothing(
         assert err.startswith("error:") and message in err and "\n" not in err
     url = f"{provider['profiles']['acme']}#partners.sales.customers"
     assert set(delta_sharing.load_as_pandas(url).nation) == {"FRANCE"}  # the last good one holds
+
+
+def test_spark_through_our_source_reads_the_restricted_rows(provider: dict[str, Any], spark: Any) -> None:
+    where = "nation = CURRENT_RECIPIENT('nation') AND acctbal >= 50"
+    assert restrict(provider, "customers", "--where", where, "--columns", "custkey,nation,acctbal") == 0
+    url = f"{provider['profiles']['bolt']}#partners.sales.customers"
+    frame = spark.read.format("deltaSharing").load(url).toPandas()
+    whole = direct(provider["customers"])
+    expected = whole[(whole.nation == "PERU") & (whole.acctbal >= 50)][["custkey", "nation", "acctbal"]]
+    assert sorted(frame.columns) == sorted(expected.columns)
+    pd.testing.assert_frame_equal(
+        canonical(frame, "custkey"), canonical(expected, "custkey"), check_dtype=False
+    )
+    pushed = spark.read.format("deltaSharing").option("pushFilters", "true").load(url).where("acctbal > 200")
+    assert set(pushed.toPandas().custkey) == set(expected.custkey[expected.acctbal > 200])
+
+
+def test_a_derivation_longer_than_the_budget_is_a_503_with_retry_after_and_never_a_part(
+    provider: dict[str, Any], server: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from share_store.restrictions import derivation, restricted_reader
+
+    release = threading.Event()
+    slow = derivation.derive
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(restricted_reader, "derive", held)
+    monkeypatch.setattr(restricted_reader, "ANSWER_BUDGET_SECONDS", 0.5)
+    monkeypatch.setattr(restricted_reader.RestrictedReader.__init__, "__defaults__", (0.5,))
+    # A restriction never derived before: its files must all be made.
+    assert restrict(provider, "customers", "--where", "acctbal < 321", "--columns", "custkey,acctbal") == 0
+    settings = json.loads(Path(provider["profiles"]["acme"]).read_text())
+    url = f"{settings['endpoint']}/shares/partners/schemas/sales/tables/customers/query"
+    headers = {"Authorization": f"Bearer {settings['bearerToken']}"}
+    pending = httpx.post(url, json={}, headers=headers, timeout=30)
+    assert pending.status_code == 503, pending.text
+    assert pending.headers["retry-after"] == "5"
+    assert pending.json()["errorCode"] == "TEMPORARILY_UNAVAILABLE" and "retry" in pending.json()["message"]
+    assert "url" not in pending.text
+    release.set()
+    for _ in range(100):  # the work went on meanwhile: the answer comes whole once it is done
+        answer = httpx.post(url, json={}, headers=headers, timeout=30)
+        if answer.status_code == 200:
+            break
+        time.sleep(0.2)
+    assert answer.status_code == 200
+    whole = direct(provider["customers"])
+    shared = delta_sharing.load_as_pandas(f"{provider['profiles']['acme']}#partners.sales.customers")
+    assert sorted(shared.custkey) == sorted(whole.custkey[whole.acctbal < 321])
