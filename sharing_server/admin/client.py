@@ -17,6 +17,7 @@ from typing import Any
 from share_store.errors import AdminError, AdminNotFound
 from share_store.model import parse_table_ref
 from sharing_server import paths
+from sharing_server.admin.restriction_commands import check_asked
 
 
 class JsonApi:
@@ -92,12 +93,9 @@ class RemoteAdmin:
     ) -> dict[str, Any]:
         schema, name = parse_table_ref(table)
         path = _path(paths.ADMIN_TABLE_RESTRICTION, share=share, schema=schema, table=name)
+        check_asked(where, columns, clear)
         if clear:
-            if where is not None or columns is not None:
-                raise AdminError("--clear removes the restriction: give it without --where or --columns")
             return self._call("DELETE", path)
-        if where is None and columns is None:
-            raise AdminError("nothing to do: give --where, --columns or both (--clear removes a restriction)")
         # The server checks the names; splitting here keeps "a,b" and ["a", "b"] one request.
         listed = columns.split(",") if isinstance(columns, str) else columns
         return self._call("PUT", path, {"where": where, "columns": listed})

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from share_store.errors import AdminError, ShareStoreError
 from share_store.model import SharedTable, parse_table_ref
 from share_store.persistence import ShareStore
-from share_store.readers.table_readers import TableReaders
 from share_store.restrictions.restriction import TableRestriction, check_restriction, parse_columns
 from sharing_server import paths
 from sharing_server.admin.changes import record_change
 from sharing_server.admin.entries import admin_not_found
+
+if TYPE_CHECKING:  # the readers (and their formats) only where a restriction is checked
+    from share_store.readers.table_readers import TableReaders
 
 
 def restriction_entry(table: SharedTable) -> dict[str, Any] | None:
@@ -38,6 +40,14 @@ def columns_of(columns: str | list[str] | None) -> tuple[str, ...] | None:
             raise AdminError("'columns' must be a non-empty array of column names (none holding ',')")
         columns = ",".join(columns)
     return parse_columns(columns)
+
+
+def check_asked(where: object, columns: object, clear: bool) -> None:
+    """`AdminError` for a restrict that asks nothing, or both to clear and to set."""
+    if clear and (where is not None or columns is not None):
+        raise AdminError("--clear removes the restriction: give it without --where or --columns")
+    if not clear and where is None and columns is None:
+        raise AdminError("nothing to do: give --where, --columns or both (--clear removes a restriction)")
 
 
 class RestrictionCommands:
@@ -60,14 +70,11 @@ class RestrictionCommands:
             {key: urllib.parse.quote(value, safe="") for key, value in
              (("share", share), ("schema", schema), ("table", name))}
         )  # fmt: skip
+        check_asked(where, columns, clear)
         if clear:
-            if where is not None or columns is not None:
-                raise AdminError("--clear removes the restriction: give it without --where or --columns")
             found = self.store.set_restriction(share, schema, name, None)
             record_change(self.store, "DELETE", path, f"restriction of {found.full_name} cleared")
             return {"share": found.share, "schema": found.schema, "name": found.name, "restriction": None}
-        if where is None and columns is None:
-            raise AdminError("nothing to do: give --where, --columns or both (--clear removes a restriction)")
         if where is not None and not isinstance(where, str):
             raise AdminError("'where' must be a string")
         asked = TableRestriction(where, columns_of(columns))

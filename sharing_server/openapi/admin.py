@@ -46,6 +46,11 @@ def area() -> Area:
     in_share = parameter_refs("adminShare")
     token_id = parameter("token_id", "path", NAME, "Token id.")
     client_id = parameter("client_id", "path", NAME, "OAuth client id.")
+    in_table = [
+        *in_share,
+        parameter("schema", "path", NAME, "Schema name.", required=True),
+        parameter("table", "path", NAME, "Table name.", required=True),
+    ]
     gone = response("Done.")
     return Area(
         tags={"admin": "Shares, tokens and OAuth clients (the admin token; off unless set)."},
@@ -96,6 +101,21 @@ def area() -> Area:
                 (404,),
                 in_share,
                 status=204,
+            ),
+            ("admin_set_restriction", "PUT"): admin_operation(
+                "adminSetRestriction",
+                "Serve part of a table: the rows where `where` holds, the `columns` listed",
+                returns("The table's restriction.", "TableRestrictionResult"),
+                (404,),
+                in_table,
+                "TableRestrictionRequest",
+            ),
+            ("admin_clear_restriction", "DELETE"): admin_operation(
+                "adminClearRestriction",
+                "Share the whole table again",
+                returns("The table, unrestricted.", "TableRestrictionResult"),
+                (404,),
+                in_table,
             ),
             ("admin_list_tokens", "GET"): admin_operation(
                 "adminListTokens", "List tokens", returns("Tokens.", "TokenList"), (404,), in_share
@@ -252,8 +272,39 @@ def _schemas() -> dict[str, Schema]:
         ),
         "CreatedShare": object_schema({"name": STRING, "id": STRING, "tables": INTEGER}),
         "SharedTableEntry": object_schema(
-            {"schema": STRING, "name": STRING, "format": STRING, "historyShared": BOOLEAN},
+            {
+                "schema": STRING,
+                "name": STRING,
+                "format": STRING,
+                "historyShared": BOOLEAN,
+                "restriction": {**model("TableRestriction"), "nullable": True},
+            },
             {"bucket": STRING, "path": STRING, "warehouse": STRING, "namespace": STRING, "table": STRING},
+        ),
+        "TableRestriction": object_schema(
+            {
+                "where": {**STRING, "nullable": True, "description": "The row filter, as it was set."},
+                "columns": {**array(STRING), "nullable": True, "description": "The columns served."},
+            }
+        ),
+        "TableRestrictionRequest": object_schema(
+            {},
+            {
+                "where": {
+                    **STRING,
+                    "description": "A SQL predicate over the table's columns; "
+                    "`CURRENT_RECIPIENT('key')` reads the recipient's property.",
+                },
+                "columns": {**array(STRING), "description": "The columns served (every other is absent)."},
+            },
+        ),
+        "TableRestrictionResult": object_schema(
+            {
+                "share": STRING,
+                "schema": STRING,
+                "name": STRING,
+                "restriction": {**model("TableRestriction"), "nullable": True},
+            }
         ),
         "ShareInfo": object_schema(
             {

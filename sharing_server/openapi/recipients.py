@@ -20,6 +20,12 @@ from sharing_server.openapi.shapes import (
 )
 
 TAG = "recipients"
+#: What a restricted table's `CURRENT_RECIPIENT('key')` reads: keys of 1-128 letters, digits, `_-.`.
+PROPERTIES: Schema = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "maxLength": 1024},
+    "maxProperties": 50,
+}
 
 
 def _recipients(*args: Any, **kwargs: Any) -> Schema:
@@ -54,6 +60,14 @@ def area() -> Area:
             returns("The recipient.", "RecipientInfo"),
             (404,),
             [recipient],
+        ),
+        ("admin_update_recipient", "PATCH"): _recipients(
+            "adminUpdateRecipient",
+            "Set and remove a recipient's properties (all or none)",
+            returns("The recipient.", "Recipient"),
+            (404,),
+            [recipient],
+            "UpdateRecipientRequest",
         ),
         ("admin_remove_recipient", "DELETE"): _recipients(
             "adminRemoveRecipient",
@@ -114,7 +128,13 @@ def area() -> Area:
 def _schemas() -> dict[str, Schema]:
     return {
         "Recipient": object_schema(
-            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "shares": array(STRING)}
+            {
+                "name": STRING,
+                "id": STRING,
+                "createdAt": DATE_TIME,
+                "shares": array(STRING),
+                "properties": PROPERTIES,
+            }
         ),
         "RecipientList": object_schema({"items": array(model("Recipient"))}),
         "RecipientInfo": object_schema(
@@ -123,10 +143,18 @@ def _schemas() -> dict[str, Schema]:
                 "id": STRING,
                 "createdAt": DATE_TIME,
                 "shares": array(STRING),
+                "properties": PROPERTIES,
                 "tokens": array(model("TokenEntry")),
             }
         ),
-        "CreateRecipientRequest": object_schema({"name": STRING}),
+        "CreateRecipientRequest": object_schema({"name": STRING}, {"properties": PROPERTIES}),
+        "UpdateRecipientRequest": object_schema(
+            {},
+            {
+                "properties": {**PROPERTIES, "description": "Properties to set (others are kept)."},
+                "unset": {**array(STRING), "description": "Keys of properties to remove."},
+            },
+        ),
         "GrantShareRequest": object_schema({"share": STRING}),
         "CreateRecipientTokenRequest": object_schema(
             {},
