@@ -249,7 +249,9 @@ class SnapshotWarmer:
             # parquet), checked when a query derives them: only Delta's are made ready here.
             return snapshot
         self._kept[table.id] = (table, weakref.ref(snapshot), time.monotonic())
-        if not current:
+        # A restricted snapshot is one audience's: the persisted summary is the whole table's
+        # head, which a restricted reader never answers from (it builds its own).
+        if not current and table.restriction is None:
             self._save_summary(table, reader, snapshot)
         if first_sight:
             return snapshot
