@@ -9,7 +9,8 @@ from sharing_server.console.web import Call, Page
 def table_page(call: Call) -> Page:
     share, schema, name = call.param("share"), call.param("schema"), call.param("table")
     table = call.admin.get_table(share, schema, name)
-    reader = call.console.readers.reader(table)
+    # The provider's own look: the whole table, whatever its restriction serves recipients.
+    reader = call.console.readers.unrestricted(table)
     context = {
         "share": share,
         "table": table,

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
 
+from share_store.restrictions.restriction import TableRestriction
 from tests.conftest import ADMIN_TOKEN, TESTDATA_BUCKET, Deployment, copy_testdata
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -319,6 +320,16 @@ def test_recipients_activity_views_narrow_actions_and_the_sign_in_throttle(
     profile.write_text(httpx.get(link).text)
     assert httpx.get(link).status_code == 410
     assert len(delta_sharing.load_as_pandas(f"{profile}#partnered.default.parts")) == 7
+    # A restriction shows on the share's page, and the recipient's properties on its own (issue 50).
+    server.store.update_recipient_properties("partner", {"region": "emea", "tier": "gold"}, [])
+    restriction = TableRestriction("year = CURRENT_RECIPIENT('year')", ("value", "year"))
+    server.store.set_restriction("partnered", "default", "parts", restriction)
+    page.goto(f"{url}/console/shares/partnered")
+    expect(page.locator("#tables")).to_contain_text("rows where year = CURRENT_RECIPIENT('year')")
+    expect(page.locator("#tables")).to_contain_text("columns value, year")
+    page.goto(f"{url}/console/recipients/partner")
+    expect(page.locator("#properties")).to_contain_text("region")
+    expect(page.locator("#properties")).to_contain_text("emea")
     page.goto(f"{url}/console/recipients")
     expect(page.locator("#recipients")).to_contain_text("partnered")
     shot(page, "recipients")
