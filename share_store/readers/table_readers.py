@@ -90,7 +90,8 @@ class TableReaders:
     def _restricted_reader(self, table: SharedTable, used: bool) -> TableReader:
         """The reader of a restricted table for its audience, kept like the whole table's: it
         holds the versions it made. One folder of derived files per table serves every audience."""
-        from share_store.restrictions.restricted_reader import RestrictedReader, derived_files_of
+        from share_store.restrictions.derived_files import derived_files_of
+        from share_store.restrictions.restricted_reader import RestrictedReader
         from share_store.storage.file_uris import file_uri
 
         assert table.restriction is not None and table.audience is not None

@@ -18,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from share_store.errors import UnsupportedOperation
+from share_store.model import SharedTable
 from share_store.restrictions.derivation import Derived
 from share_store.storage.base import ObjectStorage
+from share_store.tables.reader import TableReader
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +122,32 @@ class DerivedFiles:
             if uri is not None:
                 self._locations[uri] = (self.bucket, key)
         return made
+
+
+def derived_files_of(
+    table: SharedTable,
+    inner: TableReader,
+    storage: ObjectStorage,
+    cache_bucket: str | None,
+    cache_prefix: str,
+    uri: Callable[[str, str], str],
+) -> DerivedFiles:
+    """The folder of `table`'s derived files, written with the server's configured `storage`
+    (vended keys are commonly read-only): in the cache bucket, else the bucket of the table's
+    data, under a folder of the table's own, so that no two tables' files meet."""
+    import hashlib
+
+    bucket = cache_bucket or _data_bucket(table, inner)
+    identity = hashlib.sha256(f"{table.id}\0{table.bucket}\0{table.path}".encode()).hexdigest()[:24]
+    prefix = f"{cache_prefix.strip('/')}/restricted/{identity}/"
+    return DerivedFiles(storage, bucket, prefix, uri)
+
+
+def _data_bucket(table: SharedTable, inner: TableReader) -> str:
+    """A Delta table's bucket; an Iceberg table's is its first data file's (a warehouse's name is
+    not a bucket). A table with no file yet derives none: its own bucket name stands."""
+    if not table.is_iceberg:
+        return table.bucket
+    for add in inner.snapshot().adds:
+        return inner.locate(add["path"])[0]
+    return table.bucket

@@ -22,7 +22,6 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -33,6 +32,13 @@ from share_store.restrictions.column_types import read_partition_value
 from share_store.restrictions.derivation import derive
 from share_store.restrictions.derived_files import DerivedFile, DerivedFiles, content_key
 from share_store.restrictions.file_verdicts import file_facts, verdict
+from share_store.restrictions.restricted_metadata import (
+    SERVED_ACTIONS,
+    restricted_commit_info,
+    restricted_metadata,
+    served_partition_values,
+    without_deletion_vectors,
+)
 from share_store.restrictions.restriction import BoundRestriction, bind
 from share_store.restrictions.row_filters import column_names
 from share_store.storage.base import ObjectStorage, UrlSigning
@@ -49,16 +55,6 @@ Action = dict[str, Any]
 ANSWER_BUDGET_SECONDS = 20.0
 #: What `Retry-After` says meanwhile.
 RETRY_AFTER_SECONDS = 5.0
-#: Field metadata a restricted schema keeps: comments and column mapping. Generation
-#: expressions, identity columns and the like may name the columns cut.
-KEPT_FIELD_METADATA = ("comment", "delta.columnMapping.")
-#: Table configuration a restricted table does not show: constraints name columns and values.
-HIDDEN_CONFIGURATION = ("delta.constraints.", "delta.dataSkippingStatsColumns", "delta.enableDeletionVectors")
-#: The actions of a commit a restricted table serves; others (domain metadata, transactions)
-#: are the provider's.
-SERVED_ACTIONS = ("protocol", "metaData", "add", "remove", "cdc", "commitInfo")
-#: What a restricted table's commitInfo keeps: its time (an operation's parameters name rows).
-KEPT_COMMIT_INFO = ("timestamp", "inCommitTimestamp")
 #: Versions whose restricted snapshot a reader keeps beyond its whole table's snapshot cache.
 KEPT_VERSIONS = 8
 
@@ -203,7 +199,7 @@ class RestrictedReader:
                 adds.append(served)
         restricted = dataclasses.replace(
             whole,
-            protocol=_without_deletion_vectors(whole.protocol),
+            protocol=without_deletion_vectors(whole.protocol),
             metadata=restricted_metadata(whole.metadata, bound),
             adds=FileSet(adds),
         )
@@ -245,11 +241,11 @@ class RestrictedReader:
                 continue
             body = action[kind]
             if kind == "protocol":
-                served.append({"protocol": _without_deletion_vectors(body)})
+                served.append({"protocol": without_deletion_vectors(body)})
             elif kind == "metaData":
                 served.append({"metaData": restricted_metadata(body, bound)})
             elif kind == "commitInfo":
-                served.append({"commitInfo": {k: v for k, v in body.items() if k in KEPT_COMMIT_INFO}})
+                served.append({"commitInfo": restricted_commit_info(body)})
             else:
                 if kind == "remove" and not body.get("stats"):
                     body = body | {"stats": earlier.stats(body["path"])}
@@ -265,7 +261,7 @@ class RestrictedReader:
     ) -> Action | None:
         """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived."""
         values = action.get("partitionValues") or {}
-        served_values = _served_partition_values(values, bound, partition_columns)
+        served_values = served_partition_values(values, bound, partition_columns)
         if kind != "cdc":
             names = column_names(bound.predicate) if bound.predicate is not None else set()
             stats = _stats(action)
@@ -370,82 +366,3 @@ def _stats(action: Action) -> dict[str, Any]:
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
-
-
-def _served_partition_values(
-    values: dict[str, Any], bound: BoundRestriction, partition_columns: list[str]
-) -> dict[str, Any]:
-    if bound.columns is None:
-        return values
-    served_physical = {bound.table_columns[name.lower()].physical for name in bound.columns}
-    served_physical |= set(bound.columns)
-    return {key: value for key, value in values.items() if key in served_physical}
-
-
-def _without_deletion_vectors(protocol: dict[str, Any]) -> dict[str, Any]:
-    """The protocol less the deletion-vector feature: no served file has a vector."""
-    found = dict(protocol)
-    for key in ("readerFeatures", "writerFeatures"):
-        if found.get(key) is not None:
-            found[key] = [feature for feature in found[key] if feature != "deletionVectors"]
-    return found
-
-
-def restricted_metadata(metadata: dict[str, Any], bound: BoundRestriction) -> dict[str, Any]:
-    """A `metaData` action as a restricted table shows it: served columns only, nothing naming
-    the others (field metadata, constraints), no deletion vectors."""
-    schema = json.loads(metadata["schemaString"])
-    fields = []
-    for field in schema.get("fields", []):
-        if not bound.serves(field["name"]):
-            continue
-        kept = {
-            key: value
-            for key, value in (field.get("metadata") or {}).items()
-            if key == "comment" or key.startswith("delta.columnMapping.")
-        }
-        fields.append(field | {"metadata": kept})
-    schema["fields"] = fields
-    served = {field["name"].lower() for field in fields}
-    configuration = {
-        key: value
-        for key, value in (metadata.get("configuration") or {}).items()
-        if not key.startswith(HIDDEN_CONFIGURATION)
-    }
-    return metadata | {
-        "schemaString": json.dumps(schema, separators=(",", ":")),
-        "partitionColumns": [c for c in metadata.get("partitionColumns") or [] if c.lower() in served],
-        "configuration": configuration,
-    }
-
-
-# -- made by the door -------------------------------------------------------------------------
-
-
-def derived_files_of(
-    table: SharedTable,
-    inner: TableReader,
-    storage: ObjectStorage,
-    cache_bucket: str | None,
-    cache_prefix: str,
-    uri: Callable[[str, str], str],
-) -> DerivedFiles:
-    """The folder of `table`'s derived files, written with the server's configured `storage`
-    (vended keys are commonly read-only): in the cache bucket, else the bucket of the table's
-    data, under a folder of the table's own, so that no two tables' files meet."""
-    import hashlib
-
-    bucket = cache_bucket or _data_bucket(table, inner)
-    identity = hashlib.sha256(f"{table.id}\0{table.bucket}\0{table.path}".encode()).hexdigest()[:24]
-    prefix = f"{cache_prefix.strip('/')}/restricted/{identity}/"
-    return DerivedFiles(storage, bucket, prefix, uri)
-
-
-def _data_bucket(table: SharedTable, inner: TableReader) -> str:
-    """A Delta table's bucket; an Iceberg table's is its first data file's (a warehouse's name is
-    not a bucket). A table with no file yet derives none: its own bucket name stands."""
-    if not table.is_iceberg:
-        return table.bucket
-    for add in inner.snapshot().adds:
-        return inner.locate(add["path"])[0]
-    return table.bucket

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from share_store.errors import AdminError, Forbidden
-from share_store.restrictions import row_filters
+from share_store.restrictions import filter_text, row_filters
 from share_store.restrictions.column_types import ColumnType, table_columns
 from share_store.restrictions.row_filters import InvalidRowFilter, MissingProperty, Predicate
 
@@ -143,7 +143,7 @@ def bind(restriction: TableRestriction, schema_string: str, audience: Audience) 
                 + ", ".join(map(repr, gone))
             )
         served = tuple(columns[name.lower()].name for name in restriction.columns)
-    return BoundRestriction(predicate, served, columns, row_filters.key(predicate, served))
+    return BoundRestriction(predicate, served, columns, filter_text.key(predicate, served))
 
 
 def _missing_message(missing: MissingProperty, audience: Audience) -> str:

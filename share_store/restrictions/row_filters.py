@@ -10,15 +10,12 @@ tree against the table's columns and types; `bind` replaces each recipient
 property by its value for one recipient, read as its column's type.
 
 The tree is made of frozen values, so that a bound filter can key the files
-derived for it (`key`) and be printed back as SQL (`to_sql`).
+derived for it and be printed back as SQL (`filter_text.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -319,8 +316,10 @@ def _checked_value(column: ColumnType, value: Value) -> Value:
     try:
         return Literal(read_value(column, value.value))
     except UnreadableValue:
+        from share_store.restrictions.filter_text import literal_sql
+
         raise InvalidRowFilter(
-            f"{_literal_sql(value.value)} cannot be compared with column {column.name!r} of type "
+            f"{literal_sql(value.value)} cannot be compared with column {column.name!r} of type "
             f"{column.delta_type}"
         ) from None
 
@@ -354,55 +353,3 @@ def _map(predicate: Predicate, value_of: Any, columns: dict[str, ColumnType]) ->
 def _type_text(column: ColumnType) -> str:
     kind = column.delta_type
     return kind if isinstance(kind, str) else str(kind.get("type") if isinstance(kind, dict) else kind)
-
-
-# -- print and key ------------------------------------------------------------------------------
-
-
-def to_sql(predicate: Predicate) -> str:
-    """The filter as SQL again (how `share info` and the audit show a bound filter)."""
-    if isinstance(predicate, And):
-        return f"({to_sql(predicate.left)} AND {to_sql(predicate.right)})"
-    if isinstance(predicate, Or):
-        return f"({to_sql(predicate.left)} OR {to_sql(predicate.right)})"
-    if isinstance(predicate, Not):
-        return f"(NOT {to_sql(predicate.operand)})"
-    column = _quoted(predicate.column.name)
-    if isinstance(predicate, Compare):
-        return f"{column} {predicate.op} {_value_sql(predicate.value)}"
-    if isinstance(predicate, InList):
-        return f"{column} IN ({', '.join(_value_sql(v) for v in predicate.values)})"
-    if isinstance(predicate, Between):
-        return f"{column} BETWEEN {_value_sql(predicate.low)} AND {_value_sql(predicate.high)}"
-    if isinstance(predicate, Like):
-        return f"{column} LIKE {_value_sql(predicate.pattern)}"
-    return f"{column} IS NULL"
-
-
-def key(predicate: Predicate | None, columns: tuple[str, ...] | None) -> str:
-    """What a bound restriction's derived files are kept under: the same rows and columns, the
-    same key, whoever the recipient (two recipients with one nation share their files)."""
-    text = json.dumps([to_sql(predicate) if predicate is not None else None, columns], default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _value_sql(value: Value) -> str:
-    if isinstance(value, RecipientProperty):
-        return f"CURRENT_RECIPIENT({_literal_sql(value.key)})"
-    return _literal_sql(value.value)
-
-
-def _literal_sql(value: Any) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int | float | Decimal):
-        return str(value)
-    if isinstance(value, datetime):
-        return f"TIMESTAMP '{value.isoformat()}'"
-    if isinstance(value, date):
-        return f"DATE '{value.isoformat()}'"
-    return "'" + str(value).replace("'", "''") + "'"

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from share_store.errors import AdminError, Forbidden
-from share_store.restrictions import row_filters
+from share_store.restrictions import filter_text, row_filters
 from share_store.restrictions.column_types import table_columns
 from share_store.restrictions.restriction import (
     Audience,
@@ -48,7 +48,7 @@ def test_every_form_of_the_grammar_is_read_and_typed() -> None:
         "AND NOT nation IN ('a', 'b') AND nation LIKE 'J%' AND day IS NOT NULL "
         "AND custkey BETWEEN -1 AND 30 AND price < 9.99 AND at < '2024-05-01T10:00:00Z' AND active"
     )
-    text = row_filters.to_sql(predicate)
+    text = filter_text.to_sql(predicate)
     # Columns as the schema spells them; literals read as their column's type.
     assert "`Nation` = CURRENT_RECIPIENT('nation')" in text
     assert "`acctbal` > 100.0" in text
@@ -56,7 +56,7 @@ def test_every_form_of_the_grammar_is_read_and_typed() -> None:
     assert "`price` < 9.99" in text
     assert "`active` = TRUE" in text
     bound = row_filters.bind(predicate, COLUMNS, {"nation": "JAPAN"})
-    assert "`Nation` = 'JAPAN'" in row_filters.to_sql(bound)
+    assert "`Nation` = 'JAPAN'" in filter_text.to_sql(bound)
     assert row_filters.recipient_keys(predicate) == {"nation"}
     values = [v.value for v in row_filters._values(bound) if isinstance(v, row_filters.Literal)]
     assert date(2024, 1, 1) in values and Decimal("9.99") in values
