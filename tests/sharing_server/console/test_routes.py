@@ -476,6 +476,28 @@ def test_activity_lists_providers_changes_and_wrong_admin_tokens(server: Deploym
     assert "dsa_wrong-admin-token" not in page and ADMIN_TOKEN not in page
 
 
+def test_activity_shows_what_a_change_set(server: Deployment) -> None:
+    """A change whose path does not say what it set (a recipient's properties, a table's
+    restriction) is listed with its text (issue 50)."""
+    import time
+
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    made = httpx.post(
+        f"{server.server.url}/admin/v1/recipients",
+        json={"name": "audited-props", "properties": {"nation": "JAPAN"}},
+        headers=headers,
+    )
+    assert made.status_code == 201
+    console = signed_in(server)
+    deadline = time.monotonic() + 10
+    while True:
+        table = console.get("/console/activity").text.split('id="admin-events"')[1].split("</table>")[0]
+        if "recipient audited-props: properties nation=JAPAN" in table or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert "recipient audited-props: properties nation=JAPAN" in table
+
+
 def test_a_token_is_edited_in_the_console_the_api_and_the_cli(server: Deployment, capsys) -> None:
     from sharing_server.cli import main
 
