@@ -312,3 +312,15 @@ def test_a_derivation_longer_than_the_budget_is_a_503_with_retry_after_and_never
     whole = direct(provider["customers"])
     shared = delta_sharing.load_as_pandas(f"{provider['profiles']['acme']}#partners.sales.customers")
     assert sorted(shared.custkey) == sorted(whole.custkey[whole.acctbal < 321])
+
+
+def test_a_property_changed_or_removed_takes_effect_on_the_next_request(provider: dict[str, Any]) -> None:
+    assert restrict(provider, "customers", "--where", "nation = CURRENT_RECIPIENT('nation')") == 0
+    cli, url = provider["cli"], f"{provider['profiles']['bolt']}#partners.sales.customers"
+    assert set(delta_sharing.load_as_pandas(url).nation) == {"PERU"}
+    assert main([*cli, "recipient", "update", "bolt", "--property", "nation=FRANCE"]) == 0
+    assert set(delta_sharing.load_as_pandas(url).nation) == {"FRANCE"}
+    assert main([*cli, "recipient", "update", "bolt", "--unset", "nation"]) == 0
+    with pytest.raises(Exception, match="no property 'nation'"):
+        delta_sharing.load_as_pandas(url)
+    assert main([*cli, "recipient", "update", "bolt", "--property", "nation=PERU"]) == 0
