@@ -29,6 +29,7 @@ from bench.maintenance import bench_maintenance
 from bench.maintenance_budget import bench_maintenance_budget
 from bench.presign import bench_presign
 from bench.restart import bench_restart
+from bench.restricted import bench_restricted
 from bench.results import RESULTS, machine, write_results
 from bench.rows import readable_rows
 from bench.s3_queries import bench_s3
@@ -69,6 +70,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "activity": bench_activity,
         "scale": bench_scale,
         "restart": bench_restart,
+        "restricted": bench_restricted,
         "stalled-streams": lambda: bench_stalled_streams(int(os.environ.get("BENCH_STALLED", "1000"))),
     }
 
