@@ -193,8 +193,9 @@ class RestrictedReader:
     def _build(self, whole: TableSnapshot, bound: BoundRestriction) -> TableSnapshot:
         columns = whole.partition_columns
         adds = []
+        verdicts: dict[tuple[Any, ...], str] = {}
         for add in whole.adds:
-            served = self._file_action(add, bound, columns, "add")
+            served = self._file_action(add, bound, columns, "add", verdicts)
             if served is not None:
                 adds.append(served)
         restricted = dataclasses.replace(
@@ -257,16 +258,32 @@ class RestrictedReader:
     # -- one file -----------------------------------------------------------------------------------
 
     def _file_action(
-        self, action: Action, bound: BoundRestriction, partition_columns: list[str], kind: str
+        self,
+        action: Action,
+        bound: BoundRestriction,
+        partition_columns: list[str],
+        kind: str,
+        verdicts: dict[tuple[Any, ...], str] | None = None,
     ) -> Action | None:
-        """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived."""
+        """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived.
+
+        `verdicts`: kept across one snapshot's files for a filter on partition columns only,
+        whose verdict depends on a file's partition values alone (a 10,000-file table has
+        few of them).
+        """
         values = action.get("partitionValues") or {}
         served_values = served_partition_values(values, bound, partition_columns)
         if kind != "cdc":
             names = column_names(bound.predicate) if bound.predicate is not None else set()
-            stats = _stats(action)
-            facts = file_facts(bound.table_columns, partition_columns, values, stats, names)
-            found = verdict(bound.predicate, facts)
+            by_values = verdicts is not None and _on_partitions(names, partition_columns)
+            key = tuple(sorted(values.items(), key=lambda item: item[0])) if by_values else ()
+            found = verdicts.get(key) if verdicts is not None and by_values else None
+            if found is None:
+                stats = {} if by_values else _stats(action)
+                facts = file_facts(bound.table_columns, partition_columns, values, stats, names)
+                found = verdict(bound.predicate, facts)
+                if verdicts is not None and by_values:
+                    verdicts[key] = found
             if found == "none":
                 return None
             if (
@@ -355,6 +372,12 @@ class _Earlier:
                 except Exception:  # noqa: BLE001 - no earlier version readable: the file is derived
                     log.info("no statistics for the removes of version %s", self.version)
         return self._stats.get(path)
+
+
+def _on_partitions(names: set[str], partition_columns: list[str]) -> bool:
+    """Whether a filter names partition columns only (schema names match case-insensitively)."""
+    partitioned = {name.lower() for name in partition_columns}
+    return all(name.lower() in partitioned for name in names)
 
 
 def _stats(action: Action) -> dict[str, Any]:
