@@ -29,7 +29,7 @@ from typing import Any
 from share_store.errors import DerivationPending
 from share_store.model import SharedTable
 from share_store.restrictions.column_types import read_partition_value
-from share_store.restrictions.derivation import derive
+from share_store.restrictions.derivation_tasks import DerivationTask, run_task
 from share_store.restrictions.derived_files import DerivedFile, DerivedFiles, content_key
 from share_store.restrictions.file_verdicts import file_facts, verdict
 from share_store.restrictions.restricted_metadata import (
@@ -48,6 +48,9 @@ from share_store.tables.reader import TableReader
 from share_store.tables.snapshot import TableSnapshot
 
 log = logging.getLogger(__name__)
+
+#: What a planner's derivation gives in place of a file it leaves to be made.
+NOT_MADE = DerivedFile(None, "", "", 0, 0, "{}")
 
 Action = dict[str, Any]
 
@@ -83,6 +86,8 @@ class RestrictedReader:
         self._builds: dict[tuple[int, str], Future[TableSnapshot]] = {}
         self._built: OrderedDict[tuple[int, str], TableSnapshot] = OrderedDict()
         self._bound: dict[str, BoundRestriction] = {}
+        #: Set on a planner (`derivation_tasks`): the tasks it meets, none of them run.
+        self._planned: list[DerivationTask] | None = None
 
     # -- what passes through ----------------------------------------------------------------
 
@@ -318,6 +323,14 @@ class RestrictedReader:
     def _derived(
         self, action: Action, bound: BoundRestriction, partition_columns: list[str], change_file: bool
     ) -> DerivedFile:
+        task = self._task(action, bound, change_file)
+        if self._planned is not None:
+            self._planned.append(task)
+            return NOT_MADE
+        return run_task(task, self.inner.storage, self.files)
+
+    def _task(self, action: Action, bound: BoundRestriction, change_file: bool) -> DerivationTask:
+        """What defines `action`'s derived file, and where its inputs are."""
         descriptor = action.get("deletionVector")
         name = content_key(
             "restricted-1",
@@ -326,10 +339,6 @@ class RestrictedReader:
             bound.key,
             "cdc" if change_file else "data",
         )
-        found = self.files.find(name)
-        if found is not None:
-            return found
-        deleted = self._deleted(descriptor) if descriptor else None
         constants = {}
         by_physical = {c.physical: c for c in bound.table_columns.values()}
         for physical, raw in (action.get("partitionValues") or {}).items():
@@ -339,20 +348,27 @@ class RestrictedReader:
                     constants[column.name] = read_partition_value(column, raw)
                 except ValueError:
                     constants[column.name] = None
-        source = self.inner.storage.open(*self.inner.locate(action["path"]))
-        try:
-            derived = derive(source, bound, constants, deleted, change_file)
-        finally:
-            source.close()
-        return self.files.put(name, derived)
+        return DerivationTask(
+            name,
+            self.inner.locate(action["path"]),
+            int(action.get("size") or 0),
+            bound,
+            constants,
+            change_file,
+            descriptor,
+            self.inner.locate_dv(descriptor) if descriptor else None,
+        )
 
-    def _deleted(self, descriptor: dict[str, Any]) -> set[int]:
-        from share_store.iceberg.deletes import positions
-        from share_store.iceberg.derived import vector_payload
-
-        location = self.inner.locate_dv(descriptor)
-        content = self.inner.storage.read(*location) if location is not None else None
-        return set(positions(vector_payload(descriptor, content)))
+    def derivation_tasks(self, version: int | None = None) -> list[DerivationTask]:
+        """The derived files a version's snapshot still lacks, to be made elsewhere (by Spark:
+        `sharing-server share derive`); nothing is derived here."""
+        whole = self.inner.snapshot(version)
+        bound = self.bound(whole.metadata)
+        planned: list[DerivationTask] = []
+        planner = RestrictedReader(self.table, self.inner, self.files, self.partitions_in_files)
+        planner._planned = planned
+        planner._build(whole, bound)
+        return [task for task in planned if self.files.find(task.name) is None]
 
 
 class _Earlier:

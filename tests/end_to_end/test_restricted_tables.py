@@ -280,7 +280,7 @@ def test_spark_through_our_source_reads_the_restricted_rows(provider: dict[str, 
 def test_a_derivation_longer_than_the_budget_is_a_503_with_retry_after_and_never_a_part(
     provider: dict[str, Any], server: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from share_store.restrictions import derivation, restricted_reader
+    from share_store.restrictions import derivation, derivation_tasks, restricted_reader
 
     release = threading.Event()
     slow = derivation.derive
@@ -289,7 +289,7 @@ def test_a_derivation_longer_than_the_budget_is_a_503_with_retry_after_and_never
         release.wait(30)
         return slow(*args, **kwargs)
 
-    monkeypatch.setattr(restricted_reader, "derive", held)
+    monkeypatch.setattr(derivation_tasks, "derive", held)
     monkeypatch.setattr(restricted_reader, "ANSWER_BUDGET_SECONDS", 0.5)
     monkeypatch.setattr(restricted_reader.RestrictedReader.__init__, "__defaults__", (0.5,))
     # A restriction never derived before: its files must all be made.
