@@ -9,6 +9,7 @@ not wait out the cache.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from share_store.iceberg_shares.visible_metadata import (
 )
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
+from share_store.restrictions.restriction import Audience
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
 from share_store.signing.vended_scope import (
     MAX_POLICY_CHARS,
@@ -105,6 +107,22 @@ def _files_in_summary(table: Any) -> int:
         return MAX_EXACT_FILES + 1
 
 
+def folder_of(location: tuple[str, str]) -> tuple[str, str]:
+    """The folder an object is in, as (bucket, prefix)."""
+    bucket, key = location
+    return bucket, key.rpartition("/")[0]
+
+
+def read_for_share_token(table: SharedTable) -> SharedTable:
+    """`table` as `/iceberg` reads it: for a per-share token, the only token it takes, whose audience
+    is no recipient (`Audience()`). So a restriction that names no recipient's property is served,
+    and one naming `CURRENT_RECIPIENT` is refused naming the property (`restriction.bind`), where
+    a table with no audience would be refused whatever its restriction (`TableReaders.reader`)."""
+    if table.restriction is None or table.audience is not None:
+        return table
+    return dataclasses.replace(table, audience=Audience())
+
+
 def delta_readable(
     generated: GeneratedTable, reader: DeltaTableReader, history_shared: bool
 ) -> ReadableFiles:
@@ -125,6 +143,7 @@ class IcebergGrants:
     def load(self, table: SharedTable) -> TableGrant:
         """The table as it is now, with a fresh grant: an Iceberg table as its catalog has it,
         a Delta table as Iceberg metadata generated for its versions."""
+        table = read_for_share_token(table)
         reader = self.readers.reader(table)
         if not isinstance(reader.storage, S3Storage):
             raise UnsupportedOperation(NEEDS_S3)
@@ -136,7 +155,9 @@ class IcebergGrants:
             generated = self._restricted(table, reader).generate(history_shared=False)
             location, metadata = generated.metadata_location, generated.metadata
             readable = ReadableFiles(generated.version_prefixes, exact=generated.files)
-            prefixes = prefixes_of([*generated.files, *generated.version_prefixes])
+            # The folders its files are in (derived files, files served as they are, the generated
+            # metadata), which the signer's keys are scoped to: a file's key is no prefix of itself.
+            prefixes = prefixes_of([*map(folder_of, generated.files), *generated.version_prefixes])
             few = len(generated.files) <= MAX_EXACT_FILES
         elif table.is_iceberg:
             loaded = reader.catalog_table()  # type: ignore[attr-defined]
