@@ -41,6 +41,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from share_store.authentication.tokens import ADMIN_TOKEN_PREFIX, hash_secret, new_secret
-from share_store.errors import ShareStoreError
+from share_store.errors import AdminError, ShareStoreError
 from share_store.persistence import ShareStore
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
@@ -136,9 +137,11 @@ def find_config(given: str | None, env: dict[str, str] | None = None) -> tuple[s
     )
 
 
-def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
-    """The admin operations on the configured store; storage and catalogs are made only to check
-    added tables (`Admin` checks them, here as through the admin API and the console)."""
+def local_backends(
+    store: ShareStore, config: ServerConfig
+) -> tuple[Callable[[], ObjectStorage], Callable[[], CatalogRegistry]]:
+    """The configured storage and catalogs, each made once on first use, as the running server
+    resolves them (its own warehouses first)."""
     from sharing_server.startup import server_secret
 
     @cache  # made once, whether the own warehouses or the table check asks first
@@ -146,7 +149,6 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
         return config.make_storage(server_secret(config))
 
     def catalogs() -> CatalogRegistry:
-        # The server's own warehouses first, as the running server resolves them.
         from share_store.catalog.catalog import WarehouseCatalog
         from share_store.catalog.table_source import OwnWarehouses
 
@@ -154,6 +156,15 @@ def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
         registry.own = OwnWarehouses(WarehouseCatalog(store.transactions, storage()))
         return registry
 
+    return storage, catalogs
+
+
+def local_admin(store: ShareStore, config: ServerConfig) -> Admin:
+    """The admin operations on the configured store; storage and catalogs are made only to check
+    added tables (`Admin` checks them, here as through the admin API and the console)."""
+    from sharing_server.startup import server_secret
+
+    storage, catalogs = local_backends(store, config)
     key = server_secret(config)  # the same key as the server's: activation links open there
     return Admin(store, config.endpoint, catalogs, storage, config.options.max_token_lifetime, key)
 
@@ -288,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "admin-token":
             print_admin_token()
             return 0
+        if args.command == "share" and args.action == "derive" and args.server:
+            raise AdminError("share derive runs where the storage is reachable: give it without --server")
         if args.server and args.command in ("share", "token", "oauth", "recipient"):
             run_admin(RemoteAdmin(args.server, args.admin_token or "", cafile=args.cafile), args)
             return 0
@@ -316,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
                 from sharing_server.startup import server_secret
 
                 run_local(args, store, config, server_secret(config))
+            elif args.command == "share" and args.action == "derive":
+                from sharing_server.admin.derive_command import run_derive
+
+                run_derive(args, store, config, *local_backends(store, config))
             else:
                 run_admin(local_admin(store, config), args)
         finally:

@@ -18,6 +18,7 @@ upper bound is widened by the millisecond writers truncate it to.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -287,3 +288,20 @@ def verdict(predicate: Predicate | None, facts: Mapping[str, ColumnFacts]) -> st
     if TRUE not in found:
         return "none"
     return "some"
+
+
+def on_partitions(names: set[str], partition_columns: list[str]) -> bool:
+    """Whether a filter names partition columns only (schema names match case-insensitively)."""
+    partitioned = {name.lower() for name in partition_columns}
+    return all(name.lower() in partitioned for name in names)
+
+
+def parsed_stats(action: Mapping[str, Any]) -> dict[str, Any]:
+    raw = action.get("stats")
+    if not raw:
+        return {}
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}

@@ -31,7 +31,7 @@ from share_store.model import SharedTable
 from share_store.restrictions.column_types import read_partition_value
 from share_store.restrictions.derivation_tasks import DerivationTask, run_task
 from share_store.restrictions.derived_files import DerivedFile, DerivedFiles, content_key
-from share_store.restrictions.file_verdicts import file_facts, verdict
+from share_store.restrictions.file_verdicts import file_facts, on_partitions, parsed_stats, verdict
 from share_store.restrictions.restricted_metadata import (
     SERVED_ACTIONS,
     restricted_commit_info,
@@ -280,11 +280,11 @@ class RestrictedReader:
         served_values = served_partition_values(values, bound, partition_columns)
         if kind != "cdc":
             names = column_names(bound.predicate) if bound.predicate is not None else set()
-            by_values = verdicts is not None and _on_partitions(names, partition_columns)
+            by_values = verdicts is not None and on_partitions(names, partition_columns)
             key = tuple(sorted(values.items(), key=lambda item: item[0])) if by_values else ()
             found = verdicts.get(key) if verdicts is not None and by_values else None
             if found is None:
-                stats = {} if by_values else _stats(action)
+                stats = {} if by_values else parsed_stats(action)
                 facts = file_facts(bound.table_columns, partition_columns, values, stats, names)
                 found = verdict(bound.predicate, facts)
                 if verdicts is not None and by_values:
@@ -388,20 +388,3 @@ class _Earlier:
                 except Exception:  # noqa: BLE001 - no earlier version readable: the file is derived
                     log.info("no statistics for the removes of version %s", self.version)
         return self._stats.get(path)
-
-
-def _on_partitions(names: set[str], partition_columns: list[str]) -> bool:
-    """Whether a filter names partition columns only (schema names match case-insensitively)."""
-    partitioned = {name.lower() for name in partition_columns}
-    return all(name.lower() in partitioned for name in names)
-
-
-def _stats(action: Action) -> dict[str, Any]:
-    raw = action.get("stats")
-    if not raw:
-        return {}
-    try:
-        found = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}

@@ -74,6 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
     restrict.add_argument(
         "--clear", action="store_true", help="remove the restriction: share the whole table"
     )
+    derive = share.add_parser(
+        "derive",
+        help="make a restricted table's derived files on Spark (a big table, before its recipients ask)",
+    )
+    derive.add_argument("share", type=share_argument)
+    derive.add_argument("table", metavar="SCHEMA/NAME")
+    derive.add_argument(
+        "--recipient", action="append", default=[], metavar="NAME",
+        help="derive the rows of this recipient (repeatable; default: every recipient granted the share, "
+        "or the share's own tokens when the filter names no recipient property)",
+    )  # fmt: skip
+    derive.add_argument("--version", type=int, help="the table version to derive (default: the latest)")
+    derive.add_argument("--master", default="local[*]", help="Spark's master (default: local[*])")
+    derive.add_argument("--dry-run", action="store_true", help="plan and print, derive nothing")
     share.add_parser("list", help="list shares")
     info = share.add_parser("info", help="show a share's schemas and tables")
     info.add_argument("share", type=share_argument)

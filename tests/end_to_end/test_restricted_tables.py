@@ -324,3 +324,38 @@ def test_a_property_changed_or_removed_takes_effect_on_the_next_request(provider
     with pytest.raises(Exception, match="no property 'nation'"):
         delta_sharing.load_as_pandas(url)
     assert main([*cli, "recipient", "update", "bolt", "--property", "nation=PERU"]) == 0
+
+
+def test_share_derive_makes_the_derived_files_on_spark_and_the_server_then_derives_nothing(
+    provider: dict[str, Any], server: Deployment, tmp_path: Path, spark: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from share_store.restrictions import derivation_tasks
+
+    config = tmp_path / "sharing.toml"
+    config.write_text(
+        f'[server]\ndata_dir = "{server.config.data_dir}"\n'
+        f'[storage]\ntype = "local"\nroot = "{server.config.storage["root"]}"\n'
+    )
+    where = "nation = CURRENT_RECIPIENT('nation') AND acctbal BETWEEN 10 AND 400"
+    assert restrict(provider, "customers", "--where", where, "--columns", "custkey,nation,acctbal") == 0
+    capsys.readouterr()
+    base = ["--config", str(config), "share", "derive", "partners", "sales/customers"]
+    assert main([*base, "--dry-run"]) == 0
+    planned = capsys.readouterr().out
+    assert "acme: 2 file(s)" in planned and "bolt: 2 file(s)" in planned
+    assert "nobody: skipped: recipient 'nobody' has no property 'nation'" in planned
+    assert main([*base, "--recipient", "acme", "--master", "local[2]"]) == 0
+    assert "Derived " in capsys.readouterr().out
+    assert main([*base, "--recipient", "acme"]) == 0
+    assert "Nothing to derive" in capsys.readouterr().out  # all in the cache now
+    # The server finds every file Spark made: serving acme derives nothing.
+    made = []
+    monkeypatch.setattr(derivation_tasks, "derive", lambda *a, **k: made.append(a))
+    shared = delta_sharing.load_as_pandas(f"{provider['profiles']['acme']}#partners.sales.customers")
+    assert made == []
+    whole = direct(provider["customers"])
+    expected = whole[(whole.nation == "JAPAN") & whole.acctbal.between(10, 400)]
+    assert sorted(shared.custkey) == sorted(expected.custkey)
+    assert main(["--server", server.server.url, "--admin-token", ADMIN_TOKEN, *base[2:]]) == 2
+    assert "without --server" in capsys.readouterr().err
