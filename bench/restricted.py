@@ -7,7 +7,8 @@
   columns and a column list cutting its two text columns, so that every file is derived:
   the cold /query that derives them all (MB of source per second, the server's CPU and peak
   RSS), then warm against the same files unrestricted, then a restart and its first query,
-  which must find the derived files in the cache and derive nothing.
+  which must find the derived files in the cache and derive nothing;
+- the same restriction on one file of 76 MB in a single row group: the server's peak RSS.
 
 A request that comes while a version is being derived waits up to
 `ANSWER_BUDGET_SECONDS` and is otherwise answered 503; the client here asks again at
@@ -35,6 +36,9 @@ from share_store.tables.options import DEFAULT_CACHE_PREFIX
 
 REGION_FILES, PARTITIONS = 10_000, 4
 CUSTOMER_FILES, CUSTOMER_ROWS = 30, 60_000
+#: One file of one row group, as writers that target large files make them: derivation decodes
+#: a row group at a time, so this is what a derivation's memory grows with.
+LARGE_FILE_ROWS = 1_000_000
 COLD_ROUNDS, WARM_RUNS = 3, 7
 ROW_FILTER = "amount < 400 AND nation <> 'JAPAN'"
 COLUMNS = "id,amount,nation"
@@ -52,6 +56,7 @@ def bench_restricted() -> None:
     shutil.rmtree(DERIVED, ignore_errors=True)  # each run's tables are new: earlier runs' files are waste
     bench_partition_filter()
     bench_derivation()
+    bench_large_file()
     shutil.rmtree(DERIVED, ignore_errors=True)
 
 
@@ -205,3 +210,26 @@ def bench_derivation() -> None:
             "0 written",
             "met" if rewritten == 0 else "missed",
         )
+
+
+def bench_large_file() -> None:
+    """The derivation's peak RSS when the source is one large file of one row group."""
+    source_bytes = make_customer_table(BUCKET / "customers-large", 1, LARGE_FILE_ROWS)
+    server = Server("run-restricted-large", env=COLD_START)
+    server.share({"large": "delta:bench:customers-large"})
+    server.cli("share", "restrict", "bench", "default/large", "--where", ROW_FILTER, "--columns", COLUMNS)
+    token = server.token()
+    with server, server.client(token) as client:
+        assert server.process is not None
+        settle(server.process.pid)
+        rss_before = server.rss_mb()
+        _, last, lines, _ = served(client, f"{QUERY}/large/query")
+        assert lines == 3, lines
+        peak = server.peak_rss_mb()
+    record(
+        f"restricted 1 file / {source_bytes / 1e6:.0f} MB in one row group: cold /query deriving it, "
+        f"server peak RSS (RSS {rss_before:.0f} MB before; the query {last:.2f} s)",
+        f"{peak:.0f} MB",
+        f"<= {RSS_GOAL_MB} MB",
+        "met" if peak <= RSS_GOAL_MB else "missed",
+    )
