@@ -87,6 +87,19 @@ class TableGrant:
             exact = VendingScope(self.readable.bucket_prefixes, tuple(sorted(self.readable.objects())))
         return narrowest(exact, loose)
 
+    @property
+    def vendable(self) -> bool:
+        """Whether keys may be vended for this grant at all. A restricted table's files too many to
+        name in a session policy are not: any prefix would reach rows and columns its restriction
+        leaves out, so it answers with remote signing only, whatever the client asks for."""
+        if not self.restricted:
+            return True
+        try:
+            self.vending_scope()
+        except ValueError:
+            return False
+        return True
+
     def shared_metadata(self, history_shared: bool) -> dict[str, Any]:
         """The metadata as recipients get it: without history, cut to the current snapshot."""
         return shared_metadata(self.metadata, history_shared)
@@ -111,6 +124,21 @@ def folder_of(location: tuple[str, str]) -> tuple[str, str]:
     """The folder an object is in, as (bucket, prefix)."""
     bucket, key = location
     return bucket, key.rpartition("/")[0]
+
+
+def restricted_prefixes(generated: GeneratedTable, derived: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    """What the signer's keys for a restricted table reach (the signer itself checks each file):
+    its folder of derived files whole (they are sharded in many folders), the folders of the
+    files it serves as they are and of its generated metadata. Not its files' keys, which are
+    no prefixes of themselves."""
+    inside = derived[1].rstrip("/") + "/"
+    others = [f for f in generated.files if not (f[0] == derived[0] and f[1].startswith(inside))]
+    return prefixes_of([derived, *map(folder_of, others), *generated.version_prefixes])
+
+
+def derived_folder(reader: Any) -> tuple[str, str]:
+    """A restricted reader's folder of derived files, as (bucket, prefix)."""
+    return reader.files.bucket, reader.files.prefix
 
 
 def read_for_share_token(table: SharedTable) -> SharedTable:
@@ -155,9 +183,7 @@ class IcebergGrants:
             generated = self._restricted(table, reader).generate(history_shared=False)
             location, metadata = generated.metadata_location, generated.metadata
             readable = ReadableFiles(generated.version_prefixes, exact=generated.files)
-            # The folders its files are in (derived files, files served as they are, the generated
-            # metadata), which the signer's keys are scoped to: a file's key is no prefix of itself.
-            prefixes = prefixes_of([*map(folder_of, generated.files), *generated.version_prefixes])
+            prefixes = restricted_prefixes(generated, derived_folder(reader))
             few = len(generated.files) <= MAX_EXACT_FILES
         elif table.is_iceberg:
             loaded = reader.catalog_table()  # type: ignore[attr-defined]

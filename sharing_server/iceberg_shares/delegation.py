@@ -82,8 +82,10 @@ def read_access(
     grant: TableGrant,
 ) -> dict[str, Any]:
     """The load-table answer's `config`, and `storage-credentials` when keys are vended."""
-    # Keys for a client that lists them anywhere, when vending is on; signing for every other.
-    if chosen_mode(asked_modes(request.headers), (VENDED,) if grants.vends else ()) == VENDED:
+    # Keys for a client that lists them anywhere, when vending is on and the grant may have keys
+    # (`TableGrant.vendable`); signing for every other.
+    vending = grants.vends and grant.vendable
+    if chosen_mode(asked_modes(request.headers), (VENDED,) if vending else ()) == VENDED:
         config, credentials = _vended(vend(request, metrics, grants, table, token, grant), grant)
         return {"config": config, "storage-credentials": credentials}
     return {"config": signing_config(request, grant.endpoint)}

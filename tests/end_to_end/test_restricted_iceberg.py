@@ -10,7 +10,8 @@ every file any manifest entry names, deleted entries too), download each file
 through the server's signer or with the vended keys, and read it raw: no row
 outside the filter, no column outside the list. A file of the table the
 restricted manifests do not name (the original of a derived file) is refused by
-the signer and unreadable with the vended keys.
+the signer and unreadable with the vended keys. A restricted table with more files than
+a session policy can name answers with the signer only, even to a client asking for keys.
 
 Tables: a partitioned Delta table on S3 in two versions with a delete, and an
 own-warehouse Iceberg table written through `/_iceberg` by pyiceberg with a
@@ -43,6 +44,7 @@ from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
 from share_store.authentication.tokens import hash_secret
 from share_store.catalog.users import CatalogUsers
+from share_store.iceberg_shares.grants import MAX_EXACT_FILES
 from sharing_server.cli import main
 from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, upload_tree
 from tests.conftest import ADMIN_TOKEN, Deployment, audit_lines, deploy
@@ -268,6 +270,15 @@ def assert_named_files_clean(
     return data
 
 
+def load_asking_for_keys(deployment: Deployment, token: str, table: str) -> httpx.Response:
+    """The load-table answer of `sales.<table>` to a client that asks for vended keys."""
+    return httpx.get(
+        f"{catalog_uri(deployment)}/v1/namespaces/sales/tables/{table}",
+        headers={"Authorization": f"Bearer {token}", "X-Iceberg-Access-Delegation": "vended-credentials"},
+        timeout=120,
+    )
+
+
 def delta_allowed(frame: pd.DataFrame) -> Any:
     return (frame.acctbal > 100) & (frame.region == "emea")
 
@@ -340,11 +351,7 @@ def test_vended_keys_of_a_restricted_table_name_exactly_its_files(
     """The table's few files fit a session policy: the keys are vended, scoped to them one by one
     (no prefix), and read none of the table's original files."""
     token = delta_table["token"]
-    answer = httpx.get(
-        f"{catalog_uri(deployment)}/v1/namespaces/sales/tables/customers",
-        headers={"Authorization": f"Bearer {token}", "X-Iceberg-Access-Delegation": "vended-credentials"},
-        timeout=60,
-    )
+    answer = load_asking_for_keys(deployment, token, "customers")
     assert answer.status_code == 200, answer.text
     keys = answer.json()["config"]
     assert keys["s3.session-token"] and "s3.signer" not in keys
@@ -379,6 +386,42 @@ def test_vended_keys_of_a_restricted_table_name_exactly_its_files(
     vended = recipient(deployment, token, **VENDED).load_table("sales.customers")
     assert vended.io.properties["s3.session-token"]
     assert_same_rows(vended.scan().to_arrow().to_pandas(), delta_table["expected"], "custkey")
+
+
+@pytest.fixture(scope="module")
+def many_files(deployment: Deployment, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A restricted Delta table with more files than a session policy names one by one."""
+    tmp = tmp_path_factory.mktemp("restricted-many")
+    local = str(tmp / "many")
+    for start in range(0, 16 * 8, 8):
+        write_deltalake(local, customers(start, 8), mode="append")
+    assert len(DeltaTable(local).file_uris()) > MAX_EXACT_FILES
+    client = deployment.seaweed.client()  # type: ignore[attr-defined]
+    upload_tree(client, Path(local), DELTA_BUCKET, "many")
+    spec = f"many:delta:{DELTA_BUCKET}:many"
+    token = restricted_share(deployment, tmp, "restricted_many", "sales", spec, DELTA_WHERE, DELTA_COLUMNS)
+    whole = DeltaTable(local).to_pandas()
+    return {"token": token, "expected": whole[delta_allowed(whole)][DELTA_COLUMNS]}
+
+
+def test_a_restricted_table_too_big_to_name_in_keys_answers_remote_signing_only(
+    deployment: Deployment, many_files: dict[str, Any]
+) -> None:
+    """Keys scoped to a prefix would reach the rows and columns the restriction leaves out, so a
+    client that asks for keys is answered with the signer instead, and reads the same rows."""
+    token = many_files["token"]
+    answer = load_asking_for_keys(deployment, token, "many")
+    assert answer.status_code == 200, answer.text
+    config = answer.json()["config"]
+    assert config["s3.signer"] == "S3V4RestSigner"
+    assert "s3.session-token" not in config and "s3.secret-access-key" not in config
+    assert "storage-credentials" not in answer.json()
+    # pyiceberg as a recipient sets it up by default (asking for keys) reads through the signer.
+    table = recipient(deployment, token).load_table("sales.many")
+    assert table.io.properties["s3.signer"] == "S3V4RestSigner"
+    assert_same_rows(table.scan().to_arrow().to_pandas(), many_files["expected"], "custkey")
+    data = assert_named_files_clean(deployment, token, table, DELTA_COLUMNS, delta_allowed, [b"ssn"])
+    assert len(data) > MAX_EXACT_FILES
 
 
 # -- 2. an own-warehouse Iceberg table with deletes, shared as `uniform` -----------------------
@@ -506,7 +549,7 @@ def test_a_recipient_property_restriction_refuses_a_per_share_token_at_iceberg(
         )
         assert answer.status_code == 403, answer.text
         message = answer.json()["error"]["message"]
-        assert "nation" in message, message
+        assert "recipient property 'nation'" in message and "share's own token" in message, message
         assert "metadata-location" not in answer.text and "s3://" not in answer.text
         assert DELTA_BUCKET not in answer.text and ".parquet" not in answer.text
         assert "s3.session-token" not in answer.text
