@@ -10,11 +10,14 @@ the same cache the server reads.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from share_store.restrictions.column_types import read_partition_value
 from share_store.restrictions.derivation import derive
-from share_store.restrictions.derived_files import DerivedFile, DerivedFiles
+from share_store.restrictions.derived_files import DerivedFile, DerivedFiles, content_key
 from share_store.restrictions.restriction import BoundRestriction
 from share_store.storage.base import ObjectStorage
 
@@ -35,6 +38,44 @@ class DerivationTask:
     #: The source's deletion vector: its descriptor, and its file's location (None: inline).
     vector: dict[str, Any] | None = None
     vector_file: tuple[str, str] | None = None
+
+
+def task_for(
+    action: dict[str, Any],
+    restriction: BoundRestriction,
+    change_file: bool,
+    locate: Callable[[str], tuple[str, str]],
+    locate_dv: Callable[[dict[str, Any]], tuple[str, str] | None],
+) -> DerivationTask:
+    """What defines `action`'s derived file (an add, remove or cdc of the log), and where its
+    inputs are (`locate`, `locate_dv`: the whole table's reader's)."""
+    descriptor = action.get("deletionVector")
+    name = content_key(
+        "restricted-1",
+        action["path"],
+        json.dumps(descriptor, sort_keys=True) if descriptor else "",
+        restriction.key,
+        "cdc" if change_file else "data",
+    )
+    constants = {}
+    by_physical = {c.physical: c for c in restriction.table_columns.values()}
+    for physical, raw in (action.get("partitionValues") or {}).items():
+        column = by_physical.get(physical) or restriction.table_columns.get(physical.lower())
+        if column is not None:
+            try:
+                constants[column.name] = read_partition_value(column, raw)
+            except ValueError:
+                constants[column.name] = None
+    return DerivationTask(
+        name,
+        locate(action["path"]),
+        int(action.get("size") or 0),
+        restriction,
+        constants,
+        change_file,
+        descriptor,
+        locate_dv(descriptor) if descriptor else None,
+    )
 
 
 def run_task(task: DerivationTask, storage: ObjectStorage, files: DerivedFiles) -> DerivedFile:

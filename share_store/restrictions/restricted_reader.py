@@ -18,7 +18,6 @@ up to `answer_budget` seconds and is otherwise answered `DerivationPending` (503
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -28,9 +27,8 @@ from typing import Any
 
 from share_store.errors import DerivationPending
 from share_store.model import SharedTable
-from share_store.restrictions.column_types import read_partition_value
-from share_store.restrictions.derivation_tasks import DerivationTask, run_task
-from share_store.restrictions.derived_files import DerivedFile, DerivedFiles, content_key
+from share_store.restrictions.derivation_tasks import DerivationTask, run_task, task_for
+from share_store.restrictions.derived_files import DerivedFile, DerivedFiles
 from share_store.restrictions.file_verdicts import file_facts, on_partitions, parsed_stats, verdict
 from share_store.restrictions.restricted_metadata import (
     SERVED_ACTIONS,
@@ -61,7 +59,11 @@ RETRY_AFTER_SECONDS = 5.0
 #: Versions whose restricted snapshot a reader keeps beyond its whole table's snapshot cache.
 KEPT_VERSIONS = 8
 
-_builds = ThreadPoolExecutor(max_workers=2, thread_name_prefix="derive")
+_builds = ThreadPoolExecutor(max_workers=2, thread_name_prefix="restrict")
+#: Derives files, for every build: at most two at once in the process, whatever is asked.
+_files = ThreadPoolExecutor(max_workers=2, thread_name_prefix="derive")
+#: What `_decision` answers for a file its metadata does not decide.
+DERIVE: Any = object()
 
 
 class RestrictedReader:
@@ -197,12 +199,16 @@ class RestrictedReader:
 
     def _build(self, whole: TableSnapshot, bound: BoundRestriction) -> TableSnapshot:
         columns = whole.partition_columns
-        adds = []
         verdicts: dict[tuple[Any, ...], str] = {}
-        for add in whole.adds:
-            served = self._file_action(add, bound, columns, "add", verdicts)
-            if served is not None:
-                adds.append(served)
+        files = list(whole.adds)
+        decided = [self._decision(add, bound, columns, "add", verdicts) for add in files]
+        # The files to derive are made two at a time (pyarrow reads, filters and writes outside
+        # the GIL); the ones decided by their metadata alone take no thread.
+        todo = [index for index, found in enumerate(decided) if found is DERIVE]
+        made = _files.map(lambda index: self._derived_action(files[index], bound, columns, "add"), todo)
+        for index, action in zip(todo, made, strict=True):
+            decided[index] = action
+        adds = [action for action in decided if action is not None]
         restricted = dataclasses.replace(
             whole,
             protocol=without_deletion_vectors(whole.protocol),
@@ -263,6 +269,15 @@ class RestrictedReader:
     # -- one file -----------------------------------------------------------------------------------
 
     def _file_action(
+        self, action: Action, bound: BoundRestriction, partition_columns: list[str], kind: str
+    ) -> Action | None:
+        """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived."""
+        found = self._decision(action, bound, partition_columns, kind)
+        if found is DERIVE:
+            return self._derived_action(action, bound, partition_columns, kind)
+        return found
+
+    def _decision(
         self,
         action: Action,
         bound: BoundRestriction,
@@ -270,14 +285,11 @@ class RestrictedReader:
         kind: str,
         verdicts: dict[tuple[Any, ...], str] | None = None,
     ) -> Action | None:
-        """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived.
-
-        `verdicts`: kept across one snapshot's files for a filter on partition columns only,
-        whose verdict depends on a file's partition values alone (a 10,000-file table has
-        few of them).
-        """
+        """`action` as served when its metadata decides (as it is, or None: left out), else
+        `DERIVE`. `verdicts`: kept across one snapshot's files for a filter on partition
+        columns only, whose verdict depends on a file's partition values alone (a
+        10,000-file table has few of them)."""
         values = action.get("partitionValues") or {}
-        served_values = served_partition_values(values, bound, partition_columns)
         if kind != "cdc":
             names = column_names(bound.predicate) if bound.predicate is not None else set()
             by_values = verdicts is not None and on_partitions(names, partition_columns)
@@ -296,7 +308,15 @@ class RestrictedReader:
                 and not action.get("deletionVector")
                 and not self._cuts_file(bound, partition_columns)
             ):
+                served_values = served_partition_values(values, bound, partition_columns)
                 return action | {"partitionValues": served_values} if served_values != values else action
+        return DERIVE
+
+    def _derived_action(
+        self, action: Action, bound: BoundRestriction, partition_columns: list[str], kind: str
+    ) -> Action | None:
+        """`action` served as its derived file (None when no row of it is left)."""
+        served_values = served_partition_values(action.get("partitionValues") or {}, bound, partition_columns)
         derived = self._derived(action, bound, partition_columns, kind == "cdc")
         if derived.uri is None:
             return None
@@ -323,41 +343,11 @@ class RestrictedReader:
     def _derived(
         self, action: Action, bound: BoundRestriction, partition_columns: list[str], change_file: bool
     ) -> DerivedFile:
-        task = self._task(action, bound, change_file)
+        task = task_for(action, bound, change_file, self.inner.locate, self.inner.locate_dv)
         if self._planned is not None:
             self._planned.append(task)
             return NOT_MADE
         return run_task(task, self.inner.storage, self.files)
-
-    def _task(self, action: Action, bound: BoundRestriction, change_file: bool) -> DerivationTask:
-        """What defines `action`'s derived file, and where its inputs are."""
-        descriptor = action.get("deletionVector")
-        name = content_key(
-            "restricted-1",
-            action["path"],
-            json.dumps(descriptor, sort_keys=True) if descriptor else "",
-            bound.key,
-            "cdc" if change_file else "data",
-        )
-        constants = {}
-        by_physical = {c.physical: c for c in bound.table_columns.values()}
-        for physical, raw in (action.get("partitionValues") or {}).items():
-            column = by_physical.get(physical) or bound.table_columns.get(physical.lower())
-            if column is not None:
-                try:
-                    constants[column.name] = read_partition_value(column, raw)
-                except ValueError:
-                    constants[column.name] = None
-        return DerivationTask(
-            name,
-            self.inner.locate(action["path"]),
-            int(action.get("size") or 0),
-            bound,
-            constants,
-            change_file,
-            descriptor,
-            self.inner.locate_dv(descriptor) if descriptor else None,
-        )
 
     def derivation_tasks(self, version: int | None = None) -> list[DerivationTask]:
         """The derived files a version's snapshot still lacks, to be made elsewhere (by Spark:

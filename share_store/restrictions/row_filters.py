@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from share_store.restrictions.column_types import ColumnType, UnreadableValue, read_value
@@ -114,8 +115,11 @@ _FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 # -- parse ------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1024)
 def parse(text: str) -> Predicate:
-    """The row filter `text` as a tree; `InvalidRowFilter` naming what is not allowed."""
+    """The row filter `text` as a tree; `InvalidRowFilter` naming what is not allowed.
+
+    Kept by text (the tree is frozen): every request binds its table's restriction again."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError
