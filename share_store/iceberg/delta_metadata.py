@@ -27,6 +27,7 @@ and a restart reuses it; only the current schema is used for every snapshot
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -114,8 +115,12 @@ class DeltaAsIceberg:
         cache_bucket: str,
         cache_prefix: str,
         versions_kept: int,
+        field_ids: FieldIds | None = None,
     ) -> None:
         self.reader = reader
+        #: Ids the generated schema must give its fields (by physical path), where the data
+        #: files carry ids of their own: a restricted Iceberg table's, its source's.
+        self.field_ids = field_ids
         self.storage = reader.storage
         self.table_id = table_id
         self.cache_bucket = cache_bucket
@@ -131,7 +136,11 @@ class DeltaAsIceberg:
         commits = self.reader.commits(listing, latest)
         times = {commit.version: commit.timestamp for commit in commits}
         wanted = sorted(times)[-self.versions_kept :] if history_shared else [latest.version]
-        ids = FieldIds()
+        ids = (
+            dataclasses.replace(self.field_ids, by_path=dict(self.field_ids.by_path))
+            if self.field_ids
+            else FieldIds()
+        )
         schema = iceberg_schema(latest.schema, ids)
         spec = partition_spec(latest.partition_columns, schema)
         fingerprint = hashlib.sha256(

@@ -59,6 +59,32 @@ class FieldIds:
         return self.by_path[path]
 
 
+def source_field_ids(schema: Any) -> FieldIds:
+    """The ids of a pyiceberg `Schema`'s fields by path, as `iceberg_schema` looks them up:
+    generated metadata then names each column by the id its data files carry."""
+    from pyiceberg.types import ListType, MapType, StructType
+
+    ids = FieldIds()
+
+    def walk(kind: Any, path: tuple[str, ...]) -> None:
+        if isinstance(kind, StructType):
+            for child in kind.fields:
+                ids.by_path[(*path, child.name)] = child.field_id
+                walk(child.field_type, (*path, child.name))
+        elif isinstance(kind, ListType):
+            ids.by_path[(*path, "element")] = kind.element_id
+            walk(kind.element_type, (*path, "element"))
+        elif isinstance(kind, MapType):
+            ids.by_path[(*path, "key")] = kind.key_id
+            ids.by_path[(*path, "value")] = kind.value_id
+            walk(kind.key_type, (*path, "key"))
+            walk(kind.value_type, (*path, "value"))
+
+    walk(schema.as_struct(), ())
+    ids.last = max(ids.by_path.values(), default=0)
+    return ids
+
+
 def reserve_mapped_ids(delta_type: Any, ids: FieldIds) -> None:
     """Note every column mapping id first, so assigned ids never collide with them."""
     if isinstance(delta_type, dict):

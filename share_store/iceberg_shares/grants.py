@@ -18,6 +18,7 @@ from typing import Any
 from share_store.delta.reader import DeltaTableReader
 from share_store.errors import UnsupportedOperation
 from share_store.iceberg.delta_metadata import DeltaAsIceberg, GeneratedTable
+from share_store.iceberg.from_delta import source_field_ids
 from share_store.iceberg_shares.visible_metadata import (
     ReadableFiles,
     metadata_json,
@@ -233,7 +234,10 @@ class IcebergGrants:
         deletes = self.readers.iceberg.deletes
         bound = reader.bound(reader.snapshot().metadata)
         folder = reader.files
-        return DeltaAsIceberg(reader, f"{table.id}-{bound.key}", folder.bucket, deletes.cache_prefix, 1)
+        # An Iceberg table's files (served as they are, and derived ones, which keep their
+        # columns) carry its field ids: the generated schema gives each column the same.
+        ids = source_field_ids(reader.inner.catalog_table().schema()) if table.is_iceberg else None
+        return DeltaAsIceberg(reader, f"{table.id}-{bound.key}", folder.bucket, deletes.cache_prefix, 1, ids)
 
     def _delta(self, table: SharedTable, reader: Any) -> DeltaAsIceberg:
         deletes = self.readers.iceberg.deletes

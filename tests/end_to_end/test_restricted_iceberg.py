@@ -37,7 +37,6 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import ResolveError
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
@@ -499,16 +498,8 @@ def test_the_restricted_own_table_reads_exactly_through_delta_sharing_in_both_fo
 
 #: Why pyiceberg cannot read a restricted Iceberg-source table's rows at /iceberg (reported, not fixed
 #: here: the ids are decided in share_store/iceberg/ and share_store/restrictions/).
-FIELD_IDS_BUG = (
-    "the generated metadata numbers the served columns 1..n (share_store/iceberg/from_delta.py:132, "
-    "no delta.columnMapping.id since share_store/iceberg/mapping.py:62 maps columns only on a "
-    "rename), while derived files keep the source's PARQUET:field_id "
-    "(share_store/restrictions/derivation.py:68): id, region, amount are 1, 2, 3 in the metadata "
-    "and 1, 3, 4 in the files, so pyiceberg reads `region` as field 3 and raises ResolveError"
-)
 
 
-@pytest.mark.xfail(strict=True, raises=ResolveError, reason=FIELD_IDS_BUG)
 def test_the_restricted_own_table_reads_exactly_through_iceberg(
     deployment: Deployment, own_table: dict[str, Any]
 ) -> None:
