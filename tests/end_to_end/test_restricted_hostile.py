@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -789,3 +789,18 @@ def test_no_deletion_vector_and_no_cut_column_in_any_line_of_a_table_with_vector
     for parquet in downloads(lines):
         frame = parquet.read().to_pandas()
         assert set(frame.columns) <= {"id", "name", "age"} and (frame.age > 30).all()
+
+
+def test_time_travel_by_timestamp_is_restricted_too(provider: dict[str, Any]) -> None:
+    assert restrict(provider, "customers", "--where", "nation = 'FRANCE'", "--columns", "custkey,nation") == 0
+    first = DeltaTable(str(provider["root"] / "customers")).history()[-1]  # version 0's commit
+    moment = datetime.fromtimestamp(first["timestamp"] / 1000, UTC).isoformat().replace("+00:00", "Z")
+    profile = provider["profiles"]["acme"]
+    for delta in (False, True):
+        answer = ask(profile, "customers", "query", {"timestamp": moment}, delta=delta)
+        assert "ssn" not in answer.text and "region" not in answer.text
+        files = downloads(lines_of(answer))
+        assert files
+        for parquet in files:
+            rows = parquet.read().to_pandas()
+            assert set(rows.columns) == {"custkey", "nation"} and (rows.nation == "FRANCE").all()
