@@ -111,7 +111,7 @@ class TableReaders:
                 table, inner, self.storage, deletes.cache_bucket, deletes.cache_prefix,
                 lambda bucket, key: file_uri(self.storage, bucket, key),
             )  # fmt: skip
-        made = RestrictedReader(table, inner, files, partitions_in_files=table.is_iceberg)
+        made = RestrictedReader(table, inner, files)
         with self._lock:
             self._derived.setdefault(where, files)
             reader = self._restricted.setdefault(key, made)

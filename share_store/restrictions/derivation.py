@@ -67,9 +67,7 @@ def derive(
     written_as = parquet.schema_arrow
     # Writers of Arrow 15+ (deltalake among them) may type strings as views, which pyarrow's
     # comparison kernels do not take: they are read as plain strings (the same Parquet type).
-    file_schema = pa.schema(
-        [_plain(field) for field in written_as], metadata=_without_arrow_schema(written_as)
-    )
+    file_schema = pa.schema([_plain(field) for field in written_as])
     kept = [
         field.name
         for field in file_schema
@@ -80,7 +78,9 @@ def derive(
         raise UnsupportedOperation(
             "the table's restriction serves only partition columns; list at least one other column"
         )
-    out_schema = pa.schema([file_schema.field(name) for name in kept], metadata=file_schema.metadata)
+    # None of the source's key-value metadata: writers keep their whole schema there (Spark's
+    # row metadata, Iceberg's schema), cut columns included. Fields keep only their ids.
+    out_schema = pa.schema([_with_field_id_only(file_schema.field(name)) for name in kept])
     expression = (
         row_expression(restriction.predicate, restriction.table_columns, file_schema, constants)
         if restriction.predicate is not None
@@ -125,19 +125,18 @@ def derive(
     return Derived(output.getvalue(), stats.rows, stats.json())
 
 
+def _with_field_id_only(field: pa.Field) -> pa.Field:
+    """`field` with no metadata but its Parquet field id (which readers map columns by)."""
+    kept = {k: v for k, v in (field.metadata or {}).items() if k == b"PARQUET:field_id"}
+    return field.with_metadata(kept) if kept else field.remove_metadata()
+
+
 def _plain(field: pa.Field) -> pa.Field:
     if pa.types.is_string_view(field.type):
         return field.with_type(pa.string())
     if pa.types.is_binary_view(field.type):
         return field.with_type(pa.binary())
     return field
-
-
-def _without_arrow_schema(schema: pa.Schema) -> dict[bytes, bytes] | None:
-    """The file's key-value metadata less Arrow's own copy of its schema (written anew)."""
-    if not schema.metadata:
-        return None
-    return {key: value for key, value in schema.metadata.items() if key != b"ARROW:schema"}
 
 
 def _served(physical: str, restriction: BoundRestriction) -> bool:

@@ -42,10 +42,11 @@ def to_sql(predicate: Predicate) -> str:
     return f"{column} IS NULL"
 
 
-def key(predicate: Predicate | None, columns: tuple[str, ...] | None) -> str:
+def key(predicate: Predicate | None, columns: tuple[str, ...] | None, physical: tuple[Any, ...] = ()) -> str:
     """What a bound restriction's derived files are kept under: the same rows and columns, the
-    same key, whoever the recipient (two recipients with one nation share their files)."""
-    text = json.dumps([to_sql(predicate) if predicate is not None else None, columns], default=str)
+    same key, whoever the recipient (two recipients with one nation share their files).
+    `physical`: the columns' names in the files, which a rename changes."""
+    text = json.dumps([to_sql(predicate) if predicate is not None else None, columns, physical], default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

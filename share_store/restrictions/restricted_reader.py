@@ -74,15 +74,12 @@ class RestrictedReader:
         table: SharedTable,
         inner: TableReader,
         files: DerivedFiles,
-        partitions_in_files: bool,
         answer_budget: float = ANSWER_BUDGET_SECONDS,
     ) -> None:
         assert table.restriction is not None and table.audience is not None
         self.table = table
         self.inner = inner
         self.files = files
-        #: Whether data files hold their partition columns (Iceberg's do; Delta's do not).
-        self.partitions_in_files = partitions_in_files
         self.answer_budget = answer_budget
         self._lock = threading.Lock()
         self._builds: dict[tuple[int, str], Future[TableSnapshot]] = {}
@@ -331,14 +328,11 @@ class RestrictedReader:
         return made
 
     def _cuts_file(self, bound: BoundRestriction, partition_columns: list[str]) -> bool:
-        """Whether the columns cut include one the table's data files hold."""
-        if bound.columns is None:
-            return False
-        cut = {c.name for c in bound.table_columns.values()} - set(bound.columns)
-        if self.partitions_in_files:
-            return bool(cut)
-        partitioned = {name.lower() for name in partition_columns}
-        return any(name.lower() not in partitioned for name in cut)
+        """Whether a file may hold a column the restriction does not serve: with a column list,
+        every file. A cut partition column is in a Delta file's path (`region=emea/`), which
+        its URL shows, and a file written before a column was dropped (column mapping,
+        Iceberg) still holds it, which no schema of today's says."""
+        return bound.columns is not None
 
     def _derived(
         self, action: Action, bound: BoundRestriction, partition_columns: list[str], change_file: bool
@@ -355,7 +349,7 @@ class RestrictedReader:
         whole = self.inner.snapshot(version)
         bound = self.bound(whole.metadata)
         planned: list[DerivationTask] = []
-        planner = RestrictedReader(self.table, self.inner, self.files, self.partitions_in_files)
+        planner = RestrictedReader(self.table, self.inner, self.files)
         planner._planned = planned
         planner._build(whole, bound)
         return [task for task in planned if self.files.find(task.name) is None]

@@ -125,9 +125,11 @@ def bind(restriction: TableRestriction, schema_string: str, audience: Audience) 
     if restriction.where is not None:
         try:
             checked = row_filters.check(row_filters.parse(restriction.where), columns)
-        except InvalidRowFilter as error:
+        except InvalidRowFilter:
+            # Not said which column: the filter may name columns this recipient is not served.
             raise Forbidden(
-                f"the table's restriction does not fit this version of the table: {error}"
+                "the table's row filter does not fit this version of the table (a column it names is "
+                "not in this version, or has another type): ask the provider"
             ) from None
         properties = dict(audience.properties) if audience.recipient is not None else None
         try:
@@ -143,7 +145,9 @@ def bind(restriction: TableRestriction, schema_string: str, audience: Audience) 
                 + ", ".join(map(repr, gone))
             )
         served = tuple(columns[name.lower()].name for name in restriction.columns)
-    return BoundRestriction(predicate, served, columns, filter_text.key(predicate, served))
+    # Keyed by the physical columns too: after a rename, one name is another column's files.
+    physical = tuple(sorted((c.name, c.physical) for c in columns.values()))
+    return BoundRestriction(predicate, served, columns, filter_text.key(predicate, served, physical))
 
 
 def _missing_message(missing: MissingProperty, audience: Audience) -> str:

@@ -282,12 +282,6 @@ def every_surface(
 # -- attacks: the most dangerous first ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a derived file's Parquet footer keeps the source's key-value metadata: Spark's "
-    "org.apache.spark.sql.parquet.row.metadata names every cut column (derivation.py keeps "
-    "file_schema.metadata, dropping only ARROW:schema)",
-)
 def test_a_derived_files_footer_names_no_cut_column(provider: dict[str, Any]) -> None:
     assert restrict(provider, "people", "--where", "age > 30", "--columns", "id,name,age") == 0
     lines = lines_of(ask(provider["profiles"]["acme"], "people", "query", {}))
@@ -300,12 +294,6 @@ def test_a_derived_files_footer_names_no_cut_column(provider: dict[str, Any]) ->
             assert cut not in text, f"{cut!r} in a derived file's footer"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cut partition column's name and value are in the signed URL of a file served as it "
-    "is (`region=emea/part-...`): restricted_reader._file_action serves the original path when "
-    "only partition columns are cut",
-)
 def test_a_cut_partition_column_is_in_no_url(provider: dict[str, Any]) -> None:
     assert restrict(provider, "customers", "--columns", "custkey,name,nation,acctbal,ssn") == 0
     for delta in (False, True):
@@ -317,12 +305,6 @@ def test_a_cut_partition_column_is_in_no_url(provider: dict[str, Any]) -> None:
             assert "region" not in action["url"] and "emea" not in action["url"], action["url"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a column dropped from a column-mapped table is still in its old files; with every "
-    "remaining column listed, _cuts_file sees nothing cut and serves the file as it is, so the "
-    "dropped column's values (file and add stats) reach the recipient",
-)
 def test_a_dropped_column_of_a_mapped_table_is_never_served(provider: dict[str, Any]) -> None:
     assert restrict(provider, "mapped_drop", "--columns", "Super Name,Company Very Short") == 0
     for body in ({}, {"version": 1}, {"startingVersion": 0}):
@@ -334,12 +316,6 @@ def test_a_dropped_column_of_a_mapped_table_is_never_served(provider: dict[str, 
             assert SECRET_PHYSICAL not in footer_text(parquet)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="at a version before the filter's column existed the 403 names the filter's column "
-    "(`no column 'tier'`), a column the recipient is not served (restriction.bind's "
-    "InvalidRowFilter message)",
-)
 def test_an_earlier_version_without_the_filter_column_names_no_cut_column(provider: dict[str, Any]) -> None:
     assert restrict(provider, "evolved", "--where", "tier = 'gold'", "--columns", "custkey,name") == 0
     latest = lines_of(ask(provider["profiles"]["acme"], "evolved", "query", {}))
