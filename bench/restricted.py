@@ -8,6 +8,8 @@
   the cold /query that derives them all (MB of source per second, the server's CPU and peak
   RSS), then warm against the same files unrestricted, then a restart and its first query,
   which must find the derived files in the cache and derive nothing;
+- the same table and restriction derived by Spark (`share derive`) before any query: the
+  command's time, and the server's first query after it (which derives nothing);
 - the same restriction on one file of 76 MB in a single row group: the server's peak RSS.
 
 A request that comes while a version is being derived waits up to
@@ -56,6 +58,7 @@ def bench_restricted() -> None:
     shutil.rmtree(DERIVED, ignore_errors=True)  # each run's tables are new: earlier runs' files are waste
     bench_partition_filter()
     bench_derivation()
+    bench_spark_derivation()
     bench_large_file()
     shutil.rmtree(DERIVED, ignore_errors=True)
 
@@ -210,6 +213,37 @@ def bench_derivation() -> None:
             "0 written",
             "met" if rewritten == 0 else "missed",
         )
+
+
+def bench_spark_derivation() -> None:
+    """The same table and restriction derived by Spark (`share derive`, local[2]) before any
+    query, then the server's first /query, which must derive nothing."""
+    source_bytes = make_customer_table(BUCKET / "customers-spark", CUSTOMER_FILES, CUSTOMER_ROWS)
+    mb = source_bytes / 1e6
+    server = Server("run-restricted-spark", env=COLD_START)
+    server.share({"spark": "delta:bench:customers-spark"})
+    server.cli("share", "restrict", "bench", "default/spark", "--where", ROW_FILTER, "--columns", COLUMNS)
+    token = server.token()
+    started = time.perf_counter()
+    server.cli("share", "derive", "bench", "default/spark", "--master", "local[2]")
+    seconds = time.perf_counter() - started
+    label = f"restricted {CUSTOMER_FILES} files / {mb:.0f} MB derived by Spark (share derive, local[2])"
+    made = [path for path in derived_files() if path.suffix == ".parquet" and "spark" not in path.name]
+    with server, server.client(token) as client:
+        assert server.process is not None
+        settle(server.process.pid)
+        cpu_before = server.cpu_seconds()
+        _, last, lines, pending = served(client, f"{QUERY}/spark/query")
+        cpu = server.cpu_seconds() - cpu_before
+        assert lines == CUSTOMER_FILES + 2 and not pending, (lines, pending)
+    record(
+        f"{label}: the command's wall time, Spark's start included (source MB per second)",
+        f"{seconds:.1f} s ({mb / seconds:.0f} MB/s)",
+    )
+    record(
+        f"{label}: the server's first /query after it, last byte / server CPU ({len(made)} cached)",
+        f"{last * 1000:.0f} ms / {cpu:.2f} s",
+    )
 
 
 def bench_large_file() -> None:

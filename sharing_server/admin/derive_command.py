@@ -13,6 +13,8 @@ pipeline commits).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -85,6 +87,9 @@ def run_derive(
 
     # A session already running in this process (a notebook's) is used and left running.
     ours = SparkSession.getActiveSession() is None
+    if args.master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        # Local executors run this Python, which has the package; a cluster's are its own.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = SparkSession.builder.master(args.master).appName("sharing-server share derive").getOrCreate()
     try:
         for reader, tasks in todo:
