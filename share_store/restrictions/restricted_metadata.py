@@ -11,9 +11,13 @@ parameters name rows).
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from share_store.restrictions.restriction import BoundRestriction
+from share_store.tables.reader import TableReader
+
+log = logging.getLogger(__name__)
 
 #: Field metadata a restricted schema keeps: comments and column mapping. Generation
 #: expressions, identity columns and the like may name the columns cut.
@@ -76,3 +80,22 @@ def restricted_metadata(metadata: dict[str, Any], bound: BoundRestriction) -> di
         "partitionColumns": [c for c in metadata.get("partitionColumns") or [] if c.lower() in served],
         "configuration": configuration,
     }
+
+
+class EarlierStats:
+    """The statistics of files a version removes, from the version before (removes carry none)."""
+
+    def __init__(self, inner: TableReader, listing: Any, version: int) -> None:
+        self.inner, self.listing, self.version = inner, listing, version
+        self._stats: dict[str, str | None] | None = None
+
+    def stats(self, path: str) -> str | None:
+        if self._stats is None:
+            self._stats = {}
+            if self.version > 0:
+                try:
+                    before = self.inner.snapshot(self.version - 1, self.listing)
+                    self._stats = {add["path"]: add.get("stats") for add in before.adds}
+                except Exception:  # noqa: BLE001 - no earlier version readable: the file is derived
+                    log.info("no statistics for the removes of version %s", self.version)
+        return self._stats.get(path)

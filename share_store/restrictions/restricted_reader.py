@@ -18,7 +18,6 @@ up to `answer_budget` seconds and is otherwise answered `DerivationPending` (503
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,6 +31,7 @@ from share_store.restrictions.derived_files import DerivedFile, DerivedFiles
 from share_store.restrictions.file_verdicts import file_facts, on_partitions, parsed_stats, verdict
 from share_store.restrictions.restricted_metadata import (
     SERVED_ACTIONS,
+    EarlierStats,
     restricted_commit_info,
     restricted_metadata,
     served_partition_values,
@@ -45,7 +45,6 @@ from share_store.tables.commit_times import Commit
 from share_store.tables.reader import TableReader
 from share_store.tables.snapshot import TableSnapshot
 
-log = logging.getLogger(__name__)
 
 #: What a planner's derivation gives in place of a file it leaves to be made.
 NOT_MADE = DerivedFile(None, "", "", 0, 0, "{}")
@@ -85,6 +84,7 @@ class RestrictedReader:
         self._builds: dict[tuple[int, str], Future[TableSnapshot]] = {}
         self._built: OrderedDict[tuple[int, str], TableSnapshot] = OrderedDict()
         self._bound: dict[str, BoundRestriction] = {}
+        self._judged: dict[tuple[Any, ...], tuple[set[str], bool]] = {}
         #: Set on a planner (`derivation_tasks`): the tasks it meets, none of them run.
         self._planned: list[DerivationTask] | None = None
 
@@ -198,7 +198,10 @@ class RestrictedReader:
         columns = whole.partition_columns
         verdicts: dict[tuple[Any, ...], str] = {}
         files = list(whole.adds)
-        decided = [self._decision(add, bound, columns, "add", verdicts) for add in files]
+        if self._judging(bound, columns)[1] and bound.columns is None:
+            decided = self._by_partition(files, bound, columns, verdicts)
+        else:
+            decided = [self._decision(add, bound, columns, "add", verdicts) for add in files]
         # The files to derive are made two at a time (pyarrow reads, filters and writes outside
         # the GIL); the ones decided by their metadata alone take no thread.
         todo = [index for index, found in enumerate(decided) if found is DERIVE]
@@ -242,7 +245,7 @@ class RestrictedReader:
             metadata = self.inner.snapshot(version, listing).metadata
         bound = self.bound(metadata)
         columns = list(metadata.get("partitionColumns") or [])
-        earlier = _Earlier(self.inner, listing, version)
+        earlier = EarlierStats(self.inner, listing, version)
         served: list[Action] = []
         for action in actions:
             kind = next(iter(action), None)
@@ -288,9 +291,10 @@ class RestrictedReader:
         10,000-file table has few of them)."""
         values = action.get("partitionValues") or {}
         if kind != "cdc":
-            names = column_names(bound.predicate) if bound.predicate is not None else set()
-            by_values = verdicts is not None and on_partitions(names, partition_columns)
-            key = tuple(sorted(values.items(), key=lambda item: item[0])) if by_values else ()
+            names, by_values = self._judging(bound, partition_columns)
+            by_values = by_values and verdicts is not None
+            # The partition values as the log wrote them (one dict per file, in one order).
+            key = tuple(values.items()) if by_values else ()
             found = verdicts.get(key) if verdicts is not None and by_values else None
             if found is None:
                 stats = {} if by_values else parsed_stats(action)
@@ -305,9 +309,42 @@ class RestrictedReader:
                 and not action.get("deletionVector")
                 and not self._cuts_file(bound, partition_columns)
             ):
-                served_values = served_partition_values(values, bound, partition_columns)
-                return action | {"partitionValues": served_values} if served_values != values else action
+                return action  # no column list: its partition values are all served
         return DERIVE
+
+    def _by_partition(
+        self,
+        files: list[Action],
+        bound: BoundRestriction,
+        columns: list[str],
+        verdicts: dict[tuple[Any, ...], str],
+    ) -> list[Action | None]:
+        """`_decision` for a filter on partition columns only and no column list, in one tight
+        loop (the verdict is a partition value's; a file with a vector is derived): a
+        10,000-file table's first answer waits for it."""
+        decided: list[Action | None] = []
+        append = decided.append
+        for add in files:
+            found = verdicts.get(tuple((add.get("partitionValues") or {}).items()))
+            if found is None:
+                append(self._decision(add, bound, columns, "add", verdicts))
+            elif found == "none":
+                append(None)
+            elif found == "all" and not add.get("deletionVector"):
+                append(add)
+            else:
+                append(DERIVE)
+        return decided
+
+    def _judging(self, bound: BoundRestriction, partition_columns: list[str]) -> tuple[set[str], bool]:
+        """The columns a filter names, and whether they are partition columns only (asked for
+        every file: worked out once per restriction and partitioning)."""
+        key = (bound.key, tuple(partition_columns))
+        found = self._judged.get(key)
+        if found is None:
+            names = column_names(bound.predicate) if bound.predicate is not None else set()
+            found = self._judged[key] = (names, on_partitions(names, partition_columns))
+        return found
 
     def _derived_action(
         self, action: Action, bound: BoundRestriction, partition_columns: list[str], kind: str
@@ -353,22 +390,3 @@ class RestrictedReader:
         planner._planned = planned
         planner._build(whole, bound)
         return [task for task in planned if self.files.find(task.name) is None]
-
-
-class _Earlier:
-    """The statistics of files a version removes, from the version before (removes carry none)."""
-
-    def __init__(self, inner: TableReader, listing: Any, version: int) -> None:
-        self.inner, self.listing, self.version = inner, listing, version
-        self._stats: dict[str, str | None] | None = None
-
-    def stats(self, path: str) -> str | None:
-        if self._stats is None:
-            self._stats = {}
-            if self.version > 0:
-                try:
-                    before = self.inner.snapshot(self.version - 1, self.listing)
-                    self._stats = {add["path"]: add.get("stats") for add in before.adds}
-                except Exception:  # noqa: BLE001 - no earlier version readable: the file is derived
-                    log.info("no statistics for the removes of version %s", self.version)
-        return self._stats.get(path)
