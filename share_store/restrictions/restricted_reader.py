@@ -45,7 +45,6 @@ from share_store.tables.commit_times import Commit
 from share_store.tables.reader import TableReader
 from share_store.tables.snapshot import TableSnapshot
 
-
 #: What a planner's derivation gives in place of a file it leaves to be made.
 NOT_MADE = DerivedFile(None, "", "", 0, 0, "{}")
 
