@@ -124,9 +124,16 @@ def proxy_middleware(hops: int) -> list[Middleware]:
 # and pyiceberg's modules, loaded on first use, are 40% of a cold Iceberg query.
 logger = logging.getLogger(__name__)
 
-#: sqlglot (and its Spark dialect, loaded on first use) parses restricted tables' row filters: a first
-#: restricted request would wait ~0.3 s for them.
-WARM_MODULES = ("pandas", "pyiceberg.table", "pyiceberg.catalog.sql", "sqlglot", "sqlglot.dialects.spark")
+#: Restricted tables' reader, and sqlglot with its Spark dialect (loaded on first use), which parses
+#: their row filters: a first restricted request would wait ~0.3 s for them.
+WARM_MODULES = (
+    "pandas",
+    "pyiceberg.table",
+    "pyiceberg.catalog.sql",
+    "sqlglot",
+    "sqlglot.dialects.spark",
+    "share_store.restrictions.restricted_reader",
+)
 #: What the writable catalog's requests need beyond those, imported on first use (a server without
 #: own warehouses never needs them: 17 MB it would hold, the million-entry log's peak 259 -> 241 MB),
 #: and preloaded as the server starts when it has own warehouses (a first request would wait
