@@ -124,16 +124,12 @@ def proxy_middleware(hops: int) -> list[Middleware]:
 # and pyiceberg's modules, loaded on first use, are 40% of a cold Iceberg query.
 logger = logging.getLogger(__name__)
 
-#: Restricted tables' reader, and sqlglot with its Spark dialect (loaded on first use), which parses
-#: their row filters: a first restricted request would wait ~0.3 s for them.
-WARM_MODULES = (
-    "pandas",
-    "pyiceberg.table",
-    "pyiceberg.catalog.sql",
-    "sqlglot",
-    "sqlglot.dialects.spark",
-    "share_store.restrictions.restricted_reader",
-)
+WARM_MODULES = ("pandas", "pyiceberg.table", "pyiceberg.catalog.sql")
+#: What restricted tables need, preloaded as the server starts when it shares one (20 MB a server
+#: without one never holds): their reader (pyarrow's compute and Parquet writer), and sqlglot with
+#: its Spark dialect (loaded on first use), which parses their row filters. A first restricted
+#: request would wait ~0.3 s for them.
+RESTRICTION_MODULES = ("sqlglot", "sqlglot.dialects.spark", "share_store.restrictions.restricted_reader")
 #: What the writable catalog's requests need beyond those, imported on first use (a server without
 #: own warehouses never needs them: 17 MB it would hold, the million-entry log's peak 259 -> 241 MB),
 #: and preloaded as the server starts when it has own warehouses (a first request would wait
@@ -174,13 +170,20 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-def _settle(modules: tuple[str, ...], warehouses: WarehouseCatalog) -> None:
+def _settle(modules: tuple[str, ...], warehouses: WarehouseCatalog, store: ShareStore) -> None:
     try:
         has_warehouses = bool(warehouses.list_warehouses())
     except Exception:
         logger.debug("own warehouses not listed; catalog modules load on first use", exc_info=True)
         has_warehouses = False
-    _import_all(modules + (CATALOG_MODULES if has_warehouses else ()))
+    try:
+        restricts = any(table.restriction is not None for table in store.all_tables())
+    except Exception:
+        logger.debug("shared tables not listed; restriction modules load on first use", exc_info=True)
+        restricts = False
+    _import_all(
+        modules + (CATALOG_MODULES if has_warehouses else ()) + (RESTRICTION_MODULES if restricts else ())
+    )
     freeze_heap()
 
 
@@ -192,7 +195,10 @@ def lifespan(services: AppServices) -> Callable[[Starlette], AbstractAsyncContex
     @asynccontextmanager
     async def span(_app: Starlette) -> AsyncIterator[None]:
         threading.Thread(
-            target=_settle, args=(WARM_MODULES, services.warehouses), name="warm-imports", daemon=True
+            target=_settle,
+            args=(WARM_MODULES, services.warehouses, services.store),
+            name="warm-imports",
+            daemon=True,
         ).start()
         if services.console is not None:  # the console's Activity page is the only reader
             threading.Thread(target=services.activity.warm, name="warm-activity", daemon=True).start()
