@@ -9,7 +9,6 @@ not wait out the cache.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from share_store.iceberg_shares.visible_metadata import (
 )
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
-from share_store.restrictions.restriction import Audience
 from share_store.signing.request_signing import HeaderSigner, ObjectRequest, parse_object_request
 from share_store.signing.vended_scope import (
     MAX_POLICY_CHARS,
@@ -142,16 +140,6 @@ def derived_folder(reader: Any) -> tuple[str, str]:
     return reader.files.bucket, reader.files.prefix
 
 
-def read_for_share_token(table: SharedTable) -> SharedTable:
-    """`table` as `/iceberg` reads it: for a per-share token, the only token it takes, whose audience
-    is no recipient (`Audience()`). So a restriction that names no recipient's property is served,
-    and one naming `CURRENT_RECIPIENT` is refused naming the property (`restriction.bind`), where
-    a table with no audience would be refused whatever its restriction (`TableReaders.reader`)."""
-    if table.restriction is None or table.audience is not None:
-        return table
-    return dataclasses.replace(table, audience=Audience())
-
-
 def delta_readable(
     generated: GeneratedTable, reader: DeltaTableReader, history_shared: bool
 ) -> ReadableFiles:
@@ -172,7 +160,6 @@ class IcebergGrants:
     def load(self, table: SharedTable) -> TableGrant:
         """The table as it is now, with a fresh grant: an Iceberg table as its catalog has it,
         a Delta table as Iceberg metadata generated for its versions."""
-        table = read_for_share_token(table)
         reader = self.readers.reader(table)
         if not isinstance(reader.storage, S3Storage):
             raise UnsupportedOperation(NEEDS_S3)

@@ -17,9 +17,15 @@ from share_store.errors import MalformedRequest, NotFound
 from share_store.iceberg_shares.grants import IcebergGrants, TableGrant
 from share_store.model import SharedTable
 from share_store.persistence import ShareStore
+from share_store.restrictions.restriction import Audience
 from share_store.signing.request_signing import SigningRefused
 
 log = logging.getLogger(__name__)
+
+#: Whom `/iceberg` reads a table for: a share's own token, the only token it takes, which has no
+#: recipient. A restriction naming no recipient property is served to it; one naming
+#: `CURRENT_RECIPIENT` is refused, naming the property (`restriction.bind`).
+SHARE_TOKEN = Audience()
 
 
 class ShareTables:
@@ -46,12 +52,12 @@ class ShareTables:
 
     def tables(self, share: str, schema: str) -> list[SharedTable]:
         """The tables of one of the share's schemas."""
-        return self.store.list_tables(share, self.namespace(share, schema))
+        return self.store.list_tables(share, self.namespace(share, schema), audience=SHARE_TOKEN)
 
     def table(self, share: str, schema: str, name: str) -> SharedTable:
         """The table `schema.name`, if the share holds it."""
         try:
-            return self.store.get_table(share, schema, name)
+            return self.store.get_table(share, schema, name, audience=SHARE_TOKEN)
         except NotFound:
             raise NotFound(f"Table does not exist: {schema}.{name}") from None
 
@@ -71,7 +77,7 @@ class ShareTables:
         `uri` (the URI is the request the signer built, not the client's); what was signed, or why
         not, noted for the audit. `SigningRefused` when no table's grant allows it."""
         refusal = "not a file of the share's tables"
-        tables = self.store.list_tables(share)
+        tables = self.store.list_tables(share, audience=SHARE_TOKEN)
         failed: Exception | None = None
         # What each table's kept grant allows first; a fresh look only when none does.
         for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:
