@@ -71,7 +71,9 @@ def derive(
     kept = [
         field.name
         for field in file_schema
-        if _served(field.name, restriction) or (change_file and field.name == CHANGE_TYPE)
+        if restriction.served_physical is None
+        or field.name in restriction.served_physical
+        or (change_file and field.name == CHANGE_TYPE)
     ]
     if not [name for name in kept if name != CHANGE_TYPE]:
         # A Parquet file with no column keeps no rows: its partition values alone would be lost.
@@ -99,7 +101,7 @@ def derive(
     plain = pa.schema([file_schema.field(name) for name in needed])
     gone = pa.array(sorted(deleted), type=pa.int64()) if deleted else None
     output = io.BytesIO()
-    stats = _Stats(out_schema, restriction)
+    stats = _Stats(out_schema)
     start = 0
     with pq.ParquetWriter(
         output, out_schema, coerce_timestamps="us", allow_truncated_timestamps=True
@@ -139,13 +141,6 @@ def _plain(field: pa.Field) -> pa.Field:
     return field
 
 
-def _served(physical: str, restriction: BoundRestriction) -> bool:
-    if restriction.columns is None:
-        return True
-    served = {restriction.table_columns[name.lower()].physical for name in restriction.columns}
-    return physical in served
-
-
 def _relabelled(table: pa.Table) -> pa.Table:
     index = table.schema.get_field_index(CHANGE_TYPE)
     labels = table.column(index).to_pylist()
@@ -158,7 +153,7 @@ def _relabelled(table: pa.Table) -> pa.Table:
 class _Stats:
     """Delta statistics (numRecords, minValues, maxValues, nullCount) of the rows written."""
 
-    def __init__(self, schema: pa.Schema, restriction: BoundRestriction) -> None:
+    def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
         self.rows = 0
         self.low: dict[str, Any] = {}

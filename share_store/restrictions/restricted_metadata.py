@@ -38,11 +38,11 @@ def restricted_commit_info(body: dict[str, Any]) -> dict[str, Any]:
 def served_partition_values(
     values: dict[str, Any], bound: BoundRestriction, partition_columns: list[str]
 ) -> dict[str, Any]:
-    if bound.columns is None:
+    served = bound.served_physical
+    if served is None:
         return values
-    served_physical = {bound.table_columns[name.lower()].physical for name in bound.columns}
-    served_physical |= set(bound.columns)
-    return {key: value for key, value in values.items() if key in served_physical}
+    # Keyed by physical name, or by name where a writer keyed them so (served either way).
+    return {key: value for key, value in values.items() if key in served or bound.serves(key)}
 
 
 def without_deletion_vectors(protocol: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def restricted_metadata(metadata: dict[str, Any], bound: BoundRestriction) -> di
         kept = {
             key: value
             for key, value in (field.get("metadata") or {}).items()
-            if key == "comment" or key.startswith("delta.columnMapping.")
+            if key.startswith(KEPT_FIELD_METADATA)
         }
         fields.append(field | {"metadata": kept})
     schema["fields"] = fields

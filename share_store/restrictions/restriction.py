@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from share_store.errors import AdminError, Forbidden
@@ -111,6 +112,13 @@ class BoundRestriction:
 
     def serves(self, column: str) -> bool:
         return self.columns is None or column in self.columns
+
+    @cached_property
+    def served_physical(self) -> frozenset[str] | None:
+        """The served columns' names in the data files (None: every column)."""
+        if self.columns is None:
+            return None
+        return frozenset(self.table_columns[name.lower()].physical for name in self.columns)
 
 
 def bind(restriction: TableRestriction, schema_string: str, audience: Audience) -> BoundRestriction:
