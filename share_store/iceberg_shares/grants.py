@@ -140,6 +140,14 @@ def derived_folder(reader: Any) -> tuple[str, str]:
     return reader.files.bucket, reader.files.prefix
 
 
+def _grant_key(table: SharedTable) -> tuple[str, bool, str | None]:
+    """What a kept grant was made for: the table, whether it shares history, and its restriction
+    as the store has it now. A restriction changed is another grant at once, so a grant kept from
+    before never signs the files of rows the new one leaves out."""
+    restriction = table.restriction.to_json() if table.restriction is not None else None
+    return table.id, table.history_shared, restriction
+
+
 def delta_readable(
     generated: GeneratedTable, reader: DeltaTableReader, history_shared: bool
 ) -> ReadableFiles:
@@ -154,7 +162,7 @@ class IcebergGrants:
         self.readers = readers
         #: Vends keys scoped to a grant (`[iceberg] credential_vending`); None or "off": remote signing only.
         self.vendor = vendor
-        self._grants: dict[tuple[str, bool], TableGrant] = {}
+        self._grants: dict[tuple[str, bool, str | None], TableGrant] = {}
         self._lock = threading.Lock()
 
     def load(self, table: SharedTable) -> TableGrant:
@@ -195,7 +203,7 @@ class IcebergGrants:
         with self._lock:
             if len(self._grants) >= MAX_TABLES:
                 self._grants.pop(next(iter(self._grants)))
-            self._grants[(table.id, table.history_shared)] = grant
+            self._grants[_grant_key(table)] = grant
         return grant
 
     @property
@@ -233,7 +241,7 @@ class IcebergGrants:
 
     def _kept(self, table: SharedTable) -> TableGrant:
         with self._lock:
-            grant = self._grants.get((table.id, table.history_shared))
+            grant = self._grants.get(_grant_key(table))
         if grant is None or time.monotonic() - grant.made > GRANT_SECONDS:
             grant = self.load(table)
         return grant

@@ -552,3 +552,32 @@ def test_a_recipient_property_restriction_refuses_a_per_share_token_at_iceberg(
     # pyiceberg sees the same refusal.
     with pytest.raises(Exception, match="nation"):
         recipient(deployment, token, **SIGNED).load_table("sales.customers")
+
+
+def test_a_tightened_restriction_takes_effect_at_once_at_iceberg(
+    deployment: Deployment, delta_table: dict[str, Any], tmp_path: Path
+) -> None:
+    """A grant kept from before a restriction changed must neither answer the old metadata nor sign
+    the old restriction's files: the change applies to the next request, as at /delta-sharing."""
+    spec = f"customers:delta:{DELTA_BUCKET}:customers"
+    token = restricted_share(deployment, tmp_path, "tightened", "sales", spec, DELTA_WHERE, DELTA_COLUMNS)
+    loose = recipient(deployment, token, **SIGNED).load_table("sales.customers")
+    loose_files = list(named_files(loose))
+    assert len(loose.scan().to_arrow()) == len(delta_table["expected"])
+    tighter = f"{DELTA_WHERE} AND custkey < 20"
+    assert cli(deployment, "share", "restrict", "tightened", "sales/customers", "--where", tighter,
+               "--columns", ",".join(DELTA_COLUMNS)) == 0  # fmt: skip
+    endpoint = deployment.seaweed.endpoint  # type: ignore[attr-defined]
+    old_data = [f for f in loose_files if f.endswith(".parquet")]
+    # An engine that loaded before the change asks at once, without loading again.
+    for location in old_data:
+        answer = sign(deployment, token, location.replace("s3://", endpoint + "/"))
+        assert answer.status_code == 403, (location, answer.text)
+    table = recipient(deployment, token, **SIGNED).load_table("sales.customers")
+    rows = table.scan().to_arrow().to_pandas()
+    expected = delta_table["expected"][delta_table["expected"].custkey < 20]
+    assert_same_rows(rows, expected, "custkey")
+    now = set(named_files(table))
+    for location in [f for f in old_data if f not in now]:
+        # The looser restriction's derived files hold rows the tighter one leaves out.
+        assert sign(deployment, token, location.replace("s3://", endpoint + "/")).status_code == 403
