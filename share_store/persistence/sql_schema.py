@@ -32,6 +32,11 @@ shares_table = Table(
     Column("name", String(128), nullable=False),
     Column("name_key", String(128), nullable=False, unique=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # What the 2026-02 protocol lets a listing say of a share (revision 0014); NULL: none.
+    Column("display_name", String(255)),
+    Column("comment", Text),
+    # JSON object of str to str, at most 50 pairs.
+    Column("properties", Text),
 )
 
 tables_table = Table(
@@ -308,4 +313,24 @@ catalog_users_table = Table(
     Column("sealed_secret", Text, nullable=False),
     Column("policy", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+
+#: The 2026-07 protocol's async queries (revision 0014): one row per (caller, table, key), so that
+#: any replica answers a poll. See the revision's docstring for each column.
+async_queries_table = Table(
+    "async_queries",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("caller", String(64), nullable=False),
+    Column("table_id", String(36), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    Column("parameters", Text, nullable=False),
+    Column("parameters_hash", String(64), nullable=False),
+    Column("version", BigInteger),
+    Column("status", String(16), nullable=False),
+    Column("error", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False, index=True),
+    UniqueConstraint("caller", "table_id", "key_hash"),
 )
