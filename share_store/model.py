@@ -145,6 +145,11 @@ class Share:
     id: str
     name: str
     created_at: datetime
+    #: The 2026-02 protocol's share metadata (`persistence/share_metadata.py` holds its limits);
+    #: None and {} for what is not set, which /shares then leaves out.
+    display_name: str | None = None
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)

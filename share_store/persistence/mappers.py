@@ -45,7 +45,14 @@ def columns(row: Row, table: Table) -> Fields:
 
 
 def share_from(fields: Fields) -> Share:
-    return Share(id=fields["id"], name=fields["name"], created_at=utc(fields["created_at"]))
+    return Share(
+        id=fields["id"],
+        name=fields["name"],
+        created_at=utc(fields["created_at"]),
+        display_name=fields.get("display_name"),
+        comment=fields.get("comment"),
+        properties=properties_from(fields.get("properties")),
+    )
 
 
 def table_from(fields: Fields, share: str, audience: Audience | None = None) -> SharedTable:
@@ -67,7 +74,7 @@ def table_from(fields: Fields, share: str, audience: Audience | None = None) -> 
 
 
 def properties_from(text: str | None) -> dict[str, str]:
-    """A recipient's properties as stored (a JSON object, or NULL for none)."""
+    """A recipient's or a share's properties as stored (a JSON object, or NULL for none)."""
     return {str(key): str(value) for key, value in json.loads(text).items()} if text else {}
 
 

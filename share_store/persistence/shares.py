@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import cache
 
 from sqlalchemy import (
@@ -30,6 +31,7 @@ from sqlalchemy.engine import Connection
 from share_store.errors import AdminConflict, NotFound
 from share_store.model import Share, SharedTable, TableSpec, validate_name
 from share_store.persistence.mappers import share_from, table_from, utc_now
+from share_store.persistence.share_metadata import NO_CHANGE, MetadataChange, ShareMetadata, properties_text
 from share_store.persistence.snapshot_summaries import forget_summaries
 from share_store.persistence.snapshot_versions import forget_tables
 from share_store.persistence.sql_schema import shares_table, tables_table
@@ -194,14 +196,40 @@ def get_table(
 # -- admin changes -------------------------------------------------------------
 
 
-def create_share(conn: Connection, name: str, specs: Iterable[TableSpec], history_shared: bool) -> Share:
+def _metadata_values(metadata: ShareMetadata) -> dict[str, str | None]:
+    return {
+        "display_name": metadata.display_name,
+        "comment": metadata.comment,
+        "properties": properties_text(metadata.properties),
+    }
+
+
+def create_share(
+    conn: Connection,
+    name: str,
+    specs: Iterable[TableSpec],
+    history_shared: bool,
+    metadata: MetadataChange = NO_CHANGE,
+) -> Share:
     validate_name("share", name)
+    kept = metadata.applied_to(None, name)  # checked before anything is written
     if conn.execute(select(shares_table.c.id).where(shares_table.c.name_key == name.lower())).first():
         raise AdminConflict(f"share '{name}' already exists")
-    share = Share(id=str(uuid.uuid4()), name=name, created_at=utc_now())
+    share = Share(
+        id=str(uuid.uuid4()),
+        name=name,
+        created_at=utc_now(),
+        display_name=kept.display_name,
+        comment=kept.comment,
+        properties=dict(kept.properties),
+    )
     conn.execute(
         insert(shares_table).values(
-            id=share.id, name=name, name_key=name.lower(), created_at=share.created_at
+            id=share.id,
+            name=name,
+            name_key=name.lower(),
+            created_at=share.created_at,
+            **_metadata_values(kept),
         )
     )
     _add_tables(conn, share.id, specs, history_shared)
@@ -214,8 +242,19 @@ def update_share(
     add: Iterable[TableSpec],
     remove: Iterable[tuple[str, str]],
     history_shared: bool,
-) -> None:
+    metadata: MetadataChange = NO_CHANGE,
+) -> Share:
+    """Remove and add tables and change the metadata, in the caller's one transaction; the share
+    after. The metadata is checked first: a refused change leaves the tables untouched too."""
     found = share_row(conn, name)
+    share = share_from(found)
+    if not metadata.is_empty:
+        kept = metadata.applied_to(share, share.name)
+        conn.execute(
+            update(shares_table).where(shares_table.c.id == share.id).values(**_metadata_values(kept))
+        )
+        share = replace(share, display_name=kept.display_name, comment=kept.comment,
+                        properties=dict(kept.properties))  # fmt: skip
     for schema, table in remove:
         row = conn.execute(
             select(tables_table.c.id).where(
@@ -230,6 +269,7 @@ def update_share(
         forget_summaries(conn, [row.id])
         conn.execute(delete(tables_table).where(tables_table.c.id == row.id))
     _add_tables(conn, found["id"], add, history_shared)
+    return share
 
 
 def set_restriction(

@@ -39,6 +39,7 @@ from share_store.persistence.admin_events import AdminEvent
 from share_store.persistence.engine import make_engine
 from share_store.persistence.mappers import utc_now
 from share_store.persistence.share_listing import ShareCounts
+from share_store.persistence.share_metadata import NO_CHANGE, MetadataChange
 from share_store.persistence.token_lookup import OnToken
 from share_store.persistence.transactions import Transactions
 from share_store.restrictions.restriction import Audience, TableRestriction
@@ -118,8 +119,15 @@ class ShareStore:
         """Restrict a shared table (None: share it whole again), in one transaction."""
         return self._change(shares.set_restriction, share, schema, name, restriction)
 
-    def create_share(self, name: str, specs: Iterable[TableSpec] = (), history_shared: bool = True) -> Share:
-        return self._change(shares.create_share, name, specs, history_shared)
+    def create_share(
+        self,
+        name: str,
+        specs: Iterable[TableSpec] = (),
+        history_shared: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
+    ) -> Share:
+        """A new share with its tables and `metadata` (checked whole first), in one transaction."""
+        return self._change(shares.create_share, name, specs, history_shared, metadata)
 
     def update_share(
         self,
@@ -127,8 +135,10 @@ class ShareStore:
         add: Iterable[TableSpec] = (),
         remove: Iterable[tuple[str, str]] = (),
         history_shared: bool = True,
-    ) -> None:
-        self._change(shares.update_share, name, add, remove, history_shared)
+        metadata: MetadataChange = NO_CHANGE,
+    ) -> Share:
+        """Tables added and removed and the metadata changed: all or none. The share after."""
+        return self._change(shares.update_share, name, add, remove, history_shared, metadata)
 
     def remove_share(self, name: str) -> None:
         with self.transactions.change() as conn:
@@ -152,6 +162,13 @@ class ShareStore:
         is checked.
         """
         return self._read(token_lookup.authorized_share, secret, share, on_token)
+
+    def authorized_audience(
+        self, secret: str, share: str, on_token: OnToken | None = None
+    ) -> tuple[Token, Share, Audience]:
+        """As `authorized_share`, with whom the token reads for (its recipient and properties), in
+        the same SELECT: /iceberg's share-named URLs read a share's tables for that audience."""
+        return self._read(token_lookup.authorized_audience, secret, share, on_token)
 
     def authorized_table(
         self, secret: str, share: str, schema: str, table: str, on_token: OnToken | None = None
