@@ -3,8 +3,10 @@
 The grammar follows MinIO AIStor's `mc table share`, so its users can reuse
 their commands:
 
-    sharing-server share create SHARE SCHEMA "NAME:delta:BUCKET:PATH" ...
+    sharing-server share create SHARE SCHEMA "NAME:delta:BUCKET:PATH" ... [--display-name T] [--comment T]
+                                [--property KEY=VALUE ...]
     sharing-server share update SHARE --add "SCHEMA:NAME:delta:BUCKET:PATH" --remove "SCHEMA/NAME"
+                                [--display-name T] [--comment T] [--property KEY=VALUE ...] [--unset KEY ...]
     sharing-server share list | info SHARE | remove SHARE
     sharing-server share restrict SHARE SCHEMA/NAME [--where "SQL"] [--columns "a,b"] | --clear
     sharing-server recipient create NAME [--property KEY=VALUE ...]
@@ -62,6 +64,7 @@ from sharing_server.admin.commands import (
     parse_duration,
 )
 from sharing_server.admin.recipient_cli import run_recipient
+from sharing_server.admin.share_metadata_cli import listed_metadata, metadata_of, print_metadata
 from sharing_server.auth.profiles import write_profile_document
 from sharing_server.config import CONFIG_VARIABLE, ServerConfig, load_config
 from sharing_server.failures import describe
@@ -72,17 +75,18 @@ __all__ = ["main", "parse_duration"]
 def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
     if args.action == "create":
         created = admin.create_share(
-            args.share, args.tables, history=not args.no_history, check=not args.no_check
+            args.share, args.tables, not args.no_history, not args.no_check, metadata_of(args)
         )
         print(f"Created share '{created['name']}' with {created['tables']} table(s).")
     elif args.action == "update":
         updated = admin.update_share(
-            args.share, args.add, args.remove, history=not args.no_history, check=not args.no_check
+            args.share, args.add, args.remove, not args.no_history, not args.no_check, metadata_of(args)
         )
         print(f"Updated share '{args.share}': {updated['added']} added, {updated['removed']} removed.")
     elif args.action == "list":
         for share in admin.list_shares():
-            print(f"{share['name']}\t{share['tables']} table(s)\tcreated {when(share['createdAt'])}")
+            print(f"{share['name']}\t{share['tables']} table(s)\tcreated {when(share['createdAt'])}"
+                  + listed_metadata(share))  # fmt: skip
     elif args.action == "info":
         print_share_info(admin.share_info(args.share))
     elif args.action == "restrict":
@@ -95,6 +99,7 @@ def run_share(admin: AdminBackend, args: argparse.Namespace) -> None:
 
 def print_share_info(info: dict[str, Any]) -> None:
     print(info["name"])
+    print_metadata(info)
     schemas: dict[str, list[str]] = {}
     for table in info["tables"]:
         history = "" if table["historyShared"] else " (latest only)"

@@ -15,6 +15,7 @@ from pathlib import Path
 from sharing_server.admin.catalog.grammar import add_table_commands
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE
 from sharing_server.admin.recipient_cli import add_recipient_commands
+from sharing_server.admin.share_metadata_cli import add_metadata_arguments
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--no-check", action="store_true", help="share tables written later: do not check that they exist"
     )
-    upd = share.add_parser("update", help="add or remove tables")
+    add_metadata_arguments(create, update=False)
+    upd = share.add_parser(
+        "update", help="add or remove tables, change the display name, comment, properties"
+    )
     upd.add_argument("share", type=share_argument)
     upd.add_argument("--add", action="append", default=[], metavar="SCHEMA:NAME:delta:BUCKET:PATH")
     upd.add_argument("--remove", action="append", default=[], metavar="SCHEMA/NAME")
@@ -61,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     upd.add_argument(
         "--no-check", action="store_true", help="share tables written later: do not check that they exist"
     )
+    add_metadata_arguments(upd, update=True)
     restrict = share.add_parser(
         "restrict", help="serve part of a table: the rows where --where holds, the --columns listed"
     )
@@ -89,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     derive.add_argument("--master", default="local[*]", help="Spark's master (default: local[*])")
     derive.add_argument("--dry-run", action="store_true", help="plan and print, derive nothing")
     share.add_parser("list", help="list shares")
-    info = share.add_parser("info", help="show a share's schemas and tables")
+    info = share.add_parser("info", help="show a share's metadata, schemas and tables")
     info.add_argument("share", type=share_argument)
     remove = share.add_parser("remove", help="remove a share and revoke its tokens and clients")
     remove.add_argument("share", type=share_argument)

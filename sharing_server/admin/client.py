@@ -16,6 +16,7 @@ from typing import Any
 
 from share_store.errors import AdminError, AdminNotFound
 from share_store.model import parse_table_ref
+from share_store.persistence.share_metadata import NO_CHANGE, MetadataChange
 from sharing_server import paths
 from sharing_server.admin.restriction_commands import check_asked
 
@@ -66,18 +67,35 @@ class RemoteAdmin:
         return self._call("GET", paths.ADMIN_SHARES)["items"]
 
     def create_share(
-        self, name: str, tables: list[str], history: bool = True, check: bool = True
+        self,
+        name: str,
+        tables: list[str],
+        history: bool = True,
+        check: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
     ) -> dict[str, Any]:
-        body = {"name": name, "tables": tables, "history": history, "check": check}
+        body = {
+            "name": name,
+            "tables": tables,
+            "history": history,
+            "check": check,
+            **_metadata_body(metadata),
+        }
         return self._call("POST", paths.ADMIN_SHARES, body)
 
     def share_info(self, name: str) -> dict[str, Any]:
         return self._call("GET", _path(paths.ADMIN_SHARE, share=name))
 
     def update_share(
-        self, name: str, add: list[str], remove: list[str], history: bool = True, check: bool = True
+        self,
+        name: str,
+        add: list[str],
+        remove: list[str],
+        history: bool = True,
+        check: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
     ) -> dict[str, Any]:
-        body = {"add": add, "remove": remove, "history": history, "check": check}
+        body = {"add": add, "remove": remove, "history": history, "check": check, **_metadata_body(metadata)}
         return self._call("PATCH", _path(paths.ADMIN_SHARE, share=name), body)
 
     def remove_share(self, name: str) -> None:
@@ -174,6 +192,20 @@ class RemoteAdmin:
 
     def revoke_recipient_token(self, name: str, token_id: str) -> None:
         self._call("DELETE", _path(paths.ADMIN_RECIPIENT_TOKEN, recipient=name, token_id=token_id))
+
+
+def _metadata_body(change: MetadataChange) -> dict[str, Any]:
+    """The admin API's fields of a share's metadata change: only what it asks ("" clears)."""
+    body: dict[str, Any] = {}
+    if change.display_name is not None:
+        body["displayName"] = change.display_name
+    if change.comment is not None:
+        body["comment"] = change.comment
+    if change.properties:
+        body["properties"] = dict(change.properties)
+    if change.unset:
+        body["unset"] = list(change.unset)
+    return body
 
 
 def _path(template: str, **names: str) -> str:

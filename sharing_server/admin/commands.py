@@ -21,6 +21,7 @@ from share_store.model import SharedTable, TableSpec, parse_create_args, parse_t
 from share_store.outages import outages_unavailable
 from share_store.persistence import ShareStore
 from share_store.persistence.activity import ActivityRow
+from share_store.persistence.share_metadata import NO_CHANGE, MetadataChange
 from share_store.readers.table_readers import TableReaders
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
@@ -28,6 +29,7 @@ from sharing_server import paths
 from sharing_server.admin.entries import admin_not_found, client_entry, iso, issued_token, token_entry
 from sharing_server.admin.recipient_commands import RecipientCommands
 from sharing_server.admin.restriction_commands import RestrictionCommands, restriction_entry
+from sharing_server.admin.share_metadata import metadata_entry, record_metadata_change
 from sharing_server.auth.profiles import oauth_profile_document
 
 # The CLI and the admin API default to the same lifetimes: tokens and OAuth
@@ -99,11 +101,22 @@ class AdminBackend(Protocol):
 
     def list_shares(self) -> list[dict[str, Any]]: ...
     def create_share(
-        self, name: str, tables: list[str], history: bool = True, check: bool = True
+        self,
+        name: str,
+        tables: list[str],
+        history: bool = True,
+        check: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
     ) -> dict[str, Any]: ...
     def share_info(self, name: str) -> dict[str, Any]: ...
     def update_share(
-        self, name: str, add: list[str], remove: list[str], history: bool = True, check: bool = True
+        self,
+        name: str,
+        add: list[str],
+        remove: list[str],
+        history: bool = True,
+        check: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
     ) -> dict[str, Any]: ...
     def remove_share(self, name: str) -> None: ...
     def create_token(self, share: str, expires: str, description: str) -> dict[str, Any]: ...
@@ -205,18 +218,26 @@ class Admin(RecipientCommands, RestrictionCommands):
                 "createdAt": iso(found.share.created_at),
                 "tables": found.tables,
                 "activeTokens": found.active_tokens,
+                **metadata_entry(found.share),
             }
             for found in self.store.share_counts(search, after, limit)
         ]
 
     @admin_not_found
     def create_share(
-        self, name: str, tables: list[str], history: bool = True, check: bool = True
+        self,
+        name: str,
+        tables: list[str],
+        history: bool = True,
+        check: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
     ) -> dict[str, Any]:
+        """A share with `tables` and `metadata`, all checked before anything is kept."""
         specs = parse_create_args(tables)
         self._check_tables(specs, check)
-        share = self.store.create_share(name, specs, history_shared=history)
-        return {"name": share.name, "id": share.id, "tables": len(specs)}
+        share = self.store.create_share(name, specs, history_shared=history, metadata=metadata)
+        record_metadata_change(self.store, "POST", share.name, metadata)
+        return {"name": share.name, "id": share.id, "tables": len(specs), **metadata_entry(share)}
 
     @admin_not_found
     def share_info(self, name: str) -> dict[str, Any]:
@@ -231,19 +252,30 @@ class Admin(RecipientCommands, RestrictionCommands):
             "tables": [table_entry(table) for table in self.store.list_tables(share.name)],
             "activeTokens": len(tokens),
             "activeOAuthClients": len(clients),
+            **metadata_entry(share),
         }
 
     @admin_not_found
     def update_share(
-        self, name: str, add: list[str], remove: list[str], history: bool = True, check: bool = True
+        self,
+        name: str,
+        add: list[str],
+        remove: list[str],
+        history: bool = True,
+        check: bool = True,
+        metadata: MetadataChange = NO_CHANGE,
     ) -> dict[str, Any]:
-        if not add and not remove:
-            raise AdminError("nothing to do: give --add and/or --remove")
+        """Add and remove tables and change the metadata: all or none."""
+        if not add and not remove and metadata.is_empty:
+            raise AdminError(
+                "nothing to do: give --add, --remove, --display-name, --comment, --property or --unset"
+            )
         specs = [TableSpec.parse(spec) for spec in add]
         refs = [parse_table_ref(ref) for ref in remove]
         self._check_tables(specs, check)
-        self.store.update_share(name, specs, refs, history_shared=history)
-        return {"name": name, "added": len(specs), "removed": len(refs)}
+        share = self.store.update_share(name, specs, refs, history_shared=history, metadata=metadata)
+        record_metadata_change(self.store, "PATCH", share.name, metadata)
+        return {"name": share.name, "added": len(specs), "removed": len(refs), **metadata_entry(share)}
 
     @admin_not_found
     def get_table(self, share: str, schema: str, name: str) -> SharedTable:

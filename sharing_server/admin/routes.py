@@ -1,9 +1,9 @@
 """The admin REST API under `/admin/v1`: everything the CLI does, behind the admin token.
 
     GET    /shares             ?search&after&limit   list shares (a page of them with limit)
-    POST   /shares                 {name, tables, history, check}
-    GET    /shares/{share}                           schemas, tables, credential counts
-    PATCH  /shares/{share}         {add, remove, history, check}
+    POST   /shares                 {name, tables, history, check, displayName, comment, properties}
+    GET    /shares/{share}                           schemas, tables, credential counts, metadata
+    PATCH  /shares/{share}         {add, remove, history, check, displayName, comment, properties, unset}
     DELETE /shares/{share}                           also revokes its tokens and clients
     PUT    /shares/{share}/schemas/{schema}/tables/{table}/restriction  {where, columns}
     DELETE /shares/{share}/schemas/{schema}/tables/{table}/restriction  the table shared whole again
@@ -47,9 +47,11 @@ from starlette.routing import Route
 
 from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.errors import MalformedRequest, Unauthenticated
+from share_store.persistence.share_metadata import MetadataChange
 from sharing_server import paths
 from sharing_server.admin.authentication import AdminAuthentication
 from sharing_server.admin.commands import DEFAULT_EXPIRES, DEFAULT_GRACE, Admin, iso
+from sharing_server.admin.share_metadata import metadata_change
 from sharing_server.http import json_text
 
 Handler = Callable[[Admin, Request, dict[str, Any]], Any]
@@ -113,12 +115,31 @@ def list_shares(admin: Admin, request: Request, _body: dict[str, Any]) -> dict[s
     return answer
 
 
+def _text_or_cleared(body: dict[str, Any], key: str) -> str | None:
+    """`key` of `body`: None when absent (left as it is), "" when null (cleared), else its string."""
+    if key not in body:
+        return None
+    return "" if body[key] is None else _field(body, key, str, None)
+
+
+def _metadata(body: dict[str, Any]) -> MetadataChange:
+    """A body's share metadata: `displayName` and `comment` (null or "" clear them), `properties`
+    (an object, its pairs set) and `unset` (an array of keys removed)."""
+    return metadata_change(
+        _text_or_cleared(body, "displayName"),
+        _text_or_cleared(body, "comment"),
+        _optional(body, "properties", dict),
+        _optional(body, "unset", list),
+    )
+
+
 def create_share(admin: Admin, request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return admin.create_share(
         _field(body, "name", str, None),
         _field(body, "tables", list, []),
         _field(body, "history", bool, True),
         _field(body, "check", bool, True),
+        _metadata(body),
     )
 
 
@@ -133,6 +154,7 @@ def update_share(admin: Admin, request: Request, body: dict[str, Any]) -> dict[s
         _field(body, "remove", list, []),
         _field(body, "history", bool, True),
         _field(body, "check", bool, True),
+        _metadata(body),
     )
 
 
