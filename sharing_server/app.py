@@ -67,6 +67,7 @@ def protocol_routes(services: AppServices) -> list[Route]:
         services.streams,
         services.list_tokens,
         services.options.stream_buffer_bytes,
+        services.async_queries,
     )
     lifetime = timedelta(seconds=services.options.access_token_lifetime)
     oauth = OAuthTokens(services.store, lifetime)
@@ -84,6 +85,7 @@ def protocol_routes(services: AppServices) -> list[Route]:
         Route(paths.TABLE_METADATA, endpoints.table_metadata, methods=["GET"]),
         Route(paths.TABLE_QUERY, endpoints.table_query, methods=["POST"]),
         Route(paths.TABLE_CHANGES, endpoints.table_changes, methods=["GET"]),
+        Route(paths.TABLE_QUERY_INFO, endpoints.query_info, methods=["POST"]),
         Route(paths.OAUTH_TOKEN, oauth.token_endpoint, methods=["POST"]),
         Route(paths.FILE, LocalFiles(services.storage).serve_file, methods=["GET", "HEAD"]),
     ]
@@ -208,6 +210,7 @@ def lifespan(services: AppServices) -> Callable[[Starlette], AbstractAsyncContex
         yield
         await asyncio.to_thread(services.maintenance.stop)
         await asyncio.to_thread(services.warmer.stop)
+        services.async_queries.close()
         # Recipients' last requests reach the store before the server stops.
         await asyncio.to_thread(services.activity.close)
 

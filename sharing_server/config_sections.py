@@ -137,6 +137,7 @@ SECTION_KEYS = {
         "stream_buffer_bytes",
         "streams_per_token",
         "streams_per_process",
+        "async_query_budget",
     ),
     "oauth": ("access_token_lifetime",),
     "iceberg": (*ICEBERG_KINDS, *VENDING_KEYS),

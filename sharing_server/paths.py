@@ -26,6 +26,8 @@ TABLE_VERSION = TABLE + "/version"
 TABLE_METADATA = TABLE + "/metadata"
 TABLE_QUERY = TABLE + "/query"
 TABLE_CHANGES = TABLE + "/changes"
+# An async query's poll (2026-07): its status, then its lines.
+TABLE_QUERY_INFO = TABLE + "/queries/{query_id}"
 # Where OAuth client credentials profiles get their bearer tokens.
 OAUTH_TOKEN = "/oauth/token"  # noqa: S105 - a URL path, not a secret
 # Local storage's signed file URLs; the key may span several path segments.

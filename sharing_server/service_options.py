@@ -93,6 +93,9 @@ class ServiceOptions:
     activity_max_events: int = 100_000
     # Answer delta to clients that offer `delta,parquet`, for every table (docs/protocol.md).
     prefer_delta_format: bool = True
+    # Seconds an async /query (`asyncquery=true`) may take to start its answer before the client
+    # is told `pending` and polls: Spark's connector polls every 10 s.
+    async_query_budget: float = 5.0
 
 
 def read_options(
@@ -126,6 +129,7 @@ def read_options(
             stream_buffer_bytes=limit("stream_buffer_bytes", int),
             streams_per_token=limit("streams_per_token", int),
             streams_per_process=limit("streams_per_process", int),
+            async_query_budget=limit("async_query_budget", float),
             access_token_lifetime=int(oauth.get("access_token_lifetime", defaults.access_token_lifetime)),
             audit_log=audit_log,
             proxy_hops=proxy_hops,
@@ -159,6 +163,8 @@ def read_options(
         raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
     if options.stream_buffer_bytes < 4096:
         raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
+    if not options.async_query_budget >= 0:  # NaN too
+        raise ConfigError("[limits] async_query_budget must be 0 seconds or more")
     if options.streams_per_token < 0 or options.streams_per_process < 0:
         raise ConfigError("[limits] streams_per_token and streams_per_process must be 0 (off) or more")
     return options

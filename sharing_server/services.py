@@ -30,6 +30,7 @@ from share_store.catalog.table_source import OwnWarehouses
 from share_store.catalog.users import CatalogUsers
 from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.persistence import ShareStore
+from share_store.persistence.async_queries import AsyncQueryStore
 from share_store.readers.table_readers import TableReaders
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
@@ -40,6 +41,7 @@ from share_store.tables.snapshot_cache import SnapshotCache
 from sharing_server import paths
 from sharing_server.admin.commands import Admin
 from sharing_server.console.web import Console
+from sharing_server.delta_sharing.async_queries import AsyncQueries
 from sharing_server.delta_sharing.hint_filter import HintLimits
 from sharing_server.delta_sharing.queries import TableQueries
 from sharing_server.delta_sharing.warming import SnapshotWarmer
@@ -73,6 +75,8 @@ class AppServices:
     #: The own warehouses' tables kept in the background (`[maintenance]`).
     maintenance: BackgroundMaintenance
     queries: TableQueries
+    #: Async `/query`s (2026-07): rows in the store, work in worker threads of their own.
+    async_queries: AsyncQueries
     streams: StreamSlots
     list_tokens: TokenCodec
     admin: Admin
@@ -146,6 +150,7 @@ def app_services(
 
         warehouses.table_keys = TableKeys(storage, writers_vendor)
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
+    queries = TableQueries(readers, secret, hint_limits, options.prefer_delta_format)
     admin = Admin(
         store,
         options.endpoint,
@@ -195,7 +200,8 @@ def app_services(
             options.maintenance,
             queue=RunQueue(options.maintenance_limits),
         ),
-        queries=TableQueries(readers, secret, hint_limits, options.prefer_delta_format),
+        queries=queries,
+        async_queries=AsyncQueries(queries, AsyncQueryStore(store.transactions), options.async_query_budget),
         streams=StreamSlots(options.streams_per_token, options.streams_per_process),
         list_tokens=TokenCodec(secret, "list-page"),
         admin=admin,

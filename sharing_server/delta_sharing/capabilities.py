@@ -18,6 +18,8 @@ class Capabilities:
     response_formats: tuple[str, ...] = ("parquet",)
     reader_features: frozenset[str] = frozenset()
     include_end_stream_action: bool = False
+    #: `asyncquery=true` (2026-07): a `/query` may be answered `pending`, then polled by its id.
+    async_query: bool = False
 
     @classmethod
     def parse(cls, header: str | None) -> Capabilities:
@@ -34,6 +36,7 @@ class Capabilities:
             response_formats=formats,
             reader_features=frozenset(values.get("readerfeatures", [])),
             include_end_stream_action=values.get("includeendstreamaction") == ["true"],
+            async_query=values.get("asyncquery") == ["true"],
         )
 
     def response_format(self, min_reader_version: int, prefer_delta: bool = False) -> str:

@@ -96,15 +96,20 @@ class TableQueries:
         capabilities: Capabilities,
         file_id_hash: str | None,
         gone: threading.Event | None = None,
+        at_version: int | None = None,
     ) -> TableResponse:
-        """A snapshot's files, or a streaming read's changes; `gone` is set if the client disconnects."""
+        """A snapshot's files, or a streaming read's changes; `gone` is set if the client disconnects.
+
+        `at_version` is the version an async query of the latest snapshot pinned when it was made:
+        read as the latest (no time-travel fields), whatever has been committed since.
+        """
         reader = self.readers.reader(table)
         if request.starting_version is not None:
             return self.ranges.streaming(table, reader, request, capabilities, file_id_hash)
         # Before any table work, so that a hint over the node cap costs next to nothing.
         hint = parse_query_hint(request.json_predicate_hints, self.hint_limits.max_nodes)
         page = self.pages.start(table.id, request, capabilities, file_id_hash)
-        pinned = self._snapshot(reader, table, request, page)
+        pinned = self._snapshot(reader, table, request, page, at_version)
         snapshot, encoder = in_format(reader, table, pinned, capabilities, self.prefer_delta, file_id_hash)
         files = query_files(
             reader, snapshot, encoder.format, hint, self.hint_limits, page, request.limit_hint, gone
@@ -134,10 +139,16 @@ class TableQueries:
         )
 
     def _snapshot(
-        self, reader: TableReader, table: SharedTable, request: QueryRequest, page: PageRequest
+        self,
+        reader: TableReader,
+        table: SharedTable,
+        request: QueryRequest,
+        page: PageRequest,
+        at_version: int | None = None,
     ) -> TableSnapshot:
-        """The version a `/query` reads: pinned by its page or refresh token, else the one it names."""
-        pinned = page.resumed["v"] if page.resumed else None
+        """The version a `/query` reads: pinned by its page or refresh token, or by its async query
+        (`at_version`), else the one it names."""
+        pinned = page.resumed["v"] if page.resumed else at_version
         if request.refresh_token:
             refresh = decode_token(
                 self.refresh_tokens, request.refresh_token, "refresh token", table.id, page.now_ms

@@ -7,19 +7,20 @@ Parsing follows the reference server's rules and messages (protocol notes
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from share_store.errors import InvalidParameter, MalformedRequest
-from sharing_server.http.json_text import has_lone_surrogate
+from sharing_server.http.json_text import NotAJsonObject, json_object
 from sharing_server.http.ndjson import dumps
 
 MAX_LIST_RESULTS = 500
 MAX_PAGE_FILES = 10_000
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+#: An async query's idempotency key is the client's choice of string; past this it is refused.
+MAX_IDEMPOTENCY_KEY_CHARS = 256
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -54,6 +55,34 @@ def parse_timestamp(raw: str, name: str = "startingTimestamp") -> int:
     # Integer arithmetic: float seconds times 1000 can land a millisecond early,
     # and a timestamp equal to a commit's must find that commit.
     return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def body_object(raw: bytes) -> dict[str, Any]:
+    """A `/query` or query-info body: one JSON object (`json_text.json_object`'s strict read), in
+    the reference's words where it has them."""
+    if not raw.strip():
+        raise MalformedRequest("No content to map due to end-of-input")
+    try:
+        return json_object(raw)
+    except NotAJsonObject as error:
+        if error.problem == "not an object":
+            raise MalformedRequest("Expected a JSON object as request body") from None
+        raise MalformedRequest(f"Invalid JSON in request body: {error.detail}") from None
+
+
+def _idempotency_key(body: dict[str, Any]) -> str | None:
+    """The async query's key, in the protocol document's spelling or the JVM client's."""
+    keys = [body[name] for name in ("idempotencyKey", "idempotency_key") if body.get(name) is not None]
+    if not keys:
+        return None
+    if not all(isinstance(key, str) and key for key in keys):
+        raise MalformedRequest("Expected a non-empty string for idempotencyKey")
+    key = keys[0]
+    if any(other != key for other in keys):
+        raise InvalidParameter("idempotencyKey and idempotency_key differ: send one key.")
+    if len(key) > MAX_IDEMPOTENCY_KEY_CHARS:
+        raise InvalidParameter(f"idempotencyKey is longer than {MAX_IDEMPOTENCY_KEY_CHARS} characters.")
+    return key
 
 
 def _long(body: dict[str, Any], key: str, limit: int = INT64_MAX) -> int | None:
@@ -102,21 +131,12 @@ class QueryRequest:
     include_refresh_token: bool = False
     refresh_token: str | None = None
     include_historical_protocol: bool = False
+    #: An async query's key (2026-07): not a parameter of what is read, so no page token pins it.
+    idempotency_key: str | None = None
 
     @classmethod
     def parse(cls, raw: bytes) -> QueryRequest:
-        if not raw.strip():
-            raise MalformedRequest("No content to map due to end-of-input")
-        try:
-            body = json.loads(raw)
-        except ValueError as error:
-            raise MalformedRequest(f"Invalid JSON in request body: {error}") from None
-        except RecursionError:
-            raise MalformedRequest("Invalid JSON in request body: nested too deeply") from None
-        if has_lone_surrogate(body):
-            raise MalformedRequest("Invalid JSON in request body: an unpaired UTF-16 surrogate")
-        if not isinstance(body, dict):
-            raise MalformedRequest("Expected a JSON object as request body")
+        body = body_object(raw)
         hints = body.get("predicateHints") or []
         if not isinstance(hints, list) or not all(isinstance(h, str) for h in hints):
             raise MalformedRequest("Expected an array for repeated field predicateHints of QueryTableRequest")
@@ -133,6 +153,7 @@ class QueryRequest:
             include_refresh_token=_bool(body, "includeRefreshToken"),
             refresh_token=_string(body, "refreshToken"),
             include_historical_protocol=_bool(body, "includeHistoricalProtocol"),
+            idempotency_key=_idempotency_key(body),
         )
         request.validate()
         return request
@@ -180,6 +201,23 @@ class QueryRequest:
             self.limit_hint,
         ]
         return hashlib.sha256(dumps(shape).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class QueryInfoRequest:
+    """The body of an async query's poll, `POST …/queries/{queryId}`: the page it asks for."""
+
+    max_files: int | None = None
+    page_token: str | None = None
+
+    @classmethod
+    def parse(cls, raw: bytes) -> QueryInfoRequest:
+        # The JVM client sends `queryId` too (ignored: the URL names the query), and no body is `{}`.
+        body = body_object(raw) if raw.strip() else {}
+        request = cls(_long(body, "maxFiles", INT32_MAX), _string(body, "pageToken"))
+        if request.max_files is not None and request.max_files <= 0:
+            raise InvalidParameter("maxFiles must be positive.")
+        return request
 
 
 def parse_bool(raw: str | None, name: str) -> bool:

@@ -36,6 +36,8 @@ class TableResponse:
     #: Whether the lines come in record batches' blocks (a streamed snapshot's, see
     #: `streamed_lines`), which hold several chunks' worth at a time anyway.
     in_blocks: bool = False
+    #: Echo `asyncquery=true`: the answer to an async query (its lines, or its status).
+    echo_async_query: bool = False
 
 
 @dataclass(frozen=True)

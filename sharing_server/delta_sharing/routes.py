@@ -19,10 +19,11 @@ from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.signing.token_codec import TokenCodec
 from sharing_server.auth.bearer import authenticate, authorize_share, authorize_table
+from sharing_server.delta_sharing.async_queries import AsyncQueries
 from sharing_server.delta_sharing.capabilities import Capabilities, parse_file_id_hash
 from sharing_server.delta_sharing.list_pages import list_page, page_body
 from sharing_server.delta_sharing.queries import TableQueries
-from sharing_server.delta_sharing.requests import ChangesRequest, QueryRequest
+from sharing_server.delta_sharing.requests import ChangesRequest, QueryInfoRequest, QueryRequest
 from sharing_server.delta_sharing.responses import TableResponse
 from sharing_server.delta_sharing.table_streams import (
     CAPABILITIES_HEADER,
@@ -69,9 +70,11 @@ class ProtocolEndpoints:
         streams: StreamSlots,
         list_tokens: TokenCodec,
         stream_buffer_bytes: int,
+        async_queries: AsyncQueries,
     ) -> None:
         self.store = store
         self.queries = queries
+        self.async_queries = async_queries
         self.streams = streams
         self.list_tokens = list_tokens
         self.stream_buffer_bytes = stream_buffer_bytes
@@ -182,15 +185,15 @@ class ProtocolEndpoints:
 
     def _listing_context(
         self, request: Request, stream: Stream
-    ) -> tuple[SharedTable, Capabilities, str | None]:
-        """The authorized table and the headers every file listing takes; its stream opened for its token.
+    ) -> tuple[Token, SharedTable, Capabilities, str | None]:
+        """The token, its table and the headers every file listing takes; its stream opened for it.
 
         Opened before any table work: a stream over a cap is refused at once.
         """
         token, table = self._authorized(request)
         stream.open(token.id)
         capabilities = Capabilities.parse(request.headers.get(CAPABILITIES_HEADER))
-        return table, capabilities, parse_file_id_hash(request.headers.get("fileidhash"))
+        return token, table, capabilities, parse_file_id_hash(request.headers.get("fileidhash"))
 
     async def table_query(self, request: Request) -> Response:
         body = await request.body()
@@ -198,15 +201,29 @@ class ProtocolEndpoints:
         watch = DisconnectWatch(request.receive)
 
         def run(stream: Stream) -> TableResponse:
-            table, capabilities, file_id_hash = self._listing_context(request, stream)
+            token, table, capabilities, file_id_hash = self._listing_context(request, stream)
             query = QueryRequest.parse(body)
+            if capabilities.async_query:
+                return self.async_queries.submit(token, table, query, capabilities, file_id_hash)
             return self.queries.query(table, query, capabilities, file_id_hash, watch.gone)
 
         return await self._listing(request, run, watch)
 
+    async def query_info(self, request: Request) -> Response:
+        """An async query's poll: its lines once its work is done, else its status."""
+        body = await request.body()
+
+        def run(stream: Stream) -> TableResponse:
+            token, table, _, _ = self._listing_context(request, stream)
+            page = QueryInfoRequest.parse(body)
+            query_id = request.path_params["query_id"]
+            return self.async_queries.poll(token, table, query_id, page.max_files, page.page_token)
+
+        return await self._listing(request, run)
+
     async def table_changes(self, request: Request) -> Response:
         def run(stream: Stream) -> TableResponse:
-            table, capabilities, file_id_hash = self._listing_context(request, stream)
+            _, table, capabilities, file_id_hash = self._listing_context(request, stream)
             changes = ChangesRequest.parse(dict(request.query_params))
             return self.queries.changes(table, changes, capabilities, file_id_hash)
 

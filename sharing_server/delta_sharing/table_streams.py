@@ -170,6 +170,8 @@ def table_stream(
     capabilities = f"responseformat={result.response_format}"
     if result.echo_end_stream_action:
         capabilities += ";includeendstreamaction=true"
+    if result.echo_async_query:
+        capabilities += ";asyncquery=true"
     headers = {
         VERSION_HEADER: str(result.version),
         CAPABILITIES_HEADER: capabilities,

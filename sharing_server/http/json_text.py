@@ -25,10 +25,12 @@ Problem = Literal["not json", "not an object", "lone surrogate"]
 class NotAJsonObject(ValueError):
     """A body `json_object` refuses: `problem` says which check, the message says it in words."""
 
-    def __init__(self, problem: Problem, message: str) -> None:
+    def __init__(self, problem: Problem, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.problem: Problem = problem
         self.message = message
+        #: The parser's own words (where and what), for surfaces whose clients expect them.
+        self.detail = detail or message
 
 
 def json_object(body: bytes) -> dict[str, Any]:
@@ -36,15 +38,21 @@ def json_object(body: bytes) -> dict[str, Any]:
     surrogate in it; `NotAJsonObject` otherwise."""
     try:
         parsed = json.loads(body, parse_constant=_no_constant)
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        raise NotAJsonObject("not json", "the request body is not valid JSON") from None
+    except RecursionError:
+        raise NotAJsonObject("not json", "the request body is not valid JSON", "nested too deeply") from None
+    except ValueError as error:  # UnicodeDecodeError is a ValueError
+        raise NotAJsonObject("not json", "the request body is not valid JSON", str(error)) from None
     if not isinstance(parsed, dict):
         raise NotAJsonObject("not an object", "the request body must be a JSON object")
     # UTF-8 cannot carry a lone surrogate, so only a `\uD8xx`-style escape can: where none is
     # written (nearly every body) the walk is skipped. A UTF-16 or UTF-32 body (which `json.loads`
     # also reads) spells its escapes in other bytes, so it is always walked.
     if _may_escape_a_surrogate(body) and has_lone_surrogate(parsed):
-        raise NotAJsonObject("lone surrogate", "the request body holds an unpaired UTF-16 surrogate")
+        raise NotAJsonObject(
+            "lone surrogate",
+            "the request body holds an unpaired UTF-16 surrogate",
+            "an unpaired UTF-16 surrogate",
+        )
     return parsed
 
 
