@@ -34,7 +34,9 @@ TABLE = "delta-0.8.0-partitioned"
 
 
 class Replica:
-    def __init__(self, name: str, tmp: Path, store_url: str, root: Path) -> None:
+    def __init__(
+        self, name: str, tmp: Path, store_url: str, root: Path, settings: dict[str, str] | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / f"{name}.log"
@@ -49,6 +51,7 @@ class Replica:
             "SHARING_STORAGE_TYPE": "local",
             "SHARING_STORAGE_ROOT": str(root),
             "SHARING_ADMIN_TOKEN_HASH": hash_secret(ADMIN_TOKEN),
+            **(settings or {}),
         }
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -88,11 +91,13 @@ class Replica:
 
 
 @contextmanager
-def replicas(tmp: Path, store_url: str, root: Path) -> Iterator[tuple[Replica, Replica]]:
+def replicas(
+    tmp: Path, store_url: str, root: Path, settings: dict[str, str] | None = None
+) -> Iterator[tuple[Replica, Replica]]:
     started: list[Replica] = []
     try:
         for name in ("a", "b"):
-            started.append(Replica(name, tmp, store_url, root))
+            started.append(Replica(name, tmp, store_url, root, settings))
         for replica in started:
             replica.wait_ready()
         yield started[0], started[1]
@@ -156,6 +161,41 @@ def test_two_replicas_on_one_postgresql_act_as_one(tmp_path: Path, postgres_url:
 
         a.admin("DELETE", "/shares/shared")
         assert b.get("/shares", rotated["token"]).status_code == 401
+        for replica in (a, b):
+            assert "Traceback" not in replica.log_path.read_text()
+
+
+def test_an_async_query_made_on_one_replica_is_polled_on_the_other(
+    tmp_path: Path, postgres_url: str, root: Path
+) -> None:
+    """The query and its key are in the store: B answers A's query, and a retry of its submission
+    on B finds it. A budget of 0 s makes every submission pending."""
+    with replicas(tmp_path, postgres_url, root, {"SHARING_LIMITS_ASYNC_QUERY_BUDGET": "0"}) as (a, b):
+        a.admin(
+            "POST", "/shares", json={"name": "jobs", "tables": ["s", f"t:delta:{TESTDATA_BUCKET}:{TABLE}"]}
+        )
+        token = a.admin("POST", "/shares/jobs/tokens", json={"expires": "1h"}).json()["token"]
+        headers = {"Authorization": f"Bearer {token}", "delta-sharing-capabilities": "asyncquery=true"}
+        path = "/delta-sharing/shares/jobs/schemas/s/tables/t"
+        body = {"idempotencyKey": "replica-key-1"}
+        submitted = httpx.post(f"{a.url}{path}/query", json=body, headers=headers).json()
+        query_id = submitted["queryStatus"]["queryId"]
+        retried = httpx.post(f"{b.url}{path}/query", json=body, headers=headers)
+        first = json.loads(retried.text.splitlines()[0])
+        assert first.get("queryStatus", {"queryId": query_id})["queryId"] == query_id
+        deadline = time.monotonic() + 30
+        while True:
+            polled = httpx.post(f"{b.url}{path}/queries/{query_id}", json={}, headers=headers)
+            assert polled.status_code == 200, polled.text
+            lines = [json.loads(line) for line in polled.text.splitlines()]
+            if "queryStatus" not in lines[0]:
+                break
+            assert lines[0]["queryStatus"]["status"] == "pending" and time.monotonic() < deadline
+            time.sleep(0.1)
+        sync = httpx.post(f"{a.url}{path}/query", json={}, headers={"Authorization": f"Bearer {token}"})
+        assert polled.headers["Delta-Table-Version"] == sync.headers["Delta-Table-Version"]
+        files = sorted(line["file"]["id"] for line in lines if "file" in line)
+        assert files and files == sorted(json.loads(x)["file"]["id"] for x in sync.text.splitlines()[2:])
         for replica in (a, b):
             assert "Traceback" not in replica.log_path.read_text()
 
