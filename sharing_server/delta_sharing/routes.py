@@ -25,6 +25,7 @@ from sharing_server.delta_sharing.list_pages import list_page, page_body
 from sharing_server.delta_sharing.queries import TableQueries
 from sharing_server.delta_sharing.requests import ChangesRequest, QueryInfoRequest, QueryRequest
 from sharing_server.delta_sharing.responses import TableResponse
+from sharing_server.delta_sharing.share_items import share_item
 from sharing_server.delta_sharing.table_streams import (
     CAPABILITIES_HEADER,
     VERSION_HEADER,
@@ -94,7 +95,7 @@ class ProtocolEndpoints:
                 page,
                 shares,
                 lambda s: s.name.lower(),
-                lambda s: {"name": s.name, "id": s.id},
+                share_item,
             )
 
         return json_response(await run_in_threadpool(run))
@@ -102,7 +103,7 @@ class ProtocolEndpoints:
     async def get_share(self, request: Request) -> Response:
         def run() -> dict[str, Any]:
             _, share = authorize_share(self.store, request)
-            return {"share": {"name": share.name, "id": share.id}}
+            return {"share": share_item(share)}
 
         return json_response(await run_in_threadpool(run))
 
