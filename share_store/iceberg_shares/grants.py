@@ -140,12 +140,23 @@ def derived_folder(reader: Any) -> tuple[str, str]:
     return reader.files.bucket, reader.files.prefix
 
 
-def _grant_key(table: SharedTable) -> tuple[str, bool, str | None]:
-    """What a kept grant was made for: the table, whether it shares history, and its restriction
-    as the store has it now. A restriction changed is another grant at once, so a grant kept from
-    before never signs the files of rows the new one leaves out."""
+#: What a kept grant was made for (see `_grant_key`).
+GrantKey = tuple[str, bool, str | None, tuple[str | None, tuple[tuple[str, str], ...]] | None]
+
+
+def _grant_key(table: SharedTable) -> GrantKey:
+    """What a kept grant was made for: the table, whether it shares history, its restriction as
+    the store has it now, and, for a restricted table, whom it was read for. A restriction changed
+    is another grant at once, so a grant kept from before never signs the files of rows the new
+    one leaves out; and each audience's grant is its own, since a row filter reading
+    `CURRENT_RECIPIENT` derives other files for each recipient: one recipient's kept grant must
+    never sign another's. A whole table's files are the same whoever reads them."""
     restriction = table.restriction.to_json() if table.restriction is not None else None
-    return table.id, table.history_shared, restriction
+    audience = table.audience
+    reader = None
+    if restriction is not None and audience is not None:
+        reader = (audience.recipient, tuple(sorted(audience.properties.items())))
+    return table.id, table.history_shared, restriction, reader
 
 
 def delta_readable(
@@ -162,7 +173,7 @@ class IcebergGrants:
         self.readers = readers
         #: Vends keys scoped to a grant (`[iceberg] credential_vending`); None or "off": remote signing only.
         self.vendor = vendor
-        self._grants: dict[tuple[str, bool, str | None], TableGrant] = {}
+        self._grants: dict[GrantKey, TableGrant] = {}
         self._lock = threading.Lock()
 
     def load(self, table: SharedTable) -> TableGrant:

@@ -1,9 +1,10 @@
 """A share's namespaces and tables as the recipients' Iceberg REST catalog serves them, and which
 of its tables signs a read.
 
-The share is a token's (the handlers authenticate it); its schemas are the catalog's namespaces,
-one level each. Tables are found through the store, as the Delta Sharing protocol finds them
-(`ShareStore`), and their files through their grants (`grants.IcebergGrants`, over
+The share is a token's (the handlers authenticate it; `opened_shares.py` says which share, and for
+whom its tables are read: `audience`, a share's own token's unless said); its schemas are the
+catalog's namespaces, one level each. Tables are found through the store, as the Delta Sharing
+protocol finds them (`ShareStore`), and their files through their grants (`grants.IcebergGrants`, over
 `TableReaders`), so both protocols refuse alike: `NotFound` for a schema or table the share does
 not hold, `SigningRefused` for a request no table's grant signs.
 """
@@ -22,8 +23,9 @@ from share_store.signing.request_signing import SigningRefused
 
 log = logging.getLogger(__name__)
 
-#: Whom `/iceberg` reads a table for: a share's own token, the only token it takes, which has no
-#: recipient. A restriction naming no recipient property is served to it; one naming
+#: Whom `/iceberg` reads a table for at the URLs that name no share: a share's own token, the only
+#: token they take, which has no recipient (a named recipient reads at its shares' URLs, for
+#: itself). A restriction naming no recipient property is served to it; one naming
 #: `CURRENT_RECIPIENT` is refused, naming the property (`restriction.bind`).
 SHARE_TOKEN = Audience()
 
@@ -50,14 +52,14 @@ class ShareTables:
             raise NotFound(f"Namespace does not exist: {name}")
         return name
 
-    def tables(self, share: str, schema: str) -> list[SharedTable]:
-        """The tables of one of the share's schemas."""
-        return self.store.list_tables(share, self.namespace(share, schema), audience=SHARE_TOKEN)
+    def tables(self, share: str, schema: str, audience: Audience = SHARE_TOKEN) -> list[SharedTable]:
+        """The tables of one of the share's schemas, read for `audience`."""
+        return self.store.list_tables(share, self.namespace(share, schema), audience=audience)
 
-    def table(self, share: str, schema: str, name: str) -> SharedTable:
-        """The table `schema.name`, if the share holds it."""
+    def table(self, share: str, schema: str, name: str, audience: Audience = SHARE_TOKEN) -> SharedTable:
+        """The table `schema.name`, if the share holds it, read for `audience`."""
         try:
-            return self.store.get_table(share, schema, name, audience=SHARE_TOKEN)
+            return self.store.get_table(share, schema, name, audience=audience)
         except NotFound:
             raise NotFound(f"Table does not exist: {schema}.{name}") from None
 
@@ -71,13 +73,19 @@ class ShareTables:
         return self.grants.load(table)
 
     def sign(
-        self, share: str, method: str, uri: str, headers: dict[str, list[str]], notes: dict[str, Any]
+        self,
+        share: str,
+        method: str,
+        uri: str,
+        headers: dict[str, list[str]],
+        notes: dict[str, Any],
+        audience: Audience = SHARE_TOKEN,
     ) -> tuple[str, dict[str, list[str]]]:
         """The URI to send and its signed headers, if an Iceberg table of the share may be read at
-        `uri` (the URI is the request the signer built, not the client's); what was signed, or why
-        not, noted for the audit. `SigningRefused` when no table's grant allows it."""
+        `uri` by `audience` (the URI is the request the signer built, not the client's); what was
+        signed, or why not, noted for the audit. `SigningRefused` when no table's grant allows it."""
         refusal = "not a file of the share's tables"
-        tables = self.store.list_tables(share, audience=SHARE_TOKEN)
+        tables = self.store.list_tables(share, audience=audience)
         failed: Exception | None = None
         # What each table's kept grant allows first; a fresh look only when none does.
         for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:

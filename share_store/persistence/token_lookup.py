@@ -31,13 +31,14 @@ from share_store.persistence.sql_schema import (
     tables_table,
     tokens_table,
 )
+from share_store.restrictions.restriction import Audience
 
 #: Told the token as soon as it is known good, before the share or table is looked at:
 #: the audit log then says who asked even when the answer is 404.
 OnToken = Callable[[Token], None]
 
 
-def _query(with_table: bool) -> Select:
+def _query(with_table: bool, with_audience: bool = False) -> Select:
     # The share joins only if it has the name asked for and is the token's own, or granted to
     # the named recipient whose token it is.
     granted = (
@@ -68,6 +69,11 @@ def _query(with_table: bool) -> Select:
             .outerjoin(tables_table, table_join)
             .outerjoin(recipients_table, recipients_table.c.id == tokens_table.c.recipient_id)
         )
+    elif with_audience:
+        query = query.add_columns(
+            recipients_table.c.name.label("recipient_name"),
+            recipients_table.c.properties.label("recipient_properties"),
+        ).outerjoin(recipients_table, recipients_table.c.id == tokens_table.c.recipient_id)
     return query.where(tokens_table.c.secret_hash == bindparam("digest"))
 
 
@@ -76,16 +82,24 @@ def _query(with_table: bool) -> Select:
 # answer it (every protocol request makes one). SQLAlchemy keeps a statement's key once made.
 SHARE_QUERY = _query(with_table=False)
 TABLE_QUERY = _query(with_table=True)
+#: A share with who its token reads for (/iceberg's share-named URLs, which list and sign tables).
+AUDIENCE_QUERY = _query(with_table=False, with_audience=True)
 
 
 def _lookup(
-    conn: Connection, secret: str, share: str, on_token: OnToken | None, table: tuple[str, str] | None = None
+    conn: Connection,
+    secret: str,
+    share: str,
+    on_token: OnToken | None,
+    table: tuple[str, str] | None = None,
+    query: Select = SHARE_QUERY,
 ) -> tuple[Row, Token, Share]:
     digest = hash_secret(secret)
     params = {"digest": digest, "share_key": share.lower()}
     if table is not None:
         params.update(schema_key=table[0].lower(), table_key=table[1].lower())
-    row = conn.execute(TABLE_QUERY if table is not None else SHARE_QUERY, params).first()
+        query = TABLE_QUERY
+    row = conn.execute(query, params).first()
     token = active_token(None if row is None else columns(row, tokens_table), digest)
     assert row is not None  # active_token refuses a secret no token holds
     if on_token is not None:
@@ -103,6 +117,16 @@ def authorized_share(
     """The active token holding `secret` and its share, if the share is the one named `share`."""
     _, token, found = _lookup(conn, secret, share, on_token)
     return token, found
+
+
+def authorized_audience(
+    conn: Connection, secret: str, share: str, on_token: OnToken | None = None
+) -> tuple[Token, Share, Audience]:
+    """As `authorized_share`, with who the token reads the share's tables for: its named recipient
+    and the recipient's properties, or a share's own token's."""
+    row, token, found = _lookup(conn, secret, share, on_token, query=AUDIENCE_QUERY)
+    mapping = row._mapping
+    return token, found, audience_from(mapping["recipient_name"], mapping["recipient_properties"])
 
 
 def authorized_table(
