@@ -66,6 +66,17 @@ ICEBERG_TABLES = ICEBERG_NAMESPACE + "/tables"
 ICEBERG_TABLE = ICEBERG_TABLES + "/{table}"
 ICEBERG_CREDENTIALS = ICEBERG_TABLE + "/credentials"
 ICEBERG_S3_SIGN = "/v1/aws/s3/sign"
+# The same catalog with the share named (OpenSharing's form: the prefix `shares/<share>` that
+# `GET /v1/config?warehouse=<share>` answers), for any token the share is open to.
+ICEBERG_SHARE = "/v1/shares/{share}"
+ICEBERG_SHARE_CONFIG = ICEBERG_SHARE + "/config"
+ICEBERG_SHARE_NAMESPACES = ICEBERG_SHARE + "/namespaces"
+ICEBERG_SHARE_NAMESPACE = ICEBERG_SHARE_NAMESPACES + "/{namespace}"
+ICEBERG_SHARE_TABLES = ICEBERG_SHARE_NAMESPACE + "/tables"
+ICEBERG_SHARE_TABLE = ICEBERG_SHARE_TABLES + "/{table}"
+ICEBERG_SHARE_CREDENTIALS = ICEBERG_SHARE_TABLE + "/credentials"
+ICEBERG_SHARE_METRICS = ICEBERG_SHARE_TABLE + "/metrics"
+ICEBERG_SHARE_S3_SIGN = ICEBERG_SHARE + "/aws/s3/sign"
 # Anything else under the prefix: every write endpoint of the spec lands here.
 ICEBERG_OTHER = "/{rest:path}"
 

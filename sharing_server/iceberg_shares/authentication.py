@@ -2,9 +2,11 @@
 `AuthenticationBackend` on each of its routes but the token endpoint and the signer (whose refusals
 are 403s of their own), and `share_token`, the token a request that passed proved it holds.
 
-On the routes, not the mount: an unknown method is a 405 whoever asks. A share token is the
-catalog's bearer token and sees exactly its share; a named recipient's token opens several, and
-this catalog serves one share per token."""
+On the routes, not the mount: an unknown method is a 405 whoever asks. Any active token passes:
+a share's own token, which sees exactly its share, and a named recipient's, which opens several;
+which share a request reads, and whether this token may, is the handler's to ask
+(`share_store/iceberg_shares/opened_shares.py`): at the URLs that name a share, any token the share
+is open to, at the others a share's own token only."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from starlette.authentication import AuthCredentials, AuthenticationBackend, Bas
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 
-from share_store.errors import Forbidden
 from share_store.model import Token
 from share_store.persistence import ShareStore
 from sharing_server.auth.bearer import bearer_secret, record_token
@@ -35,7 +36,7 @@ class ShareTokenUser(BaseUser):
 
 class ShareTokenAuthentication(AuthenticationBackend):
     """The bearer token, checked by the store (401 `Unauthenticated` if missing, unknown, revoked or
-    expired; the token named in the audit line either way), and a token of one share (403)."""
+    expired; the token named in the audit line either way)."""
 
     def __init__(self, store: ShareStore) -> None:
         self.store = store
@@ -44,11 +45,6 @@ class ShareTokenAuthentication(AuthenticationBackend):
         secret = bearer_secret(conn)
         token = await run_in_threadpool(self.store.authenticate, secret)
         record_token(conn, token)
-        if token.recipient_id is not None:
-            raise Forbidden(
-                "a named recipient's token opens several shares, and this catalog serves one share per "
-                "token: use a token of the share (sharing-server token create SHARE)"
-            )
         return AuthCredentials(["share"]), ShareTokenUser(token)
 
 

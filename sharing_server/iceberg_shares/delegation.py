@@ -28,10 +28,11 @@ from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
 
 
-def signing_config(request: Request, endpoint: str) -> dict[str, str]:
-    """How a client reads the table's files: through the store, signed by this server."""
+def signing_config(request: Request, endpoint: str, signer: str = paths.ICEBERG_S3_SIGN) -> dict[str, str]:
+    """How a client reads the table's files: through the store, signed by this server at `signer`
+    (the share's own, for the URLs that name the share)."""
     catalog_uri = str(request.base_url).rstrip("/") + paths.ICEBERG_PREFIX
-    return remote_signing_config(catalog_uri, paths.ICEBERG_S3_SIGN.lstrip("/"), endpoint)
+    return remote_signing_config(catalog_uri, signer.lstrip("/"), endpoint)
 
 
 def vend(
@@ -80,12 +81,14 @@ def read_access(
     table: SharedTable,
     token: Token,
     grant: TableGrant,
+    signer: str = paths.ICEBERG_S3_SIGN,
 ) -> dict[str, Any]:
-    """The load-table answer's `config`, and `storage-credentials` when keys are vended."""
+    """The load-table answer's `config`, and `storage-credentials` when keys are vended; else
+    signing at `signer`."""
     # Keys for a client that lists them anywhere, when vending is on and the grant may have keys
     # (`TableGrant.vendable`); signing for every other.
     vending = grants.vends and grant.vendable
     if chosen_mode(asked_modes(request.headers), (VENDED,) if vending else ()) == VENDED:
         config, credentials = _vended(vend(request, metrics, grants, table, token, grant), grant)
         return {"config": config, "storage-credentials": credentials}
-    return {"config": signing_config(request, grant.endpoint)}
+    return {"config": signing_config(request, grant.endpoint, signer)}

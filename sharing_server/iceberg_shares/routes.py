@@ -19,6 +19,7 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -27,8 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from share_store.errors import InvalidParameter, Unauthenticated
+from share_store.errors import Forbidden, InvalidParameter, NotFound, Unauthenticated
 from share_store.iceberg_shares.grants import IcebergGrants
+from share_store.iceberg_shares.opened_shares import OpenedShare, configured_prefix, open_share, own_share
 from share_store.iceberg_shares.share_tables import ShareTables
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
@@ -40,6 +42,7 @@ from sharing_server.http.iceberg_errors import IcebergError, error_response, ice
 from sharing_server.http.sign_requests import SignRequest, parse_sign_request
 from sharing_server.iceberg_shares.authentication import ShareTokenAuthentication, share_token
 from sharing_server.iceberg_shares.delegation import read_access, storage_credentials, vend
+from sharing_server.iceberg_shares.metrics_reports import metrics_report_type
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
 
@@ -54,6 +57,8 @@ READ_ENDPOINTS = [
     "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 ]
 VENDING_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
+#: Served at the URLs that name the share only: the others' configuration stays as it was.
+METRICS_ENDPOINTS = ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics"]
 
 
 def _parsed(raw: bytes) -> SignRequest:
@@ -73,57 +78,77 @@ class ShareCatalog:
         #: The tokens' shares' namespaces and tables, and which table signs a read.
         self.shares = ShareTables(store, grants)
 
-    # -- what the token's share holds ----------------------------------------------------
+    # -- which share the request reads, and the table it names ----------------------------
+
+    async def _opened(self, request: Request) -> tuple[Token, OpenedShare]:
+        """The token and the share the request reads: the one its URL names, if open to the token
+        (looked up again each time: a grant removed is refused at once), else the token's own."""
+        token = share_token(request)
+        name = request.path_params.get("share")
+        if name is None:
+            return token, own_share(token)
+        _, opened = await run_in_threadpool(open_share, self.store, bearer_secret(request), str(name))
+        return token, opened
 
     @staticmethod
     def _schema_name(request: Request) -> str:
         # Multi-level namespaces arrive joined by 0x1F; a share's schemas have one level.
         return str(request.path_params["namespace"])
 
-    async def _schema(self, request: Request, token: Token) -> str:
-        return await run_in_threadpool(self.shares.namespace, token.share, self._schema_name(request))
-
-    async def _token_and_table(self, request: Request) -> tuple[Token, SharedTable]:
-        """The token, and the table the URL names if the token's share holds it."""
-        token = share_token(request)
+    async def _table(self, request: Request) -> tuple[Token, OpenedShare, SharedTable]:
+        """The token, its share, and the table the URL names if that share holds it."""
+        token, opened = await self._opened(request)
         schema, name = self._schema_name(request), str(request.path_params["table"])
         audit_fields(request).update(schema=schema, table=name)
-        return token, await run_in_threadpool(self.shares.table, token.share, schema, name)
+        table = await run_in_threadpool(self.shares.table, opened.name, schema, name, opened.audience)
+        return token, opened, table
 
     # -- catalog endpoints ----------------------------------------------------------------
 
     async def get_config(self, request: Request) -> Response:
-        vends = self.grants.vends
-        endpoints = READ_ENDPOINTS + (VENDING_ENDPOINTS if vends else [])
-        return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": endpoints})
+        if "share" in request.path_params:
+            prefix: str | None = (await self._opened(request))[1].prefix
+        else:
+            warehouse = request.query_params.get("warehouse") or None
+            secret, token = bearer_secret(request), share_token(request)
+            prefix = await run_in_threadpool(configured_prefix, self.store, secret, token, warehouse)
+        endpoints = READ_ENDPOINTS + (METRICS_ENDPOINTS if prefix else [])
+        endpoints += VENDING_ENDPOINTS if self.grants.vends else []
+        overrides = {"prefix": prefix} if prefix else {}
+        return JSONResponse({"defaults": {}, "overrides": overrides, "endpoints": endpoints})
 
     async def list_namespaces(self, request: Request) -> Response:
-        token = share_token(request)
+        _, opened = await self._opened(request)
         parent = request.query_params.get("parent")
-        schemas = await run_in_threadpool(self.shares.namespaces, token.share, parent)
+        schemas = await run_in_threadpool(self.shares.namespaces, opened.name, parent)
         return JSONResponse({"namespaces": [[schema] for schema in schemas]})
 
     async def get_namespace(self, request: Request) -> Response:
-        token = share_token(request)
-        schema = await self._schema(request, token)
+        _, opened = await self._opened(request)
+        schema = await run_in_threadpool(self.shares.namespace, opened.name, self._schema_name(request))
         if request.method == "HEAD":
             return Response(status_code=204)
         return JSONResponse({"namespace": [schema], "properties": {}})
 
     async def list_tables(self, request: Request) -> Response:
-        token = share_token(request)
+        _, opened = await self._opened(request)
         schema = self._schema_name(request)
-        tables = await run_in_threadpool(self.shares.tables, token.share, schema)
+        tables = await run_in_threadpool(self.shares.tables, opened.name, schema, opened.audience)
         identifiers = [{"namespace": [schema], "name": t.name} for t in tables]
         return JSONResponse({"identifiers": identifiers})
 
     async def load_table(self, request: Request) -> Response:
-        token, table = await self._token_and_table(request)
+        token, opened, table = await self._table(request)
         if request.method == "HEAD":
             return Response(status_code=204)
         grants = self.grants
         grant = await run_in_threadpool(grants.load, table)
-        access = await run_in_threadpool(read_access, request, self.metrics, grants, table, token, grant)
+        signer = (
+            paths.ICEBERG_SHARE_S3_SIGN.format(share=opened.name) if opened.named else paths.ICEBERG_S3_SIGN
+        )
+        access = await run_in_threadpool(
+            read_access, request, self.metrics, grants, table, token, grant, signer
+        )
         body = {
             "metadata-location": grant.metadata_location,
             "metadata": grant.shared_metadata(table.history_shared),
@@ -135,12 +160,19 @@ class ShareCatalog:
 
     async def load_credentials(self, request: Request) -> Response:
         """The spec's credentials refresh: fresh keys for a table, when vending is on."""
-        token, table = await self._token_and_table(request)
+        token, _, table = await self._table(request)
         grants = self.grants
         grant = await run_in_threadpool(self.shares.grant_to_vend, table)
         keys = await run_in_threadpool(vend, request, self.metrics, grants, table, token, grant)
         body = {"storage-credentials": storage_credentials(keys, grant)}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    async def report_metrics(self, request: Request) -> Response:
+        """The spec's metrics report of a scan or commit of a table the share holds: taken (its kind
+        in the audit line) and kept nowhere else, so that engines that report do not log failures."""
+        await self._table(request)
+        audit_fields(request)["metrics_report"] = metrics_report_type(await request.body())
+        return Response(status_code=204)
 
     async def sign_request(self, request: Request) -> Response:
         """Signs a read of one object of a table the token's share holds; refuses anything else with 403."""
@@ -148,14 +180,14 @@ class ShareCatalog:
         method, uri, headers = _parsed(await request.body())
         fields = audit_fields(request)
         try:
-            secret = bearer_secret(request)
-            token = await run_in_threadpool(self.store.authenticate, secret)
-        except Unauthenticated as error:
+            opened = await run_in_threadpool(self._signing_share, request)
+        except (Unauthenticated, Forbidden, NotFound) as error:
             metrics.iceberg_signatures.labels("refused").inc()
             raise IcebergError(403, error.message) from None
-        record_token(request, token)
         try:
-            signed = await run_in_threadpool(self.shares.sign, token.share, method, uri, headers, fields)
+            signed = await run_in_threadpool(
+                self.shares.sign, opened.name, method, uri, headers, fields, opened.audience
+            )
         except SigningRefused as error:
             metrics.iceberg_signatures.labels("refused").inc()
             raise IcebergError(403, str(error)) from None
@@ -164,6 +196,17 @@ class ShareCatalog:
         return JSONResponse(
             {"uri": signed_uri, "headers": signed_headers}, headers={"Cache-Control": "no-store"}
         )
+
+    def _signing_share(self, request: Request) -> OpenedShare:
+        """The signer's token and share, by its URL as the catalog's are (the signer is behind no
+        authentication backend: each of its refusals is a 403)."""
+        secret = bearer_secret(request)
+        name = request.path_params.get("share")
+        if name is not None:
+            return open_share(self.store, secret, str(name), partial(record_token, request))[1]
+        token = self.store.authenticate(secret)
+        record_token(request, token)
+        return own_share(token)
 
     async def read_only(self, request: Request) -> Response:
         if request.method in ("GET", "HEAD"):
@@ -176,6 +219,12 @@ NOT_FOUND = {
     "iceberg_namespaces": "NoSuchNamespaceException",
     "iceberg_namespace": "NoSuchNamespaceException",
     "iceberg_tables": "NoSuchNamespaceException",
+    # A warehouse (share) that is not there, or not the token's: the spec names no type of its own.
+    "iceberg_config": "NotFoundException",
+    "iceberg_share_config": "NotFoundException",
+    "iceberg_share_namespaces": "NoSuchNamespaceException",
+    "iceberg_share_namespace": "NoSuchNamespaceException",
+    "iceberg_share_tables": "NoSuchNamespaceException",
 }
 
 
@@ -205,5 +254,20 @@ def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
         tokened(paths.ICEBERG_TABLE, catalog.load_table, ["GET", "HEAD"], "iceberg_table"),
         tokened(paths.ICEBERG_CREDENTIALS, catalog.load_credentials, ["GET"], "iceberg_credentials"),
         Route(paths.ICEBERG_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_s3_sign"),
+        # The same catalog with the share named: any token the share is open to.
+        tokened(paths.ICEBERG_SHARE_CONFIG, catalog.get_config, ["GET"], "iceberg_share_config"),
+        tokened(paths.ICEBERG_SHARE_NAMESPACES, catalog.list_namespaces, ["GET"], "iceberg_share_namespaces"),
+        tokened(
+            paths.ICEBERG_SHARE_NAMESPACE, catalog.get_namespace, ["GET", "HEAD"], "iceberg_share_namespace"
+        ),
+        tokened(paths.ICEBERG_SHARE_TABLES, catalog.list_tables, ["GET"], "iceberg_share_tables"),
+        tokened(paths.ICEBERG_SHARE_TABLE, catalog.load_table, ["GET", "HEAD"], "iceberg_share_table"),
+        tokened(
+            paths.ICEBERG_SHARE_CREDENTIALS, catalog.load_credentials, ["GET"], "iceberg_share_credentials"
+        ),
+        tokened(paths.ICEBERG_SHARE_METRICS, catalog.report_metrics, ["POST"], "iceberg_share_metrics"),
+        Route(
+            paths.ICEBERG_SHARE_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_share_s3_sign"
+        ),
         tokened(paths.ICEBERG_OTHER, catalog.read_only, everything, "iceberg_read_only"),
     ]

@@ -46,6 +46,9 @@ def _iceberg_errors(*statuses: int) -> dict[str, Schema]:
 
 
 NAMESPACE = parameter("namespace", "path", NAME, "A schema of the token's share.")
+SHARE = parameter(
+    "share", "path", NAME, "A share the token is open to: its own, or one granted to its named recipient."
+)
 TABLE = parameter("table", "path", NAME, "An Iceberg table of that schema.")
 STRING_MAP: Schema = {"type": "object", "additionalProperties": STRING}
 HEADERS: Schema = {"type": "object", "additionalProperties": array(STRING)}
@@ -101,6 +104,50 @@ def _operation(
         **errors(429),
     }
     return operation(operation_id, summary, TAG, PROTOCOL_AUTH, responses, parameters, body)
+
+
+def _share_named() -> dict[tuple[str, str], Schema]:
+    """The catalog with the share named (the prefix `shares/<share>`): the same operations, and
+    metrics reports."""
+    return {
+        ("iceberg_share_config", "GET"): _operation(
+            "icebergShareConfig", "The share's catalog configuration", ("Its prefix.", "CatalogConfig"),
+            (401, 404), [SHARE],
+        ),
+        ("iceberg_share_namespaces", "GET"): _operation(
+            "icebergShareListNamespaces", "The share's schemas", ("Namespaces.", "NamespaceList"),
+            (401, 404), [SHARE, parameter("parent", "query", STRING, "A parent namespace.")],
+        ),
+        ("iceberg_share_namespace", "GET"): _operation(
+            "icebergShareLoadNamespace", "A namespace of the share", ("The namespace.", "Namespace"),
+            (401, 404), [SHARE, NAMESPACE],
+        ),
+        ("iceberg_share_tables", "GET"): _operation(
+            "icebergShareListTables", "The tables of a schema of the share",
+            ("Table identifiers.", "TableIdentifiers"), (401, 404), [SHARE, NAMESPACE],
+        ),
+        ("iceberg_share_table", "GET"): _operation(
+            "icebergShareLoadTable", "Load a table of the share, read for the token's recipient",
+            ("Metadata cut to the grant, and how to read it.", "LoadTableResult"),
+            (401, 404, 406, 503), [SHARE, NAMESPACE, TABLE],
+        ),
+        ("iceberg_share_credentials", "GET"): _operation(
+            "icebergShareLoadCredentials", "Fresh keys scoped to a table of the share",
+            ("Keys and the location prefixes they serve.", "LoadCredentialsResult"),
+            (400, 401, 403, 404, 503), [SHARE, NAMESPACE, TABLE],
+        ),
+        ("iceberg_share_metrics", "POST"): operation(
+            "icebergShareReportMetrics", "An engine's scan or commit report (taken, kept nowhere)", TAG,
+            PROTOCOL_AUTH,
+            {"204": {"description": "Taken."}, **_iceberg_errors(400, 401, 404), **errors(429)},
+            [SHARE, NAMESPACE, TABLE], json_body({"type": "object"}),
+        ),
+        ("iceberg_share_s3_sign", "POST"): _operation(
+            "icebergShareSignS3Request", "Sign one S3 read of a file of the share's tables",
+            ("Headers that authorize the request.", "S3SignResult"), (400, 403, 503), [SHARE],
+            json_body(model("S3SignRequest")),
+        ),
+    }  # fmt: skip
 
 
 def area() -> Area:
@@ -160,6 +207,7 @@ def area() -> Area:
                 (400, 403, 503),
                 body=json_body(model("S3SignRequest")),
             ),
+            **_share_named(),
             **{
                 ("iceberg_read_only", method): operation(
                     f"icebergReadOnly{method.title()}",
