@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.persistence import ShareStore
+from share_store.readers.directory_access import DirectoryAccess
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
 from sharing_server import paths
@@ -41,6 +42,7 @@ from sharing_server.auth.oauth import OAuthTokens
 from sharing_server.catalog.routes import catalog_mount
 from sharing_server.console.routes import console_routes
 from sharing_server.delta_sharing.routes import ProtocolEndpoints
+from sharing_server.delta_sharing.table_credentials import TableAccessEndpoints
 from sharing_server.http.connections import ConnectionGuard
 from sharing_server.http.error_models import APP_ROOT
 from sharing_server.http.errors import EXCEPTION_HANDLERS
@@ -61,6 +63,7 @@ async def health(_request: object) -> Response:
 
 
 def protocol_routes(services: AppServices) -> list[Route]:
+    directory = DirectoryAccess(services.storage, services.iceberg_grants.vendor)
     endpoints = ProtocolEndpoints(
         services.store,
         services.queries,
@@ -68,7 +71,9 @@ def protocol_routes(services: AppServices) -> list[Route]:
         services.list_tokens,
         services.options.stream_buffer_bytes,
         services.async_queries,
+        directory=directory,
     )
+    tables = TableAccessEndpoints(services.store, directory)
     lifetime = timedelta(seconds=services.options.access_token_lifetime)
     oauth = OAuthTokens(services.store, lifetime)
     activation = Activation(services.store, services.secret)
@@ -85,6 +90,8 @@ def protocol_routes(services: AppServices) -> list[Route]:
         Route(paths.TABLE_METADATA, endpoints.table_metadata, methods=["GET"]),
         Route(paths.TABLE_QUERY, endpoints.table_query, methods=["POST"]),
         Route(paths.TABLE_CHANGES, endpoints.table_changes, methods=["GET"]),
+        Route(paths.TABLE, tables.get_table, methods=["GET"]),
+        Route(paths.TABLE_CREDENTIALS, tables.temporary_table_credentials, methods=["POST"]),
         Route(paths.TABLE_QUERY_INFO, endpoints.query_info, methods=["POST"]),
         Route(paths.OAUTH_TOKEN, oauth.token_endpoint, methods=["POST"]),
         Route(paths.FILE, LocalFiles(services.storage).serve_file, methods=["GET", "HEAD"]),

@@ -26,6 +26,7 @@ TABLE_VERSION = TABLE + "/version"
 TABLE_METADATA = TABLE + "/metadata"
 TABLE_QUERY = TABLE + "/query"
 TABLE_CHANGES = TABLE + "/changes"
+TABLE_CREDENTIALS = TABLE + "/temporary-table-credentials"
 # An async query's poll (2026-07): its status, then its lines.
 TABLE_QUERY_INFO = TABLE + "/queries/{query_id}"
 # Where OAuth client credentials profiles get their bearer tokens.

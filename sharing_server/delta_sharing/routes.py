@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
+from share_store.readers.directory_access import DirectoryAccess
 from share_store.signing.token_codec import TokenCodec
 from sharing_server.auth.bearer import authenticate, authorize_share, authorize_table
 from sharing_server.delta_sharing.async_queries import AsyncQueries
@@ -25,6 +26,7 @@ from sharing_server.delta_sharing.list_pages import list_page, page_body
 from sharing_server.delta_sharing.queries import TableQueries
 from sharing_server.delta_sharing.requests import ChangesRequest, QueryInfoRequest, QueryRequest
 from sharing_server.delta_sharing.responses import TableResponse
+from sharing_server.delta_sharing.table_credentials import table_item
 from sharing_server.delta_sharing.share_items import share_item
 from sharing_server.delta_sharing.table_streams import (
     CAPABILITIES_HEADER,
@@ -51,16 +53,14 @@ def _table_key(table: SharedTable) -> tuple[str, str]:
 
 
 def _table_item(
-    table: SharedTable, share: Share, url_share: str, url_schema: str | None = None
+    table: SharedTable,
+    share: Share,
+    url_share: str,
+    url_schema: str | None = None,
+    directory: DirectoryAccess | None = None,
 ) -> dict[str, Any]:
-    # Like the reference, echo the share (and schema) as the URL spelled them.
-    return {
-        "name": table.name,
-        "schema": url_schema or table.schema,
-        "share": url_share,
-        "shareId": share.id,
-        "id": table.id,
-    }
+    # One item for the lists and get-table, with directory access's fields and `format`.
+    return table_item(table, share, url_share, url_schema, directory)
 
 
 class ProtocolEndpoints:
@@ -72,6 +72,7 @@ class ProtocolEndpoints:
         list_tokens: TokenCodec,
         stream_buffer_bytes: int,
         async_queries: AsyncQueries,
+        directory: DirectoryAccess | None = None,
     ) -> None:
         self.store = store
         self.queries = queries
@@ -79,6 +80,8 @@ class ProtocolEndpoints:
         self.streams = streams
         self.list_tokens = list_tokens
         self.stream_buffer_bytes = stream_buffer_bytes
+        #: Which tables are read by folder too (`accessModes`), told in every table item.
+        self.directory = directory
 
     async def list_shares(self, request: Request) -> Response:
         def run() -> dict[str, Any]:
@@ -128,7 +131,11 @@ class ProtocolEndpoints:
             page = list_page(self.list_tokens, request, f"tables:{share.id}:{schema.lower()}")
             tables = store.tables_page(share, schema, page.after, page.fetch)
             return page_body(
-                self.list_tokens, page, tables, _table_key, lambda t: _table_item(t, share, url_share, schema)
+                self.list_tokens,
+                page,
+                tables,
+                _table_key,
+                lambda t: _table_item(t, share, url_share, schema, self.directory),
             )
 
         return json_response(await run_in_threadpool(run))
@@ -145,7 +152,7 @@ class ProtocolEndpoints:
                 page,
                 tables,
                 _table_key,
-                partial(_table_item, share=share, url_share=url_share),
+                partial(_table_item, share=share, url_share=url_share, directory=self.directory),
             )
 
         return json_response(await run_in_threadpool(run))

@@ -96,12 +96,73 @@ def area() -> Area:
             ("table_changes", "GET"): _table_stream(
                 "getTableChanges", "Change data feed", _changes_parameters()
             ),
+            **_table_access_operations(),
             ("token_endpoint", "POST"): token_operation(),
             **_file_operations(),
         },
         schemas=_schemas(),
         parameters=_parameters(),
     )
+
+
+#: Directory access (2026-02) and OpenSharing's `format`, in every table item.
+_TABLE_ACCESS_FIELDS: dict[str, Schema] = {
+    "format": {"type": "string", "enum": ["delta", "iceberg"], "description": "OpenSharing's table format."},
+    "accessModes": {
+        **array({"type": "string", "enum": ["url", "dir"]}),
+        "description": "`url`: read by /query's signed URLs; `dir`: also by the table's folder, with "
+        "temporary-table-credentials. Absent means `url` only.",
+    },
+    "location": {**STRING, "description": "The table's folder (`s3://bucket/path`), for `dir` tables."},
+    "auxiliaryLocations": array(STRING),
+}
+_TABLE_ACCESS_SCHEMAS: dict[str, Schema] = {
+    "TableResponse": object_schema({"table": model("Table")}),
+    "TemporaryCredentialsRequest": object_schema(
+        {}, {"location": {**STRING, "description": "The table's location or a folder under it."}}
+    ),
+    "TemporaryCredentials": object_schema(
+        {
+            "credentials": object_schema(
+                {
+                    "location": STRING,
+                    "awsTempCredentials": object_schema(
+                        {"accessKeyId": STRING, "secretAccessKey": STRING, "sessionToken": STRING}
+                    ),
+                    "expirationTime": {**INTEGER, "description": "Epoch milliseconds."},
+                }
+            )
+        }
+    ),
+}
+
+
+def _table_access_operations() -> dict[OperationKey, Schema]:
+    """OpenSharing's get-table and directory access's temporary credentials."""
+    table = parameter_refs("share", "schema", "table")
+    keys = "Read-only keys to the location (GetObject, ListBucket under it), ending by the token's expiry."
+    return {
+        ("get_table", "GET"): operation(
+            "getTable",
+            "A table, with its format and access modes (OpenSharing)",
+            "protocol",
+            PROTOCOL_AUTH,
+            {"200": response("The table.", json_content(model("TableResponse"))), **errors(401, 404, 429)},
+            table,
+        ),
+        ("temporary_table_credentials", "POST"): operation(
+            "generateTemporaryTableCredential",
+            "Temporary keys to a `dir` table's folder (directory access)",
+            "protocol",
+            PROTOCOL_AUTH,
+            {
+                "200": response(keys, json_content(model("TemporaryCredentials"))),
+                **errors(400, 401, 403, 404, 413, 429, 503),
+            },
+            table,
+            json_body(model("TemporaryCredentialsRequest"), required=False),
+        ),
+    }
 
 
 def _page(item: str) -> Schema:
@@ -121,8 +182,10 @@ def _schemas() -> dict[str, Schema]:
         "Schema": object_schema({"name": STRING, "share": STRING}),
         "SchemaList": _page("Schema"),
         "Table": object_schema(
-            {"name": STRING, "schema": STRING, "share": STRING}, {"shareId": STRING, "id": STRING}
+            {"name": STRING, "schema": STRING, "share": STRING},
+            {"shareId": STRING, "id": STRING, **_TABLE_ACCESS_FIELDS},
         ),
+        **_TABLE_ACCESS_SCHEMAS,
         "TableList": _page("Table"),
         "QueryRequest": object_schema(
             {},
