@@ -27,6 +27,7 @@ from sharing_server.openapi.shapes import (
     parameter_refs,
     response,
 )
+from sharing_server.openapi.share_metadata import ADMIN_FIELDS, REQUEST_FIELDS, UPDATE_FIELDS
 
 ADMIN_ERRORS = (401, 403, 429)
 NULLABLE_DATE_TIME: Schema = {**DATE_TIME, "nullable": True}
@@ -81,14 +82,14 @@ def area() -> Area:
             ),
             ("admin_share_info", "GET"): admin_operation(
                 "adminShareInfo",
-                "A share's tables and credential counts",
+                "A share's metadata, tables and credential counts",
                 returns("The share.", "ShareInfo"),
                 (404,),
                 in_share,
             ),
             ("admin_update_share", "PATCH"): admin_operation(
                 "adminUpdateShare",
-                "Add or remove tables",
+                "Add or remove tables, change the display name, comment and properties (all or none)",
                 returns("Updated.", "UpdatedShare"),
                 (404, 409),
                 in_share,
@@ -255,7 +256,14 @@ def _schemas() -> dict[str, Schema]:
             }
         ),
         "AdminShare": object_schema(
-            {"name": STRING, "id": STRING, "createdAt": DATE_TIME, "tables": INTEGER, "activeTokens": INTEGER}
+            {
+                "name": STRING,
+                "id": STRING,
+                "createdAt": DATE_TIME,
+                "tables": INTEGER,
+                "activeTokens": INTEGER,
+                **ADMIN_FIELDS,
+            }
         ),
         "AdminShareList": object_schema({"items": array(model("AdminShare"))}, {"next": STRING}),
         "CreateShareRequest": object_schema(
@@ -268,9 +276,10 @@ def _schemas() -> dict[str, Schema]:
                 },
                 "history": BOOLEAN,
                 "check": CHECK_TABLES,
+                **REQUEST_FIELDS,
             },
         ),
-        "CreatedShare": object_schema({"name": STRING, "id": STRING, "tables": INTEGER}),
+        "CreatedShare": object_schema({"name": STRING, "id": STRING, "tables": INTEGER, **ADMIN_FIELDS}),
         "SharedTableEntry": object_schema(
             {
                 "schema": STRING,
@@ -314,6 +323,7 @@ def _schemas() -> dict[str, Schema]:
                 "tables": array(model("SharedTableEntry")),
                 "activeTokens": INTEGER,
                 "activeOAuthClients": INTEGER,
+                **ADMIN_FIELDS,
             }
         ),
         "UpdateShareRequest": object_schema(
@@ -323,9 +333,10 @@ def _schemas() -> dict[str, Schema]:
                 "remove": {**array(STRING), "description": "`SCHEMA/NAME` references."},
                 "history": BOOLEAN,
                 "check": CHECK_TABLES,
+                **UPDATE_FIELDS,
             },
         ),
-        "UpdatedShare": object_schema({"name": STRING, "added": INTEGER, "removed": INTEGER}),
+        "UpdatedShare": object_schema({"name": STRING, "added": INTEGER, "removed": INTEGER, **ADMIN_FIELDS}),
         "TokenEntry": object_schema(
             {
                 "id": STRING,

@@ -30,6 +30,7 @@ from sharing_server.openapi.shapes import (
     query,
     response,
 )
+from sharing_server.openapi.share_metadata import PROTOCOL_FIELDS
 
 NDJSON_LINES = {"application/x-ndjson": {"schema": {**STRING, "description": "One JSON action per line."}}}
 TABLE_READ_ERRORS = (400, 401, 404, 429, 503)
@@ -176,7 +177,7 @@ def _schemas() -> dict[str, Schema]:
             "allOf": [model("Error"), object_schema({"error": STRING, "error_description": STRING})],
             "description": "RFC 6749 §5.2 `error` fields alongside the server's `errorCode` and `message`.",
         },
-        "Share": object_schema({"name": STRING}, {"id": STRING}),
+        "Share": object_schema({"name": STRING}, {"id": STRING, **PROTOCOL_FIELDS}),
         "ShareList": _page("Share"),
         "ShareResponse": object_schema({"share": model("Share")}),
         "Schema": object_schema({"name": STRING, "share": STRING}),
