@@ -26,8 +26,8 @@ from sharing_server.delta_sharing.list_pages import list_page, page_body
 from sharing_server.delta_sharing.queries import TableQueries
 from sharing_server.delta_sharing.requests import ChangesRequest, QueryInfoRequest, QueryRequest
 from sharing_server.delta_sharing.responses import TableResponse
-from sharing_server.delta_sharing.table_credentials import table_item
 from sharing_server.delta_sharing.share_items import share_item
+from sharing_server.delta_sharing.table_credentials import table_item
 from sharing_server.delta_sharing.table_streams import (
     CAPABILITIES_HEADER,
     VERSION_HEADER,
