@@ -3,7 +3,12 @@
 The source is read a row group's batch at a time (`iter_batches`), its deleted
 rows (a deletion vector's positions) dropped first, then the row filter applied
 and the columns cut, and each batch written out as it comes: memory holds one
-batch and the output, never the source whole. The output keeps the source's
+batch and the output, never the source whole. A source's writer chooses its row
+groups and encodings, so a file of kilobytes can decode to gigabytes (one long
+value kept once in a dictionary, repeated by run-length encoding): before a row
+is read, its row groups are sized as they decode (`parquet_bounds.measure`, the
+columns read only), a batch holds about `DecodeBudget.batch_bytes` of them, and
+a file past the budget is refused with a clear error, not read into memory. The output keeps the source's
 column names, types and field ids, so a reader maps it as it maps the source;
 its statistics are computed from the rows written, for the delta format's
 `add` (and for recipients' own pruning).
@@ -13,8 +18,9 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, BinaryIO
@@ -23,12 +29,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from share_store.catalog.maintenance.parquet_bounds import Shape, TooBig, measure
 from share_store.errors import UnsupportedOperation
 from share_store.restrictions.arrow_filters import row_expression
 from share_store.restrictions.restriction import BoundRestriction
 
-#: Rows read at a time: bounds the memory a derivation holds of its source.
+log = logging.getLogger(__name__)
+
+#: Rows read at a time at most (fewer where rows are wide: `DecodeBudget.batch_bytes`).
 BATCH_ROWS = 64 * 1024
+MIB = 1024 * 1024
 #: Column chunks are read through a buffer of this size, page by page, not whole: a big row
 #: group is never held decoded at once (measured: a 1M-row group peaks 90 MB lower).
 BUFFER_BYTES = 1 << 20
@@ -38,6 +48,24 @@ CHANGE_TYPE = "_change_type"
 #: outside the filter (the recipient sees its old row deleted), the old one may have
 #: been outside it (the recipient sees the new row inserted).
 UPDATE_LABELS = {"update_preimage": "delete", "update_postimage": "insert"}
+
+
+@dataclass(frozen=True)
+class DecodeBudget:
+    """What one derivation may decode of its source (two run at once in a server).
+
+    A batch cannot be smaller than a row, nor is a row group's skew known before it is read
+    (one long value among short ones), so a row group decoding past `row_group_bytes` is
+    refused: the most a batch can hold. Past `file_bytes` in all, a file is refused for the
+    time it would take. A batch aims at `batch_bytes` of decoded rows."""
+
+    row_group_bytes: int = 1024 * MIB
+    file_bytes: int = 64 * 1024 * MIB
+    batch_bytes: int = 16 * MIB
+
+
+#: The budget of every derivation (the server's and `share derive`'s executors').
+BUDGET = DecodeBudget()
 
 
 @dataclass(frozen=True)
@@ -55,14 +83,39 @@ def derive(
     constants: Mapping[str, Any],
     deleted: set[int] | None = None,
     change_file: bool = False,
+    budget: DecodeBudget | None = None,
 ) -> Derived:
     """The allowed rows and columns of the Parquet file `source`.
 
     `constants`: the values (by schema name) of the partition columns the file does
     not hold. `deleted`: positions of the source's deleted rows, dropped before the
     filter. `change_file`: a change data file, whose `_change_type` is kept (and its
-    update labels made insert and delete where a row filter applies).
+    update labels made insert and delete where a row filter applies). `budget`: what
+    may be decoded (`BUDGET` unless given); a file past it is `UnsupportedOperation`.
     """
+    budget = budget or BUDGET
+    try:
+        return _derive(source, restriction, constants, deleted, change_file, budget)
+    except TooBig as error:
+        # The detail names a row group and a column, maybe one the recipient may not know of
+        # (a filter's): the provider's log has it, the recipient the bound and what to do.
+        log.warning("a restricted table's source file is refused: %s", error)
+        raise UnsupportedOperation(
+            "a data file of this table decodes past what the server reads at once to derive its "
+            f"restricted rows ({budget.row_group_bytes // MIB:,} MiB a row group, "
+            f"{budget.file_bytes // MIB:,} MiB a file); the provider can rewrite it with smaller "
+            "row groups"
+        ) from None
+
+
+def _derive(
+    source: BinaryIO,
+    restriction: BoundRestriction,
+    constants: Mapping[str, Any],
+    deleted: set[int] | None,
+    change_file: bool,
+    budget: DecodeBudget,
+) -> Derived:
     parquet = pq.ParquetFile(source, buffer_size=BUFFER_BYTES, pre_buffer=False)
     written_as = parquet.schema_arrow
     # Writers of Arrow 15+ (deltalake among them) may type strings as views, which pyarrow's
@@ -97,6 +150,9 @@ def derive(
             restriction.table_columns[name.lower()].physical for name in column_names(restriction.predicate)
         }
     needed = [field.name for field in file_schema if field.name in kept or field.name in filtered]
+    shape = measure(
+        source, budget.row_group_bytes, budget.file_bytes, columns=needed, metadata=parquet.metadata
+    )
     read_as = pa.schema([written_as.field(name) for name in needed])
     plain = pa.schema([file_schema.field(name) for name in needed])
     gone = pa.array(sorted(deleted), type=pa.int64()) if deleted else None
@@ -106,7 +162,7 @@ def derive(
     with pq.ParquetWriter(
         output, out_schema, coerce_timestamps="us", allow_truncated_timestamps=True
     ) as writer:
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=needed):
+        for batch in _batches(parquet, shape, needed, budget):
             table = pa.Table.from_batches([batch], schema=read_as)
             if plain != read_as:
                 table = table.cast(plain)
@@ -125,6 +181,25 @@ def derive(
     if stats.rows == 0:
         return Derived(None, 0, stats.json())
     return Derived(output.getvalue(), stats.rows, stats.json())
+
+
+def _batches(
+    parquet: pq.ParquetFile, shape: Shape, columns: list[str], budget: DecodeBudget
+) -> Iterator[pa.RecordBatch]:
+    """The `columns` of `parquet`, a row group at a time, in batches of about the budget's bytes.
+
+    A row group whose batches pass its bound as they are read (pages that belie the footer) is
+    TooBig there: a batch is already held, never the next."""
+    for index in range(parquet.metadata.num_row_groups):
+        rows = shape.batch_rows(index, budget.batch_bytes, BATCH_ROWS)
+        decoded = 0
+        for batch in parquet.iter_batches(batch_size=rows, row_groups=[index], columns=columns):
+            # The buffers held (`nbytes` cannot count the string views Arrow 15+ writers' files read as).
+            decoded += batch.get_total_buffer_size()
+            if decoded > budget.row_group_bytes:
+                raise TooBig(f"row group {index} decodes past {budget.row_group_bytes // MIB:,} MiB as "
+                             "it is read, whatever its footer said")  # fmt: skip
+            yield batch
 
 
 def _with_field_id_only(field: pa.Field) -> pa.Field:

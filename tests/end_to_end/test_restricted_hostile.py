@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import delta_sharing
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -153,6 +154,11 @@ def provider(server: Deployment, tmp_path_factory: pytest.TempPathFactory) -> di
         "at": pa.array(moments, pa.timestamp("us", tz="UTC")),
         "at_stat": pa.array(moments, pa.timestamp("us", tz="UTC")),
     }), partition_by=["day", "at"])  # fmt: skip
+    # A decompression bomb as delta-rs writes one: one long value, kept once in a dictionary.
+    write_deltalake(str(root / "bombs"), pa.table({
+        "id": pa.array(range(8192), pa.int64()), "rank": pa.array([1] * 8192, pa.int64()),
+        "blob": pa.array(["z" * 1024] * 8192),
+    }))  # fmt: skip
     copy_testdata(server, "table_with_deletion_logs")
     copy_testdata(server, "table_with_column_mapping", "mapped")
     copy_testdata(server, "table_with_column_mapping", "mapped_drop")
@@ -163,7 +169,7 @@ def provider(server: Deployment, tmp_path_factory: pytest.TempPathFactory) -> di
         "customers": "customers", "people": "table_with_deletion_logs", "evolved": "evolved",
         "nulls": "nulls", "likes": "likes", "longs": "longs", "constrained": "constrained",
         "mapped": "mapped", "mapped_drop": "mapped_drop", "moves": "moves", "null_parts": "null_parts",
-        "times": "times",
+        "times": "times", "bombs": "bombs",
     }  # fmt: skip
     specs = [f"{name}:delta:{TESTDATA_BUCKET}:{path}" for name, path in tables.items()]
     assert main([*cli, "share", "create", SHARE, SCHEMA, *specs]) == 0
@@ -780,3 +786,34 @@ def test_time_travel_by_timestamp_is_restricted_too(provider: dict[str, Any]) ->
         for parquet in files:
             rows = parquet.read().to_pandas()
             assert set(rows.columns) == {"custkey", "nation"} and (rows.nation == "FRANCE").all()
+
+
+def test_a_source_file_that_decodes_past_the_budget_is_a_clear_400_naming_no_column(
+    provider: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from share_store.restrictions import derivation
+
+    bombs = provider["root"] / "bombs"
+    on_disk = sum(path.stat().st_size for path in bombs.glob("*.parquet"))
+    assert on_disk < 256 * 1024  # 8 MiB of rows decoded, in a few KiB
+    # The server's budget made small, as a real bomb's gigabytes are past the real one.
+    small = derivation.DecodeBudget(row_group_bytes=4 * 1024 * 1024, batch_bytes=256 * 1024)
+    monkeypatch.setattr(derivation, "BUDGET", small)
+    assert restrict(provider, "bombs", "--where", "rank = 1", "--columns", "id,blob") == 0
+    profile = provider["profiles"]["acme"]
+    for delta in (False, True):
+        answer = ask(profile, "bombs", "query", {}, delta=delta)
+        assert answer.status_code == 400, answer.text
+        body = answer.json()
+        assert body["errorCode"] == "UNSUPPORTED_OPERATION"
+        assert "decodes past" in body["message"] and "4 MiB a row group" in body["message"]
+        for secret in ("rank", "Traceback", "part-", ".parquet"):
+            assert secret not in answer.text, secret
+    with pytest.raises(Exception, match="decodes past"):
+        delta_sharing.load_as_pandas(f"{profile}#{SHARE}.{SCHEMA}.bombs")
+    # Within the budget, the same file is served, its batches bounded.
+    monkeypatch.setattr(derivation, "BUDGET", derivation.DecodeBudget(batch_bytes=256 * 1024))
+    lines = lines_of(ask(profile, "bombs", "query", {}))
+    (parquet,) = downloads(lines)
+    assert parquet.metadata.num_rows == 8192 and parquet.schema_arrow.names == ["id", "blob"]
+    assert max(parquet.metadata.row_group(i).num_rows for i in range(parquet.metadata.num_row_groups)) < 8192

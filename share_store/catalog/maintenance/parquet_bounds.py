@@ -25,7 +25,7 @@ brotli 5), and an unknown codec is zstd's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,10 +69,10 @@ class Shape:
     def decoded_bytes(self) -> int:
         return sum(size for _, size in self.row_groups)
 
-    def batch_rows(self, index: int) -> int:
-        """Rows of a read batch of row group `index`: about BATCH_BYTES of its decoded rows."""
+    def batch_rows(self, index: int, batch_bytes: int = BATCH_BYTES, max_rows: int = MAX_BATCH_ROWS) -> int:
+        """Rows of a read batch of row group `index`: about `batch_bytes` of its decoded rows."""
         rows, size = self.row_groups[index]
-        return max(1, min(MAX_BATCH_ROWS, rows * BATCH_BYTES // max(1, size)))
+        return max(1, min(max_rows, rows * batch_bytes // max(1, size)))
 
 
 def _mib(size: float) -> str:
@@ -85,23 +85,29 @@ def measure(
     file_bytes: int,
     check: Callable[[], None] = lambda: None,
     as_dictionary: frozenset[str] = frozenset(),
+    columns: Collection[str] | None = None,
+    metadata: pq.FileMetaData | None = None,
 ) -> Shape:
     """The `Shape` of the Parquet file open as `source`, or TooBig when a row group decodes past
     `row_group_bytes` or the file past `file_bytes`. Columns named in `as_dictionary` (leaf
     paths) are sized as their reader holds them, as dictionaries. `check` is called between the
-    probe's batches (the run's budget)."""
-    parquet = pq.ParquetFile(source, buffer_size=READ_BUFFER)  # the footer alone
+    probe's batches (the run's budget). `columns`: the top-level columns a reader reads (None:
+    all), the only ones sized, since the others are never decoded; `metadata`: the footer, when
+    the caller has read it already."""
+    parquet = pq.ParquetFile(source, metadata=metadata, buffer_size=READ_BUFFER)  # the footer alone
     metadata, schema = parquet.metadata, parquet.schema
     sizes: list[int] = []
     probes: dict[int, list[int]] = {}  # row group -> the columns whose lengths must be read
     for index in range(metadata.num_row_groups):
         group = metadata.row_group(index)
-        if group.total_byte_size > row_group_bytes:
+        if columns is None and group.total_byte_size > row_group_bytes:
             raise TooBig(f"row group {index} is {_mib(group.total_byte_size)} uncompressed, over the "
                          f"{_mib(row_group_bytes)} the server reads at once")  # fmt: skip
         size = 0
         for column in range(group.num_columns):
             chunk = group.column(column)
+            if columns is not None and not _under(chunk.path_in_schema, columns):
+                continue
             values = chunk.num_values
             size += values // 8 + 1  # validity
             kind = chunk.physical_type
@@ -131,6 +137,11 @@ def measure(
     if total > file_bytes:
         raise TooBig(f"it decodes to {_mib(total)}, over the {_mib(file_bytes)} rewritten of one file")
     return Shape(tuple((metadata.row_group(i).num_rows, size) for i, size in enumerate(sizes)))
+
+
+def _under(path: str, columns: Collection[str]) -> bool:
+    """Whether the leaf at `path` (dotted, as the footer names it) is of one of `columns`."""
+    return any(path == name or path.startswith(name + ".") for name in columns)
 
 
 def _expands(chunk: Any) -> bool:
