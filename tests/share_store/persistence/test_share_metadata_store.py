@@ -19,9 +19,16 @@ from share_store.persistence.share_metadata import MetadataChange
 SPECS = ["q1", "orders:delta:bucket:orders"]
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ShareStore]:
-    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ShareStore]:
+    """A store on SQLite, and on PostgreSQL (which refuses NUL characters outright, and counts a
+    VARCHAR(255) in characters): what is kept and what is refused must be the same on both."""
+    url = (
+        sqlite_url(tmp_path / "store.db")
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    store = ShareStore(url)
     yield store
     store.close()
 
@@ -105,7 +112,8 @@ def test_an_update_sets_clears_and_unsets_all_at_once(store: ShareStore) -> None
     store.update_share("s", metadata=MetadataChange(display_name="", unset=("a", "c")))
     assert _metadata(store.get_share("s")) == (None, "new", {})
     store.update_share("s", metadata=MetadataChange(comment=""))
-    row = store.engine.connect().exec_driver_sql("SELECT display_name, comment, properties FROM shares").one()
+    with store.engine.connect() as connection:
+        row = connection.exec_driver_sql("SELECT display_name, comment, properties FROM shares").one()
     assert tuple(row) == (None, None, None)  # nothing set is NULL, not "" or "{}"
     # Tables and metadata in one change.
     store.update_share("s", add=parse_create_args(SPECS), metadata=MetadataChange(display_name="With tables"))
