@@ -19,7 +19,7 @@ from starlette.responses import Response
 from share_store.errors import MalformedRequest
 from share_store.model import Share, SharedTable, Token
 from share_store.persistence import ShareStore
-from share_store.readers.directory_access import DirectoryAccess, TableCredentials
+from share_store.readers.directory_access import DirectoryAccess, TableCredentials, table_format
 from sharing_server.auth.bearer import authorize_table
 from sharing_server.http.json_text import NotAJsonObject, json_object
 from sharing_server.http.ndjson import JSON, dumps
@@ -35,12 +35,13 @@ def table_item(
 ) -> dict[str, Any]:
     """A table as list-tables, list-all-tables and get-table answer it."""
     # Like the reference, echo the share (and schema) as the URL spelled them.
-    item = {
+    item: dict[str, Any] = {
         "name": table.name,
         "schema": url_schema or table.schema,
         "share": url_share,
         "shareId": share.id,
         "id": table.id,
+        "format": table_format(table),
     }
     if directory is not None:
         item.update(directory.of(table).item_fields())
