@@ -134,6 +134,7 @@ class ServerConfig:
             audit_log=self.audit_log,
             proxy_hops=self.proxy_hops,
             prefer_delta_format=self.prefer_delta_format,
+            url_lifetime=self.url_lifetime,
         )
 
     @property

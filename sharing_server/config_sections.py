@@ -138,6 +138,8 @@ SECTION_KEYS = {
         "streams_per_token",
         "streams_per_process",
         "async_query_budget",
+        "url_lifetime_per_file_ms",
+        "url_lifetime_max",
     ),
     "oauth": ("access_token_lifetime",),
     "iceberg": (*ICEBERG_KINDS, *VENDING_KEYS),

@@ -17,6 +17,7 @@ from typing import Any
 from share_store.catalog.maintenance.configuration import Limits
 from share_store.catalog.maintenance.schedule import Background
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
+from share_store.signing.url_lifetimes import LONGEST_SIGNABLE
 from share_store.storage.sts_vending import VendingSettings
 from share_store.tables.options import DeleteOptions
 from share_store.tables.predicates import MAX_NODES
@@ -96,6 +97,11 @@ class ServiceOptions:
     # Seconds an async /query (`asyncquery=true`) may take to start its answer before the client
     # is told `pending` and polls: Spark's connector polls every 10 s.
     async_query_budget: float = 5.0
+    # An answer's pre-signed URLs live `[server] url_lifetime` plus this much per file it hands
+    # out, up to `url_lifetime_max` (and never past the token's expiry): `UrlLifetimes`.
+    url_lifetime: int = 3600  # `[server] url_lifetime`: what every answer's URLs live at least
+    url_lifetime_per_file_ms: float = 50.0
+    url_lifetime_max: int = 6 * 3600
 
 
 def read_options(
@@ -105,6 +111,7 @@ def read_options(
     audit_log: str,
     proxy_hops: int,
     prefer_delta_format: bool,
+    url_lifetime: int = 3600,
 ) -> ServiceOptions:
     """The options of `sections` (by section name) and the `[server]` keys given, each checked."""
     defaults = ServiceOptions()
@@ -130,10 +137,13 @@ def read_options(
             streams_per_token=limit("streams_per_token", int),
             streams_per_process=limit("streams_per_process", int),
             async_query_budget=limit("async_query_budget", float),
+            url_lifetime_per_file_ms=limit("url_lifetime_per_file_ms", float),
+            url_lifetime_max=limit("url_lifetime_max", int),
             access_token_lifetime=int(oauth.get("access_token_lifetime", defaults.access_token_lifetime)),
             audit_log=audit_log,
             proxy_hops=proxy_hops,
             prefer_delta_format=prefer_delta_format,
+            url_lifetime=url_lifetime,
             **_cache_options(sections["cache"], defaults),
             **_console_options(sections["console"], defaults),
         )
@@ -163,6 +173,10 @@ def read_options(
         raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
     if options.stream_buffer_bytes < 4096:
         raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
+    if not options.url_lifetime_per_file_ms >= 0:  # NaN too
+        raise ConfigError("[limits] url_lifetime_per_file_ms must be 0 or more")
+    if not 60 <= options.url_lifetime_max <= LONGEST_SIGNABLE:
+        raise ConfigError(f"[limits] url_lifetime_max must be 60 to {LONGEST_SIGNABLE} seconds (7 days)")
     if not options.async_query_budget >= 0:  # NaN too
         raise ConfigError("[limits] async_query_budget must be 0 seconds or more")
     if options.streams_per_token < 0 or options.streams_per_process < 0:

@@ -33,6 +33,7 @@ from share_store.persistence import ShareStore
 from share_store.persistence.async_queries import AsyncQueryStore
 from share_store.readers.table_readers import TableReaders
 from share_store.signing.token_codec import TokenCodec
+from share_store.signing.url_lifetimes import UrlLifetimes
 from share_store.storage.base import ObjectStorage
 from share_store.storage.sts_vending import CredentialVendor
 from share_store.table_sources.registry import CatalogRegistry
@@ -150,7 +151,8 @@ def app_services(
 
         warehouses.table_keys = TableKeys(storage, writers_vendor)
     hint_limits = HintLimits(options.max_hint_nodes, options.hint_budget_ms)
-    queries = TableQueries(readers, secret, hint_limits, options.prefer_delta_format)
+    lifetimes = UrlLifetimes(options.url_lifetime, options.url_lifetime_per_file_ms, options.url_lifetime_max)
+    queries = TableQueries(readers, secret, hint_limits, options.prefer_delta_format, lifetimes)
     admin = Admin(
         store,
         options.endpoint,

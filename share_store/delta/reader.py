@@ -352,11 +352,11 @@ class DeltaTableReader:
         relative = dv_storage_path(descriptor)
         return None if relative is None else (self.bucket, f"{self.path}/{relative}")
 
-    def url_signer(self, now: float) -> UrlSigning:
-        return self.storage.url_signer(now)
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
+        return self.storage.url_signer(now, lifetime)
 
-    def batch_signer(self, now: float) -> BatchSigning | None:
-        return self.storage.batch_signer(now)
+    def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning | None:
+        return self.storage.batch_signer(now, lifetime)
 
     def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost).

@@ -371,8 +371,8 @@ class IcebergTableReader:
         # Equality deletes read a data file's key columns only: opened, not read whole.
         return self.storage.open(*self.locate(path))
 
-    def url_signer(self, now: float) -> UrlSigning:
-        return self.storage.url_signer(now)
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
+        return self.storage.url_signer(now, lifetime)
 
     def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         # Trusted for a while, as for Delta tables: a warm query of 10,000 files

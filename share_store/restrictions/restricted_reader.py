@@ -121,9 +121,9 @@ class RestrictedReader:
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None:
         return self.inner.locate_dv(descriptor)
 
-    def url_signer(self, now: float) -> UrlSigning:
-        whole = self.inner.url_signer(now)
-        derived = self.files.storage.url_signer(now)
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
+        whole = self.inner.url_signer(now, lifetime)
+        derived = self.files.storage.url_signer(now, lifetime)
 
         def sign(bucket: str, key: str) -> tuple[str, int]:
             return derived(bucket, key) if self.files.holds(bucket, key) else whole(bucket, key)

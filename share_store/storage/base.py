@@ -137,21 +137,22 @@ class ObjectStorage(ABC):
         """Which of `keys` (all under `prefix`) do not exist."""
 
     @abstractmethod
-    def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
-        """A GET URL for one object and its expiry in epoch milliseconds."""
+    def presign(self, bucket: str, key: str, now: float, lifetime: int | None = None) -> tuple[str, int]:
+        """A GET URL for one object and its expiry in epoch milliseconds, valid `lifetime` seconds
+        (the storage's `url_lifetime` when None)."""
 
-    def url_signer(self, now: float) -> UrlSigning:
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
         """`presign` as of `now`, for signing many URLs in a row (a response's files).
 
         Storages override it to do once what every URL of the batch shares.
         """
 
         def sign(bucket: str, key: str) -> tuple[str, int]:
-            return self.presign(bucket, key, now)
+            return self.presign(bucket, key, now, lifetime)
 
         return sign
 
-    def batch_signer(self, now: float) -> BatchSigning | None:
+    def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning | None:
         """`url_signer` for a record batch of keys at once, where a storage has one (else None)."""
         return None
 

@@ -197,15 +197,15 @@ class LocalStorage(ObjectStorage):
             by_bucket.setdefault(bucket, []).append(key)
         return sum(len(self.missing(bucket, "", keys)) for bucket, keys in by_bucket.items())
 
-    def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
-        expires = int(now) + self.url_lifetime
+    def presign(self, bucket: str, key: str, now: float, lifetime: int | None = None) -> tuple[str, int]:
+        expires = int(now) + (lifetime or self.url_lifetime)
         return self.signer.sign(bucket, key, expires), expires * 1000
 
-    def url_signer(self, now: float) -> UrlSigning:
-        return self.signer.signing_until(int(now) + self.url_lifetime)
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
+        return self.signer.signing_until(int(now) + (lifetime or self.url_lifetime))
 
-    def batch_signer(self, now: float) -> BatchSigning:
-        return self.signer.batch_signing_until(int(now) + self.url_lifetime)
+    def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning:
+        return self.signer.batch_signing_until(int(now) + (lifetime or self.url_lifetime))
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -282,27 +282,28 @@ class S3Storage(ObjectStorage):
         url = self._client.generate_presigned_url("list_objects_v2", Params=params, ExpiresIn=300)
         return list_page(self._http, self._timeout, max(self.settings.max_attempts, 1), url)
 
-    def lifetime(self, now: float) -> int:
-        """Seconds a URL signed at `now` stays valid (temporary keys cap it: `VendedS3Storage`)."""
-        return self.url_lifetime
+    def lifetime(self, now: float, wanted: int | None = None) -> int:
+        """Seconds a URL signed at `now` stays valid: `wanted`, else `url_lifetime` (temporary keys
+        cap it: `VendedS3Storage`)."""
+        return wanted or self.url_lifetime
 
-    def presign(self, bucket: str, key: str, now: float) -> tuple[str, int]:
-        lifetime = self.lifetime(now)
+    def presign(self, bucket: str, key: str, now: float, lifetime: int | None = None) -> tuple[str, int]:
+        seconds = self.lifetime(now, lifetime)
         if self._presigner is not None:
-            url = self._presigner.presign(bucket, key, lifetime)
-            return url, int(now + lifetime) * 1000
+            url = self._presigner.presign(bucket, key, seconds)
+            return url, int(now + seconds) * 1000
         assert self._signing_client is not None  # made whenever the fast signer is not
         url = self._signing_client.generate_presigned_url(
-            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=lifetime
+            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=seconds
         )
         # botocore signs with its own clock; `now` only sets the advertised expiry.
-        return url, int(now + lifetime) * 1000
+        return url, int(now + seconds) * 1000
 
-    def url_signer(self, now: float) -> UrlSigning:
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
         if self._presigner is None:
-            return super().url_signer(now)
-        lifetime = self.lifetime(now)
-        sign, expiration = self._presigner.signing(lifetime), int(now + lifetime) * 1000
+            return super().url_signer(now, lifetime)
+        seconds = self.lifetime(now, lifetime)
+        sign, expiration = self._presigner.signing(seconds), int(now + seconds) * 1000
 
         def signed(bucket: str, key: str) -> tuple[str, int]:
             return sign(bucket, key), expiration

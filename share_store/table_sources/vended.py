@@ -83,11 +83,11 @@ class VendedS3Storage(S3Storage):
         super().__init__(settings, url_lifetime)
         self.credentials = credentials
 
-    def lifetime(self, now: float) -> int:
+    def lifetime(self, now: float, wanted: int | None = None) -> int:
         expires_at = self.credentials.expires_at
         if expires_at is None:
-            return self.url_lifetime
-        return max(1, min(self.url_lifetime, int(expires_at - now)))
+            return wanted or self.url_lifetime
+        return max(1, min(wanted or self.url_lifetime, int(expires_at - now)))
 
     def fresh(self, now: float | None = None) -> bool:
         return self.credentials.fresh(time.time() if now is None else now)

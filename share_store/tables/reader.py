@@ -83,8 +83,9 @@ class TableReader(Protocol):
         """Bucket and key of a deletion vector's file; None for inline vectors."""
         ...
 
-    def url_signer(self, now: float) -> UrlSigning:
-        """`sign` as of `now`, for the many URLs of one response."""
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
+        """`sign` as of `now`, for the many URLs of one response, each valid `lifetime` seconds
+        (the storage's own `url_lifetime` when None)."""
         ...
 
     def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:

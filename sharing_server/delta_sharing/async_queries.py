@@ -22,7 +22,7 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import chain, islice
 from typing import Any
 
@@ -176,7 +176,7 @@ class AsyncQueries:
                 "This idempotencyKey was given to another query of this table with other parameters: "
                 "send a new key for a new query."
             )
-        return self._answer(query, table, request, capabilities, file_id_hash, polled=False)
+        return self._answer(query, table, request, capabilities, file_id_hash, token.expires_at, polled=False)
 
     def poll(
         self, token: Token, table: SharedTable, query_id: str, max_files: int | None, page_token: str | None
@@ -195,7 +195,7 @@ class AsyncQueries:
             include_refresh_token=submitted.include_refresh_token and page_token is None,
         )
         request.validate()
-        return self._answer(query, table, request, capabilities, file_id_hash, polled=True)
+        return self._answer(query, table, request, capabilities, file_id_hash, token.expires_at, polled=True)
 
     # -- the work ------------------------------------------------------------------------
 
@@ -218,6 +218,7 @@ class AsyncQueries:
         request: QueryRequest,
         capabilities: Capabilities,
         file_id_hash: str | None,
+        until: datetime | None,
         polled: bool,
     ) -> TableResponse:
         """The query's lines if its work is done here or gets done within the budget, else its
@@ -231,10 +232,12 @@ class AsyncQueries:
             if run is None:
                 if query.id in self._warm:
                     self._warm.move_to_end(query.id)
-                    return self._direct(query, table, request, capabilities, file_id_hash)
+                    return self._direct(query, table, request, capabilities, file_id_hash, until)
                 if len(self._running) >= MAX_RUNNING:
                     return status_response(query.id, "pending")
-                run = _Run(self._pool.submit(self._work, query, table, request, capabilities, file_id_hash))
+                run = _Run(
+                    self._pool.submit(self._work, query, table, request, capabilities, file_id_hash, until)
+                )
                 self._running[query.id] = run
         done, _ = wait([run.future], timeout=self.budget)
         if not done:
@@ -260,7 +263,7 @@ class AsyncQueries:
         if owned and not run.abandoned:
             response, first = run.future.result()
             return _async(dataclasses.replace(response, lines=chain(first, response.lines)))
-        return self._direct(query, table, request, capabilities, file_id_hash)
+        return self._direct(query, table, request, capabilities, file_id_hash, until)
 
     def _work(
         self,
@@ -269,12 +272,13 @@ class AsyncQueries:
         request: QueryRequest,
         capabilities: Capabilities,
         file_id_hash: str | None,
+        until: datetime | None,
     ) -> tuple[TableResponse, list[Any]]:
         """In a worker thread: the query's response, its first lines made (protocol, metadata, a
         file: what waits on the snapshot's replay and a restricted table's derived files)."""
         try:
             response = self.queries.query(
-                table, request, capabilities, file_id_hash, at_version=query.version
+                table, request, capabilities, file_id_hash, at_version=query.version, token_expires_at=until
             )
             first = list(islice(response.lines, 3))
         except DerivationPending:
@@ -295,10 +299,13 @@ class AsyncQueries:
         request: QueryRequest,
         capabilities: Capabilities,
         file_id_hash: str | None,
+        until: datetime | None,
     ) -> TableResponse:
         """The lines of a query whose work is done here: made now, from what it left warm."""
         return _async(
-            self.queries.query(table, request, capabilities, file_id_hash, at_version=query.version)
+            self.queries.query(
+                table, request, capabilities, file_id_hash, at_version=query.version, token_expires_at=until
+            )
         )
 
 

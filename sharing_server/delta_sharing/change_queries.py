@@ -8,11 +8,13 @@ pages keep reading up to the latest version the first page saw.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from functools import partial
 
 from share_store.errors import InvalidParameter, UnsupportedOperation
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
+from share_store.signing.url_lifetimes import UrlLifetimes
 from share_store.tables.changes import (
     CommitAt,
     changed_paths,
@@ -38,10 +40,17 @@ from sharing_server.delta_sharing.versions import (
 
 
 class ChangeQueries:
-    def __init__(self, readers: TableReaders, pages: ResponsePages, prefer_delta: bool = False) -> None:
+    def __init__(
+        self,
+        readers: TableReaders,
+        pages: ResponsePages,
+        prefer_delta: bool = False,
+        lifetimes: UrlLifetimes | None = None,
+    ) -> None:
         self.readers = readers
         self.pages = pages
         self.prefer_delta = prefer_delta
+        self.lifetimes = lifetimes or UrlLifetimes()
 
     def streaming(
         self,
@@ -50,6 +59,7 @@ class ChangeQueries:
         request: QueryRequest,
         capabilities: Capabilities,
         file_id_hash: str | None,
+        token_expires_at: datetime | None = None,
     ) -> TableResponse:
         """`/query` with `startingVersion`: the changes from that version on, with metadata."""
         history_required(table)
@@ -72,6 +82,8 @@ class ChangeQueries:
         snapshot, encoder = in_format(
             reader, table, reader.snapshot(start, listing), capabilities, self.prefer_delta, file_id_hash
         )
+        # How many files the range hands out is known only as its commits are read.
+        encoder.url_lifetime = self.lifetimes.for_answer(None, token_expires_at, encoder.now)
         commit_at = commit_lookup(reader, listing, encoder.format)
         _check_vectors(table, reader, listing, commit_at, encoder.format, start, end, use_cdc=False)
         changes = _change_lines(
@@ -87,6 +99,7 @@ class ChangeQueries:
         request: ChangesRequest,
         capabilities: Capabilities,
         file_id_hash: str | None,
+        token_expires_at: datetime | None = None,
     ) -> TableResponse:
         """`/changes`: the change data feed of a range of versions."""
         if not table.history_shared:
@@ -107,7 +120,9 @@ class ChangeQueries:
         _check_vectors(table, reader, listing, commit_at, encoder.format, start, end, use_cdc=True)
         # Vacuumed change or data files make the whole range unreadable: say so up front.
         paths = changed_paths(commit_at, start, end)
-        reader.check_exist([reader.locate(path) for path in paths])
+        located = [reader.locate(path) for path in paths]
+        reader.check_exist(located)
+        encoder.url_lifetime = self.lifetimes.for_answer(len(located), token_expires_at, encoder.now)
         changes = _change_lines(
             reader, listing, commit_at, encoder, capabilities, start, end, use_cdc=True,
             include_metadata=request.include_historical_metadata,

@@ -28,7 +28,7 @@ class FileSigner(Protocol):
 
     def locate_dv(self, descriptor: dict[str, Any]) -> tuple[str, str] | None: ...
 
-    def url_signer(self, now: float) -> UrlSigning: ...
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning: ...
 
 
 @runtime_checkable
@@ -38,7 +38,7 @@ class BatchFileSigner(FileSigner, Protocol):
 
     def locate_many(self, paths: pa.Array) -> tuple[str, pa.Array] | None: ...
 
-    def batch_signer(self, now: float) -> BatchSigning | None: ...
+    def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning | None: ...
 
 
 class LineEncoder:
@@ -58,6 +58,8 @@ class LineEncoder:
         self.hash_kind = hash_kind or response_format
         self.history_shared = history_shared
         self.min_expiration: int | None = None
+        #: Seconds the response's URLs stay valid (`UrlLifetimes.for_answer`); None: the storage's.
+        self.url_lifetime: int | None = None
         #: Bytes of the data files handed out so far (for the audit record).
         self.file_bytes = 0
         self._url_signer: UrlSigning | None = None
@@ -68,7 +70,7 @@ class LineEncoder:
     def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
         # One signer for the whole response: its per-response work (keys, stamps) is done once.
         if self._url_signer is None:
-            self._url_signer = self.signer.url_signer(self.now)
+            self._url_signer = self.signer.url_signer(self.now, self.url_lifetime)
         url, expiration = self._url_signer(*location)
         if self.min_expiration is None or expiration < self.min_expiration:
             self.min_expiration = expiration
@@ -149,7 +151,7 @@ class LineEncoder:
         columns = tuple(snapshot.partition_columns)
         files = snapshot.adds if entries is None else (entry.action for entry in entries)
         templates = self._templates(snapshot, version)
-        sign = self.signer.url_signer(self.now)
+        sign = self.signer.url_signer(self.now, self.url_lifetime)
         fill = line_templates.fill
         last_expiration, expiry = -1, b""
         for action in files:
@@ -209,8 +211,8 @@ class LineEncoder:
             batches = BatchEncoder(
                 self.format,
                 self.hash_kind,
-                signer.url_signer(self.now),
-                signer.batch_signer(self.now),
+                signer.url_signer(self.now, self.url_lifetime),
+                signer.batch_signer(self.now, self.url_lifetime),
                 signer.locate_many,
                 columns,
                 version,

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from datetime import datetime
 from typing import Any
 
 from share_store.errors import InvalidParameter
 from share_store.model import SharedTable
 from share_store.readers.table_readers import TableReaders
 from share_store.signing.token_codec import TokenCodec
+from share_store.signing.url_lifetimes import UrlLifetimes
 from share_store.tables.commit_times import first_version_at_or_after
 from share_store.tables.reader import TableReader
 from share_store.tables.snapshot import TableSnapshot
@@ -46,14 +48,17 @@ class TableQueries:
         secret: bytes,
         hint_limits: HintLimits | None = None,
         prefer_delta: bool = False,
+        lifetimes: UrlLifetimes | None = None,
     ) -> None:
         self.readers = readers
+        #: How long an answer's URLs live (its size, its token's expiry).
+        self.lifetimes = lifetimes or UrlLifetimes()
         #: Answer delta to clients that list it first, even for reader-version-1 tables.
         self.prefer_delta = prefer_delta
         self.pages = ResponsePages(secret)
         self.refresh_tokens = TokenCodec(secret, "query-refresh")
         self.hint_limits = hint_limits or HintLimits()
-        self.ranges = ChangeQueries(readers, self.pages, prefer_delta)
+        self.ranges = ChangeQueries(readers, self.pages, prefer_delta, self.lifetimes)
 
     # -- /version -------------------------------------------------------------------
 
@@ -97,20 +102,24 @@ class TableQueries:
         file_id_hash: str | None,
         gone: threading.Event | None = None,
         at_version: int | None = None,
+        token_expires_at: datetime | None = None,
     ) -> TableResponse:
         """A snapshot's files, or a streaming read's changes; `gone` is set if the client disconnects.
 
         `at_version` is the version an async query of the latest snapshot pinned when it was made:
         read as the latest (no time-travel fields), whatever has been committed since.
+        `token_expires_at` bounds the lifetime of the URLs the answer signs.
         """
         reader = self.readers.reader(table)
         if request.starting_version is not None:
-            return self.ranges.streaming(table, reader, request, capabilities, file_id_hash)
+            return self.ranges.streaming(table, reader, request, capabilities, file_id_hash, token_expires_at)
         # Before any table work, so that a hint over the node cap costs next to nothing.
         hint = parse_query_hint(request.json_predicate_hints, self.hint_limits.max_nodes)
         page = self.pages.start(table.id, request, capabilities, file_id_hash)
         pinned = self._snapshot(reader, table, request, page, at_version)
         snapshot, encoder = in_format(reader, table, pinned, capabilities, self.prefer_delta, file_id_hash)
+        # The snapshot's count bounds the answer's (a hint or a restriction may hand out fewer).
+        encoder.url_lifetime = self.lifetimes.for_answer(snapshot.num_files, token_expires_at, encoder.now)
         files = query_files(
             reader, snapshot, encoder.format, hint, self.hint_limits, page, request.limit_hint, gone
         )
@@ -175,5 +184,6 @@ class TableQueries:
         request: ChangesRequest,
         capabilities: Capabilities,
         file_id_hash: str | None,
+        token_expires_at: datetime | None = None,
     ) -> TableResponse:
-        return self.ranges.changes(table, request, capabilities, file_id_hash)
+        return self.ranges.changes(table, request, capabilities, file_id_hash, token_expires_at)

@@ -213,7 +213,9 @@ class ProtocolEndpoints:
             query = QueryRequest.parse(body)
             if capabilities.async_query:
                 return self.async_queries.submit(token, table, query, capabilities, file_id_hash)
-            return self.queries.query(table, query, capabilities, file_id_hash, watch.gone)
+            return self.queries.query(
+                table, query, capabilities, file_id_hash, watch.gone, token_expires_at=token.expires_at
+            )
 
         return await self._listing(request, run, watch)
 
@@ -231,8 +233,8 @@ class ProtocolEndpoints:
 
     async def table_changes(self, request: Request) -> Response:
         def run(stream: Stream) -> TableResponse:
-            _, table, capabilities, file_id_hash = self._listing_context(request, stream)
+            token, table, capabilities, file_id_hash = self._listing_context(request, stream)
             changes = ChangesRequest.parse(dict(request.query_params))
-            return self.queries.changes(table, changes, capabilities, file_id_hash)
+            return self.queries.changes(table, changes, capabilities, file_id_hash, token.expires_at)
 
         return await self._listing(request, run)

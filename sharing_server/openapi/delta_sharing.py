@@ -97,6 +97,12 @@ def area() -> Area:
             ("table_changes", "GET"): _table_stream(
                 "getTableChanges", "Change data feed", _changes_parameters()
             ),
+            ("query_info", "POST"): _table_stream(
+                "getQueryInfo",
+                "An async query's lines once ready, else one queryStatus line (pending or failed)",
+                [{"name": "query_id", "in": "path", "required": True, "schema": STRING}],
+                json_body(model("QueryInfoRequest"), required=False),
+            ),
             **_table_access_operations(),
             ("token_endpoint", "POST"): token_operation(),
             **_file_operations(),
@@ -203,6 +209,20 @@ def _schemas() -> dict[str, Schema]:
                 "includeRefreshToken": BOOLEAN,
                 "refreshToken": STRING,
                 "includeHistoricalProtocol": BOOLEAN,
+                "idempotencyKey": {
+                    **STRING,
+                    "maxLength": 256,
+                    "description": "An async query's key (with `asyncquery=true`); `idempotency_key` "
+                    "is taken too.",
+                },
+            },
+        ),
+        "QueryInfoRequest": object_schema(
+            {},
+            {
+                "queryId": STRING,
+                "maxFiles": {"type": "integer", "format": "int32", "minimum": 1},
+                "pageToken": STRING,
             },
         ),
         "TokenRequest": object_schema(

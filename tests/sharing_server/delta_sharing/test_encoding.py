@@ -122,7 +122,7 @@ class Signer:
         bucket, key = location
         return f"https://storage.test/{bucket}/{key}?expires={expiration}", expiration
 
-    def url_signer(self, now: float) -> UrlSigning:
+    def url_signer(self, now: float, lifetime: int | None = None) -> UrlSigning:
         return lambda bucket, key: self._url((bucket, key), now)
 
 
