@@ -60,7 +60,7 @@ KEPT_VERSIONS = 8
 _builds = ThreadPoolExecutor(max_workers=2, thread_name_prefix="restrict")
 #: Derives files, for every build: at most two at once in the process, whatever is asked.
 _files = ThreadPoolExecutor(max_workers=2, thread_name_prefix="derive")
-#: What `_decision` answers for a file its metadata does not decide.
+#: What `_decisions` answers for a file its metadata does not decide.
 DERIVE: Any = object()
 
 
@@ -195,12 +195,8 @@ class RestrictedReader:
 
     def _build(self, whole: TableSnapshot, bound: BoundRestriction) -> TableSnapshot:
         columns = whole.partition_columns
-        verdicts: dict[tuple[Any, ...], str] = {}
         files = list(whole.adds)
-        if self._judging(bound, columns)[1] and bound.columns is None:
-            decided = self._by_partition(files, bound, columns, verdicts)
-        else:
-            decided = [self._decision(add, bound, columns, "add", verdicts) for add in files]
+        decided = self._decisions(files, bound, columns, "add")
         # The files to derive are made two at a time (pyarrow reads, filters and writes outside
         # the GIL); the ones decided by their metadata alone take no thread.
         todo = [index for index, found in enumerate(decided) if found is DERIVE]
@@ -271,66 +267,43 @@ class RestrictedReader:
         self, action: Action, bound: BoundRestriction, partition_columns: list[str], kind: str
     ) -> Action | None:
         """`action` (an add, remove or cdc) as served: as it is, left out (None), or derived."""
-        found = self._decision(action, bound, partition_columns, kind)
+        (found,) = self._decisions([action], bound, partition_columns, kind)
         if found is DERIVE:
             return self._derived_action(action, bound, partition_columns, kind)
         return found
 
-    def _decision(
-        self,
-        action: Action,
-        bound: BoundRestriction,
-        partition_columns: list[str],
-        kind: str,
-        verdicts: dict[tuple[Any, ...], str] | None = None,
-    ) -> Action | None:
-        """`action` as served when its metadata decides (as it is, or None: left out), else
-        `DERIVE`. `verdicts`: kept across one snapshot's files for a filter on partition
-        columns only, whose verdict depends on a file's partition values alone (a
-        10,000-file table has few of them)."""
-        values = action.get("partitionValues") or {}
-        if kind != "cdc":
-            names, by_values = self._judging(bound, partition_columns)
-            by_values = by_values and verdicts is not None
-            # The partition values as the log wrote them (one dict per file, in one order).
-            key = tuple(values.items()) if by_values else ()
-            found = verdicts.get(key) if verdicts is not None and by_values else None
-            if found is None:
-                stats = {} if by_values else parsed_stats(action)
-                facts = file_facts(bound.table_columns, partition_columns, values, stats, names)
-                found = verdict(bound.predicate, facts)
-                if verdicts is not None and by_values:
-                    verdicts[key] = found
-            if found == "none":
-                return None
-            if (
-                found == "all"
-                and not action.get("deletionVector")
-                and not self._cuts_file(bound, partition_columns)
-            ):
-                return action  # no column list: its partition values are all served
-        return DERIVE
-
-    def _by_partition(
-        self,
-        files: list[Action],
-        bound: BoundRestriction,
-        columns: list[str],
-        verdicts: dict[tuple[Any, ...], str],
+    def _decisions(
+        self, actions: list[Action], bound: BoundRestriction, partition_columns: list[str], kind: str
     ) -> list[Action | None]:
-        """`_decision` for a filter on partition columns only and no column list, in one tight
-        loop (the verdict is a partition value's; a file with a vector is derived): a
-        10,000-file table's first answer waits for it."""
+        """Each of `actions` (all of one `kind`) as served where its metadata decides (as it
+        is, or None: left out), else `DERIVE`. One tight loop: a 10,000-file snapshot's first
+        answer waits for it. A filter on partition columns only is decided by a file's partition
+        values alone, once per distinct values (such a table has few of them)."""
+        if kind == "cdc":  # change files hold no statistics of their own: always derived
+            return [DERIVE] * len(actions)
+        names, by_values = self._judging(bound, partition_columns)
+        as_it_is = not self._cuts_file(bound, partition_columns)
+        verdicts: dict[tuple[Any, ...], str] = {}
         decided: list[Action | None] = []
         append = decided.append
-        for add in files:
-            found = verdicts.get(tuple((add.get("partitionValues") or {}).items()))
-            if found is None:
-                append(self._decision(add, bound, columns, "add", verdicts))
-            elif found == "none":
+        for action in actions:
+            values = action.get("partitionValues") or {}
+            if by_values:
+                # The partition values as the log wrote them (one dict per file, in one order).
+                key = tuple(values.items())
+                found = verdicts.get(key)
+                if found is None:
+                    facts = file_facts(bound.table_columns, partition_columns, values, {}, names)
+                    found = verdicts[key] = verdict(bound.predicate, facts)
+            else:
+                facts = file_facts(
+                    bound.table_columns, partition_columns, values, parsed_stats(action), names
+                )
+                found = verdict(bound.predicate, facts)
+            if found == "none":
                 append(None)
-            elif found == "all" and not add.get("deletionVector"):
-                append(add)
+            elif found == "all" and as_it_is and not action.get("deletionVector"):
+                append(action)  # no column list: its partition values are all served
             else:
                 append(DERIVE)
         return decided
