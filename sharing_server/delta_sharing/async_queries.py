@@ -191,8 +191,10 @@ class AsyncQueries:
             submitted,
             max_files=max_files if max_files is not None else submitted.max_files,
             page_token=page_token,
-            # A refresh token is asked on the first page alone (the protocol refuses it later).
+            # A refresh token is asked for or given on the first page alone (the protocol refuses
+            # either later).
             include_refresh_token=submitted.include_refresh_token and page_token is None,
+            refresh_token=submitted.refresh_token if page_token is None else None,
         )
         request.validate()
         return self._answer(query, table, request, capabilities, file_id_hash, token.expires_at, polled=True)
@@ -234,6 +236,8 @@ class AsyncQueries:
                     self._warm.move_to_end(query.id)
                     return self._direct(query, table, request, capabilities, file_id_hash, until)
                 if len(self._running) >= MAX_RUNNING:
+                    self._sweep()
+                if len(self._running) >= MAX_RUNNING:
                     return status_response(query.id, "pending")
                 run = _Run(
                     self._pool.submit(self._work, query, table, request, capabilities, file_id_hash, until)
@@ -257,13 +261,26 @@ class AsyncQueries:
         if error is not None:
             raise error  # an outage is answered as one (not stored: see `_work`)
         with self._lock:
-            self._warm[query.id] = None
-            while len(self._warm) > MAX_WARM:
-                self._warm.popitem(last=False)
+            self._remember_warm(query.id)
         if owned and not run.abandoned:
             response, first = run.future.result()
             return _async(dataclasses.replace(response, lines=chain(first, response.lines)))
         return self._direct(query, table, request, capabilities, file_id_hash, until)
+
+    def _sweep(self) -> None:
+        """Under the lock: forget the runs that ended and that no poll came for, so that they do not
+        hold places; those that succeeded are remembered as warm."""
+        for query_id, run in list(self._running.items()):
+            if run.future.done():
+                del self._running[query_id]
+                if not run.future.cancelled() and run.future.exception() is None:
+                    self._remember_warm(query_id)
+
+    def _remember_warm(self, query_id: str) -> None:
+        self._warm[query_id] = None
+        self._warm.move_to_end(query_id)
+        while len(self._warm) > MAX_WARM:
+            self._warm.popitem(last=False)
 
     def _work(
         self,

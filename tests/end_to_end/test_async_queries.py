@@ -287,3 +287,31 @@ def test_the_python_client_sends_no_async_query_and_sees_no_change(
     answer = client(server, shared["token"]).post(f"{TABLE}/query", json={"idempotencyKey": "ignored"})
     assert "asyncquery" not in answer.headers["delta-sharing-capabilities"]
     assert "queryStatus" not in answer.text
+
+
+def test_queries_nobody_polls_do_not_hold_the_places_of_new_ones(
+    server: Deployment, shared: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Submitted, worked on, never polled: once their work ends, a new query still gets a place."""
+    from sharing_server.delta_sharing import async_queries
+
+    monkeypatch.setattr(async_queries, "MAX_RUNNING", 2)
+    http = client(server, shared["token"])
+    headers = {"delta-sharing-capabilities": ASYNC}
+    for _ in range(4):  # left pending, their work done in the background
+        http.post(f"{TABLE}/query", json={"idempotencyKey": str(uuid.uuid4())}, headers=headers)
+    time.sleep(1)
+    _, polled = run_async(http, {"idempotencyKey": str(uuid.uuid4())})
+    assert sum("file" in line for line in lines_of(polled)) >= 18
+
+
+def test_a_refresh_token_query_pages_through_its_polls(server: Deployment, shared: dict[str, Any]) -> None:
+    """The JVM client asks a refresh token on its first page; later pages must not repeat it."""
+    http = client(server, shared["token"])
+    body = {"idempotencyKey": str(uuid.uuid4()), "includeRefreshToken": True, "maxFiles": 10}
+    query_id, polled = run_async(http, body)
+    end = lines_of(polled)[-1]["endStreamAction"]
+    assert end["refreshToken"] and end["nextPageToken"]
+    page = http.post(f"{TABLE}/queries/{query_id}", json={"maxFiles": 10, "pageToken": end["nextPageToken"]})
+    assert page.status_code == 200, page.text
+    assert "refreshToken" not in lines_of(page)[-1].get("endStreamAction", {})
