@@ -45,9 +45,6 @@ from share_store.tables.commit_times import Commit
 from share_store.tables.reader import TableReader
 from share_store.tables.snapshot import TableSnapshot
 
-#: What a planner's derivation gives in place of a file it leaves to be made.
-NOT_MADE = DerivedFile(None, "", "", 0, 0, "{}")
-
 Action = dict[str, Any]
 
 #: How long a request waits for a version's derived files before it is told to come back.
@@ -84,8 +81,6 @@ class RestrictedReader:
         self._built: OrderedDict[tuple[int, str], TableSnapshot] = OrderedDict()
         self._bound: dict[str, BoundRestriction] = {}
         self._judged: dict[tuple[Any, ...], tuple[set[str], bool]] = {}
-        #: Set on a planner (`derivation_tasks`): the tasks it meets, none of them run.
-        self._planned: list[DerivationTask] | None = None
 
     # -- what passes through ----------------------------------------------------------------
 
@@ -347,18 +342,18 @@ class RestrictedReader:
         self, action: Action, bound: BoundRestriction, partition_columns: list[str], change_file: bool
     ) -> DerivedFile:
         task = task_for(action, bound, change_file, self.inner.locate, self.inner.locate_dv)
-        if self._planned is not None:
-            self._planned.append(task)
-            return NOT_MADE
         return run_task(task, self.inner.storage, self.files)
 
     def derivation_tasks(self, version: int | None = None) -> list[DerivationTask]:
         """The derived files a version's snapshot still lacks, to be made elsewhere (by Spark:
-        `sharing-server share derive`); nothing is derived here."""
+        `sharing-server share derive`); nothing is derived here, nor kept by this reader."""
         whole = self.inner.snapshot(version)
         bound = self.bound(whole.metadata)
-        planned: list[DerivationTask] = []
-        planner = RestrictedReader(self.table, self.inner, self.files)
-        planner._planned = planned
-        planner._build(whole, bound)
-        return [task for task in planned if self.files.find(task.name) is None]
+        files = list(whole.adds)
+        decided = self._decisions(files, bound, whole.partition_columns, "add")
+        tasks = [
+            task_for(add, bound, False, self.inner.locate, self.inner.locate_dv)
+            for add, found in zip(files, decided, strict=True)
+            if found is DERIVE
+        ]
+        return [task for task in tasks if self.files.find(task.name) is None]
