@@ -59,13 +59,16 @@ class DerivedFiles:
     def __init__(
         self,
         storage: ObjectStorage,
-        bucket: str,
+        bucket: str | Callable[[], str],
         prefix: str,
         uri: Callable[[str, str], str],
         known_files: int = KNOWN_FILES,
     ) -> None:
+        """`bucket`: the folder's bucket, or what works it out when a file first needs it."""
         self.storage = storage
-        self.bucket = bucket
+        self._bucket = bucket if isinstance(bucket, str) else None
+        self._find_bucket = None if isinstance(bucket, str) else bucket
+        self._bucket_lock = threading.Lock()
         self.prefix = prefix.strip("/") + "/"
         self.uri = uri
         self._known: OrderedDict[str, DerivedFile] = OrderedDict()
@@ -74,13 +77,25 @@ class DerivedFiles:
         self._locations: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
 
+    @property
+    def bucket(self) -> str:
+        """The bucket the folder is in, worked out once, when first asked (an Iceberg table's data
+        bucket is read from a snapshot, which a reader that serves no derived file never needs)."""
+        if self._bucket is None:
+            with self._bucket_lock:
+                if self._bucket is None:
+                    assert self._find_bucket is not None
+                    self._bucket = self._find_bucket()
+        return self._bucket
+
     def location(self, uri: str) -> tuple[str, str] | None:
         """Bucket and key of a derived file by its URI, if it is one of this table's."""
         with self._lock:
             return self._locations.get(uri)
 
     def holds(self, bucket: str, key: str) -> bool:
-        return bucket == self.bucket and key.startswith(self.prefix)
+        # The prefix first: only a key in the folder needs its bucket.
+        return key.startswith(self.prefix) and bucket == self.bucket
 
     def find(self, name: str) -> DerivedFile | None:
         """The derived file named `name`, if made before (here, by a replica, before a restart)."""
@@ -128,16 +143,16 @@ class DerivedFiles:
         return f"{self.prefix}{name[:2]}/{name}"
 
     def _remember(self, name: str, size: int, records: int, stats: str) -> DerivedFile:
-        key = self._key(name) + ".parquet"
-        uri = self.uri(self.bucket, key) if records else None
-        made = DerivedFile(uri, self.bucket, key, size, records, stats)
+        key, bucket = self._key(name) + ".parquet", self.bucket
+        uri = self.uri(bucket, key) if records else None
+        made = DerivedFile(uri, bucket, key, size, records, stats)
         with self._lock:
             self._known[name] = made
             self._known.move_to_end(name)
             while len(self._known) > self._known_files:
                 self._known.popitem(last=False)
             if uri is not None:
-                self._locations[uri] = (self.bucket, key)
+                self._locations[uri] = (bucket, key)
         return made
 
 
@@ -151,10 +166,11 @@ def derived_files_of(
 ) -> DerivedFiles:
     """The folder of `table`'s derived files, written with the server's configured `storage`
     (vended keys are commonly read-only): in the cache bucket, else the bucket of the table's
-    data, under a folder of the table's own, so that no two tables' files meet."""
+    data (worked out when a file first needs it), under a folder of the table's own, so that no
+    two tables' files meet."""
     import hashlib
 
-    bucket = cache_bucket or _data_bucket(table, inner)
+    bucket: str | Callable[[], str] = cache_bucket or (lambda: _data_bucket(table, inner))
     identity = hashlib.sha256(f"{table.id}\0{table.bucket}\0{table.path}".encode()).hexdigest()[:24]
     prefix = f"{cache_prefix.strip('/')}/restricted/{identity}/"
     return DerivedFiles(storage, bucket, prefix, uri)
