@@ -119,7 +119,9 @@ def _derive(
     parquet = pq.ParquetFile(source, buffer_size=BUFFER_BYTES, pre_buffer=False)
     written_as = parquet.schema_arrow
     # Writers of Arrow 15+ (deltalake among them) may type strings as views, which pyarrow's
-    # comparison kernels do not take: they are read as plain strings (the same Parquet type).
+    # comparison kernels do not take, and pyarrow's writer keeps a dictionary column's type,
+    # which min_max does not take: both are read as plain values (the same Parquet type; the
+    # budget sized them so, decoded).
     file_schema = pa.schema([_plain(field) for field in written_as])
     kept = [
         field.name
@@ -209,6 +211,8 @@ def _with_field_id_only(field: pa.Field) -> pa.Field:
 
 
 def _plain(field: pa.Field) -> pa.Field:
+    if pa.types.is_dictionary(field.type):
+        return _plain(field.with_type(field.type.value_type))
     if pa.types.is_string_view(field.type):
         return field.with_type(pa.string())
     if pa.types.is_binary_view(field.type):
