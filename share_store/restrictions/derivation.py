@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from share_store.catalog.maintenance.parquet_bounds import Shape, TooBig, measure
 from share_store.errors import UnsupportedOperation
+from share_store.parquet_bounds import Shape, TooBig, measure
 from share_store.restrictions.arrow_filters import row_expression
 from share_store.restrictions.restriction import BoundRestriction
 

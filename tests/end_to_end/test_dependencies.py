@@ -44,7 +44,7 @@ class Internal:
 
 PLANNING = "share_store/iceberg/planning.py"
 COMMITS = "share_store/catalog/commits.py"
-PARQUET_BOUNDS = "share_store/catalog/maintenance/parquet_bounds.py"
+PARQUET_BOUNDS = "share_store/parquet_bounds.py"
 FILES = "sharing_server/http/files.py"
 COMPACTION_COMMIT = "share_store/catalog/maintenance/compaction/commit.py"
 COMPACTION_REWRITE = "share_store/catalog/maintenance/compaction/rewrite.py"

@@ -18,7 +18,7 @@ from pyiceberg.table import Table
 
 from share_store.catalog.maintenance.budget import Budget
 from share_store.catalog.maintenance.configuration import Limits
-from share_store.catalog.maintenance.parquet_bounds import (
+from share_store.parquet_bounds import (
     DELETE_FILE_PATH,
     Shape,
     TooBig,

@@ -22,7 +22,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from share_store.catalog.maintenance.compaction.inputs import Inputs
-from share_store.catalog.maintenance.parquet_bounds import WriterSettings
+from share_store.parquet_bounds import WriterSettings
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from share_store.catalog.maintenance.compaction.inputs import Inputs
 from share_store.catalog.maintenance.compaction.plan import candidate, plan, scan_tasks, worth
 from share_store.catalog.maintenance.compaction.rewrite import forget, rewrite_group, sort_keys
 from share_store.catalog.maintenance.configuration import Compaction, Limits
-from share_store.catalog.maintenance.parquet_bounds import TooBig, writer_settings
 from share_store.catalog.names import TableName
 from share_store.catalog.table_source import WarehouseTables
+from share_store.parquet_bounds import TooBig, writer_settings
 
 #: Files left as they are, named in the result (and the job status) by path at most.
 NAMED_FILES = 100

@@ -35,8 +35,8 @@ from pyiceberg.transforms import BucketTransform, IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
+from share_store import parquet_bounds
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
-from share_store.catalog.maintenance import parquet_bounds
 from share_store.catalog.maintenance.budget import Budget, OverBudget
 from share_store.catalog.maintenance.compaction import inputs, run
 from share_store.catalog.maintenance.compaction.rewrite import sort_keys

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import TableProperties as P
 
-from share_store.catalog.maintenance.parquet_bounds import (
+from share_store.parquet_bounds import (
     MAX_BATCH_ROWS,
     MIB,
     TooBig,
