@@ -24,6 +24,7 @@ from bench.procfs import settle
 from bench.results import record
 from bench.servers import Server, floor_server, limit_producer
 from bench.timing import best_of, limit_rows, query_rows, read_ratio, timed_query
+from bench.url_lifetimes import lifetime_rows, make_small_files
 from share_store.delta.replay import STREAM_THRESHOLD_BYTES
 from share_store.tables.snapshot_cache import FILES_CHECK_SECONDS
 
@@ -37,10 +38,12 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> None:
     make_delta_table(BUCKET / checkpointed, largest, checkpoint=True)
     readable = BUCKET / "readable"
     make_readable(readable, rows_table)
+    make_small_files(BUCKET / "small")
     # Cold rows are a table's first query with nothing built before it: warming at start off.
     server = Server("run", env={"SHARING_CACHE_WARM_ON_START": "false"})
     tables = {f"t{n // 1000}k": f"delta:bench:t{n // 1000}k" for n in sizes}
     tables |= {checkpointed: f"delta:bench:{checkpointed}", "readable": "delta:bench:readable"}
+    tables |= {"small": "delta:bench:small"}
     profile, token = server.share(tables)
     with server:
         client = server.client(token)
@@ -73,6 +76,7 @@ def bench_server(sizes: list[int], rows_table: pa.Table) -> None:
         # What the server contributes to such a read: its answer to the client's /query.
         _, answer, _ = timed_query(client, "/shares/bench/schemas/default/tables/readable/query")
         record("of which the server's /query answer (8 files)", f"{answer * 1000:.1f} ms")
+        lifetime_rows(client, profile, f"t{largest // 1000}k", largest, "small")
     bench_warmed_start(largest)
 
 
