@@ -77,7 +77,11 @@ class DeltaSharingDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         environment.check()
         options = ReadOptions.parse(dict(self.options))
-        if options.push_filters and pushdown_allowed(sys._getframe(1)):
+        # f_back, not sys._getframe(1): an engine that calls reader() from native code with no
+        # Python frame beneath it (Sail, a Spark Connect server in Rust) has no caller, and
+        # _getframe(1) raises "call stack is not deep enough" there.
+        caller = sys._getframe(0).f_back
+        if options.push_filters and pushdown_allowed(caller):
             return FilteringReader(options, schema)
         return DeltaSharingReader(options, schema)
 
@@ -95,6 +99,9 @@ _pushdown_warned = False
 def pushdown_allowed(caller: Any) -> bool:
     """Whether the reader may push filters, judged by the PySpark worker that asks for it.
 
+    No caller (None) is an engine calling from native code: it calls `pushFilters` only if it
+    pushes filters, and FilteringReader hands every filter back, so pushing is allowed.
+
     PySpark 4 asks for the reader in the filter pushdown worker when
     spark.sql.python.filterPushdown.enabled is on and the query has filters,
     and otherwise in the plain planning worker, which fails the query if the
@@ -103,6 +110,8 @@ def pushdown_allowed(caller: Any) -> bool:
     is the setting, which is said once in the log when off.
     """
     global _pushdown_warned
+    if caller is None:
+        return True
     names = {caller.f_globals.get("__name__", ""), getattr(caller.f_globals.get("__spec__"), "name", "")}
     if not any(name.endswith("plan_data_source_read") for name in names):
         return True

@@ -309,3 +309,38 @@ def test_the_advice_names_the_environment_pyspark_lives_in(tmp_path) -> None:
     assert os.path.isfile(
         environment.environment_python(os.path.dirname(__import__("pyspark").__file__)) or ""
     )
+
+
+def test_reader_is_made_when_no_python_frame_calls_it(tmp_path, monkeypatch) -> None:
+    """Sail (a Spark Connect server in Rust) calls reader() from native code, no Python frame beneath.
+
+    _thread.start_new_thread calls its function from C, so reader() is the bottom frame there, as
+    under Sail; before the fix sys._getframe(1) raised "call stack is not deep enough".
+    """
+    import _thread
+    import threading
+
+    profile = tmp_path / "profile.share"
+    profile.write_text(
+        json.dumps({"shareCredentialsVersion": 1, "endpoint": "http://127.0.0.1:1/x", "bearerToken": "t"})
+    )
+    data_source = source.DeltaSharingDataSource({"path": f"{profile}#s.d.t"})
+    done = threading.Event()
+    made: list[type] = []
+    errors: list[BaseException | None] = []
+
+    class Seen(source.FilteringReader):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(type(self))
+            done.set()
+
+    def unraisable(hook: Any) -> None:
+        errors.append(hook.exc_value)
+        done.set()
+
+    monkeypatch.setattr(source, "FilteringReader", Seen)
+    monkeypatch.setattr("sys.unraisablehook", unraisable)
+    _thread.start_new_thread(data_source.reader, (source.StructType([]),))
+    assert done.wait(10)
+    assert errors == [] and made == [Seen]
