@@ -311,7 +311,7 @@ def test_the_advice_names_the_environment_pyspark_lives_in(tmp_path) -> None:
     )
 
 
-def test_reader_is_made_when_no_python_frame_calls_it(tmp_path, monkeypatch) -> None:
+def test_reader_is_made_when_no_python_frame_calls_it(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Sail (a Spark Connect server in Rust) calls reader() from native code, no Python frame beneath.
 
     _thread.start_new_thread calls its function from C, so reader() is the bottom frame there, as
