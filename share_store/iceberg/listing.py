@@ -44,7 +44,9 @@ def list_snapshots(table: Any, table_id: str, versions: VersionStore) -> Iceberg
     if added:
         known = versions.add_snapshot_versions(table_id, added)
     visible = visible_versions(known, {s.snapshot_id for s in ancestry})
-    if ancestry:
+    if ancestry and not first_snapshot_kept(known, {s.snapshot_id for s in ancestry}):
+        # The table before its first snapshot (version 0 of a table shared while empty) is
+        # readable only while that first snapshot is: once it expired, so did the empty state.
         visible = [v for v in visible if v.snapshot_id != EMPTY_SNAPSHOT]
     listing = IcebergListing(table=table)
     for entry in visible:
@@ -54,6 +56,17 @@ def list_snapshots(table: Any, table_id: str, versions: VersionStore) -> Iceberg
     if not listing.commits:
         raise TableFilesMissing("the Iceberg table's snapshots have all expired")
     return listing
+
+
+def first_snapshot_kept(known: list[SnapshotVersion], ancestry_ids: set[int]) -> bool:
+    """Whether the snapshot numbered right after the empty table's version is still in the ancestry.
+
+    Asked of the numbering, not of parent ids: pyiceberg's `remove-snapshots` clears the parent id
+    of a snapshot whose parent it removes, so the oldest snapshot left always looks like a root.
+    """
+    empty = [v.version for v in known if v.snapshot_id == EMPTY_SNAPSHOT]
+    later = [v for v in known if empty and v.version > empty[0]]
+    return not later or min(later, key=lambda v: v.version).snapshot_id in ancestry_ids
 
 
 def snapshot_id_at(listing: IcebergListing, version: int, versions: VersionStore, table_id: str) -> int:
@@ -66,12 +79,19 @@ def snapshot_id_at(listing: IcebergListing, version: int, versions: VersionStore
             f"Cannot load table version {version} as it does not exist. "
             f"The latest version of the table is {listing.latest_version}."
         )
-    if listing.table.metadata.snapshot_by_id(known[version].snapshot_id) is not None:
+    snapshot_id = known[version].snapshot_id
+    if snapshot_id != EMPTY_SNAPSHOT and listing.table.metadata.snapshot_by_id(snapshot_id) is not None:
         raise InvalidParameter(
             f"Version {version} is no longer in the history of the Iceberg table (it was rolled back)."
         )
+    # Only what really expired is named: a snapshot, or the table's state before its first one.
+    gone = (
+        "the table as it was before its first snapshot, which has expired"
+        if snapshot_id == EMPTY_SNAPSHOT
+        else f"its Iceberg snapshot {snapshot_id} has expired"
+    )
     raise InvalidParameter(
-        f"Version {version} of the table is no longer available: its Iceberg snapshot has expired "
+        f"Version {version} of the table is no longer available: {gone} "
         f"under {retention(listing.table.metadata.properties)}. The earliest version available is "
         f"{min(listing.snapshots)}; read from there, or ask the provider to keep history longer."
     )

@@ -182,3 +182,36 @@ def test_a_version_expired_by_maintenance_is_refused_naming_the_retention(
     assert "has expired" in message and "history.expire.max-snapshot-age-ms" in message, message
     assert "The earliest version available is" in message
     assert sorted(delta_sharing.load_as_pandas(url)["id"]) == [0, 1, 2]
+
+
+def test_version_0_of_a_table_shared_while_empty_stays_readable_until_its_history_expires(
+    server: Deployment, api: httpx.Client
+) -> None:
+    catalog = load_catalog(f"x-{uuid.uuid4().hex[:6]}", **{
+        "type": "rest", "uri": f"{server.server.url}/_iceberg", "warehouse": WAREHOUSE, "token": ADMIN_TOKEN,
+    })  # fmt: skip
+    catalog.create_namespace_if_not_exists("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    table = catalog.create_table("db.born_empty", schema=schema, properties={
+        "history.expire.max-snapshot-age-ms": "1", "history.expire.min-snapshots-to-keep": "1"})  # fmt: skip
+    url = share(server, WAREHOUSE, "db", "born_empty")
+    assert delta_sharing.get_table_version(url) == 0
+    assert len(delta_sharing.load_as_pandas(url)) == 0
+    for n in range(2):
+        table.append(pa.table({"id": [n]}, schema=schema))
+    # Nothing expired yet: version 0 (the table before its first snapshot) is still served, empty.
+    assert delta_sharing.get_table_version(url) == 2
+    assert len(delta_sharing.load_as_pandas(url, version=0)) == 0
+    assert sorted(delta_sharing.load_as_pandas(url, version=1)["id"]) == [0]
+    changes = delta_sharing.load_table_changes_as_pandas(url, starting_version=0, ending_version=2)
+    assert sorted(changes["id"]) == [0, 1]
+    ran = api.post(f"/{WAREHOUSE}/namespaces/db/tables/born_empty/maintenance/run")
+    assert ran.json()["runs"]["icebergSnapshotManagement"]["details"]["snapshots_expired"] >= 1, ran.text
+    profile, _ = url.split("#")
+    token = json.loads(open(profile).read())["bearerToken"]
+    query = f"{server.endpoint}/shares/{WAREHOUSE}_born_empty/schemas/db/tables/born_empty/query"
+    refused = httpx.post(query, json={"version": 0}, headers={"Authorization": f"Bearer {token}"})
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["message"]
+    assert "before its first snapshot, which has expired" in message, message
+    assert "history.expire.max-snapshot-age-ms" in message and "The earliest version available is " in message
