@@ -12,7 +12,8 @@
 [limits]   per_token_rps, global_rps (0 turns a limit off), admin_rps (the admin token's own,
            outside global_rps; default 1000), max_body_bytes,
            max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none),
-           body_timeout, stream_send_timeout, stream_buffer_bytes,
+           body_timeout, stream_send_timeout, keep_alive_timeout (an idle connection's, 75 s),
+           stream_buffer_bytes,
            streams_per_token, streams_per_process (0 turns a cap off)
 [oauth]    access_token_lifetime (seconds)
 [iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files

@@ -134,6 +134,7 @@ SECTION_KEYS = {
         "hint_budget_ms",
         "body_timeout",
         "stream_send_timeout",
+        "keep_alive_timeout",
         "stream_buffer_bytes",
         "streams_per_token",
         "streams_per_process",

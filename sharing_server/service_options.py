@@ -60,6 +60,11 @@ class ServiceOptions:
     body_timeout: float = 30.0
     # Seconds a client may take to accept each chunk of a response before it is cut off.
     stream_send_timeout: float = 30.0
+    # Seconds a connection may wait idle for its next request (and for a request's head) before
+    # the server closes it. Longer than the pools of the clients in front (load balancers keep
+    # 60 s): a server that closes first races a pooled client's next request on that connection,
+    # which then cannot know whether a commit it sent was made. Hypercorn's own default is 5 s.
+    keep_alive_timeout: float = 75.0
     # Bytes of a response made at a time, the next only once the client has taken
     # them: a stalled stream holds about three times this until it is cut off.
     # Smaller chunks cost CPU (a thread hop each): 32 KB takes 15% more than 64 KB.
@@ -133,6 +138,7 @@ def read_options(
             hint_budget_ms=limit("hint_budget_ms", float),
             body_timeout=limit("body_timeout", float),
             stream_send_timeout=limit("stream_send_timeout", float),
+            keep_alive_timeout=limit("keep_alive_timeout", float),
             stream_buffer_bytes=limit("stream_buffer_bytes", int),
             streams_per_token=limit("streams_per_token", int),
             streams_per_process=limit("streams_per_process", int),
@@ -171,6 +177,8 @@ def read_options(
         raise ConfigError("[limits] hint_budget_ms must be 0 (no budget) or more")
     if not (options.body_timeout > 0 and options.stream_send_timeout > 0):  # NaN too
         raise ConfigError("[limits] body_timeout and stream_send_timeout must be above 0 seconds")
+    if not 1 <= options.keep_alive_timeout <= 3600:  # NaN too
+        raise ConfigError("[limits] keep_alive_timeout must be 1 to 3600 seconds")
     if options.stream_buffer_bytes < 4096:
         raise ConfigError("[limits] stream_buffer_bytes must be at least 4096")
     if not options.url_lifetime_per_file_ms >= 0:  # NaN too

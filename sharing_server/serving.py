@@ -138,6 +138,7 @@ def hypercorn_config(options: ServiceOptions) -> HypercornConfig:
     """What Hypercorn takes from our settings; binds, TLS and logs are the caller's to add."""
     config = HypercornConfig()
     config.user_timeout = options.stream_send_timeout
+    config.keep_alive_timeout = options.keep_alive_timeout
     config.logger_class = RedactingLogger
     return config
 
