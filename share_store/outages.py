@@ -77,7 +77,8 @@ def is_outage(error: BaseException) -> bool:
     if pyiceberg is not None and isinstance(error, pyiceberg.ServerError):
         return True
     sql = sys.modules.get("sqlalchemy.exc")
-    return sql is not None and isinstance(error, sql.OperationalError | sql.InterfaceError)
+    # `TimeoutError`: no pooled connection came free in time, for the database is slow or away.
+    return sql is not None and isinstance(error, sql.OperationalError | sql.InterfaceError | sql.TimeoutError)
 
 
 @contextmanager

@@ -37,6 +37,26 @@ SQLITE_POOL_SIZE = 48
 SQLITE_POOL_OVERFLOW = 32
 
 
+# A database server that stalls (stopped, failed over, a black-holed route) must fail a request
+# fast, as an outage (503 with Retry-After), not hold it for the kernel's TCP timeout: a
+# connection is given up after CONNECT_SECONDS, a statement after STATEMENT_MS, a wait for a
+# pooled connection after POOL_SECONDS (SQLAlchemy's 30 s answered 500s under a 45 s stall),
+# and an idle connection whose peer vanished is found by TCP keepalives within a minute.
+CONNECT_SECONDS = 5
+STATEMENT_MS = 30_000
+POOL_SECONDS = 10
+POSTGRES_CONNECT_ARGS: dict[str, Any] = {
+    "connect_timeout": CONNECT_SECONDS,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    # Sent data unacknowledged this long aborts the connection (Linux), as keepalives do idle ones.
+    "tcp_user_timeout": STATEMENT_MS,
+    "options": f"-c statement_timeout={STATEMENT_MS}",
+}
+
+
 def _sqlite_file(url: str) -> bool:
     parsed = make_url(url)
     return parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
@@ -52,7 +72,11 @@ def make_engine(url: str) -> Engine:
     else:
         # Pre-ping: after the database restarts or fails over, pooled connections are
         # dead; checking each before use lets service resume without a restart.
-        engine = create_engine(url, future=True, pool_pre_ping=True)
+        backend = make_url(url).get_backend_name()
+        server: dict[str, Any] = {} if backend == "sqlite" else {"pool_timeout": POOL_SECONDS}
+        if backend == "postgresql":
+            server["connect_args"] = POSTGRES_CONNECT_ARGS
+        engine = create_engine(url, future=True, pool_pre_ping=True, **server)
     directory = None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
