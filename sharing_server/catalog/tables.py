@@ -23,10 +23,12 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.catalog.access import CatalogAccess
 from share_store.catalog.names import TableName
+from share_store.iceberg.etags import table_load_tag
 from sharing_server import paths
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
 from sharing_server.http.access_delegation import asked_modes
+from sharing_server.http.entity_tags import not_modified, with_tag
 from sharing_server.http.sign_requests import parse_sign_request
 from sharing_server.observability.audit import audit_fields
 
@@ -99,22 +101,32 @@ class TableEndpoints(CatalogEndpoints):
             later: list[Callable[[], None]] = []
             body = await request.body()  # read with the proof already (SigV4 signs it)
 
-            def commit(access: CatalogAccess) -> bytes:
+            def commit(access: CatalogAccess) -> tuple[bytes, dict[str, str] | None]:
                 name = table_name()
-                return codec.commit_answer(access.commit(name, codec.commit(name, body), later))
+                loaded = access.commit(name, codec.commit(name, body), later)
+                # The tag the next plain load (no delegation, all snapshots) will have (1.11).
+                return codec.commit_answer(loaded), with_tag(None, table_load_tag(loaded.metadata_location))
 
-            answer = await self.as_caller(request, commit)
-            return _json(answer, background=_after(later))
+            answer, tagged = await self.as_caller(request, commit)
+            return _json(answer, tagged, background=_after(later))
         if request.method == "GET":
             notes = audit_fields(request)
 
-            def load(access: CatalogAccess) -> tuple[bytes, dict[str, str] | None]:
+            def load(access: CatalogAccess) -> Response:
                 name, snapshots = table_name(), codec.snapshots_mode(query.get("snapshots"))
                 loaded = access.load_table(name)
                 delegation = self.data.delegate(asked, access, name, loaded, signer, notes)
-                return codec.load_answer(loaded, snapshots, delegation), _no_store(delegation)
+                config, credentials = delegation
+                # A writer's delegation is keys or a signing grant, both of which expire: untagged.
+                tag = table_load_tag(loaded.metadata_location, snapshots, config, credentials, bool(config))
+                unchanged = not_modified(request.headers, tag)
+                if unchanged is not None:
+                    return unchanged
+                return _json(
+                    codec.load_answer(loaded, snapshots, delegation), with_tag(_no_store(delegation), tag)
+                )
 
-            return _json(*await self.as_caller(request, load))
+            return await self.as_caller(request, load)
         access = await self.access(request)
         name = table_name()
         if request.method == "DELETE":

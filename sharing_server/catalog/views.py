@@ -16,8 +16,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from share_store.iceberg.etags import view_load_tag
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
+from sharing_server.http.entity_tags import not_modified
 
 #: What `GET /v1/config` lists of the views' endpoints.
 VIEW_ENDPOINTS = [
@@ -64,12 +66,17 @@ class ViewEndpoints(CatalogEndpoints):
         if request.method == "POST":
             commit = codec.view_commit(await request.body())
             loaded = await run_in_threadpool(access.replace_view, name, commit)
-            return JSONResponse(codec.view_result(loaded))
+            tag = view_load_tag(loaded.metadata_location)
+            return JSONResponse(codec.view_result(loaded), headers={"ETag": tag})
         if request.method == "HEAD":
             exists = await run_in_threadpool(access.view_exists, name)
             return Response(status_code=204 if exists else 404)
         loaded = await run_in_threadpool(access.load_view, name)
-        return JSONResponse(codec.view_result(loaded))
+        tag = view_load_tag(loaded.metadata_location)
+        unchanged = not_modified(request.headers, tag)
+        if unchanged is not None:
+            return unchanged
+        return JSONResponse(codec.view_result(loaded), headers={"ETag": tag})
 
     async def register(self, request: Request) -> Response:
         params = request.path_params

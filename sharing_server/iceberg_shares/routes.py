@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from share_store.errors import Forbidden, InvalidParameter, NotFound, Unauthenticated
+from share_store.iceberg.etags import shared_load_tag
 from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.iceberg_shares.opened_shares import OpenedShare, configured_prefix, open_share, own_share
 from share_store.iceberg_shares.share_tables import ShareTables
@@ -38,6 +39,7 @@ from share_store.signing.request_signing import SigningRefused
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import OAuthTokens
+from sharing_server.http.entity_tags import not_modified, with_tag
 from sharing_server.http.iceberg_errors import IcebergError, error_response, iceberg_error_model
 from sharing_server.http.sign_requests import SignRequest, parse_sign_request
 from sharing_server.iceberg_shares.authentication import ShareTokenAuthentication, share_token
@@ -154,9 +156,15 @@ class ShareCatalog:
             "metadata": grant.shared_metadata(table.history_shared),
             **access,
         }
-        return JSONResponse(
-            body, headers={"Cache-Control": "no-store"} if "storage-credentials" in access else None
-        )
+        vended = "storage-credentials" in access
+        text = bytes(JSONResponse(body).body)  # as Starlette writes it, hashed for the tag
+        audience = opened.audience
+        tag = shared_load_tag(text, audience.recipient, audience.properties, vended)
+        unchanged = not_modified(request.headers, tag)
+        if unchanged is not None:
+            return unchanged
+        headers = {"Cache-Control": "no-store"} if vended else None
+        return Response(text, media_type="application/json", headers=with_tag(headers, tag))
 
     async def load_credentials(self, request: Request) -> Response:
         """The spec's credentials refresh: fresh keys for a table, when vending is on."""

@@ -355,3 +355,49 @@ def test_spark_lists_and_loads_two_shares_with_one_token(provider: dict[str, Any
         },
         "south": {"namespaces": ["ops"], "tables": {"ops.orders": ["id", "amount"]}},
     }
+
+
+# -- freshness (issue 52) ------------------------------------------------------------------------
+
+
+def load(provider: dict[str, Any], token: str, path: str, **headers: str) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}", **headers}
+    return httpx.get(root(provider) + path, headers=headers, timeout=60)
+
+
+def test_loads_are_tagged_per_recipient_answer_304_and_vended_loads_are_untagged(
+    provider: dict[str, Any],
+) -> None:
+    """A restricted table's metadata is each recipient's own: so is its tag; a tag answers 304 only
+    to the loads it was given for; an answer with vended keys has no tag and never answers 304."""
+    tokens, path = provider["tokens"], "/v1/shares/north/namespaces/sales/tables/customers"
+    signing = {"X-Iceberg-Access-Delegation": "remote-signing"}
+    acme, zeta = (
+        load(provider, tokens["acme"], path, **signing),
+        load(provider, tokens["zeta"], path, **signing),
+    )
+    assert acme.status_code == 200 and zeta.status_code == 200, (acme.text, zeta.text)
+    assert acme.headers["etag"] != zeta.headers["etag"]
+    assert acme.headers["etag"] == load(provider, tokens["acme"], path, **signing).headers["etag"]
+    for token, tag in ((tokens["acme"], acme.headers["etag"]), (tokens["zeta"], zeta.headers["etag"])):
+        unchanged = load(provider, token, path, **signing, **{"If-None-Match": f'"x", W/{tag}'})
+        assert unchanged.status_code == 304 and unchanged.content == b""
+        assert unchanged.headers["etag"] == tag
+    # One recipient's tag is not the other's answer.
+    crossed = load(provider, tokens["zeta"], path, **signing, **{"If-None-Match": acme.headers["etag"]})
+    assert crossed.status_code == 200 and crossed.headers["etag"] == zeta.headers["etag"]
+    # Vended keys expire: no tag, and a tag or `*` still gets the whole answer with fresh keys.
+    south = "/v1/shares/south/namespaces/ops/tables/orders"
+    tag = load(provider, tokens["acme"], south, **signing).headers["etag"]
+    for match in (tag, "*"):
+        vended = load(
+            provider,
+            tokens["acme"],
+            south,
+            **{"X-Iceberg-Access-Delegation": "vended-credentials", "If-None-Match": match},
+        )
+        assert vended.status_code == 200, vended.text
+        assert "etag" not in vended.headers and vended.json()["storage-credentials"]
+    # A token that may not read the share gets its refusal, whatever tag it sends.
+    refused = load(provider, tokens["zeta"], south, **signing, **{"If-None-Match": tag})
+    assert refused.status_code in (403, 404) and refused.json()["error"]["code"] == refused.status_code

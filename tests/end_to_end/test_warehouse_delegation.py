@@ -711,3 +711,26 @@ def test_maintenance_rewrites_and_removes_with_keys_bounded_to_the_table(
     compacted = catalog.load_table(f"kept.{name}")
     assert sorted_rows(compacted) == [(n, f"r{n}") for n in range(4)]
     assert len(list(compacted.scan().plan_files())) == 1
+
+
+@pytest.mark.parametrize("mode", [VENDED, SIGNED])
+def test_a_load_with_keys_or_a_signing_grant_is_untagged_and_never_answers_304(
+    delegating_server: Deployment, owner: IssuedUser, two_tables: tuple[str, str, str], mode: str
+) -> None:
+    """Keys and signing grants expire: such an answer carries no `ETag`, and a tag of the plain load
+    sent with it still gets the whole answer with fresh ones (issue 52), so a 304 can never leave an
+    engine holding expired credentials."""
+    namespace, a, _ = two_tables
+    url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
+    plain = signed(owner, "GET", url)
+    assert plain.status_code == 200 and plain.json()["config"] == {}
+    tag = plain.headers["etag"]
+    for match in (tag, "*"):
+        delegated = signed(
+            owner, "GET", url, b"", **{"X-Iceberg-Access-Delegation": mode, "If-None-Match": match}
+        )
+        assert delegated.status_code == 200, delegated.text
+        assert "etag" not in delegated.headers and delegated.headers["cache-control"] == "no-store"
+        config = delegated.json()["config"]
+        assert ("s3.session-token" in config) if mode == VENDED else ("s3.signer.endpoint" in config)
+    assert signed(owner, "GET", url, b"", **{"If-None-Match": tag}).status_code == 304
