@@ -40,6 +40,7 @@ from share_store.catalog.maintenance.expiry import expire_snapshots
 from share_store.catalog.maintenance.unreferenced import remove_unreferenced
 from share_store.catalog.names import TableName
 from share_store.errors import InvalidParameter, ShareStoreError
+from share_store.outages import is_outage
 from share_store.persistence.mappers import utc_now
 
 log = logging.getLogger(__name__)
@@ -133,9 +134,8 @@ class Maintainer:
                 status, message = "Successful", "; ".join(part for part in said if part) or None
             except ShareStoreError as error:
                 status, message, details = "Failed", str(error), {}
-            except Exception as error:  # named by type only: its message may hold a path
-                log.exception("maintenance %s of %s failed", kind, table)
-                status, message, details = "Failed", f"{type(error).__name__} (see the server's log)", {}
+            except Exception as error:  # noqa: BLE001 - logged by `_failure`, named by type only
+                status, message, details = "Failed", _failure(kind, table, error), {}
             details["seconds"] = round(time.monotonic() - clock, 3)
             run = rows.Run(kind, status, started, self.clock(), message, details)
             with self.transactions.change() as conn:
@@ -171,3 +171,17 @@ def described_run(run: rows.Run) -> dict[str, Any]:
         "details": run.details,
         "lastRunTimestamp": run.started_at.isoformat(),
     }
+
+
+def _failure(kind: str, table: TableName, error: Exception) -> str:
+    """What a run's failed kind says, logged as it deserves: an outage in one line (a CLI run
+    printed its traceback before the result), anything else, a bug, with its traceback."""
+    if is_outage(error):
+        log.warning(
+            "maintenance %s of %s failed: a service is unreachable (%s)", kind, table, type(error).__name__
+        )
+        return (
+            f"the share store's database or storage is unreachable ({type(error).__name__}); try again later"
+        )
+    log.exception("maintenance %s of %s failed", kind, table)
+    return f"{type(error).__name__} (see the server's log)"
