@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.persistence import ShareStore
+from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.readers.directory_access import DirectoryAccess
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
@@ -116,6 +117,7 @@ def app_routes(services: AppServices) -> list[BaseRoute]:
             services.data,
             services.maintenance.maintainer,
             services.maintenance.queue,
+            IdempotencyKeys(services.store.transactions, services.secret),
         ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]

@@ -334,3 +334,20 @@ async_queries_table = Table(
     Column("expires_at", DateTime(timezone=True), nullable=False, index=True),
     UniqueConstraint("caller", "table_id", "key_hash"),
 )
+
+
+#: Iceberg REST 1.11's idempotency keys of the own warehouses' mutations (revision 0015): one row
+#: per (caller, key), so that every replica replays one answer. See the revision's docstring.
+idempotency_keys_table = Table(
+    "idempotency_keys",
+    metadata,
+    Column("caller", String(64), primary_key=True),
+    Column("key", String(36), primary_key=True),
+    Column("binding", String(64), nullable=False),
+    Column("claim", String(36), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("answer_status", Integer),
+    Column("answer", Text),
+    Column("claimed_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False, index=True),
+)

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.data_access import DataAccess
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
+from share_store.persistence.idempotency_keys import IdempotencyKeys
 from sharing_server import paths
-from sharing_server.auth.catalog_callers import CatalogTokens
+from sharing_server.auth.catalog_callers import CatalogAuthentication, CatalogTokens
+from sharing_server.catalog.idempotent_routes import idempotent_routes
 from sharing_server.catalog.maintenance import MaintenanceEndpoints
 from sharing_server.catalog.tables import TableEndpoints
 from sharing_server.catalog.views import ViewEndpoints
@@ -67,16 +69,18 @@ def warehouse_api(
     data: DataAccess,
     maintainer: Maintainer | None = None,
     queue: RunQueue | None = None,
-) -> list[Route]:
+    keys: IdempotencyKeys | None = None,
+) -> list[BaseRoute]:
     """The routes, their handlers given the catalog, its callers and its data access, and the
     maintainer and run queue the server's background maintenance shares (nothing looked up per
-    request)."""
+    request); with `keys`, the mutations take an `Idempotency-Key` (`idempotent_routes`)."""
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
     v = ViewEndpoints(catalog, callers, data)
+    r.idempotency = keys is not None  # advertised in /v1/config only when served
     tokens = CatalogTokens(callers)
     m = MaintenanceEndpoints(maintainer or Maintainer(catalog), callers, queue)
-    return [
+    routes: list[BaseRoute] = [
         Route(paths.WAREHOUSE_CONFIG, r.config, methods=["GET"], name="warehouse_config"),
         Route(paths.WAREHOUSE_OAUTH_TOKENS, tokens.token, methods=["POST"], name="warehouse_oauth"),
         Route(paths.WAREHOUSES, r.warehouses, methods=["GET"], name="warehouses_list"),
@@ -134,6 +138,9 @@ def warehouse_api(
         ),
         Route(paths.WAREHOUSE_OTHER, not_served, methods=every, name="warehouse_not_served"),
     ]
+    if keys is None:
+        return routes
+    return idempotent_routes(routes, keys, CatalogAuthentication(callers), NOT_FOUND)
 
 
 def catalog_mount(
@@ -142,9 +149,10 @@ def catalog_mount(
     data: DataAccess,
     maintainer: Maintainer | None = None,
     queue: RunQueue | None = None,
+    keys: IdempotencyKeys | None = None,
 ) -> Mount:
     """`/_iceberg`: the routes, behind the Iceberg error model. Its callers are catalog users, not
     share tokens: a refused proof is not named in the audit line as a token."""
-    routes = warehouse_api(catalog, callers, data, maintainer, queue)
+    routes = warehouse_api(catalog, callers, data, maintainer, queue, keys)
     errors = iceberg_error_model(routes, NOT_FOUND, names_tokens=False)
     return Mount(paths.WAREHOUSE_PREFIX, routes=routes, middleware=[errors])

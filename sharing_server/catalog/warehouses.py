@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.catalog.errors import NoSuchWarehouse
+from share_store.catalog.idempotency import LIFETIME_TEXT
 from share_store.catalog.names import IDENTIFIER_SUPPORT, check_warehouse
 from share_store.errors import InvalidParameter
 from sharing_server.catalog import codec
@@ -50,6 +51,9 @@ CREDENTIALS_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}
 
 
 class WarehouseEndpoints(CatalogEndpoints):
+    #: Whether the mutations take an `Idempotency-Key` (`idempotent_routes`): then advertised.
+    idempotency = False
+
     # -- configuration and warehouses --------------------------------------------------
 
     async def config(self, request: Request) -> Response:
@@ -62,9 +66,10 @@ class WarehouseEndpoints(CatalogEndpoints):
         if not await run_in_threadpool(access.has_warehouse, check_warehouse(warehouse)):
             raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
         endpoints = ENDPOINTS + (CREDENTIALS_ENDPOINTS if self.data.vends else [])
-        return JSONResponse(
-            {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": warehouse}, "endpoints": endpoints}
-        )
+        config = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": warehouse}, "endpoints": endpoints}
+        if self.idempotency:  # the spec's one signal of keys served: the top-level lifetime
+            config["idempotency-key-lifetime"] = LIFETIME_TEXT
+        return JSONResponse(config)
 
     async def warehouses(self, request: Request) -> Response:
         access = await self.access(request)

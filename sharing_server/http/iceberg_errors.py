@@ -31,7 +31,7 @@ from sharing_server.http.error_models import ERROR_TYPES, iceberg_body
 from sharing_server.http.errors import HTTP_CODES, body_cut_short, http_error, note_store_error, retry_after
 from sharing_server.http.errors import error_response as answer
 
-__all__ = ["ERROR_TYPES", "IcebergError", "error_response", "iceberg_error_model"]
+__all__ = ["ERROR_TYPES", "IcebergError", "error_answer", "error_response", "iceberg_error_model"]
 
 #: A 404's type where neither the error nor its route names one (the spec's for tables).
 MISSING = "NoSuchTableException"
@@ -89,6 +89,22 @@ class _IcebergHandlers:
         return answer(
             request, mapped.status, error.error_code, mapped.message, retry_after(error), mapped.kind
         )
+
+
+async def error_answer(
+    request: Request, error: Exception, missing: str = MISSING, names_tokens: bool = False
+) -> Response | None:
+    """The answer the mount's error model gives `error` (a 404 naming no type of its own takes
+    `missing`), made by a handler's wrapper that keeps answers (an idempotency key's); None for
+    an error the model does not answer (a bug: the app's 500)."""
+    handlers = _IcebergHandlers({request.scope.get("endpoint"): missing}, names_tokens)
+    if isinstance(error, IcebergError):
+        return await handlers.iceberg_error(request, error)
+    if isinstance(error, ShareStoreError):
+        return await handlers.store_error(request, error)
+    if isinstance(error, HTTPException):
+        return await http_error(request, error)
+    return None
 
 
 def iceberg_error_model(

@@ -33,6 +33,7 @@ from share_store.catalog.maintenance import rows
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.catalog.maintenance.schedule import Background, due_tables
+from share_store.persistence import idempotency_keys
 from share_store.persistence.mappers import utc_now
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,12 @@ class BackgroundMaintenance:
         with self.transactions.change() as conn:
             forgotten = rows.forget_dropped(conn)
             states = rows.table_states(conn)
+            # Idempotency keys past their lifetime (`/_iceberg`'s mutations) go with them.
+            swept = idempotency_keys.sweep(conn, self.clock())
         if forgotten:
             log.info("maintenance forgot %d row(s) of dropped tables", forgotten)
+        if swept:
+            log.info("maintenance removed %d expired idempotency key(s)", swept)
         done: list[tuple[str, tuple[str, ...]]] = []
         for state, kinds in due_tables(states, self.clock(), self.background):
             if self._stopped.is_set():

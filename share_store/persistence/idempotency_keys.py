@@ -1,0 +1,143 @@
+"""Idempotency keys of the own warehouses' mutations in the store, so that replicas agree.
+
+A request with a key first claims it: it inserts the key's row `in-progress`
+(the primary key (caller, key) lets one of two concurrent requests insert), runs,
+then finalizes the row with its answer (`finish`) or, for an answer that is not
+kept (a 5xx), removes it (`release`), so that a retry runs again. A request that
+finds the row decides by `share_store.catalog.idempotency.decide`; one that
+takes a row over (expired, or abandoned by a dead process) does so by
+compare-and-swap on the row's claim, so that two takers-over do not both run.
+
+Answers are sealed with the server key (a create's may carry vended keys or a
+signing grant), the caller and key as associated data: a sealed answer copied to
+another caller's row does not open.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.exc import IntegrityError
+
+from share_store.catalog.idempotency import (
+    CLAIM,
+    DONE,
+    IN_PROGRESS,
+    LIFETIME,
+    Answer,
+    Binding,
+    KeyRow,
+    decide,
+)
+from share_store.persistence.mappers import utc, utc_now
+from share_store.persistence.sql_schema import idempotency_keys_table
+from share_store.persistence.transactions import Transactions
+from share_store.signing.secret_box import open_sealed, seal
+
+t = idempotency_keys_table
+
+
+def sweep(conn: Connection, now: datetime) -> int:
+    """Remove the keys whose lifetime has passed (maintenance's round does, on one replica)."""
+    return int(conn.execute(delete(t).where(t.c.expires_at <= now)).rowcount or 0)
+
+
+class IdempotencyKeys:
+    def __init__(
+        self, transactions: Transactions, server_key: bytes, clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        self.transactions = transactions
+        self._server_key = server_key
+        self.clock = clock
+
+    def claim(self, key: str, binding: Binding) -> tuple[str, str | Answer | None]:
+        """What a request with `key` does: (`CLAIM`, its claim id) to run it, (`REPLAY`, the answer),
+        (`REUSED`, None) or (`WAIT`, None)."""
+        for _ in range(3):  # a row removed or taken over between our read and our write: read again
+            now = self.clock()
+            with self.transactions.read() as conn:
+                row = self._row(conn, binding.caller, key)
+            outcome = decide(row, binding, now)
+            if outcome != CLAIM:
+                return outcome, row.answer if row is not None else None
+            claim = str(uuid.uuid4())
+            values = {
+                "binding": binding.digest(),
+                "claim": claim,
+                "status": IN_PROGRESS,
+                "answer_status": None,
+                "answer": None,
+                "claimed_at": now,
+                "expires_at": now + LIFETIME,
+            }
+            if row is None:
+                try:
+                    with self.transactions.change() as conn:
+                        conn.execute(insert(t).values(caller=binding.caller, key=key, **values))
+                except IntegrityError:
+                    continue  # another request inserted it first: decide on its row
+                return CLAIM, claim
+            with self.transactions.change() as conn:
+                taken = conn.execute(
+                    update(t)
+                    .where(t.c.caller == binding.caller, t.c.key == key, t.c.claim == row.claim)
+                    .values(**values)
+                ).rowcount
+            if taken:
+                return CLAIM, claim
+        raise RuntimeError("an idempotency key kept changing under its claim")  # pragma: no cover
+
+    def finish(self, caller: str, key: str, claim: str, answer: Answer) -> None:
+        """The claimed request's answer kept for the key's lifetime from now (unless taken over)."""
+        now = self.clock()
+        with self.transactions.change() as conn:
+            conn.execute(
+                update(t)
+                .where(t.c.caller == caller, t.c.key == key, t.c.claim == claim)
+                .values(
+                    status=DONE,
+                    answer_status=answer.status,
+                    answer=self._seal(caller, key, answer),
+                    expires_at=now + LIFETIME,
+                )
+            )
+
+    def release(self, caller: str, key: str, claim: str) -> None:
+        """The claim given back without an answer kept (a 5xx, an error): a retry runs again."""
+        with self.transactions.change() as conn:
+            conn.execute(delete(t).where(t.c.caller == caller, t.c.key == key, t.c.claim == claim))
+
+    def sweep(self) -> int:
+        with self.transactions.change() as conn:
+            return sweep(conn, self.clock())
+
+    def _row(self, conn: Connection, caller: str, key: str) -> KeyRow | None:
+        found = conn.execute(select(t).where(t.c.caller == caller, t.c.key == key)).mappings().first()
+        return None if found is None else self._key_row(caller, key, found)
+
+    def _key_row(self, caller: str, key: str, row: RowMapping) -> KeyRow:
+        answer = None
+        if row["status"] == DONE and row["answer"] is not None:
+            answer = self._open(caller, key, int(row["answer_status"]), row["answer"])
+        return KeyRow(
+            binding=row["binding"],
+            claim=row["claim"],
+            status=row["status"],
+            claimed_at=utc(row["claimed_at"]),
+            expires_at=utc(row["expires_at"]),
+            answer=answer,
+        )
+
+    def _seal(self, caller: str, key: str, answer: Answer) -> str:
+        text = json.dumps({"headers": answer.headers, "body": base64.b64encode(answer.body).decode()})
+        return seal(self._server_key, f"idempotency:{caller}:{key}", text)
+
+    def _open(self, caller: str, key: str, status: int, sealed: str) -> Answer:
+        kept = json.loads(open_sealed(self._server_key, f"idempotency:{caller}:{key}", sealed))
+        return Answer(status, dict(kept["headers"]), base64.b64decode(kept["body"]))
