@@ -30,6 +30,7 @@ from share_store.catalog.idempotency import (
     DONE,
     IN_PROGRESS,
     LIFETIME,
+    REPLAY,
     Answer,
     Binding,
     KeyRow,
@@ -64,8 +65,8 @@ class IdempotencyKeys:
             with self.transactions.read() as conn:
                 row = self._row(conn, binding.caller, key)
             outcome = decide(row, binding, now)
-            if outcome != CLAIM:
-                return outcome, row.answer if row is not None else None
+            if outcome != CLAIM:  # the answer only to its own request's replay
+                return outcome, row.answer if row is not None and outcome == REPLAY else None
             claim = str(uuid.uuid4())
             values = {
                 "binding": binding.digest(),

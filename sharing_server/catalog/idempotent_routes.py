@@ -44,7 +44,8 @@ from sharing_server.http.iceberg_errors import MISSING, error_answer
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 #: Routes that change nothing a retry could duplicate, or are not the catalog's own mutations:
-#: the token endpoint (OAuth2, not Iceberg), metrics reports (dropped), the remote signer.
+#: the token endpoint (OAuth2, not Iceberg), metrics reports (dropped), the remote signers (by
+#: name, and any route ending in `/sign`: the spec declares no key on `sign` or `reportMetrics`).
 NOT_MUTATIONS = frozenset(
     {"warehouse_oauth", "warehouse_table_metrics", "warehouse_s3_sign", "warehouse_not_served"}
 )
@@ -146,7 +147,12 @@ def idempotent_routes(
     keyed: list[BaseRoute] = []
     for route in routes:
         methods = set(route.methods or ()) if isinstance(route, Route) else set()
-        if not isinstance(route, Route) or route.name in NOT_MUTATIONS or not methods & MUTATING_METHODS:
+        if (
+            not isinstance(route, Route)
+            or route.name in NOT_MUTATIONS
+            or route.path.endswith("/sign")
+            or not methods & MUTATING_METHODS
+        ):
             keyed.append(route)
             continue
         endpoint = IdempotentEndpoint(

@@ -16,6 +16,7 @@ from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
 from sharing_server import paths
 from sharing_server.app import create_app
+from sharing_server.catalog.idempotent_routes import MUTATING_METHODS, IdempotentEndpoint
 from sharing_server.service_options import ServiceOptions
 from tests.sharing_server.catalog.served import ADMIN, SECRET, WH
 
@@ -48,6 +49,18 @@ def served_endpoints(app: object) -> set[str]:
     return found
 
 
+def keyed_mutations(app: object) -> set[str]:
+    """The endpoints under `/v1/{prefix}` whose handler takes an `Idempotency-Key`."""
+    mount = next(r for r in app.routes if isinstance(r, Mount) and r.path == paths.WAREHOUSE_PREFIX)  # type: ignore[attr-defined]
+    return {
+        f"{method} {route.path}"
+        for route in mount.routes
+        if isinstance(route, Route)
+        and isinstance(getattr(route.endpoint, "__self__", None), IdempotentEndpoint)
+        for method in route.methods or ()
+    }
+
+
 @pytest.mark.parametrize("delegation", [(), ("vended-credentials",), ("remote-signing",)])
 def test_config_lists_exactly_what_is_served(tmp_path: Path, delegation: tuple[str, ...]) -> None:
     store = ShareStore(sqlite_url(tmp_path / "store.db"))
@@ -72,5 +85,11 @@ def test_config_lists_exactly_what_is_served(tmp_path: Path, delegation: tuple[s
         if "vended-credentials" not in delegation:
             served.discard(f"GET {paths.WAREHOUSE_TABLE_CREDENTIALS}")
         assert listed == served
+        # The lifetime is advertised, and every mutation the config lists takes a key but metrics
+        # reports and the signer (the spec declares none there: neither changes the catalog).
+        assert config["idempotency-key-lifetime"] == "PT30M"
+        mutations = {e for e in listed if e.split()[0] in MUTATING_METHODS}
+        unkeyed = {e for e in mutations - keyed_mutations(app) if not e.endswith("/sign")}
+        assert unkeyed == {f"POST {paths.WAREHOUSE_TABLE_METRICS}"}
     finally:
         store.close()

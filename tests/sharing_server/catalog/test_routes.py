@@ -47,7 +47,8 @@ def test_config_of_an_unknown_warehouse_is_no_such_warehouse(served: Served) -> 
 def test_config_names_the_warehouse_as_prefix_and_the_endpoints_served(catalog: Served) -> None:
     config = catalog.call("GET", "/config", params={"warehouse": WH})
     assert config.status_code == 200
-    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": WH}, "endpoints": ENDPOINTS}
+    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": WH}, "endpoints": ENDPOINTS,
+                "idempotency-key-lifetime": "PT30M"}  # fmt: skip
     assert config.json() == expected
     assert "POST /v1/{prefix}/transactions/commit" in config.json()["endpoints"]
     error_of(catalog.call("GET", "/config"), 400, "BadRequestException")
