@@ -24,6 +24,7 @@ from bench.hints import bench_hints
 from bench.hostile import bench_rate_limit_tricks, bench_writer_commits
 from bench.iceberg_queries import bench_iceberg, bench_iceberg_deletes
 from bench.iceberg_rest import bench_iceberg_rest
+from bench.idempotent_commits import bench_idempotent_commits
 from bench.local_queries import bench_million, bench_server
 from bench.maintenance import bench_maintenance
 from bench.maintenance_budget import bench_maintenance_budget
@@ -58,6 +59,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg-deletes": lambda: bench_iceberg_deletes(iceberg_files),
         "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
         "warehouse": bench_warehouse,
+        "idempotency": bench_idempotent_commits,
         "delegation": bench_delegation,
         "signing-keys": bench_signing_keys,
         "maintenance": bench_maintenance,
