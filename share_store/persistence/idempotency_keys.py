@@ -20,6 +20,7 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
@@ -49,6 +50,19 @@ def sweep(conn: Connection, now: datetime) -> int:
     return int(conn.execute(delete(t).where(t.c.expires_at <= now)).rowcount or 0)
 
 
+def _claimed(binding: Binding, now: datetime) -> dict[str, Any]:
+    """A row's columns as a new claim of `binding` sets them."""
+    return {
+        "binding": binding.digest(),
+        "claim": str(uuid.uuid4()),
+        "status": IN_PROGRESS,
+        "answer_status": None,
+        "answer": None,
+        "claimed_at": now,
+        "expires_at": now + LIFETIME,
+    }
+
+
 class IdempotencyKeys:
     def __init__(
         self, transactions: Transactions, server_key: bytes, clock: Callable[[], datetime] = utc_now
@@ -60,30 +74,24 @@ class IdempotencyKeys:
     def claim(self, key: str, binding: Binding) -> tuple[str, str | Answer | None]:
         """What a request with `key` does: (`CLAIM`, its claim id) to run it, (`REPLAY`, the answer),
         (`REUSED`, None) or (`WAIT`, None)."""
-        for _ in range(3):  # a row removed or taken over between our read and our write: read again
+        for attempt in range(4):  # a row removed or taken over between our read and our write: again
             now = self.clock()
+            if attempt == 0:  # the common case, a new key: inserted without a read first
+                inserted = self._insert(key, binding, now)
+                if inserted is not None:
+                    return CLAIM, inserted
             with self.transactions.read() as conn:
                 row = self._row(conn, binding.caller, key)
             outcome = decide(row, binding, now)
             if outcome != CLAIM:  # the answer only to its own request's replay
                 return outcome, row.answer if row is not None and outcome == REPLAY else None
-            claim = str(uuid.uuid4())
-            values = {
-                "binding": binding.digest(),
-                "claim": claim,
-                "status": IN_PROGRESS,
-                "answer_status": None,
-                "answer": None,
-                "claimed_at": now,
-                "expires_at": now + LIFETIME,
-            }
             if row is None:
-                try:
-                    with self.transactions.change() as conn:
-                        conn.execute(insert(t).values(caller=binding.caller, key=key, **values))
-                except IntegrityError:
+                inserted = self._insert(key, binding, now)
+                if inserted is None:
                     continue  # another request inserted it first: decide on its row
-                return CLAIM, claim
+                return CLAIM, inserted
+            values = _claimed(binding, now)
+            claim = values["claim"]
             with self.transactions.change() as conn:
                 taken = conn.execute(
                     update(t)
@@ -93,6 +101,16 @@ class IdempotencyKeys:
             if taken:
                 return CLAIM, claim
         raise RuntimeError("an idempotency key kept changing under its claim")  # pragma: no cover
+
+    def _insert(self, key: str, binding: Binding, now: datetime) -> str | None:
+        """The key claimed by inserting its row (its claim id); None if it has one already."""
+        values = _claimed(binding, now)
+        try:
+            with self.transactions.change() as conn:
+                conn.execute(insert(t).values(caller=binding.caller, key=key, **values))
+        except IntegrityError:
+            return None
+        return str(values["claim"])
 
     def finish(self, caller: str, key: str, claim: str, answer: Answer) -> None:
         """The claimed request's answer kept for the key's lifetime from now (unless taken over)."""

@@ -38,6 +38,11 @@ async def credentials_of(request: Request) -> Credentials:
 
 T = TypeVar("T")
 
+#: The request's scope key of its caller once authenticated by the server itself (the
+#: `Idempotency-Key` wrapper authenticates before its handler runs): not authenticated twice.
+#: A scope is the server's, never the client's, so nothing a request sends can set it.
+AUTHENTICATED = "catalog.caller"
+
 
 class CatalogAuthentication:
     """Who sent a request of the catalog's: authenticated before anything else of it is read, its
@@ -48,11 +53,17 @@ class CatalogAuthentication:
         self.callers = callers
 
     async def caller(self, request: Request) -> Principal:
+        known = request.scope.get(AUTHENTICATED)
+        if isinstance(known, Principal):
+            return known
         credentials = await credentials_of(request)
         return await run_in_threadpool(self.callers.authenticate, credentials)
 
     async def as_caller(self, request: Request, action: Callable[[Principal], T]) -> T:
         """`action` given the caller, in the one trip to a worker thread that authenticates it."""
+        known = request.scope.get(AUTHENTICATED)
+        if isinstance(known, Principal):
+            return await run_in_threadpool(action, known)
         credentials = await credentials_of(request)
 
         def authenticated_action() -> T:

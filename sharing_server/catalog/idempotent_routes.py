@@ -5,16 +5,20 @@ Only a request that sends the header is touched (GET and HEAD never are). Its ca
 authenticated first (a key is the caller's own: one caller's answer never replays to another),
 then the key is claimed in the store (`IdempotencyKeys`); the handler runs, and its answer (its
 refusals too, rendered by the mount's error model here, so that a replay is the same bytes) is
-kept when the rules say it is final (`share_store.catalog.idempotency.storable`). The handler and
-the keeping run shielded from the request's cancellation: a client that cuts the connection after
-the server committed (the uncertain commit the key is for) still finds its answer kept.
+kept when the rules say it is final (`share_store.catalog.idempotency.storable`). The handler runs
+shielded from the request's cancellation, and its answer is kept by a task of its own as the
+answer goes: a client that cuts the connection after the server committed (the uncertain commit
+the key is for) still finds its answer kept. The caller is authenticated and the key claimed in
+one trip to a worker thread, and the handler's own check of the caller reuses that one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -26,6 +30,7 @@ from share_store.catalog.idempotency import (
     HEADER,
     REPLAY,
     REUSED,
+    WAIT,
     WAIT_SECONDS,
     Answer,
     Binding,
@@ -38,8 +43,10 @@ from share_store.catalog.idempotency import (
     storable,
 )
 from share_store.persistence.idempotency_keys import IdempotencyKeys
-from sharing_server.auth.catalog_callers import CatalogAuthentication
+from sharing_server.auth.catalog_callers import AUTHENTICATED, CatalogAuthentication, credentials_of
 from sharing_server.http.iceberg_errors import MISSING, error_answer
+
+log = logging.getLogger(__name__)
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -70,25 +77,35 @@ class IdempotentEndpoint:
         self.keys = keys
         self.authentication = authentication
         self.missing = missing
+        self._pending: set[asyncio.Future[None]] = set()
 
     async def __call__(self, request: Request) -> Response:
         raw = request.headers.get(HEADER)
         if raw is None or request.method not in MUTATING_METHODS:
             return await self.endpoint(request)
         key = parse_key(raw)
-        principal = await self.authentication.caller(request)
+        credentials = await credentials_of(request)
         query = request.url.query
-        binding = Binding(
-            caller_id(principal.key),
-            request.method,
-            self.route,
-            request.url.path + ("?" + query if query else ""),
-            body_digest(await request.body()),
-        )
+        target = request.url.path + ("?" + query if query else "")
+        body_sha256 = body_digest(credentials.body)
+
+        def authenticate_and_claim() -> tuple[Binding, str, str | Answer | None]:
+            # One trip to a worker thread: the caller first (the key is its own), then its key.
+            principal = self.authentication.callers.authenticate(credentials)
+            request.scope[AUTHENTICATED] = principal  # the handler's own check reuses it
+            binding = Binding(caller_id(principal.key), request.method, self.route, target, body_sha256)
+            return (binding, *self.keys.claim(key, binding))
+
+        binding, outcome, found = await run_in_threadpool(authenticate_and_claim)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + WAIT_SECONDS
         while True:
-            outcome, found = await run_in_threadpool(self.keys.claim, key, binding)
+            if outcome == WAIT:
+                if loop.time() >= deadline:
+                    raise KeyInProgress(f"the request of this {HEADER} is still in progress", WAIT_SECONDS)
+                await asyncio.sleep(POLL_SECONDS)
+                outcome, found = await run_in_threadpool(self.keys.claim, key, binding)
+                continue
             if outcome == CLAIM:
                 assert isinstance(found, str)
                 run = asyncio.ensure_future(self._run(request, key, binding.caller, found))
@@ -99,13 +116,10 @@ class IdempotentEndpoint:
                 assert isinstance(found, Answer)
                 replayed = {**found.headers, "Idempotent-Replayed": "true"}
                 return Response(found.body, found.status, headers=replayed)
-            if outcome == REUSED:
-                raise IdempotencyKeyReused(
-                    f"this {HEADER} was used for another request (another route, target or body)"
-                )
-            if loop.time() >= deadline:
-                raise KeyInProgress(f"the request of this {HEADER} is still in progress", WAIT_SECONDS)
-            await asyncio.sleep(POLL_SECONDS)
+            assert outcome == REUSED
+            raise IdempotencyKeyReused(
+                f"this {HEADER} was used for another request (another route, target or body)"
+            )
 
     async def _run(self, request: Request, key: str, caller: str, claim: str) -> Response:
         try:
@@ -116,18 +130,32 @@ class IdempotentEndpoint:
                 if rendered is None:
                     raise
                 response = rendered
-            body = getattr(response, "body", None)
-            if storable(response.status_code) and isinstance(body, bytes):
-                answer = Answer(response.status_code, kept_headers(response.headers), body)
-                await run_in_threadpool(self.keys.finish, caller, key, claim, answer)
-            else:
-                await run_in_threadpool(self.keys.release, caller, key, claim)
-            return response
         except BaseException:
             # Nothing kept: a retry runs again (the store unreachable, say, or a bug's 500).
             with contextlib.suppress(Exception):
                 await run_in_threadpool(self.keys.release, caller, key, claim)
             raise
+        body = getattr(response, "body", None)
+        if storable(response.status_code) and isinstance(body, bytes):
+            answer = Answer(response.status_code, kept_headers(response.headers), body)
+            keep: Callable[[], None] = partial(self.keys.finish, caller, key, claim, answer)
+        else:
+            keep = partial(self.keys.release, caller, key, claim)
+        # Kept while the answer goes, not before it: until it is, the key is in progress, so a
+        # retry that comes first waits for it and replays it; a process that dies meanwhile
+        # had sent its answer (or its client retries once the claim is abandoned).
+        self._keeping(keep)
+        return response
+
+    def _keeping(self, keep: Callable[[], None]) -> None:
+        task = asyncio.ensure_future(run_in_threadpool(keep))
+        self._pending.add(task)  # held: the loop keeps only weak references to its tasks
+        task.add_done_callback(self._kept)
+
+    def _kept(self, task: asyncio.Future[None]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("an idempotency key's answer was not kept", exc_info=task.exception())
 
 
 def _retrieved(run: asyncio.Future[Response]) -> None:
