@@ -8,23 +8,30 @@ finds the row decides by `share_store.catalog.idempotency.decide`; one that
 takes a row over (expired, or abandoned by a dead process) does so by
 compare-and-swap on the row's claim, so that two takers-over do not both run.
 
-Answers are sealed with the server key (a create's may carry vended keys or a
-signing grant), the caller and key as associated data: a sealed answer copied to
-another caller's row does not open.
+Answers are compressed and sealed with the server key (a create's may carry
+vended keys or a signing grant), the caller and key as associated data: a sealed
+answer copied to another caller's row does not open. Expired rows are removed by
+maintenance's rounds (`sweep`), and by each process every `SWEEP_SECONDS` as it
+claims (a server may run with background maintenance off); an expired row is
+never replayed before either comes.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+import threading
+import time
 import uuid
+import zlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from share_store.catalog.idempotency import (
     CLAIM,
@@ -43,6 +50,10 @@ from share_store.persistence.transactions import Transactions
 from share_store.signing.secret_box import open_sealed, seal
 
 t = idempotency_keys_table
+log = logging.getLogger(__name__)
+
+#: How often a process removes expired keys itself, at most (besides maintenance's rounds).
+SWEEP_SECONDS = 600.0
 
 
 def sweep(conn: Connection, now: datetime) -> int:
@@ -70,10 +81,13 @@ class IdempotencyKeys:
         self.transactions = transactions
         self._server_key = server_key
         self.clock = clock
+        self._lock = threading.Lock()
+        self._next_sweep = time.monotonic() + SWEEP_SECONDS
 
     def claim(self, key: str, binding: Binding) -> tuple[str, str | Answer | None]:
         """What a request with `key` does: (`CLAIM`, its claim id) to run it, (`REPLAY`, the answer),
         (`REUSED`, None) or (`WAIT`, None)."""
+        self._sweep_now_and_then()
         for attempt in range(4):  # a row removed or taken over between our read and our write: again
             now = self.clock()
             if attempt == 0:  # the common case, a new key: inserted without a read first
@@ -136,6 +150,19 @@ class IdempotencyKeys:
         with self.transactions.change() as conn:
             return sweep(conn, self.clock())
 
+    def _sweep_now_and_then(self) -> None:
+        """Expired keys removed by this process too, every `SWEEP_SECONDS` at most: maintenance's
+        rounds do it (`BackgroundMaintenance.run_round`), but a server may run with them off."""
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next_sweep:
+                return
+            self._next_sweep = now + SWEEP_SECONDS
+        try:
+            self.sweep()
+        except SQLAlchemyError:  # the next one tries again; the claim has its own errors
+            log.warning("expired idempotency keys were not removed", exc_info=True)
+
     def _row(self, conn: Connection, caller: str, key: str) -> KeyRow | None:
         found = conn.execute(select(t).where(t.c.caller == caller, t.c.key == key)).mappings().first()
         return None if found is None else self._key_row(caller, key, found)
@@ -154,9 +181,11 @@ class IdempotencyKeys:
         )
 
     def _seal(self, caller: str, key: str, answer: Answer) -> str:
-        text = json.dumps({"headers": answer.headers, "body": base64.b64encode(answer.body).decode()})
+        # Compressed: a commit's answer is the table's whole metadata, JSON that shrinks ~10x.
+        body = base64.b64encode(zlib.compress(answer.body, 1)).decode()
+        text = json.dumps({"headers": answer.headers, "zlib": body})
         return seal(self._server_key, f"idempotency:{caller}:{key}", text)
 
     def _open(self, caller: str, key: str, status: int, sealed: str) -> Answer:
         kept = json.loads(open_sealed(self._server_key, f"idempotency:{caller}:{key}", sealed))
-        return Answer(status, dict(kept["headers"]), base64.b64decode(kept["body"]))
+        return Answer(status, dict(kept["headers"]), zlib.decompress(base64.b64decode(kept["zlib"])))

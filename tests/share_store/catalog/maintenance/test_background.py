@@ -4,18 +4,22 @@ tables the schedule finds due, one holder of the store's lease at a time, and fo
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
+from share_store.catalog.idempotency import REPLAY, Answer, Binding
 from share_store.catalog.maintenance import rows
 from share_store.catalog.maintenance.background import LEASE, LEASE_SECONDS, BackgroundMaintenance
 from share_store.catalog.maintenance.configuration import COMPACTION, KINDS
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.schedule import Background
+from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.persistence.mappers import utc_now
 from share_store.persistence.sql_schema import (
+    idempotency_keys_table,
     maintenance_configs_table,
     maintenance_leases_table,
     maintenance_runs_table,
@@ -24,6 +28,7 @@ from tests.share_store.catalog.maintenance.compaction.test_run import SCHEMA, T,
 from tests.share_store.catalog.maintenance.compaction.test_run import rows as batch
 
 FAST = Background(interval_seconds=0.05, cpu_share=1.0)
+BINDING = Binding("user:AK1", "POST", "warehouse_table", "/_iceberg/v1/whs/namespaces/ns/tables/t", "00" * 32)
 
 
 def appended(catalog: WarehouseCatalog, appends: int = 6) -> None:
@@ -133,3 +138,22 @@ def test_off_runs_nothing(catalog: WarehouseCatalog) -> None:
     time.sleep(0.3)
     background.stop()
     assert len(data_files(table_of(catalog))) == 3
+
+
+def test_a_round_removes_the_idempotency_keys_past_their_lifetime(catalog: WarehouseCatalog) -> None:
+    """`/_iceberg`'s idempotency keys (issue 52) go with the round after their lifetime, on one
+    replica (the lease's holder); a key still alive stays, and is still replayed."""
+    clock = Clock()
+    keys = IdempotencyKeys(catalog.transactions, b"background-tests-server-key-0123", clock)
+    old, young = str(uuid.uuid4()), str(uuid.uuid4())
+    for key in (old, young):
+        _, claim = keys.claim(key, BINDING)
+        assert isinstance(claim, str)
+        keys.finish(BINDING.caller, key, claim, Answer(204, {}, b""))
+        clock.now += timedelta(minutes=20)
+    background = BackgroundMaintenance(Maintainer(catalog), FAST, clock)
+    clock.now -= timedelta(minutes=9)  # old's 30 minutes are over, young's are not
+    background.run_round()
+    with catalog.transactions.read() as conn:
+        left = conn.execute(select(idempotency_keys_table.c.key)).scalars().all()
+    assert left == [young] and keys.claim(young, BINDING)[0] == REPLAY
