@@ -34,6 +34,7 @@ from share_store.catalog.catalog import WarehouseCatalog
 from share_store.persistence import ShareStore
 from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.readers.directory_access import DirectoryAccess
+from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage
 from share_store.table_sources.registry import CatalogRegistry
 from sharing_server import paths
@@ -102,7 +103,8 @@ def protocol_routes(services: AppServices) -> list[Route]:
 def app_routes(services: AppServices) -> list[BaseRoute]:
     """Everything the app serves: what `create_app` routes and `/openapi.json` describes. Each
     package's routes are given the services their handlers use; none looks one up per request."""
-    share_catalog = ShareCatalog(services.store, services.iceberg_grants, services.metrics)
+    plans = TokenCodec(services.secret, "scan-plan")  # one key on every replica: any answers a plan task
+    share_catalog = ShareCatalog(services.store, services.iceberg_grants, services.metrics, plans)
     share_oauth = OAuthTokens(services.store, timedelta(seconds=services.options.access_token_lifetime))
     return [
         Route(paths.HEALTHZ, health, methods=["GET"]),
@@ -118,6 +120,7 @@ def app_routes(services: AppServices) -> list[BaseRoute]:
             services.maintenance.maintainer,
             services.maintenance.queue,
             IdempotencyKeys(services.store.transactions, services.secret),
+            TokenCodec(services.secret, "scan-plan-writers"),
         ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]

@@ -66,6 +66,10 @@ ICEBERG_NAMESPACE = ICEBERG_NAMESPACES + "/{namespace}"
 ICEBERG_TABLES = ICEBERG_NAMESPACE + "/tables"
 ICEBERG_TABLE = ICEBERG_TABLES + "/{table}"
 ICEBERG_CREDENTIALS = ICEBERG_TABLE + "/credentials"
+# Server-side scan planning (sharing_server/iceberg_shares/scan_plans.py).
+ICEBERG_TABLE_PLAN = ICEBERG_TABLE + "/plan"
+ICEBERG_TABLE_PLAN_ID = ICEBERG_TABLE_PLAN + "/{plan_id}"
+ICEBERG_TABLE_TASKS = ICEBERG_TABLE + "/tasks"
 ICEBERG_S3_SIGN = "/v1/aws/s3/sign"
 # The same catalog with the share named (OpenSharing's form: the prefix `shares/<share>` that
 # `GET /v1/config?warehouse=<share>` answers), for any token the share is open to.
@@ -76,6 +80,9 @@ ICEBERG_SHARE_NAMESPACE = ICEBERG_SHARE_NAMESPACES + "/{namespace}"
 ICEBERG_SHARE_TABLES = ICEBERG_SHARE_NAMESPACE + "/tables"
 ICEBERG_SHARE_TABLE = ICEBERG_SHARE_TABLES + "/{table}"
 ICEBERG_SHARE_CREDENTIALS = ICEBERG_SHARE_TABLE + "/credentials"
+ICEBERG_SHARE_TABLE_PLAN = ICEBERG_SHARE_TABLE + "/plan"
+ICEBERG_SHARE_TABLE_PLAN_ID = ICEBERG_SHARE_TABLE_PLAN + "/{plan_id}"
+ICEBERG_SHARE_TABLE_TASKS = ICEBERG_SHARE_TABLE + "/tasks"
 ICEBERG_SHARE_METRICS = ICEBERG_SHARE_TABLE + "/metrics"
 ICEBERG_SHARE_S3_SIGN = ICEBERG_SHARE + "/aws/s3/sign"
 # Anything else under the prefix: every write endpoint of the spec lands here.
@@ -96,6 +103,10 @@ WAREHOUSE_TABLES = WAREHOUSE_NAMESPACE + "/tables"
 WAREHOUSE_TABLE = WAREHOUSE_TABLES + "/{table}"
 WAREHOUSE_TABLE_METRICS = WAREHOUSE_TABLE + "/metrics"
 WAREHOUSE_TABLE_CREDENTIALS = WAREHOUSE_TABLE + "/credentials"
+# Server-side scan planning (sharing_server/catalog/scan_plans.py).
+WAREHOUSE_TABLE_PLAN = WAREHOUSE_TABLE + "/plan"
+WAREHOUSE_TABLE_PLAN_ID = WAREHOUSE_TABLE_PLAN + "/{plan_id}"
+WAREHOUSE_TABLE_TASKS = WAREHOUSE_TABLE + "/tasks"
 #: The writers' remote signer: a grant handed out with a table load names the table and the caller.
 WAREHOUSE_S3_SIGN = "/v1/{prefix}/s3-sign/{grant}"
 WAREHOUSE_REGISTER = WAREHOUSE_NAMESPACE + "/register"

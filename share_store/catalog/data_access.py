@@ -31,7 +31,7 @@ for keys or signatures is refused with the setting to turn on.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,20 @@ GRANT_SECONDS = 3600
 
 class DelegationOff(InvalidParameter):
     """A mode of access delegation the provider has not turned on."""
+
+
+@dataclass(frozen=True)
+class SignAsked:
+    """One S3 request to sign for `who` on `table`, whose files are at `location`; `writes`: whether
+    a write may be signed at all (a read-only grant's may not)."""
+
+    who: Principal
+    table: TableName
+    location: TableLocation
+    writes: bool
+    method: str
+    uri: str
+    headers: dict[str, list[str]]
 
 
 @dataclass(frozen=True)
@@ -203,10 +217,7 @@ class DataAccess:
         """Where the engine has its S3 requests signed: a grant naming the caller, the table (its
         name, uuid, whether it is only staged) and its location, in the signer's path, so that
         each request is checked against them and against the table as it is then."""
-        if not self.signs:
-            raise DelegationOff(
-                f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"
-            )
+        self._signing_on()
         rights = self._rights(who, table)
         _, endpoint, _ = self._s3()
         grant = self.codec.encode(
@@ -243,10 +254,7 @@ class DataAccess:
         `grant`, if the request names objects under the grant's location, the principal still may
         (`principal_of(key)` answers it from the store now: a removed user, or a narrowed policy,
         stops signing) and the grant's table is still the one under its name in `catalog`."""
-        if not self.signs:
-            raise DelegationOff(
-                f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"
-            )
+        self._signing_on()
         try:
             payload = self.codec.decode(grant)
         except ValueError:
@@ -259,25 +267,62 @@ class DataAccess:
         if who is None:
             raise Forbidden("the signing grant's user no longer exists")
         table = TableName.of(warehouse, payload["n"], payload["t"])
+        granted = _granted_location(payload)
+        return self._decide(
+            SignAsked(who, table, granted, payload.get("m") == "rw", method, uri, headers),
+            notes,
+            lambda: _still_the_grants(catalog, table, granted, payload),
+        )
+
+    def sign_table(
+        self,
+        access: CatalogAccess,
+        table: TableName,
+        method: str,
+        uri: str,
+        headers: dict[str, list[str]],
+        notes: dict[str, Any],
+    ) -> tuple[str, dict[str, list[str]]]:
+        """The spec's signer (`POST .../tables/{t}/sign`, Iceberg 1.11): the caller authenticated by
+        the catalog now, the table by the path, its location the catalog's (`NoSuchTable` when there
+        is none: a staged create signs through the grant handed out with it). The same decision as
+        `sign`, on the caller's policy as it is now."""
+        self._signing_on()
+        location = access.catalog.table_location(table)
+        return self._decide(SignAsked(access.who, table, location, True, method, uri, headers), notes)
+
+    def _decide(
+        self, asked: SignAsked, notes: dict[str, Any], still: Callable[[], None] | None = None
+    ) -> tuple[str, dict[str, list[str]]]:
+        """The URI and headers that sign `asked`, if it names objects under its location only and
+        its principal may do it there (a write also needs `asked.writes`, what a grant says); `still`
+        checks, last, that the table is still the one asked for."""
+        who, table, granted = asked.who, asked.table, asked.location
         rights = DataRights.of(who, table)
         _, endpoint, _ = self._s3()
         try:
-            request = parse_object_request(method, uri, headers, endpoint, writes=True)
+            request = parse_object_request(asked.method, asked.uri, asked.headers, endpoint, writes=True)
         except SigningRefused as error:
             raise Forbidden(f"not signed: {error}") from None
         notes["signing"] = {"method": request.method, "object": f"{request.bucket}/{request.key}"}
         if request.copy_source is not None:
             notes["signing"]["copy"] = "/".join(request.copy_source)
-        granted = _granted_location(payload)
         for bucket, key in request.objects():
             if not granted.holds(bucket, key):
                 raise Forbidden(f"not signed: {bucket}/{key} is outside the table's location")
         reads = request.method in READ_METHODS
-        if not (rights.read if reads else rights.write and payload.get("m") == "rw"):
+        if not (rights.read if reads else rights.write and asked.writes):
             needed = actions.GET_TABLE_DATA if reads else actions.PUT_TABLE_DATA
             raise Forbidden(f"{who.name} is not allowed to {needed} on {table}")
-        _still_the_grants(catalog, table, granted, payload)
+        if still is not None:
+            still()
         return request.uri, self._signer(table, granted, reads).sign(request)
+
+    def _signing_on(self) -> None:
+        if not self.signs:
+            raise DelegationOff(
+                f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"
+            )
 
     def _signer(self, table: TableName, granted: TableLocation, reads: bool) -> HeaderSigner:
         """What signs for a grant: where the store has STS (vending on), keys from `AssumeRole`

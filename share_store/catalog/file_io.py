@@ -12,7 +12,7 @@ from typing import Any
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from share_store.storage.base import ObjectStorage
-from share_store.storage.s3 import S3Storage
+from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.table_location import TableLocation
 
 
@@ -20,7 +20,11 @@ def file_io_properties(storage: ObjectStorage) -> dict[str, str]:
     """pyiceberg's `s3.*` properties for `storage` (none for local storage: `file://` needs none)."""
     if not isinstance(storage, S3Storage):
         return {}
-    settings = storage.settings
+    return settings_io_properties(storage.settings)
+
+
+def settings_io_properties(settings: S3Settings) -> dict[str, str]:
+    """pyiceberg's `s3.*` properties for a store's settings (its endpoint, region and keys)."""
     props = {"s3.region": settings.region}
     optional = {
         "s3.endpoint": settings.endpoint,

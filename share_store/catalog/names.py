@@ -26,6 +26,8 @@ MAX_NAMESPACE_LEVELS = 16
 WAREHOUSE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]")
 #: Joins a nested namespace's levels where one string is needed (the REST spec's own separator).
 LEVEL_SEPARATOR = "\x1f"
+#: `LEVEL_SEPARATOR` as `/v1/config` says it (`namespace-separator`, url-encoded, Iceberg 1.11).
+NAMESPACE_SEPARATOR = "%1F"
 
 
 #: What names may hold, as catalog properties for `/v1/config`'s `defaults`: pyiceberg's own catalog

@@ -84,8 +84,30 @@ class ShareTables:
         """The URI to send and its signed headers, if an Iceberg table of the share may be read at
         `uri` by `audience` (the URI is the request the signer built, not the client's); what was
         signed, or why not, noted for the audit. `SigningRefused` when no table's grant allows it."""
+        return self._signed_by(self.store.list_tables(share, audience=audience), method, uri, headers, notes)
+
+    def sign_table(
+        self,
+        table: SharedTable,
+        method: str,
+        uri: str,
+        headers: dict[str, list[str]],
+        notes: dict[str, Any],
+    ) -> tuple[str, dict[str, list[str]]]:
+        """`sign` for one table of the share, read for its audience (`table`): the spec's signer
+        (`.../tables/{t}/sign`), which names the table in its path."""
+        return self._signed_by([table], method, uri, headers, notes)
+
+    def _signed_by(
+        self,
+        tables: list[SharedTable],
+        method: str,
+        uri: str,
+        headers: dict[str, list[str]],
+        notes: dict[str, Any],
+    ) -> tuple[str, dict[str, list[str]]]:
+        """The signature of the first of `tables` whose grant allows the read."""
         refusal = "not a file of the share's tables"
-        tables = self.store.list_tables(share, audience=audience)
         failed: Exception | None = None
         # What each table's kept grant allows first; a fresh look only when none does.
         for table, recheck in [(t, False) for t in tables] + [(t, True) for t in tables]:

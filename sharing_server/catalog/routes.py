@@ -9,6 +9,8 @@ rather than guessing from an HTML page.
 
 from __future__ import annotations
 
+import os
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -18,11 +20,14 @@ from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.data_access import DataAccess
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
+from share_store.iceberg.scan_plans import PlanTokens
 from share_store.persistence.idempotency_keys import IdempotencyKeys
+from share_store.signing.token_codec import TokenCodec
 from sharing_server import paths
 from sharing_server.auth.catalog_callers import CatalogAuthentication, CatalogTokens
 from sharing_server.catalog.idempotent_routes import idempotent_routes
 from sharing_server.catalog.maintenance import MaintenanceEndpoints
+from sharing_server.catalog.scan_plans import PlanEndpoints
 from sharing_server.catalog.tables import TableEndpoints
 from sharing_server.catalog.views import ViewEndpoints
 from sharing_server.catalog.warehouses import WarehouseEndpoints
@@ -70,6 +75,7 @@ def warehouse_api(
     maintainer: Maintainer | None = None,
     queue: RunQueue | None = None,
     keys: IdempotencyKeys | None = None,
+    plans: TokenCodec | None = None,
 ) -> list[BaseRoute]:
     """The routes, their handlers given the catalog, its callers and its data access, and the
     maintainer and run queue the server's background maintenance shares (nothing looked up per
@@ -77,6 +83,9 @@ def warehouse_api(
     every = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     r, t = WarehouseEndpoints(catalog, callers, data), TableEndpoints(catalog, callers, data)
     v = ViewEndpoints(catalog, callers, data)
+    # Plan tokens signed with the server's key (`plans`), which every replica shares; without one,
+    # a key of this process only (its tokens are refused elsewhere).
+    p = PlanEndpoints(catalog, callers, data, PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan")))
     r.idempotency = keys is not None  # advertised in /v1/config only when served
     tokens = CatalogTokens(callers)
     m = MaintenanceEndpoints(maintainer or Maintainer(catalog), callers, queue)
@@ -113,6 +122,9 @@ def warehouse_api(
             methods=["GET"],
             name="warehouse_table_credentials",
         ),
+        Route(paths.WAREHOUSE_TABLE_PLAN, p.plan, methods=["POST"], name="warehouse_table_plan"),
+        Route(paths.WAREHOUSE_TABLE_PLAN_ID, p.plan_by_id, methods=["GET", "DELETE"], name="warehouse_plan"),
+        Route(paths.WAREHOUSE_TABLE_TASKS, p.tasks, methods=["POST"], name="warehouse_table_tasks"),
         Route(paths.WAREHOUSE_S3_SIGN, t.sign, methods=["POST"], name="warehouse_s3_sign"),
         Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
         Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
@@ -150,9 +162,10 @@ def catalog_mount(
     maintainer: Maintainer | None = None,
     queue: RunQueue | None = None,
     keys: IdempotencyKeys | None = None,
+    plans: TokenCodec | None = None,
 ) -> Mount:
     """`/_iceberg`: the routes, behind the Iceberg error model. Its callers are catalog users, not
     share tokens: a refused proof is not named in the audit line as a token."""
-    routes = warehouse_api(catalog, callers, data, maintainer, queue, keys)
+    routes = warehouse_api(catalog, callers, data, maintainer, queue, keys, plans)
     errors = iceberg_error_model(routes, NOT_FOUND, names_tokens=False)
     return Mount(paths.WAREHOUSE_PREFIX, routes=routes, middleware=[errors])

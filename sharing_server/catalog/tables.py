@@ -165,6 +165,20 @@ class TableEndpoints(CatalogEndpoints):
         )
         return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})
 
+    async def sign_table(self, request: Request) -> Response:
+        """The spec's signer (`POST .../tables/{t}/sign`, Iceberg 1.11): the caller by the catalog's
+        own authentication (bearer or SigV4), the table by the path; the decision is the grant
+        signer's (`DataAccess.sign_table`)."""
+        params, body, notes = request.path_params, await request.body(), audit_fields(request)
+
+        def sign(access: CatalogAccess) -> tuple[str, dict[str, list[str]]]:
+            name = codec.table_at(params["prefix"], params["namespace"], params["table"])
+            method, uri, headers = parse_sign_request(body)
+            return self.data.sign_table(access, name, method, uri, headers, notes)
+
+        signed_uri, signed = await self.as_caller(request, sign)
+        return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})
+
     async def register(self, request: Request) -> Response:
         params = request.path_params
         access = await self.access(request)

@@ -24,6 +24,7 @@ from share_store.catalog.names import IDENTIFIER_SUPPORT, check_warehouse
 from share_store.errors import InvalidParameter
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
+from sharing_server.catalog.scan_plans import PLAN_ENDPOINTS
 from sharing_server.catalog.views import VIEW_ENDPOINTS
 
 #: What `GET /v1/config` says this catalog serves (clients skip what is not listed).
@@ -65,7 +66,7 @@ class WarehouseEndpoints(CatalogEndpoints):
             )
         if not await run_in_threadpool(access.has_warehouse, check_warehouse(warehouse)):
             raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
-        endpoints = ENDPOINTS + (CREDENTIALS_ENDPOINTS if self.data.vends else [])
+        endpoints = ENDPOINTS + PLAN_ENDPOINTS + (CREDENTIALS_ENDPOINTS if self.data.vends else [])
         config = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": warehouse}, "endpoints": endpoints}
         if self.idempotency:  # the spec's one signal of keys served: the top-level lifetime
             config["idempotency-key-lifetime"] = LIFETIME_TEXT

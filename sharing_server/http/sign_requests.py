@@ -1,5 +1,6 @@
 """The body of an Iceberg REST remote-signing request, read off the wire for both signers
-(the recipients' at `/iceberg/v1/aws/s3/sign`, the writers' at `/_iceberg/v1/{prefix}/s3-sign/...`).
+(the recipients' at `/iceberg/v1/aws/s3/sign`, the writers' at `/_iceberg/v1/{prefix}/s3-sign/...`,
+and the spec's at `.../namespaces/{ns}/tables/{t}/sign` in both catalogs).
 
 pyiceberg's `S3V4RestSigner` and the Java client's signer POST the S3 request they would send,
 without credentials, as `{"method", "uri", "headers": {name: [values]}, ...}`. This module only
@@ -40,4 +41,12 @@ def parse_sign_request(raw: bytes) -> SignRequest:
     )
     if not isinstance(method, str) or not isinstance(uri, str) or not valid_headers:
         raise InvalidParameter("the signing request needs 'method', 'uri' and 'headers' (name → [values])")
+    # Iceberg 1.11's `RemoteSignRequest`: `provider` is the storage's scheme, `s3` when unsaid (the
+    # only storage these signers sign for); `region` the client's (the store's own is signed with).
+    provider = body.get("provider", "s3")
+    if not isinstance(provider, str) or provider.lower() != "s3":
+        raise InvalidParameter(f"this signer signs S3 requests only (provider 's3'), not {provider!r}")
+    for name in ("region", "body"):
+        if not isinstance(body.get(name, ""), str):
+            raise InvalidParameter(f"the signing request's {name!r} must be a string")
     return SignRequest(method, uri, headers)

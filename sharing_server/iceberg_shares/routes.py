@@ -18,6 +18,7 @@ Errors use the Iceberg REST error model: `{"error": {"message", "type", "code"}}
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from functools import partial
 
@@ -30,12 +31,14 @@ from starlette.routing import Mount, Route
 
 from share_store.errors import Forbidden, InvalidParameter, NotFound, Unauthenticated
 from share_store.iceberg.etags import shared_load_tag
+from share_store.iceberg.scan_plans import PlanTokens
 from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.iceberg_shares.opened_shares import OpenedShare, configured_prefix, open_share, own_share
 from share_store.iceberg_shares.share_tables import ShareTables
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
 from share_store.signing.request_signing import SigningRefused
+from share_store.signing.token_codec import TokenCodec
 from sharing_server import paths
 from sharing_server.auth.bearer import bearer_secret, record_token
 from sharing_server.auth.oauth import OAuthTokens
@@ -45,6 +48,7 @@ from sharing_server.http.sign_requests import SignRequest, parse_sign_request
 from sharing_server.iceberg_shares.authentication import ShareTokenAuthentication, share_token
 from sharing_server.iceberg_shares.delegation import read_access, storage_credentials, vend
 from sharing_server.iceberg_shares.metrics_reports import metrics_report_type
+from sharing_server.iceberg_shares.scan_plans import PLAN_ENDPOINTS, SharePlans
 from sharing_server.observability.audit import audit_fields
 from sharing_server.observability.metrics import Metrics
 
@@ -73,12 +77,17 @@ def _parsed(raw: bytes) -> SignRequest:
 class ShareCatalog:
     """The recipients' read-only catalog, given the store, the tables' grants and the metrics."""
 
-    def __init__(self, store: ShareStore, grants: IcebergGrants, metrics: Metrics) -> None:
+    def __init__(
+        self, store: ShareStore, grants: IcebergGrants, metrics: Metrics, plans: TokenCodec | None = None
+    ) -> None:
         self.store = store
         self.grants = grants
         self.metrics = metrics
         #: The tokens' shares' namespaces and tables, and which table signs a read.
         self.shares = ShareTables(store, grants)
+        #: Server-side scan planning, its tokens signed with the server's key (`plans`, which every
+        #: replica shares), else with a key of this process only.
+        self.plans = SharePlans(self, PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan")))
 
     # -- which share the request reads, and the table it names ----------------------------
 
@@ -116,6 +125,7 @@ class ShareCatalog:
             prefix = await run_in_threadpool(configured_prefix, self.store, secret, token, warehouse)
         endpoints = READ_ENDPOINTS + (METRICS_ENDPOINTS if prefix else [])
         endpoints += VENDING_ENDPOINTS if self.grants.vends else []
+        endpoints += PLAN_ENDPOINTS
         overrides = {"prefix": prefix} if prefix else {}
         return JSONResponse({"defaults": {}, "overrides": overrides, "endpoints": endpoints})
 
@@ -247,6 +257,7 @@ def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
     everything = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
     # Every route but the token endpoint and the signer (a refused token is its 403) takes a token.
     token = [Middleware(AuthenticationMiddleware, backend=ShareTokenAuthentication(catalog.store))]
+    plans = catalog.plans
 
     def tokened(path: str, endpoint: Endpoint, methods: list[str], name: str) -> Route:
         return Route(path, endpoint, methods=methods, name=name, middleware=token)
@@ -261,6 +272,9 @@ def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
         tokened(paths.ICEBERG_TABLES, catalog.list_tables, ["GET"], "iceberg_tables"),
         tokened(paths.ICEBERG_TABLE, catalog.load_table, ["GET", "HEAD"], "iceberg_table"),
         tokened(paths.ICEBERG_CREDENTIALS, catalog.load_credentials, ["GET"], "iceberg_credentials"),
+        tokened(paths.ICEBERG_TABLE_PLAN, plans.plan, ["POST"], "iceberg_table_plan"),
+        tokened(paths.ICEBERG_TABLE_PLAN_ID, plans.plan_by_id, ["GET", "DELETE"], "iceberg_plan"),
+        tokened(paths.ICEBERG_TABLE_TASKS, plans.tasks, ["POST"], "iceberg_table_tasks"),
         Route(paths.ICEBERG_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_s3_sign"),
         # The same catalog with the share named: any token the share is open to.
         tokened(paths.ICEBERG_SHARE_CONFIG, catalog.get_config, ["GET"], "iceberg_share_config"),
@@ -274,6 +288,9 @@ def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
             paths.ICEBERG_SHARE_CREDENTIALS, catalog.load_credentials, ["GET"], "iceberg_share_credentials"
         ),
         tokened(paths.ICEBERG_SHARE_METRICS, catalog.report_metrics, ["POST"], "iceberg_share_metrics"),
+        tokened(paths.ICEBERG_SHARE_TABLE_PLAN, plans.plan, ["POST"], "iceberg_share_table_plan"),
+        tokened(paths.ICEBERG_SHARE_TABLE_PLAN_ID, plans.plan_by_id, ["GET", "DELETE"], "iceberg_share_plan"),
+        tokened(paths.ICEBERG_SHARE_TABLE_TASKS, plans.tasks, ["POST"], "iceberg_share_table_tasks"),
         Route(
             paths.ICEBERG_SHARE_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_share_s3_sign"
         ),

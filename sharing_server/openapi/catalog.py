@@ -338,6 +338,22 @@ def _table_operations() -> dict[OperationKey, Schema]:
             on_table(actions.GET_TABLE_DATA),
             table,
         ),
+        ("warehouse_table_sign", "POST"): catalog_operation(
+            "warehouseSignTableRequest",
+            "Sign one S3 request of a writer's engine for this table (Iceberg 1.11's signer)",
+            "The caller authenticated as for any call (bearer or SigV4), the table named by the path: "
+            "the same decision as the grant's signer, on the table's recorded location and the "
+            "caller's policy now. `provider` is `s3` (or unsaid).",
+            returns("Headers that authorize the request.", "S3SignResult"),
+            {
+                400: "A body that does not fit, another provider, or signing is off (`BadRequestException`).",
+                404: NO_TABLE,
+                503: UNAVAILABLE,
+            },
+            f"`{actions.GET_TABLE_DATA}` (reads) or `{actions.PUT_TABLE_DATA}` (writes)",
+            table,
+            "S3SignRequest",
+        ),
         ("warehouse_s3_sign", "POST"): catalog_operation(
             "warehouseSignS3Request",
             "Sign one S3 request of a writer's engine (remote signing)",

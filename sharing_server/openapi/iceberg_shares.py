@@ -82,7 +82,8 @@ def _schemas() -> dict[str, Schema]:
         ),
         "LoadCredentialsResult": object_schema({"storage-credentials": array(model("StorageCredential"))}),
         "S3SignRequest": object_schema(
-            {"method": STRING, "uri": STRING, "headers": HEADERS}, {"region": STRING, "body": STRING}
+            {"method": STRING, "uri": STRING, "headers": HEADERS},
+            {"region": STRING, "body": STRING, "provider": STRING, "properties": {"type": "object"}},
         ),
         "S3SignResult": object_schema({"uri": STRING, "headers": HEADERS}),
     }
@@ -141,6 +142,11 @@ def _share_named() -> dict[tuple[str, str], Schema]:
             PROTOCOL_AUTH,
             {"204": {"description": "Taken."}, **_iceberg_errors(400, 401, 404), **errors(429)},
             [SHARE, NAMESPACE, TABLE], json_body({"type": "object"}),
+        ),
+        ("iceberg_share_table_sign", "POST"): _operation(
+            "icebergShareSignTableRequest", "Sign one S3 read of this table's file (Iceberg 1.11's signer)",
+            ("Headers that authorize the request.", "S3SignResult"), (400, 401, 403, 404, 503),
+            [SHARE, NAMESPACE, TABLE], json_body(model("S3SignRequest")),
         ),
         ("iceberg_share_s3_sign", "POST"): _operation(
             "icebergShareSignS3Request", "Sign one S3 read of a file of the share's tables",
@@ -206,6 +212,14 @@ def area() -> Area:
                 ("Headers that authorize the request.", "S3SignResult"),
                 (400, 403, 503),
                 body=json_body(model("S3SignRequest")),
+            ),
+            ("iceberg_table_sign", "POST"): _operation(
+                "icebergSignTableRequest",
+                "Sign one S3 read of a file of this table (Iceberg 1.11's signer)",
+                ("Headers that authorize the request.", "S3SignResult"),
+                (400, 401, 403, 404, 503),
+                [NAMESPACE, TABLE],
+                json_body(model("S3SignRequest")),
             ),
             **_share_named(),
             **{

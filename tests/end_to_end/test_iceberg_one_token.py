@@ -162,11 +162,12 @@ def test_config_names_each_granted_share_as_its_own_prefix(provider: dict[str, A
         answer = get(provider, "/v1/config", acme, warehouse=share)
         assert answer.status_code == 200, answer.text
         body = answer.json()
-        assert body["defaults"] == {} and body["overrides"] == {"prefix": f"shares/{share}"}
+        assert body["defaults"] == {}
+        assert body["overrides"] == {"prefix": f"shares/{share}", "namespace-separator": "%1F"}
         assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics" in body["endpoints"]
         assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials" in body["endpoints"]
     same = get(provider, "/v1/shares/south/config", acme)
-    assert same.json()["overrides"] == {"prefix": "shares/south"}
+    assert same.json()["overrides"] == {"prefix": "shares/south", "namespace-separator": "%1F"}
 
 
 def test_a_share_not_granted_answers_as_a_share_that_does_not_exist(provider: dict[str, Any]) -> None:
@@ -189,7 +190,7 @@ def test_a_shares_own_token_keeps_its_form_and_opens_no_other_share(provider: di
     own = provider["tokens"]["north-own"]
     unchanged = get(provider, "/v1/config", own).json()
     assert (
-        unchanged["overrides"] == {}
+        unchanged["overrides"] == {"namespace-separator": "%1F"}
         and get(provider, "/v1/config", own, warehouse="north").json() == unchanged
     )
     assert get(provider, "/v1/namespaces", own).json() == {"namespaces": [["sales"]]}
@@ -401,3 +402,75 @@ def test_loads_are_tagged_per_recipient_answer_304_and_vended_loads_are_untagged
     # A token that may not read the share gets its refusal, whatever tag it sends.
     refused = load(provider, tokens["zeta"], south, **signing, **{"If-None-Match": tag})
     assert refused.status_code in (403, 404) and refused.json()["error"]["code"] == refused.status_code
+
+
+# -- the spec's signer (issue 52): POST /v1/{prefix}/namespaces/{ns}/tables/{t}/sign ---------------
+
+
+def spec_sign(
+    provider: dict[str, Any],
+    token: str,
+    prefix: str,
+    table: str,
+    method: str,
+    uri: str,
+    more: dict[str, Any] | None = None,
+) -> httpx.Response:
+    """The spec's signer of `table` (`schema/name`) under `prefix` (`/shares/S` or empty)."""
+    schema, _, name = table.partition("/")
+    body = {"method": method, "region": "us-east-1", "uri": uri, "headers": {}, **(more or {})}
+    return httpx.post(
+        f"{root(provider)}/v1{prefix}/namespaces/{schema}/tables/{name}/sign",
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+
+
+def test_the_spec_signer_signs_reads_of_the_named_table_only(provider: dict[str, Any]) -> None:
+    """The same decision as `/v1/aws/s3/sign`, narrowed to the table the path names: its files for
+    this recipient, read-only; another table's file is refused even where the token may read it
+    (south's orders through north's customers), and so are the other recipient's derived files."""
+    tokens, endpoint = provider["tokens"], provider["seaweed"].endpoint
+    acme, zeta = tokens["acme"], tokens["zeta"]
+    config = get(provider, "/v1/config", acme, warehouse="north").json()
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign" in config["endpoints"]
+    assert config["overrides"]["namespace-separator"] == "%1F"
+
+    def uri(location: str) -> str:
+        return f"{endpoint}/{location.removeprefix('s3://')}"
+
+    acme_files = data_files(catalog(provider, acme, "north", **SIGNED).load_table("sales.customers"))
+    zeta_files = data_files(catalog(provider, zeta, "north", **SIGNED).load_table("sales.customers"))
+    orders_files = data_files(catalog(provider, acme, "south", **SIGNED).load_table("ops.orders"))
+    customers = "sales/customers"
+    ok = spec_sign(provider, acme, "/shares/north", customers, "GET", uri(acme_files[0]), {"provider": "s3"})
+    assert ok.status_code == 200 and ok.headers["cache-control"] == "no-store", ok.text
+    fetched = httpx.get(ok.json()["uri"], headers={k: ", ".join(v) for k, v in ok.json()["headers"].items()})
+    assert fetched.status_code == 200 and fetched.content[:4] == b"PAR1"
+    assert (
+        spec_sign(provider, acme, "/shares/south", "ops/orders", "GET", uri(orders_files[0])).status_code
+        == 200
+    )
+    bucket_root = f"{endpoint}/{BUCKET}"
+    for token, prefix, table, method, target, status in (
+        (acme, "/shares/north", customers, "GET", uri(orders_files[0]), 403),  # another table's file
+        (acme, "/shares/north", customers, "GET", uri(zeta_files[0]), 403),  # another recipient's
+        (zeta, "/shares/north", customers, "GET", uri(acme_files[0]), 403),
+        (acme, "/shares/north", customers, "PUT", uri(acme_files[0]), 403),  # recipients only read
+        (acme, "/shares/north", customers, "DELETE", uri(acme_files[0]), 403),
+        (acme, "/shares/north", customers, "POST", f"{bucket_root}?delete", 403),  # a batch delete
+        (acme, "/shares/north", customers, "GET", f"{bucket_root}?list-type=2", 403),  # a listing
+        (acme, "/shares/north", customers, "GET", "http://evil.example/" + acme_files[0][5:], 403),
+        (acme, "/shares/north", customers, "GET", f"{endpoint}/elsewhere/customers/x.parquet", 403),
+        (zeta, "/shares/south", "ops/orders", "GET", uri(orders_files[0]), 404),  # not granted
+        (acme, "/shares/north", "sales/nope", "GET", uri(acme_files[0]), 404),
+        (tokens["north-own"], "", customers, "GET", uri(acme_files[0]), 403),  # no recipient
+        ("not-a-token", "/shares/north", customers, "GET", uri(acme_files[0]), 401),
+    ):
+        answer = spec_sign(provider, token, prefix, table, method, target)
+        error = refusal(answer, status)
+        assert error["type"] in ("ForbiddenException", "NoSuchTableException", "NoSuchNamespaceException",
+                                 "NotFoundException", "NotAuthorizedException"), error  # fmt: skip
+    for more in ({"provider": "gcs"}, {"provider": None}, {"region": 1}, {"body": {"x": 1}}):
+        refusal(spec_sign(provider, acme, "/shares/north", customers, "GET", uri(acme_files[0]), more), 400)

@@ -734,3 +734,108 @@ def test_a_load_with_keys_or_a_signing_grant_is_untagged_and_never_answers_304(
         config = delegated.json()["config"]
         assert ("s3.session-token" in config) if mode == VENDED else ("s3.signer.endpoint" in config)
     assert signed(owner, "GET", url, b"", **{"If-None-Match": tag}).status_code == 304
+
+
+# -- the spec's signer (Iceberg 1.11): POST /v1/{prefix}/namespaces/{ns}/tables/{t}/sign ----------
+
+
+def spec_sign(
+    server: Deployment, user: IssuedUser, namespace: str, table: str, request: dict[str, Any]
+) -> httpx.Response:
+    """The spec's signer of `namespace.table`, called with the catalog user's own SigV4 proof."""
+    url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{table}/sign"
+    return signed(user, "POST", url, json.dumps(request).encode())
+
+
+BATCH_DELETE = "<Delete><Object><Key>x</Key></Object></Delete>"
+
+
+def sign_body(method: str, uri: str, **more: Any) -> dict[str, Any]:
+    return {"method": method, "region": "us-east-1", "uri": uri, "headers": {}, **more}
+
+
+def test_the_spec_signer_signs_for_the_caller_inside_the_table_only(
+    delegating_server: Deployment, owner: IssuedUser, reader: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    """The same decision as the grant's signer, with the caller authenticated as for any call and
+    the table named by the path: inside the table, what the caller's policy allows; anything else
+    refused in the spec's error model."""
+    namespace, a, ab = two_tables
+    config = signed(owner, "GET", f"{root(delegating_server)}/v1/config?warehouse={WAREHOUSE}").json()
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign" in config["endpoints"]
+    _, endpoint = signer_of(delegating_server, owner, namespace, a)
+    inside = f"{endpoint}/{WAREHOUSE}/{namespace}/{a}/data/spec-signed.parquet"
+    put = spec_sign(delegating_server, owner, namespace, a, sign_body("PUT", inside, provider="s3"))
+    assert put.headers["cache-control"] == "no-store"
+    assert sent(put, "PUT").status_code == 200  # the store takes the signature
+    got = spec_sign(delegating_server, owner, namespace, a, sign_body("GET", inside))  # no provider: s3
+    assert sent(got, "GET").status_code == 200
+    host = endpoint.split("//", 1)[1]
+    for request, status in (
+        (sign_body("GET", f"{endpoint}/{WAREHOUSE}/{namespace}/{ab}/data/x.parquet"), 403),  # another table
+        (sign_body("GET", f"{endpoint}/{OTHER}/{namespace}/{a}/data/x.parquet"), 403),  # another bucket
+        (sign_body("GET", f"http://evil.example/{WAREHOUSE}/{namespace}/{a}/x"), 403),  # a host not ours
+        (sign_body("GET", f"http://{WAREHOUSE}.{host}/{namespace}/{a}/x"), 403),  # virtual host
+        (sign_body("GET", f"{endpoint}/{WAREHOUSE}/{namespace}/{a}/../{ab}/x"), 403),
+        (sign_body("GET", f"{endpoint}/{WAREHOUSE}?list-type=2&prefix={namespace}/"), 403),  # a listing
+        # A batch delete (`POST ?delete`, its keys in the body) is not signed, inside or out.
+        (sign_body("POST", f"{endpoint}/{WAREHOUSE}?delete", body=BATCH_DELETE), 403),
+        (sign_body("POST", f"{endpoint}/{WAREHOUSE}/{namespace}/{a}/x?delete"), 403),
+        (sign_body("GET", inside, provider="gcs"), 400),
+        (sign_body("GET", inside, provider=7), 400),
+        (sign_body("GET", inside, region=["us-east-1"]), 400),
+        ({"method": "GET"}, 400),
+    ):  # fmt: skip
+        answer = spec_sign(delegating_server, owner, namespace, a, request)
+        assert answer.status_code == status, (request, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == status and error["type"] in ("ForbiddenException", "BadRequestException")
+    # A read-only user: reads signed, writes refused.
+    assert spec_sign(delegating_server, reader, namespace, a, sign_body("GET", inside)).status_code == 200
+    refused_put = spec_sign(delegating_server, reader, namespace, a, sign_body("PUT", inside))
+    assert refused_put.status_code == 403 and refused_put.json()["error"]["type"] == "ForbiddenException"
+    # No proof, or a table that is not there: refused before anything is signed.
+    anonymous = httpx.post(
+        f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}/sign",
+        json=sign_body("GET", inside),
+    )
+    assert anonymous.status_code in (401, 403) and anonymous.json()["error"]["code"] == anonymous.status_code
+    missing = spec_sign(delegating_server, owner, namespace, "nope", sign_body("GET", inside))
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "NoSuchTableException"
+
+
+def test_the_spec_signer_of_another_namespaces_table_obeys_the_callers_policy(
+    delegating_server: Deployment, owner: IssuedUser, attacker: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    """A user allowed on namespace `att` only names another namespace's table in the path: refused."""
+    namespace, a, _ = two_tables
+    _, endpoint = signer_of(delegating_server, owner, namespace, a)
+    inside = f"{endpoint}/{WAREHOUSE}/{namespace}/{a}/data/x.parquet"
+    for method in ("GET", "PUT"):
+        answer = spec_sign(delegating_server, attacker, namespace, a, sign_body(method, inside))
+        assert answer.status_code == 403, answer.text
+
+
+def test_a_nested_namespace_through_the_advertised_separator(
+    delegating_server: Deployment, owner: IssuedUser
+) -> None:
+    """`namespace-separator` is `%1F` in /v1/config, and a nested namespace reached through it signs."""
+    config = signed(owner, "GET", f"{root(delegating_server)}/v1/config?warehouse={WAREHOUSE}").json()
+    assert config["overrides"]["namespace-separator"] == "%1F"
+    catalog = writer(delegating_server, owner, SIGNED)
+    catalog.create_namespace_if_not_exists(("outer",))
+    catalog.create_namespace_if_not_exists(("outer", "inner"))
+    table = catalog.create_table(("outer", "inner", f"t{uuid.uuid4().hex[:6]}"), schema=ROWS)
+    table.append(rows((1, "nested")))
+    name = table.name()[-1]
+    loaded = signed(
+        owner, "GET", f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/outer%1Finner/tables/{name}"
+    )
+    assert loaded.status_code == 200, loaded.text
+    data = next(f.file.file_path for f in table.scan().plan_files())
+    bucket, _, key = data.removeprefix("s3://").partition("/")
+    _, endpoint = signer_of(delegating_server, owner, "outer%1Finner", name)
+    answer = spec_sign(
+        delegating_server, owner, "outer%1Finner", name, sign_body("GET", f"{endpoint}/{bucket}/{key}")
+    )
+    assert sent(answer, "GET").content[:4] == b"PAR1"

@@ -84,6 +84,8 @@ def test_config_lists_exactly_what_is_served(tmp_path: Path, delegation: tuple[s
         served = served_endpoints(app)
         if "vended-credentials" not in delegation:
             served.discard(f"GET {paths.WAREHOUSE_TABLE_CREDENTIALS}")
+        if "remote-signing" not in delegation:
+            served.discard(f"POST {paths.WAREHOUSE_TABLE_SIGN}")
         assert listed == served
         # The lifetime is advertised, and every mutation the config lists takes a key but metrics
         # reports and the signer (the spec declares none there: neither changes the catalog).

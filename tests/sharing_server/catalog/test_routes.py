@@ -47,7 +47,8 @@ def test_config_of_an_unknown_warehouse_is_no_such_warehouse(served: Served) -> 
 def test_config_names_the_warehouse_as_prefix_and_the_endpoints_served(catalog: Served) -> None:
     config = catalog.call("GET", "/config", params={"warehouse": WH})
     assert config.status_code == 200
-    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": WH}, "endpoints": ENDPOINTS,
+    overrides = {"prefix": WH, "namespace-separator": "%1F"}
+    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": overrides, "endpoints": ENDPOINTS,
                 "idempotency-key-lifetime": "PT30M"}  # fmt: skip
     assert config.json() == expected
     assert "POST /v1/{prefix}/transactions/commit" in config.json()["endpoints"]
@@ -485,7 +486,7 @@ def test_a_sigv4_signed_request_is_its_users_and_a_changed_one_is_forbidden(cata
     headers = sigv4(user, "GET", f"/config?warehouse={WH}")
     config = catalog.client.get(f"{API}/config?warehouse={WH}", headers=headers)
     assert config.status_code == 200, config.text
-    assert config.json()["overrides"] == {"prefix": WH}
+    assert config.json()["overrides"] == {"prefix": WH, "namespace-separator": "%1F"}
 
     body = json.dumps({"namespace": ["signed"]}).encode()
     headers = sigv4(user, "POST", f"/{WH}/namespaces", body)

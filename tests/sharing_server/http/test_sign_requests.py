@@ -21,6 +21,12 @@ def test_the_method_uri_and_headers_are_read_as_the_clients_send_them() -> None:
     assert (method, uri, headers) == ("GET", URI, {"Range": ["bytes=0-9"]})
 
 
+def test_the_provider_s3_is_taken_in_any_case() -> None:
+    for provider in ("s3", "S3"):
+        body = {"method": "GET", "uri": URI, "provider": provider, "region": "eu-west-1", "body": ""}
+        assert parse_sign_request(json.dumps(body).encode()).uri == URI
+
+
 def test_headers_may_be_left_out() -> None:
     assert parse_sign_request(json.dumps({"method": "HEAD", "uri": URI}).encode()).headers == {}
 
@@ -41,6 +47,11 @@ def test_headers_may_be_left_out() -> None:
         (b'{"method": "GET", "uri": "u\\ud800", "headers": {}}', "valid Unicode"),
         (b'{"method": "GET", "uri": "u", "headers": {"x-amz-meta-\\ud800": ["1"]}}', "valid Unicode"),
         (b'{"method": "GET", "uri": "u", "headers": {"Range": ["\\ud800"]}}', "valid Unicode"),
+        # Iceberg 1.11's `provider`: S3 only; `region` and `body` are strings.
+        (json.dumps({"method": "GET", "uri": URI, "provider": "gcs"}).encode(), "S3 requests only"),
+        (json.dumps({"method": "GET", "uri": URI, "provider": None}).encode(), "S3 requests only"),
+        (json.dumps({"method": "GET", "uri": URI, "region": 1}).encode(), "'region' must be a string"),
+        (json.dumps({"method": "GET", "uri": URI, "body": {}}).encode(), "'body' must be a string"),
     ],
 )
 def test_a_body_of_another_shape_is_an_invalid_parameter(raw: bytes, reason: str) -> None:

@@ -52,9 +52,11 @@ def test_the_configuration_lists_read_endpoints_only(server: Deployment) -> None
     answer = iceberg(server, "GET", "/v1/config", server.token("ice"))
     assert answer.status_code == 200
     body = answer.json()
-    assert body["defaults"] == {} and body["overrides"] == {}
+    assert body["defaults"] == {} and body["overrides"] == {"namespace-separator": "%1F"}
     assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}" in body["endpoints"]
-    assert not [e for e in body["endpoints"] if e.split()[0] in ("POST", "DELETE", "PUT")]
+    # The spec's signer is a POST that signs reads only.
+    writes = [e for e in body["endpoints"] if e.split()[0] in ("POST", "DELETE", "PUT")]
+    assert writes == ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"]
     assert not [e for e in body["endpoints"] if e.endswith("/credentials")]  # vending is off
 
 

@@ -1,0 +1,126 @@
+"""Server-side scan planning at `/_iceberg` (a writer's own warehouse):
+
+POST   /v1/{prefix}/namespaces/{ns}/tables/{t}/plan             plan a scan (`completed`)
+GET    /v1/{prefix}/namespaces/{ns}/tables/{t}/plan/{plan-id}   the same plan, planned again
+DELETE /v1/{prefix}/namespaces/{ns}/tables/{t}/plan/{plan-id}   cancel: nothing is held (204)
+POST   /v1/{prefix}/namespaces/{ns}/tables/{t}/tasks            one plan task's file scan tasks
+
+A plan names the table's files, so the caller must be allowed `s3tables:GetTableData` on it, as
+for keys or signatures; its manifests are read through a FileIO confined to the table's recorded
+location. A completed plan carries `storage-credentials` when the engine asks for vended keys
+and the server vends them (`X-Iceberg-Access-Delegation`), as a load does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from share_store.catalog.access import CatalogAccess
+from share_store.catalog.callers import CatalogCallers
+from share_store.catalog.catalog import WarehouseCatalog
+from share_store.catalog.data_access import DataAccess, DataRights
+from share_store.catalog.names import TableName
+from share_store.errors import Forbidden
+from share_store.iceberg import scan_plans
+from share_store.iceberg.scan_plans import PlanTokens
+from sharing_server import paths
+from sharing_server.catalog import codec
+from sharing_server.catalog.endpoints import CatalogEndpoints
+from sharing_server.http.access_delegation import asked_modes
+from sharing_server.http.plan_bodies import plan_body
+from sharing_server.observability.audit import audit_fields
+
+PLAN_ENDPOINTS = [
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+]
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+class PlanEndpoints(CatalogEndpoints):
+    def __init__(
+        self, catalog: WarehouseCatalog, callers: CatalogCallers, data: DataAccess, tokens: PlanTokens
+    ) -> None:
+        super().__init__(catalog, callers, data)
+        self.tokens = tokens
+
+    def _table(self, request: Request, access: CatalogAccess) -> tuple[TableName, Any, Any, str]:
+        """The table the path names, loaded for a caller who may read its data; its pyiceberg
+        `Table` (manifests read only inside its location) and what its plan tokens are bound to."""
+        from pyiceberg.catalog.noop import NoopCatalog
+
+        from share_store.catalog.file_io import ConfinedFileIO
+        from share_store.catalog.table_source import ServerTable
+
+        params = request.path_params
+        name = codec.table_at(params["prefix"], params["namespace"], params["table"])
+        if not DataRights.of(access.who, name).read:
+            raise Forbidden(f"{access.who.name} may not read the data of {name}: no plan is made for it")
+        loaded = access.load_table(name)
+        location = loaded.location or self.catalog.table_location(name)
+        table = ServerTable(
+            identifier=(*name.namespace, name.name),
+            metadata=loaded.metadata,
+            metadata_location=loaded.metadata_location or "",
+            io=ConfinedFileIO(self.catalog.storage, location),
+            catalog=NoopCatalog("scan-planning"),
+        )
+        who = f"{access.who.name}\x00{access.who.key or ''}"
+        bound = scan_plans.binding("warehouse", name.warehouse, *name.namespace, name.name,
+                                   str(loaded.metadata.table_uuid), who)  # fmt: skip
+        return name, loaded, table, bound
+
+    def _credentials(
+        self, request: Request, access: CatalogAccess, name: TableName, loaded: Any
+    ) -> list[Any]:
+        """`storage-credentials` for a completed plan: vended keys, when asked for and served."""
+        asked = [mode for mode in asked_modes(request.headers) if mode == "vended-credentials"]
+        if not asked or not self.data.vends:
+            return []
+        signer = str(request.base_url).rstrip("/") + paths.WAREHOUSE_PREFIX
+        _, credentials = self.data.delegate(asked, access, name, loaded, signer, audit_fields(request))
+        return credentials
+
+    async def plan(self, request: Request) -> Response:
+        body = await plan_body(request)
+
+        def plan(access: CatalogAccess) -> dict[str, Any]:
+            asked = scan_plans.parse_plan_request(body)
+            name, loaded, table, bound = self._table(request, access)
+            planned, plan_id = scan_plans.plan(table, asked, self.tokens, bound)
+            answer = {"status": "completed", "plan-id": plan_id, **planned.to_json()}
+            credentials = self._credentials(request, access, name, loaded)
+            return {**answer, "storage-credentials": credentials} if credentials else answer
+
+        return JSONResponse(await self.as_caller(request, plan), headers=NO_STORE)
+
+    async def plan_by_id(self, request: Request) -> Response:
+        plan_id = str(request.path_params["plan_id"])
+
+        def fetch(access: CatalogAccess) -> dict[str, Any] | None:
+            name, loaded, table, bound = self._table(request, access)
+            payload = self.tokens.read("plan", plan_id, bound)
+            if request.method == "DELETE":
+                return None  # a plan holds nothing on the server to free
+            scan = scan_plans.ScanAsked.from_json(payload["q"])
+            planned, _ = scan_plans.plan(table, scan, self.tokens, bound)
+            answer = {"status": "completed", "plan-id": plan_id, **planned.to_json()}
+            credentials = self._credentials(request, access, name, loaded)
+            return {**answer, "storage-credentials": credentials} if credentials else answer
+
+        answer = await self.as_caller(request, fetch)
+        return Response(status_code=204) if answer is None else JSONResponse(answer, headers=NO_STORE)
+
+    async def tasks(self, request: Request) -> Response:
+        plan_task = scan_plans.plan_task_of(await plan_body(request))
+
+        def fetch(access: CatalogAccess) -> dict[str, Any]:
+            _, _, table, bound = self._table(request, access)
+            return scan_plans.fetch_tasks(table, plan_task, self.tokens, bound).to_json()
+
+        return JSONResponse(await self.as_caller(request, fetch), headers=NO_STORE)

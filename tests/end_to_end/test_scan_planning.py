@@ -1,0 +1,284 @@
+"""Server-side scan planning end to end: pyiceberg 0.12 with `scan-planning-mode=server` against
+`/_iceberg` (a writer's own warehouse) and `/iceberg` (a recipient's share), on SeaweedFS, reading
+what a client-planned read of the same table reads; plan tasks fetched through `/tasks`; tokens of
+another table, forged or unknown refused in the spec's error model."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import LongType, NestedField, StringType
+
+from share_store.catalog.users import IssuedUser
+from share_store.iceberg import scan_plans
+from tests.conftest import Deployment
+from tests.end_to_end.test_iceberg_rest import (
+    DELTA_TABLES,
+    as_rows,
+    catalog_uri,
+    delta_shares,
+    recipient,
+    scanned,
+    seaweed_server,
+    source_rows,
+)
+from tests.end_to_end.test_warehouse_catalog import aistor_catalog, catalog_root, owner, signed
+
+__all__ = ["delta_shares", "owner", "seaweed_server"]  # fixtures of other modules, used here
+
+WAREHOUSE = "analytics"
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "region", StringType(), required=False),
+)
+SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+
+
+def rows(table: Any, **scan: Any) -> list[tuple[Any, ...]]:
+    frame = table.scan(**scan).to_arrow().to_pylist()
+    return sorted(tuple(row.values()) for row in frame)
+
+
+def server_planned(deployment: Deployment, user: IssuedUser) -> Catalog:
+    """The writers' pyiceberg catalog, planning on the server."""
+    catalog = aistor_catalog(deployment, user)
+    catalog.properties["scan-planning-mode"] = "server"
+    assert catalog.supports_server_side_planning()
+    return catalog
+
+
+def plan_url(deployment: Deployment, namespace: str, table: str, tail: str = "plan") -> str:
+    return f"{catalog_root(deployment)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{table}/{tail}"
+
+
+@pytest.fixture(scope="module")
+def writer(s3: Deployment, owner: IssuedUser) -> Catalog:
+    return aistor_catalog(s3, owner)
+
+
+@pytest.fixture(scope="module")
+def regions(s3: Deployment, writer: Catalog) -> tuple[str, str]:
+    """A partitioned table of three appends and a delete (pyiceberg writes it copy-on-write)."""
+    namespace, name = f"ns_{uuid.uuid4().hex[:8]}", "regions"
+    writer.create_namespace(namespace)
+    table = writer.create_table(f"{namespace}.{name}", SCHEMA, partition_spec=SPEC)
+    arrow = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("region", pa.string())])
+    for start, region in ((0, "eu"), (100, "us"), (200, "eu")):
+        table.append(pa.Table.from_pylist([{"id": start + i, "region": region} for i in range(5)], arrow))
+    table.delete("id = 3")
+    return namespace, name
+
+
+def test_the_writers_catalog_lists_the_planning_endpoints(s3: Deployment, owner: IssuedUser) -> None:
+    config = signed(owner, "GET", f"{catalog_root(s3)}/v1/config?warehouse={WAREHOUSE}").json()
+    for endpoint in (
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    ):
+        assert endpoint in config["endpoints"]
+
+
+def test_pyiceberg_planning_on_the_writers_server_reads_what_client_planning_reads(
+    s3: Deployment, owner: IssuedUser, writer: Catalog, regions: tuple[str, str]
+) -> None:
+    namespace, name = regions
+    local = writer.load_table(f"{namespace}.{name}")
+    remote = server_planned(s3, owner).load_table(f"{namespace}.{name}")
+    assert rows(remote) == rows(local) and len(rows(local)) == 14
+    for row_filter in ("region = 'eu'", "id >= 102"):
+        assert rows(remote, row_filter=row_filter) == rows(local, row_filter=row_filter)
+        planned = {task.file.file_path for task in remote.scan(row_filter=row_filter).plan_files()}
+        assert planned == {task.file.file_path for task in local.scan(row_filter=row_filter).plan_files()}
+    # A partition filter prunes on the server: only the eu files are planned.
+    eu = list(remote.scan(row_filter="region = 'eu'").plan_files())
+    assert eu and all(task.file.partition[0] == "eu" for task in eu)
+    assert rows(remote, selected_fields=("id",)) == rows(local, selected_fields=("id",))
+    first = local.metadata.snapshots[0].snapshot_id
+    assert rows(remote, snapshot_id=first) == rows(local, snapshot_id=first)
+
+
+def test_a_plan_answer_is_spec_shaped_and_bad_requests_are_400(
+    s3: Deployment, owner: IssuedUser, regions: tuple[str, str]
+) -> None:
+    namespace, name = regions
+    url = plan_url(s3, namespace, name)
+    answer = signed(
+        owner, "POST", url, json.dumps({"filter": {"type": "eq", "term": "region", "value": "us"}}).encode()
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["status"] == "completed" and body["plan-id"]
+    files = [task["data-file"] for task in body["file-scan-tasks"]]
+    assert files and all(f["content"] == "data" and f["file-format"] == "parquet" for f in files)
+    assert all(f["partition"] == ["us"] and f["record-count"] > 0 for f in files)
+    for bad in (
+        {"filter": {"type": "eq", "term": "no_such_column", "value": 1}},
+        {"filter": {"type": "frobnicate"}},
+        {"select": ["no_such_column"]},
+        {"snapshot-id": 12345},
+        {"start-snapshot-id": 1, "end-snapshot-id": 2},
+        {"filter": _deep(200)},
+    ):
+        refused = signed(owner, "POST", url, json.dumps(bad).encode())
+        assert refused.status_code == 400, (bad, refused.text)
+        assert refused.json()["error"]["code"] == 400
+    assert signed(owner, "POST", url, b"[not json").status_code == 400
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "eq", "term": "id", "value": 1}
+    for _ in range(levels):
+        node = {"type": "not", "child": node}
+    return node
+
+
+def test_plan_ids_and_tasks_of_another_table_or_forged_are_refused(
+    s3: Deployment, owner: IssuedUser, writer: Catalog, regions: tuple[str, str]
+) -> None:
+    namespace, name = regions
+    other = writer.create_table(f"{namespace}.other_{uuid.uuid4().hex[:6]}", SCHEMA)
+    other_name = other.name()[-1]
+    plan_id = signed(owner, "POST", plan_url(s3, namespace, name), b"{}").json()["plan-id"]
+    fetched = signed(owner, "GET", plan_url(s3, namespace, name, f"plan/{plan_id}"))
+    assert fetched.status_code == 200 and fetched.json()["file-scan-tasks"]
+    assert signed(owner, "DELETE", plan_url(s3, namespace, name, f"plan/{plan_id}")).status_code == 204
+    for table, pid in ((other_name, plan_id), (name, "nope"), (name, plan_id[:-2] + "AA")):
+        for method in ("GET", "DELETE"):
+            missing = signed(owner, method, plan_url(s3, namespace, table, f"plan/{pid}"))
+            assert missing.status_code == 404, missing.text
+            assert missing.json()["error"]["type"] == "NoSuchPlanIdException"
+    # A plan id is no plan task, and a plan task made for one table is refused for another.
+    tasks = signed(
+        owner, "POST", plan_url(s3, namespace, name, "tasks"), json.dumps({"plan-task": plan_id}).encode()
+    )
+    assert tasks.status_code == 404 and tasks.json()["error"]["type"] == "NoSuchPlanTaskException"
+
+
+def test_a_large_plan_is_answered_in_plan_tasks_fetched_through_tasks(
+    s3: Deployment, owner: IssuedUser, writer: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With at most 2 tasks an answer (the server runs in this process), a table of one manifest
+    of 7 files and 3 more manifests is planned in plan tasks and pages of them; pyiceberg follows
+    them all and reads what it reads planning itself."""
+    namespace, name = f"ns_{uuid.uuid4().hex[:8]}", "wide"
+    writer.create_namespace(namespace)
+    table = writer.create_table(f"{namespace}.{name}", SCHEMA, partition_spec=SPEC)
+    arrow = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("region", pa.string())])
+    table.append(pa.Table.from_pylist([{"id": i, "region": f"r{i}"} for i in range(7)], arrow))
+    for i in range(3):
+        table.append(pa.Table.from_pylist([{"id": 100 + i, "region": "late"}], arrow))
+    monkeypatch.setattr(scan_plans, "TASKS_PER_ANSWER", 2)
+    body = signed(owner, "POST", plan_url(s3, namespace, name), b"{}").json()
+    assert body["status"] == "completed" and "file-scan-tasks" not in body and len(body["plan-tasks"]) >= 2
+    remote = server_planned(s3, owner).load_table(f"{namespace}.{name}")
+    local = writer.load_table(f"{namespace}.{name}")
+    planned = [task.file.file_path for task in remote.scan().plan_files()]
+    assert len(planned) == len(set(planned)) == 10
+    assert set(planned) == {task.file.file_path for task in local.scan().plan_files()}
+    assert rows(remote) == rows(local)
+    # Each page's follow-up is a plan task of this table only: refused for another, forged refused.
+    first = body["plan-tasks"][0]
+    page = signed(
+        owner, "POST", plan_url(s3, namespace, name, "tasks"), json.dumps({"plan-task": first}).encode()
+    )
+    assert page.status_code == 200 and len(page.json()["file-scan-tasks"]) == 2
+    other = writer.create_table(f"{namespace}.other", SCHEMA).name()[-1]
+    for table_name, task in ((other, first), (name, first[:-3] + "abc"), (name, "x.y")):
+        url = plan_url(s3, namespace, table_name, "tasks")
+        refused = signed(owner, "POST", url, json.dumps({"plan-task": task}).encode())
+        assert refused.status_code == 404, refused.text
+        assert refused.json()["error"]["type"] == "NoSuchPlanTaskException"
+    assert signed(owner, "POST", plan_url(s3, namespace, name, "tasks"), b"{}").status_code == 400
+
+
+# -- the recipients' share catalog (`/iceberg`) -----------------------------------------------
+
+
+def server_recipient(server: Deployment, share: str) -> RestCatalog:
+    catalog = recipient(server, share, **{"scan-planning-mode": "server"})
+    assert catalog.supports_server_side_planning()
+    return catalog
+
+
+def test_a_shared_iceberg_table_planned_on_the_server_reads_what_client_planning_reads(
+    seaweed_server: Deployment,
+) -> None:
+    for share in ("ice", "latest"):
+        local = recipient(seaweed_server, share).load_table("tpch.customer")
+        remote = server_recipient(seaweed_server, share).load_table("tpch.customer")
+        assert scanned(remote) == scanned(local) == source_rows(seaweed_server)
+        planned = {task.file.file_path for task in remote.scan().plan_files()}
+        assert planned == {task.file.file_path for task in local.scan().plan_files()}
+        assert remote.scan(row_filter="custkey >= 6").to_arrow().num_rows == 3
+    # With history shared, an older snapshot is planned; without, only the current one is visible.
+    older = recipient(seaweed_server, "ice").load_table("tpch.customer").metadata.snapshots[0].snapshot_id
+    remote = server_recipient(seaweed_server, "ice").load_table("tpch.customer")
+    assert scanned(remote, older) == source_rows(seaweed_server, snapshot_id=older)
+    url = f"{catalog_uri(seaweed_server)}/v1/namespaces/tpch/tables/customer/plan"
+    headers = {"Authorization": f"Bearer {seaweed_server.token('latest')}"}
+    hidden = httpx.post(url, json={"snapshot-id": older}, headers=headers)
+    assert hidden.status_code == 400, hidden.text
+    # A table the token's share does not hold is not planned.
+    other = httpx.post(url.replace("tpch/tables/customer", "sales/tables/private"), json={}, headers=headers)
+    assert other.status_code == 404
+
+
+def test_a_shared_iceberg_plan_task_is_bound_to_its_table_and_token(
+    seaweed_server: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scan_plans, "TASKS_PER_ANSWER", 1)
+    root = f"{catalog_uri(seaweed_server)}/v1/namespaces/tpch/tables"
+    token = seaweed_server.token("ice")
+    headers = {"Authorization": f"Bearer {token}"}
+    body = httpx.post(f"{root}/customer/plan", json={}, headers=headers).json()
+    assert len(body["plan-tasks"]) == 2  # two appends: two manifests of one file each
+    remote = server_recipient(seaweed_server, "ice").load_table("tpch.customer")
+    assert scanned(remote) == source_rows(seaweed_server)
+    task = {"plan-task": body["plan-tasks"][0]}
+    assert httpx.post(f"{root}/customer/tasks", json=task, headers=headers).status_code == 200
+    refused = [
+        httpx.post(f"{root}/external/tasks", json=task, headers=headers),  # another table
+        # Another token of the same share.
+        httpx.post(
+            f"{root}/customer/tasks",
+            json=task,
+            headers={"Authorization": f"Bearer {seaweed_server.token('ice')}"},
+        ),
+    ]
+    for answer in refused:
+        assert answer.status_code == 404 and answer.json()["error"]["type"] == "NoSuchPlanTaskException"
+    unknown = httpx.delete(f"{root}/customer/plan/nope", headers=headers)
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "NoSuchPlanIdException"
+    assert httpx.delete(f"{root}/customer/plan/{body['plan-id']}", headers=headers).status_code == 204
+
+
+@pytest.mark.parametrize("name", DELTA_TABLES)
+def test_a_shared_delta_table_planned_on_the_server_reads_what_client_planning_reads(
+    seaweed_server: Deployment, delta_shares: str, name: str
+) -> None:
+    for share in ("deltas", "deltalatest"):
+        local = recipient(seaweed_server, share).load_table(f"db.{name}")
+        remote = server_recipient(seaweed_server, share).load_table(f"db.{name}")
+        expected = as_rows(local.scan().to_arrow().to_pandas())
+        assert as_rows(remote.scan().to_arrow().to_pandas()).equals(expected)
+        planned = {task.file.file_path for task in remote.scan().plan_files()}
+        assert planned == {task.file.file_path for task in local.scan().plan_files()}
+
+
+def test_the_share_catalog_lists_the_planning_endpoints(seaweed_server: Deployment) -> None:
+    headers = {"Authorization": f"Bearer {seaweed_server.token('ice')}"}
+    config = httpx.get(f"{catalog_uri(seaweed_server)}/v1/config", headers=headers).json()
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan" in config["endpoints"]
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks" in config["endpoints"]
