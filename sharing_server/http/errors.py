@@ -102,6 +102,12 @@ HTTP_CODES = {
 }
 
 
+#: `Retry-After` of a 503 whose error names no wait of its own (a database or a storage service
+#: unreachable, the disk full): long enough that a fleet of clients retrying does not hammer a
+#: service coming back, short against the faults' measured recovery (docs/production.md).
+OUTAGE_RETRY_AFTER = "5"
+
+
 def error_response(
     request: Request,
     status: int,
@@ -110,13 +116,15 @@ def error_response(
     headers: Mapping[str, str] | None = None,
     kind: str | None = None,
 ) -> Response:
-    """The one answer of an error: `code` in the audit line, `WWW-Authenticate` on a 401, no body
-    for HEAD, and the body of the request's protocol; `kind` is the Iceberg REST type where the
-    error names one (else its status's)."""
+    """The one answer of an error: `code` in the audit line, `WWW-Authenticate` on a 401,
+    `Retry-After` on every 503, no body for HEAD, and the body of the request's protocol; `kind` is
+    the Iceberg REST type where the error names one (else its status's)."""
     audit_fields(request)["error_code"] = code
     headers = dict(headers or {})
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
+    if status == 503 and not any(name.lower() == "retry-after" for name in headers):
+        headers["Retry-After"] = OUTAGE_RETRY_AFTER
     if request.method == "HEAD":
         return Response(status_code=status, headers=headers)
     body = iceberg_body(status, message, kind) if is_iceberg(request.scope) else delta_body(code, message)

@@ -220,8 +220,10 @@ def test_a_share_store_outage_is_an_iceberg_503_under_both_catalogs(
                     "the share store is unreachable; try again later",
                 )
                 assert audited_code(deployment, answer) == "TEMPORARILY_UNAVAILABLE"
+                assert answer.headers["retry-after"] == "5"  # an outage's: it names no wait of its own
             shares = httpx.get(f"{deployment.endpoint}/shares", headers=bearer(token))
             delta_error(shares, 503, "TEMPORARILY_UNAVAILABLE")
+            assert shares.headers["retry-after"] == "5" and "x-request-id" in shares.headers
         finally:
             rename_database(postgres, away, database)
         for url, headers in catalogs:

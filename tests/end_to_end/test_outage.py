@@ -169,6 +169,7 @@ def test_outage_answers_503_and_service_resumes(setup: Setup, caplog: pytest.Log
             response, elapsed = send(setup, method, path, options)
             assert response.status_code == 503, (method, path, response.text)
             assert elapsed < QUICK, (method, path, elapsed)
+            assert response.headers["retry-after"] == "5", (method, path)
             if method == "HEAD":
                 continue
             assert response.headers["content-type"].startswith("application/json")
