@@ -70,6 +70,7 @@ ICEBERG_CREDENTIALS = ICEBERG_TABLE + "/credentials"
 ICEBERG_TABLE_PLAN = ICEBERG_TABLE + "/plan"
 ICEBERG_TABLE_PLAN_ID = ICEBERG_TABLE_PLAN + "/{plan_id}"
 ICEBERG_TABLE_TASKS = ICEBERG_TABLE + "/tasks"
+ICEBERG_TABLE_SIGN = ICEBERG_TABLE + "/sign"  # the spec's signer (1.11)
 ICEBERG_S3_SIGN = "/v1/aws/s3/sign"
 # The same catalog with the share named (OpenSharing's form: the prefix `shares/<share>` that
 # `GET /v1/config?warehouse=<share>` answers), for any token the share is open to.
@@ -83,6 +84,7 @@ ICEBERG_SHARE_CREDENTIALS = ICEBERG_SHARE_TABLE + "/credentials"
 ICEBERG_SHARE_TABLE_PLAN = ICEBERG_SHARE_TABLE + "/plan"
 ICEBERG_SHARE_TABLE_PLAN_ID = ICEBERG_SHARE_TABLE_PLAN + "/{plan_id}"
 ICEBERG_SHARE_TABLE_TASKS = ICEBERG_SHARE_TABLE + "/tasks"
+ICEBERG_SHARE_TABLE_SIGN = ICEBERG_SHARE_TABLE + "/sign"
 ICEBERG_SHARE_METRICS = ICEBERG_SHARE_TABLE + "/metrics"
 ICEBERG_SHARE_S3_SIGN = ICEBERG_SHARE + "/aws/s3/sign"
 # Anything else under the prefix: every write endpoint of the spec lands here.
@@ -107,6 +109,7 @@ WAREHOUSE_TABLE_CREDENTIALS = WAREHOUSE_TABLE + "/credentials"
 WAREHOUSE_TABLE_PLAN = WAREHOUSE_TABLE + "/plan"
 WAREHOUSE_TABLE_PLAN_ID = WAREHOUSE_TABLE_PLAN + "/{plan_id}"
 WAREHOUSE_TABLE_TASKS = WAREHOUSE_TABLE + "/tasks"
+WAREHOUSE_TABLE_SIGN = WAREHOUSE_TABLE + "/sign"  # the spec's signer (1.11), beside s3-sign/{grant}
 #: The writers' remote signer: a grant handed out with a table load names the table and the caller.
 WAREHOUSE_S3_SIGN = "/v1/{prefix}/s3-sign/{grant}"
 WAREHOUSE_REGISTER = WAREHOUSE_NAMESPACE + "/register"

@@ -126,6 +126,7 @@ def warehouse_api(
         Route(paths.WAREHOUSE_TABLE_PLAN_ID, p.plan_by_id, methods=["GET", "DELETE"], name="warehouse_plan"),
         Route(paths.WAREHOUSE_TABLE_TASKS, p.tasks, methods=["POST"], name="warehouse_table_tasks"),
         Route(paths.WAREHOUSE_S3_SIGN, t.sign, methods=["POST"], name="warehouse_s3_sign"),
+        Route(paths.WAREHOUSE_TABLE_SIGN, t.sign_table, methods=["POST"], name="warehouse_table_sign"),
         Route(paths.WAREHOUSE_REGISTER, t.register, methods=["POST"], name="warehouse_register"),
         Route(paths.WAREHOUSE_RENAME, t.rename, methods=["POST"], name="warehouse_rename"),
         Route(paths.WAREHOUSE_UNDROP, t.undrop, methods=["POST"], name="warehouse_undrop"),

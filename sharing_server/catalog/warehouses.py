@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from share_store.catalog.errors import NoSuchWarehouse
 from share_store.catalog.idempotency import LIFETIME_TEXT
-from share_store.catalog.names import IDENTIFIER_SUPPORT, check_warehouse
+from share_store.catalog.names import IDENTIFIER_SUPPORT, NAMESPACE_SEPARATOR, check_warehouse
 from share_store.errors import InvalidParameter
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
@@ -49,6 +49,8 @@ ENDPOINTS = [
 ]
 #: Served when the provider vends keys to writers (`[warehouses] access_delegation`).
 CREDENTIALS_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
+#: Served when the provider signs writers' requests (Iceberg 1.11's signer, beside the grant's).
+SIGN_ENDPOINTS = ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"]
 
 
 class WarehouseEndpoints(CatalogEndpoints):
@@ -67,7 +69,9 @@ class WarehouseEndpoints(CatalogEndpoints):
         if not await run_in_threadpool(access.has_warehouse, check_warehouse(warehouse)):
             raise NoSuchWarehouse(f"Warehouse does not exist: {warehouse}")
         endpoints = ENDPOINTS + PLAN_ENDPOINTS + (CREDENTIALS_ENDPOINTS if self.data.vends else [])
-        config = {"defaults": IDENTIFIER_SUPPORT, "overrides": {"prefix": warehouse}, "endpoints": endpoints}
+        endpoints += SIGN_ENDPOINTS if self.data.signs else []
+        overrides = {"prefix": warehouse, "namespace-separator": NAMESPACE_SEPARATOR}
+        config = {"defaults": IDENTIFIER_SUPPORT, "overrides": overrides, "endpoints": endpoints}
         if self.idempotency:  # the spec's one signal of keys served: the top-level lifetime
             config["idempotency-key-lifetime"] = LIFETIME_TEXT
         return JSONResponse(config)

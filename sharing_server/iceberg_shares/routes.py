@@ -6,6 +6,7 @@
 /iceberg/v1/namespaces/{schema}/tables[/{table}]   its Iceberg tables; load table
 /iceberg/v1/namespaces/{schema}/tables/{t}/credentials  fresh vended keys (credential vending on)
 /iceberg/v1/aws/s3/sign                            remote signing of the tables' file reads
+/iceberg/v1/namespaces/{schema}/tables/{t}/sign    the same for one table, as Iceberg 1.11 names it
 
 A share token is the catalog's bearer token and sees exactly its share, as on
 `/delta-sharing`. Loading a table returns its metadata cut to the grant (see
@@ -29,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
+from share_store.catalog.names import NAMESPACE_SEPARATOR
 from share_store.errors import Forbidden, InvalidParameter, NotFound, Unauthenticated
 from share_store.iceberg.etags import shared_load_tag
 from share_store.iceberg.scan_plans import PlanTokens
@@ -63,6 +65,8 @@ READ_ENDPOINTS = [
     "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 ]
 VENDING_ENDPOINTS = ["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"]
+#: The spec's signer (Iceberg 1.11), beside `/v1/aws/s3/sign`: signing is always served here.
+SIGN_ENDPOINTS = ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"]
 #: Served at the URLs that name the share only: the others' configuration stays as it was.
 METRICS_ENDPOINTS = ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics"]
 
@@ -123,10 +127,12 @@ class ShareCatalog:
             warehouse = request.query_params.get("warehouse") or None
             secret, token = bearer_secret(request), share_token(request)
             prefix = await run_in_threadpool(configured_prefix, self.store, secret, token, warehouse)
-        endpoints = READ_ENDPOINTS + (METRICS_ENDPOINTS if prefix else [])
+        endpoints = READ_ENDPOINTS + SIGN_ENDPOINTS + (METRICS_ENDPOINTS if prefix else [])
         endpoints += VENDING_ENDPOINTS if self.grants.vends else []
         endpoints += PLAN_ENDPOINTS
+        # The spec's default separator of a namespace's levels, said (1.11): a share's have one.
         overrides = {"prefix": prefix} if prefix else {}
+        overrides["namespace-separator"] = NAMESPACE_SEPARATOR
         return JSONResponse({"defaults": {}, "overrides": overrides, "endpoints": endpoints})
 
     async def list_namespaces(self, request: Request) -> Response:
@@ -215,6 +221,25 @@ class ShareCatalog:
             {"uri": signed_uri, "headers": signed_headers}, headers={"Cache-Control": "no-store"}
         )
 
+    async def sign_table_request(self, request: Request) -> Response:
+        """The spec's signer (`POST .../tables/{t}/sign`): the token by the catalog's authentication,
+        the table by the path (404 if the share does not hold it for this token), the read signed
+        only if that table's grant allows it, as `sign_request` decides; 403 otherwise."""
+        _, _, table = await self._table(request)
+        method, uri, headers = _parsed(await request.body())
+        try:
+            signed = await run_in_threadpool(
+                self.shares.sign_table, table, method, uri, headers, audit_fields(request)
+            )
+        except SigningRefused as error:
+            self.metrics.iceberg_signatures.labels("refused").inc()
+            raise IcebergError(403, str(error)) from None
+        self.metrics.iceberg_signatures.labels("signed").inc()
+        signed_uri, signed_headers = signed
+        return JSONResponse(
+            {"uri": signed_uri, "headers": signed_headers}, headers={"Cache-Control": "no-store"}
+        )
+
     def _signing_share(self, request: Request) -> OpenedShare:
         """The signer's token and share, by its URL as the catalog's are (the signer is behind no
         authentication backend: each of its refusals is a 403)."""
@@ -276,6 +301,7 @@ def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
         tokened(paths.ICEBERG_TABLE_PLAN_ID, plans.plan_by_id, ["GET", "DELETE"], "iceberg_plan"),
         tokened(paths.ICEBERG_TABLE_TASKS, plans.tasks, ["POST"], "iceberg_table_tasks"),
         Route(paths.ICEBERG_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_s3_sign"),
+        tokened(paths.ICEBERG_TABLE_SIGN, catalog.sign_table_request, ["POST"], "iceberg_table_sign"),
         # The same catalog with the share named: any token the share is open to.
         tokened(paths.ICEBERG_SHARE_CONFIG, catalog.get_config, ["GET"], "iceberg_share_config"),
         tokened(paths.ICEBERG_SHARE_NAMESPACES, catalog.list_namespaces, ["GET"], "iceberg_share_namespaces"),
@@ -291,6 +317,9 @@ def iceberg_routes(catalog: ShareCatalog, oauth: OAuthTokens) -> list[Route]:
         tokened(paths.ICEBERG_SHARE_TABLE_PLAN, plans.plan, ["POST"], "iceberg_share_table_plan"),
         tokened(paths.ICEBERG_SHARE_TABLE_PLAN_ID, plans.plan_by_id, ["GET", "DELETE"], "iceberg_share_plan"),
         tokened(paths.ICEBERG_SHARE_TABLE_TASKS, plans.tasks, ["POST"], "iceberg_share_table_tasks"),
+        tokened(
+            paths.ICEBERG_SHARE_TABLE_SIGN, catalog.sign_table_request, ["POST"], "iceberg_share_table_sign"
+        ),
         Route(
             paths.ICEBERG_SHARE_S3_SIGN, catalog.sign_request, methods=["POST"], name="iceberg_share_s3_sign"
         ),
