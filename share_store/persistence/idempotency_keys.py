@@ -120,7 +120,9 @@ class IdempotencyKeys:
         """The key claimed by inserting its row (its claim id); None if it has one already."""
         values = _claimed(binding, now)
         try:
-            with self.transactions.change() as conn:
+            # Not waited to disk (the common case's cost): the commit it comes before is, and
+            # takes the claim with it; a claim lost with the machine had no commit to guard.
+            with self.transactions.change_flushed_later() as conn:
                 conn.execute(insert(t).values(caller=binding.caller, key=key, **values))
         except IntegrityError:
             return None
@@ -129,7 +131,9 @@ class IdempotencyKeys:
     def finish(self, caller: str, key: str, claim: str, answer: Answer) -> None:
         """The claimed request's answer kept for the key's lifetime from now (unless taken over)."""
         now = self.clock()
-        with self.transactions.change() as conn:
+        # Not waited to disk either: the answer has gone meanwhile, and the next write that waits
+        # (any commit) takes it along; lost with the machine, its key is abandoned, then rerun.
+        with self.transactions.change_flushed_later() as conn:
             conn.execute(
                 update(t)
                 .where(t.c.caller == caller, t.c.key == key, t.c.claim == claim)

@@ -31,3 +31,36 @@ class Transactions:
         """One transaction: committed when the block ends, rolled back if it raises."""
         with self.engine.begin() as conn:
             yield conn
+
+    @contextmanager
+    def change_flushed_later(self) -> Iterator[Connection]:
+        """`change`, committed without waiting for the disk: visible to every connection (and
+        replica) at once, made durable by the next transaction that waits for it, or lost with
+        the machine, never half. For a row whose only use is to come before a change of its own
+        (an idempotency key's claim before its commit): the log is written in order, so that
+        change's flush takes the row with it, and a row lost without one was of no use anyway.
+        SQLite: `synchronous=NORMAL` for the transaction (WAL); PostgreSQL: `synchronous_commit
+        = off` for it; any other store: `change`."""
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+                yield conn
+            return
+        if dialect != "sqlite":
+            with self.change() as conn:
+                yield conn
+            return
+        with self.engine.connect() as conn:
+            # PRAGMAs run outside the transaction the driver opens at the first write.
+            level = conn.exec_driver_sql("PRAGMA synchronous").scalar()
+            conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
+            try:
+                yield conn
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                conn.exec_driver_sql(f"PRAGMA synchronous={int(level or 2)}")
+                conn.commit()
