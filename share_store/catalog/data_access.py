@@ -217,7 +217,7 @@ class DataAccess:
         """Where the engine has its S3 requests signed: a grant naming the caller, the table (its
         name, uuid, whether it is only staged) and its location, in the signer's path, so that
         each request is checked against them and against the table as it is then."""
-        self._signing_on()
+        self.signing_on()
         rights = self._rights(who, table)
         _, endpoint, _ = self._s3()
         grant = self.codec.encode(
@@ -254,7 +254,7 @@ class DataAccess:
         `grant`, if the request names objects under the grant's location, the principal still may
         (`principal_of(key)` answers it from the store now: a removed user, or a narrowed policy,
         stops signing) and the grant's table is still the one under its name in `catalog`."""
-        self._signing_on()
+        self.signing_on()
         try:
             payload = self.codec.decode(grant)
         except ValueError:
@@ -287,7 +287,7 @@ class DataAccess:
         the catalog now, the table by the path, its location the catalog's (`NoSuchTable` when there
         is none: a staged create signs through the grant handed out with it). The same decision as
         `sign`, on the caller's policy as it is now."""
-        self._signing_on()
+        self.signing_on()
         location = access.catalog.table_location(table)
         return self._decide(SignAsked(access.who, table, location, True, method, uri, headers), notes)
 
@@ -318,7 +318,8 @@ class DataAccess:
             still()
         return request.uri, self._signer(table, granted, reads).sign(request)
 
-    def _signing_on(self) -> None:
+    def signing_on(self) -> None:
+        """Refused with the setting to turn on while the provider signs no writers' requests."""
         if not self.signs:
             raise DelegationOff(
                 f"this server signs no writers' requests: set {SETTING} to include {SIGNED!r}"

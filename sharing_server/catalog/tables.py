@@ -172,6 +172,7 @@ class TableEndpoints(CatalogEndpoints):
         params, body, notes = request.path_params, await request.body(), audit_fields(request)
 
         def sign(access: CatalogAccess) -> tuple[str, dict[str, list[str]]]:
+            self.data.signing_on()  # said first: not served here while signing is off
             name = codec.table_at(params["prefix"], params["namespace"], params["table"])
             method, uri, headers = parse_sign_request(body)
             return self.data.sign_table(access, name, method, uri, headers, notes)
