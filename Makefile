@@ -13,7 +13,7 @@ SPARK_ICEBERG_SETUP := testbed/spark_iceberg
 SPARK_ICEBERG_DIR := .cache/spark-iceberg
 SPARK_ICEBERG := $(SPARK_ICEBERG_DIR)/.installed-stamp
 
-.PHONY: install postgres chromium httpclient5 spark-iceberg pyiceberg-suite run demo test lint format pipeline bench clean
+.PHONY: install postgres chromium httpclient5 spark-iceberg pyiceberg-suite run demo test lint format pipeline bench soak clean
 
 install: $(STAMP)
 
@@ -106,6 +106,15 @@ SCALE ?= 0.01
 pipeline: install
 	$(PY) examples/tpch_pipeline.py --scale $(SCALE) --workdir .pipeline
 	$(PY) examples/incremental_orders.py --workdir .pipeline
+
+## Faults across replicas, long (issue 53): three replicas on one PostgreSQL and one SeaweedFS, both
+## behind loopback fault proxies, under a mixed load while each fault comes again and again for
+## SOAK_SECONDS (SOAK_FAULT_SECONDS each, SOAK_WRITERS writers); prints what clients saw in each
+## fault, recovery times, lost/doubled/wrong rows, RSS, and exits 1 when a check failed.
+## tests/end_to_end/test_faults_across_replicas.py is its CI-sized run (each fault once).
+SOAK_SECONDS ?= 600
+soak: install postgres
+	SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m tests.fault_soak
 
 ## Benchmarks: prints a table and writes bench/RESULTS.md (a few minutes).
 bench: install

@@ -1,0 +1,699 @@
+"""Faults across replicas (issue 53): three replicas on one PostgreSQL and one SeaweedFS, each reached
+through a loopback fault proxy (testbed/fault_proxy.py), under a mixed load while faults come one at
+a time; what every client saw, checked against what must hold.
+
+The load, in threads, spread over the replicas: Delta Sharing recipients (`delta_sharing`'s
+`load_as_pandas` of a static Delta table), Iceberg recipients (pyiceberg at `/iceberg`, scanning a
+table the writers append to), pyiceberg writers appending through `/_iceberg` (each append's rows
+carry ids of their own, and the acknowledged ones are recorded with their snapshot), and a provider
+creating and revoking tokens through the admin API. The faults: PostgreSQL black-holed, its
+connections reset, S3 black-holed, S3 slowed; each for `FAULT_SECONDS`.
+
+Every HTTP answer a replica gives to these clients is recorded (`requests`' adapter is wrapped,
+as pyiceberg and delta-sharing both use it; it also sets a timeout where a client set none) so
+that each error answer is checked against its surface's model.
+
+`tests/end_to_end/test_faults_across_replicas.py` runs each fault once; `make soak` runs
+`python -m tests.fault_soak` for `SOAK_SECONDS`, each fault repeated, and prints the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import delta_sharing
+import httpx
+import pandas as pd
+import pyarrow as pa
+import requests.adapters
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.table import Table
+from sqlalchemy import make_url
+
+from testbed.fault_proxy import FaultProxy
+from testbed.seaweed import SeaweedS3, start_seaweed, upload_tree
+from tests.conftest import TESTDATA
+from tests.end_to_end.test_replicas import ADMIN_TOKEN, Replica
+from tests.postgres import start_postgres
+
+DELTA_BUCKET = "faults"
+DELTA = "delta-0.8.0-partitioned"
+WAREHOUSE = "faultwh"
+SHARE = "faults"
+ROWS = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("writer", pa.string())])
+#: How long each fault lasts (the issue's runs black-holed the database for 10 s).
+FAULT_SECONDS = float(os.environ.get("SOAK_FAULT_SECONDS", "10"))
+#: What must hold: recovery after a fault's end, the longest answer, a revocation's reach.
+RECOVERY_LIMIT = 30.0
+HUNG = 60.0
+REVOKED_WITHIN = 1.0
+CLIENT_TIMEOUT = (10.0, HUNG)
+
+
+def _monotonic() -> float:
+    return time.monotonic()
+
+
+@dataclass
+class Answer:
+    """One HTTP answer (or failure to get one) a client got from a replica."""
+
+    at: float
+    method: str
+    url: str
+    path: str
+    status: int | None  # None: no answer (the exception's name is in `failure`)
+    elapsed: float
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str = ""
+    failure: str = ""
+
+
+class Recorder:
+    """Every answer the replicas give this process's clients, by the `requests` adapter and `send`."""
+
+    def __init__(self, bases: list[str]) -> None:
+        self.bases = bases
+        self.answers: list[Answer] = []
+        self._lock = threading.Lock()
+
+    def path_of(self, url: str) -> str | None:
+        for base in self.bases:
+            if url.startswith(base):
+                return url[len(base) :].split("?", 1)[0]
+        return None
+
+    def add(self, answer: Answer) -> None:
+        with self._lock:
+            self.answers.append(answer)
+
+    def record(self, method: str, url: str, started: float, response: Any, failure: str = "") -> None:
+        path = self.path_of(url)
+        if path is None:
+            return  # S3 (files, signed URLs), not a replica's answer
+        if response is None:
+            self.add(Answer(started, method, url, path, None, _monotonic() - started, failure=failure))
+            return
+        status = int(response.status_code)
+        body = ""
+        if status >= 400:
+            body = response.text if hasattr(response, "text") else ""
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        self.add(Answer(started, method, url, path, status, _monotonic() - started, headers, body))
+
+    @contextmanager
+    def wrapping_requests(self) -> Iterator[None]:
+        original = requests.adapters.HTTPAdapter.send
+        recorder = self
+
+        def send(adapter: requests.adapters.HTTPAdapter, request: Any, **kwargs: Any) -> Any:
+            if kwargs.get("timeout") is None:
+                kwargs["timeout"] = CLIENT_TIMEOUT
+            started = _monotonic()
+            try:
+                response = original(adapter, request, **kwargs)
+            except Exception as error:
+                recorder.record(request.method, request.url, started, None, type(error).__name__)
+                raise
+            recorder.record(request.method, request.url, started, response)
+            return response
+
+        requests.adapters.HTTPAdapter.send = send  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            requests.adapters.HTTPAdapter.send = original  # type: ignore[method-assign]
+
+
+@dataclass
+class Rig:
+    tmp: Path
+    seaweed: SeaweedS3
+    db: FaultProxy
+    s3: FaultProxy
+    replicas: list[Replica]
+    recorder: Recorder
+    token: str
+    profile: dict[str, Any]
+    expected_delta: pd.DataFrame
+
+    def send(self, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
+        """An httpx request, recorded; None when no answer came."""
+        started = _monotonic()
+        try:
+            response = httpx.request(method, url, timeout=httpx.Timeout(HUNG, connect=10), **kwargs)
+        except httpx.HTTPError as error:
+            self.recorder.record(method, url, started, None, type(error).__name__)
+            return None
+        self.recorder.record(method, url, started, response)
+        return response
+
+    def admin(self, replica: Replica, method: str, path: str, **kwargs: Any) -> httpx.Response | None:
+        headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        return self.send(method, f"{replica.url}/admin/v1{path}", headers=headers, **kwargs)
+
+    def profile_file(self, replica: Replica, token: str | None = None) -> str:
+        path = self.tmp / f"{replica.port}-{uuid.uuid4().hex[:6]}.share"
+        body = {**self.profile, "endpoint": replica.url + "/delta-sharing"}
+        if token:
+            body["bearerToken"] = token
+        path.write_text(json.dumps(body))
+        return str(path)
+
+    def writer_catalog(self, replica: Replica) -> Catalog:
+        return load_catalog(f"w-{uuid.uuid4().hex[:6]}", **{
+            "type": "rest", "uri": f"{replica.url}/_iceberg", "warehouse": WAREHOUSE, "token": ADMIN_TOKEN,
+            "s3.endpoint": self.seaweed.endpoint, "s3.access-key-id": self.seaweed.access_key,
+            "s3.secret-access-key": self.seaweed.secret_key, "s3.region": self.seaweed.region,
+            "s3.path-style-access": "true", "s3.connect-timeout": "10", "s3.request-timeout": "60",
+        })  # fmt: skip
+
+    def recipient_catalog(self, replica: Replica) -> Catalog:
+        return load_catalog(f"r-{uuid.uuid4().hex[:6]}", **{
+            "type": "rest", "uri": f"{replica.url}/iceberg", "token": self.token,
+            "s3.connect-timeout": "10", "s3.request-timeout": "60",
+        })  # fmt: skip
+
+
+def canonical(frame: pd.DataFrame) -> pd.DataFrame:
+    columns = sorted(frame.columns)
+    return frame[columns].sort_values(columns).reset_index(drop=True)
+
+
+@contextmanager
+def rig(tmp: Path, store_url: str, seaweed: SeaweedS3) -> Iterator[Rig]:
+    """Three replicas whose store and S3 go through fault proxies; a share of a Delta table and of the
+    writers' Iceberg table, and a recipient's token."""
+    url = make_url(store_url)
+    with ExitStack() as stack:
+        db = FaultProxy("127.0.0.1", url.port or 5432)
+        stack.callback(db.close)
+        s3_port = int(seaweed.endpoint.rsplit(":", 1)[1])
+        s3 = FaultProxy("127.0.0.1", s3_port)
+        stack.callback(s3.close)
+        client = seaweed.client()
+        client.create_bucket(Bucket=DELTA_BUCKET)
+        upload_tree(client, TESTDATA / DELTA, DELTA_BUCKET, DELTA)
+        proxied = url.set(port=db.port).render_as_string(hide_password=False)
+        storage = seaweed.storage_config(path_style="true", endpoint=f"http://{s3.address}")
+        settings = {f"SHARING_STORAGE_{k.upper()}": v for k, v in storage.items()}
+        settings["SHARING_MAINTENANCE_BACKGROUND"] = "false"
+        replicas: list[Replica] = []
+        for name in ("a", "b", "c"):
+            replicas.append(Replica(name, tmp, proxied, tmp / "unused", settings))
+            stack.callback(replicas[-1].stop)
+        for replica in replicas:
+            replica.wait_ready()
+        recorder = Recorder([replica.url for replica in replicas])
+        stack.enter_context(recorder.wrapping_requests())
+        first = replicas[0]
+        head = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        created = httpx.post(f"{first.url}/_iceberg/v1/warehouses", json={"name": WAREHOUSE}, headers=head)
+        assert created.status_code == 200, created.text
+        partial = Rig(tmp, seaweed, db, s3, replicas, recorder, "", {}, pd.DataFrame())
+        writer = partial.writer_catalog(first)
+        writer.create_namespace("db")
+        writer.create_table("db.events", schema=ROWS, properties={"format-version": "2"})
+        # The recovery probes' commits go to a table of their own: on the writers' they would
+        # lose races (409, retried) and time the writers' contention, not the replica's recovery.
+        writer.create_table("db.probes", schema=ROWS, properties={"format-version": "2"})
+        tables = ["s", f"d:delta:{DELTA_BUCKET}:{DELTA}", f"events:uniform:{WAREHOUSE}:db:events"]
+        first.admin("POST", "/shares", json={"name": SHARE, "tables": tables})
+        issued = first.admin("POST", f"/shares/{SHARE}/tokens", json={"expires": "2h"}).json()
+        partial.token, partial.profile = issued["token"], issued["profile"]
+        frame = delta_sharing.load_as_pandas(f"{partial.profile_file(first)}#{SHARE}.s.d")
+        partial.expected_delta = canonical(frame)
+        yield partial
+
+
+# -- the load ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ledger:
+    """What the clients did: acknowledged and failed appends, reads with rows, revocations."""
+
+    acked: dict[str, int] = field(default_factory=dict)  # id → the snapshot its append made
+    failed: set[str] = field(default_factory=set)
+    delta_reads: int = 0
+    wrong_delta: list[str] = field(default_factory=list)
+    iceberg_reads: list[tuple[set[int], list[str]]] = field(default_factory=list)  # ancestry, ids
+    revoked: int = 0
+    revocation_misses: list[str] = field(default_factory=list)
+    client_failures: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def ancestry(table: Table) -> set[int]:
+    snapshot = table.current_snapshot()
+    found: set[int] = set()
+    while snapshot is not None:
+        found.add(snapshot.snapshot_id)
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.metadata.snapshot_by_id(parent) if parent is not None else None
+    return found
+
+
+def _loop(stop: threading.Event, ledger: Ledger, name: str, step: Callable[[int], None]) -> None:
+    n = 0
+    while not stop.is_set():
+        try:
+            step(n)
+        except Exception as error:  # every client failure is counted; the answers are checked apart
+            with ledger.lock:
+                ledger.client_failures[f"{name}: {type(error).__name__}"] += 1
+            time.sleep(0.2)
+        n += 1
+
+
+def delta_reader(rig: Rig, ledger: Ledger, index: int) -> Callable[[int], None]:
+    profiles = [rig.profile_file(replica) for replica in rig.replicas]
+
+    def step(n: int) -> None:
+        frame = delta_sharing.load_as_pandas(f"{profiles[(n + index) % 3]}#{SHARE}.s.d")
+        same = canonical(frame).equals(rig.expected_delta)
+        with ledger.lock:
+            ledger.delta_reads += 1
+            if not same:
+                ledger.wrong_delta.append(f"{len(frame)} rows")
+        time.sleep(0.2)
+
+    return step
+
+
+def iceberg_reader(rig: Rig, ledger: Ledger, index: int) -> Callable[[int], None]:
+    catalogs: dict[int, Catalog] = {}
+
+    def step(n: int) -> None:
+        which = (n + index) % 3
+        if which not in catalogs:
+            catalogs[which] = rig.recipient_catalog(rig.replicas[which])
+        table = catalogs[which].load_table("s.events")
+        ids = [str(value) for value in table.scan().to_arrow()["id"].to_pylist()]
+        with ledger.lock:
+            ledger.iceberg_reads.append((ancestry(table), ids))
+        time.sleep(0.2)
+
+    return step
+
+
+def writer(rig: Rig, ledger: Ledger, index: int) -> Callable[[int], None]:
+    catalog = rig.writer_catalog(rig.replicas[index % 3])
+
+    def step(n: int) -> None:
+        ids = [f"w{index}-{n}-{k}" for k in range(3)]
+        table = catalog.load_table("db.events")
+        try:
+            table.append(pa.table({"id": ids, "writer": [f"w{index}"] * 3}, schema=ROWS))
+        except Exception:
+            with ledger.lock:
+                ledger.failed.update(ids)
+            raise
+        snapshot = table.current_snapshot()
+        assert snapshot is not None
+        with ledger.lock:
+            ledger.acked.update(dict.fromkeys(ids, snapshot.snapshot_id))
+        time.sleep(0.1)
+
+    return step
+
+
+def provider(rig: Rig, ledger: Ledger) -> Callable[[int], None]:
+    def step(n: int) -> None:
+        made_on, revoked_on = rig.replicas[n % 3], rig.replicas[(n + 1) % 3]
+        issued = rig.admin(made_on, "POST", f"/shares/{SHARE}/tokens", json={"expires": "1h"})
+        if issued is None or issued.status_code >= 300:
+            raise RuntimeError(f"token not made: {issued.status_code if issued else 'no answer'}")
+        token, token_id = issued.json()["token"], issued.json()["id"]
+        revoked = rig.admin(revoked_on, "DELETE", f"/shares/{SHARE}/tokens/{token_id}")
+        if revoked is None or revoked.status_code >= 300:
+            raise RuntimeError(f"token not revoked: {revoked.status_code if revoked else 'no answer'}")
+        acked = _monotonic()
+        with ledger.lock:
+            ledger.revoked += 1
+        time.sleep(REVOKED_WITHIN)  # then no replica may serve it
+        for replica in rig.replicas:
+            answer = rig.send(
+                "GET", f"{replica.url}/delta-sharing/shares", headers={"Authorization": f"Bearer {token}"}
+            )
+            if answer is not None and answer.status_code < 300:
+                with ledger.lock:
+                    ledger.revocation_misses.append(
+                        f"{replica.url} served a token revoked {_monotonic() - acked:.1f} s before"
+                    )
+        time.sleep(0.3)
+
+    return step
+
+
+# -- faults and recovery --------------------------------------------------------------------------
+
+
+@dataclass
+class FaultRun:
+    name: str
+    started: float
+    ended: float
+    recovery: dict[str, float] = field(default_factory=dict)  # replica → seconds after the end
+
+
+def inject(rig: Rig, name: str, seconds: float) -> FaultRun:
+    started = _monotonic()
+    if name == "db-paused":
+        with rig.db.paused():
+            time.sleep(seconds)
+    elif name == "db-reset":
+        while _monotonic() - started < seconds:
+            rig.db.reset()
+            time.sleep(0.5)
+    elif name == "s3-paused":
+        with rig.s3.paused():
+            time.sleep(seconds)
+    elif name == "s3-slowed":
+        with rig.s3.slowed(1.0):
+            time.sleep(seconds)
+    else:
+        raise ValueError(name)
+    return FaultRun(name, started, _monotonic())
+
+
+FAULTS = ("db-paused", "db-reset", "s3-paused", "s3-slowed")
+
+
+def recover(rig: Rig, run: FaultRun) -> None:
+    """How long after the fault's end each replica answers healthz, a read and a commit."""
+
+    def probe(index: int, replica: Replica) -> None:
+        deadline = run.ended + RECOVERY_LIMIT * 2
+        while _monotonic() < deadline:
+            if _healthy(rig, replica, f"{run.name}-{index}-{uuid.uuid4().hex[:6]}"):
+                run.recovery[replica.url] = _monotonic() - run.ended
+                return
+            time.sleep(0.5)
+
+    probes = [threading.Thread(target=probe, args=pair, daemon=True) for pair in enumerate(rig.replicas)]
+    for thread in probes:
+        thread.start()
+    for thread in probes:
+        thread.join()
+
+
+def _healthy(rig: Rig, replica: Replica, probe_id: str) -> bool:
+    health = rig.send("GET", f"{replica.url}/healthz")
+    if health is None or health.status_code != 200:
+        return False
+    head = {"Authorization": f"Bearer {rig.token}"}
+    read = rig.send("POST", f"{replica.url}/delta-sharing/shares/{SHARE}/schemas/s/tables/d/query", json={},
+                    headers=head)  # fmt: skip
+    if read is None or read.status_code != 200:
+        return False
+    try:
+        table = rig.writer_catalog(replica).load_table("db.probes")
+        table.append(pa.table({"id": [probe_id], "writer": ["probe"]}, schema=ROWS))
+    except Exception:
+        return False
+    return True
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def model_violations(answers: list[Answer]) -> list[str]:
+    """Error answers not in their surface's model, or without a request id, or 503s without Retry-After."""
+    found: list[str] = []
+    for answer in answers:
+        if answer.status is None or answer.status < 400:
+            continue
+        where = f"{answer.method} {answer.path} {answer.status}"
+        if "x-request-id" not in answer.headers:
+            found.append(f"{where}: no X-Request-Id")
+        if answer.status == 503 and "retry-after" not in answer.headers:
+            found.append(f"{where}: 503 without Retry-After")
+        if answer.method == "HEAD":
+            continue
+        try:
+            body = json.loads(answer.body)
+        except ValueError:
+            found.append(f"{where}: not JSON: {answer.body[:80]!r}")
+            continue
+        if answer.path.startswith(("/iceberg", "/_iceberg")):
+            error = body.get("error") if isinstance(body, dict) else None
+            if not (isinstance(error, dict) and {"message", "type", "code"} <= set(error)):
+                found.append(f"{where}: not Iceberg's model: {answer.body[:120]}")
+        elif not (isinstance(body, dict) and {"errorCode", "message"} <= set(body)):
+            found.append(f"{where}: not Delta Sharing's model: {answer.body[:120]}")
+    return found
+
+
+def rss_kib(replica: Replica) -> int:
+    for line in Path(f"/proc/{replica.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+@dataclass
+class Outcome:
+    runs: list[FaultRun]
+    ledger: Ledger
+    answers: list[Answer]
+    final_ids: Counter[str]
+    rss: dict[str, int]
+    alive: dict[str, bool]
+    stuck_threads: int
+    seconds: float
+    #: Answers whose audit line is missing or names another status than the client got.
+    audit_mismatches: list[str] = field(default_factory=list)
+    #: The status of each replica's Delta Sharing query of the Iceberg table at version 0 (shared
+    #: while it was empty) after every fault.
+    version_zero: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def server_errors(self) -> list[str]:
+        """5xx answers other than an outage's 503: a fault must never be a 500."""
+        return sorted(
+            f"{a.method} {a.path} {a.status}"
+            for a in self.answers
+            if a.status is not None and a.status >= 500 and a.status != 503
+        )
+
+    @property
+    def lost(self) -> list[str]:
+        return sorted(i for i in self.ledger.acked if self.final_ids[i] == 0)
+
+    @property
+    def doubled(self) -> list[str]:
+        return sorted(i for i, count in self.final_ids.items() if count > 1)
+
+    @property
+    def wrong_iceberg(self) -> list[str]:
+        """Iceberg reads whose rows are not those of their snapshot: an acknowledged append of its
+        ancestry missing, one of another snapshot present, or a row twice."""
+        wrong: list[str] = []
+        for lineage, ids in self.ledger.iceberg_reads:
+            seen = Counter(ids)
+            for row, snapshot in self.ledger.acked.items():
+                if (snapshot in lineage) != (seen[row] > 0):
+                    wrong.append(
+                        f"{row} of snapshot {snapshot}: {'missing' if snapshot in lineage else 'extra'}"
+                    )
+            wrong += [f"{row} twice" for row, count in seen.items() if count > 1]
+        return wrong
+
+    @property
+    def hung(self) -> list[Answer]:
+        return [a for a in self.answers if a.elapsed > HUNG]
+
+    def status_counts(self) -> dict[str, Counter[str]]:
+        """Per fault (and `calm` between them): surface and status (or failure) the clients saw."""
+        counts: dict[str, Counter[str]] = {}
+        for answer in self.answers:
+            surface = answer.path.split("/")[1] if answer.path.count("/") else answer.path
+            seen = str(answer.status) if answer.status is not None else answer.failure
+            counts.setdefault(self.phase_of(answer), Counter())[f"{surface} {seen}"] += 1
+        return counts
+
+    def phase_of(self, answer: Answer) -> str:
+        """The fault an answer's request was in flight in, at any time of it (a black hole holds
+        requests), else `calm`."""
+        ends = answer.at + answer.elapsed
+        return next((r.name for r in self.runs if answer.at <= r.ended and ends >= r.started), "calm")
+
+    def longest_waits(self) -> dict[str, float]:
+        """The longest a client waited for an answer (or its failure), per phase."""
+        waits: dict[str, float] = {}
+        for answer in self.answers:
+            phase = self.phase_of(answer)
+            waits[phase] = max(waits.get(phase, 0.0), answer.elapsed)
+        return waits
+
+    def report(self) -> str:
+        lines = [
+            f"faults across replicas: {self.seconds:.0f} s, {len(self.runs)} faults of {FAULT_SECONDS:.0f} s"
+        ]
+        waits = self.longest_waits()
+        for phase, counts in sorted(self.status_counts().items()):
+            seen = ", ".join(f"{k} × {v}" for k, v in sorted(counts.items()))
+            lines.append(f"  {phase} (longest wait {waits[phase]:.1f} s): {seen}")
+        for run in self.runs:
+            times = ", ".join(f"{url.rsplit(':', 1)[1]} {s:.1f} s" for url, s in run.recovery.items())
+            lines.append(f"  recovery after {run.name}: {times or 'none'}")
+        ledger = self.ledger
+        lines += [
+            f"  appends acknowledged {len(ledger.acked) // 3}, failed {len(ledger.failed) // 3}; "
+            f"lost {len(self.lost)}, doubled {len(self.doubled)} rows",
+            f"  reads: delta {ledger.delta_reads} (wrong {len(ledger.wrong_delta)}), iceberg "
+            f"{len(ledger.iceberg_reads)} (wrong {len(self.wrong_iceberg)})",
+            f"  tokens revoked {ledger.revoked}, served after {REVOKED_WITHIN:.0f} s: "
+            f"{len(ledger.revocation_misses)}",
+            f"  answers {len(self.answers)}, over {HUNG:.0f} s: {len(self.hung)}; stuck client threads "
+            f"{self.stuck_threads}; error answers out of their model: {len(model_violations(self.answers))}",
+            "  client failures: "
+            + ", ".join(f"{k} × {v}" for k, v in sorted(ledger.client_failures.items())),
+            f"  5xx other than 503: {len(self.server_errors)}; answers audited otherwise: "
+            f"{len(self.audit_mismatches)}; version 0 after the faults: "
+            f"{sorted(str(status) for status in set(self.version_zero.values()))}",
+            "  RSS MiB: " + ", ".join(f"{u.rsplit(':', 1)[1]} {k / 1024:.0f}" for u, k in self.rss.items()),
+        ]
+        return "\n".join(lines)
+
+
+def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome:
+    """The load for `seconds` at least, each fault once per round, rounds until the time is spent."""
+    ledger = Ledger()
+    stop = threading.Event()
+    steps: list[tuple[str, Callable[[int], None]]] = [("provider", provider(rig, ledger))]
+    steps += [(f"writer-{i}", writer(rig, ledger, i)) for i in range(writers)]
+    steps += [(f"delta-{i}", delta_reader(rig, ledger, i)) for i in range(readers)]
+    steps += [(f"iceberg-{i}", iceberg_reader(rig, ledger, i)) for i in range(readers)]
+    threads = [
+        threading.Thread(target=_loop, args=(stop, ledger, name, step), name=name, daemon=True)
+        for name, step in steps
+    ]
+    began = _monotonic()
+    for thread in threads:
+        thread.start()
+    runs: list[FaultRun] = []
+    time.sleep(3)  # the load under way before the first fault
+    while True:
+        for name in FAULTS:
+            fault = inject(rig, name, FAULT_SECONDS)
+            recover(rig, fault)
+            runs.append(fault)
+            time.sleep(2)
+        if _monotonic() - began >= seconds:
+            break
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=HUNG + 10)
+    stuck = sum(thread.is_alive() for thread in threads)
+    table = rig.writer_catalog(rig.replicas[0]).load_table("db.events")
+    final = Counter(str(value) for value in table.scan().to_arrow()["id"].to_pylist())
+    version_zero = {r.url: _query_status(rig, r, {"version": 0}) for r in rig.replicas}
+    time.sleep(1.5)  # a request's audit line is written after its last byte
+    answers = list(rig.recorder.answers)
+    return Outcome(
+        runs, ledger, answers, final,
+        {r.url: rss_kib(r) for r in rig.replicas}, {r.url: r.process.poll() is None for r in rig.replicas},
+        stuck, _monotonic() - began, audit_mismatches(rig, answers), version_zero,
+    )  # fmt: skip
+
+
+def _query_status(rig: Rig, replica: Replica, body: dict[str, Any]) -> int | None:
+    path = f"/delta-sharing/shares/{SHARE}/schemas/s/tables/events/query"
+    head = {"Authorization": f"Bearer {rig.token}"}
+    answer = rig.send("POST", replica.url + path, json=body, headers=head)
+    return answer.status_code if answer is not None else None
+
+
+def audit_mismatches(rig: Rig, answers: list[Answer]) -> list[str]:
+    """Each answer a client got against its replica's audit line, by `X-Request-Id`."""
+    audited: dict[str, int] = {}
+    for replica in rig.replicas:
+        name = replica.log_path.stem
+        for line in replica.log_path.with_name(f"{name}-audit.log").read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line still being written
+            audited[record["request_id"]] = record["status"]
+    found: list[str] = []
+    for answer in answers:
+        request_id = answer.headers.get("x-request-id")
+        if answer.status is None or request_id is None or answer.path == "/healthz":
+            continue  # no answer, or one with no id (model_violations counts those)
+        if request_id not in audited:
+            found.append(f"{answer.method} {answer.path} {answer.status}: no audit line")
+        elif audited[request_id] != answer.status:
+            found.append(f"{answer.method} {answer.path}: got {answer.status}, audited {audited[request_id]}")
+    return found
+
+
+def main() -> int:
+    """`make soak`: its own PostgreSQL and SeaweedFS, the scenario for SOAK_SECONDS, the report."""
+    seconds = float(os.environ.get("SOAK_SECONDS", "600"))
+    tmp = Path(tempfile.mkdtemp(prefix="fault-soak-"))
+    postgres = start_postgres()
+    seaweed = start_seaweed(tmp / "seaweed")
+    try:
+        with rig(tmp, postgres.create_database("soak"), seaweed) as setup:
+            outcome = run(setup, seconds, writers=int(os.environ.get("SOAK_WRITERS", "3")))
+        print(outcome.report())
+        failures = failed_checks(outcome)
+        print("checks: " + ("all held" if not failures else "FAILED\n    " + "\n    ".join(failures)))
+        return 1 if failures else 0
+    finally:
+        seaweed.stop()
+        postgres.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def failed_checks(outcome: Outcome) -> list[str]:
+    """What must hold, each as one line when it did not."""
+    failures: list[str] = []
+    if outcome.lost:
+        failures.append(f"acknowledged appends lost: {outcome.lost[:5]}")
+    if outcome.doubled:
+        failures.append(f"rows doubled: {outcome.doubled[:5]}")
+    if outcome.ledger.wrong_delta:
+        failures.append(f"Delta answers not of their version: {outcome.ledger.wrong_delta[:5]}")
+    if outcome.wrong_iceberg:
+        failures.append(f"Iceberg reads not of their snapshot: {outcome.wrong_iceberg[:5]}")
+    for fault in outcome.runs:
+        slow = {u: s for u, s in fault.recovery.items() if s > RECOVERY_LIMIT}
+        if slow or len(fault.recovery) < 3:
+            failures.append(f"{fault.name}: recovery {fault.recovery}")
+    if not all(outcome.alive.values()):
+        failures.append(f"replicas exited: {outcome.alive}")
+    if outcome.hung or outcome.stuck_threads:
+        failures.append(f"hung: {len(outcome.hung)} answers, {outcome.stuck_threads} threads")
+    if outcome.ledger.revocation_misses:
+        failures.append(f"revoked tokens served: {outcome.ledger.revocation_misses[:5]}")
+    violations = model_violations(outcome.answers)
+    if violations:
+        failures.append(f"{len(violations)} error answers out of model: {sorted(set(violations))[:8]}")
+    if outcome.server_errors:
+        failures.append(f"{len(outcome.server_errors)} 5xx not 503: {sorted(set(outcome.server_errors))[:8]}")
+    if outcome.audit_mismatches:
+        mismatches = sorted(set(outcome.audit_mismatches))[:8]
+        failures.append(f"{len(outcome.audit_mismatches)} answers audited otherwise: {mismatches}")
+    if set(outcome.version_zero.values()) != {200}:
+        failures.append(f"version 0 of the table shared while empty: {outcome.version_zero}")
+    return failures
+
+
+if __name__ == "__main__":
+    sys.exit(main())
