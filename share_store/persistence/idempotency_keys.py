@@ -116,6 +116,13 @@ class IdempotencyKeys:
                 return CLAIM, claim
         raise RuntimeError("an idempotency key kept changing under its claim")  # pragma: no cover
 
+    def peek(self, key: str, binding: Binding) -> tuple[str, Answer | None]:
+        """What `claim` would decide, claiming nothing: for a request waiting on the key's."""
+        with self.transactions.read() as conn:
+            row = self._row(conn, binding.caller, key)
+        outcome = decide(row, binding, self.clock())
+        return outcome, row.answer if row is not None and outcome == REPLAY else None
+
     def _insert(self, key: str, binding: Binding, now: datetime) -> str | None:
         """The key claimed by inserting its row (its claim id); None if it has one already."""
         values = _claimed(binding, now)

@@ -38,10 +38,11 @@ async def credentials_of(request: Request) -> Credentials:
 
 T = TypeVar("T")
 
-#: The request's scope key of its caller once authenticated by the server itself (the
-#: `Idempotency-Key` wrapper authenticates before its handler runs): not authenticated twice.
-#: A scope is the server's, never the client's, so nothing a request sends can set it.
-AUTHENTICATED = "catalog.caller"
+#: The request's scope key of what runs right after its caller is authenticated, in the same
+#: worker thread, before the handler does anything else: an `Idempotency-Key`'s claim
+#: (`sharing_server.catalog.idempotent_routes.KeyClaim`), which may stop the handler there. A
+#: scope is the server's, never the client's: nothing a request sends can set it.
+AFTER_AUTHENTICATION = "catalog.after_authentication"
 
 
 class CatalogAuthentication:
@@ -53,23 +54,25 @@ class CatalogAuthentication:
         self.callers = callers
 
     async def caller(self, request: Request) -> Principal:
-        known = request.scope.get(AUTHENTICATED)
-        if isinstance(known, Principal):
-            return known
         credentials = await credentials_of(request)
-        return await run_in_threadpool(self.callers.authenticate, credentials)
+        then = request.scope.get(AFTER_AUTHENTICATION)
+        return await run_in_threadpool(self._authenticate, credentials, then)
 
     async def as_caller(self, request: Request, action: Callable[[Principal], T]) -> T:
         """`action` given the caller, in the one trip to a worker thread that authenticates it."""
-        known = request.scope.get(AUTHENTICATED)
-        if isinstance(known, Principal):
-            return await run_in_threadpool(action, known)
         credentials = await credentials_of(request)
+        then = request.scope.get(AFTER_AUTHENTICATION)
 
         def authenticated_action() -> T:
-            return action(self.callers.authenticate(credentials))
+            return action(self._authenticate(credentials, then))
 
         return await run_in_threadpool(authenticated_action)
+
+    def _authenticate(self, credentials: Credentials, then: Callable[[Principal], None] | None) -> Principal:
+        principal = self.callers.authenticate(credentials)
+        if then is not None:
+            then(principal)  # before any of the handler's work, in the same trip
+        return principal
 
 
 class CatalogTokens:

@@ -24,7 +24,7 @@ from share_store.iceberg.scan_plans import PlanTokens
 from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.signing.token_codec import TokenCodec
 from sharing_server import paths
-from sharing_server.auth.catalog_callers import CatalogAuthentication, CatalogTokens
+from sharing_server.auth.catalog_callers import CatalogTokens
 from sharing_server.catalog.idempotent_routes import idempotent_routes
 from sharing_server.catalog.maintenance import MaintenanceEndpoints
 from sharing_server.catalog.scan_plans import PlanEndpoints
@@ -153,7 +153,7 @@ def warehouse_api(
     ]
     if keys is None:
         return routes
-    return idempotent_routes(routes, keys, CatalogAuthentication(callers), NOT_FOUND)
+    return idempotent_routes(routes, keys, NOT_FOUND)
 
 
 def catalog_mount(
