@@ -85,6 +85,8 @@ class SignAsked:
     method: str
     uri: str
     headers: dict[str, list[str]]
+    #: A batch delete's body (the keys it deletes), as the signing request carries it.
+    body: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,7 @@ class DataAccess:
         uri: str,
         headers: dict[str, list[str]],
         notes: dict[str, Any],
+        body: bytes | None = None,
     ) -> tuple[str, dict[str, list[str]]]:
         """The URI to send and the headers that sign it, for one S3 request of an engine holding
         `grant`, if the request names objects under the grant's location, the principal still may
@@ -269,7 +272,7 @@ class DataAccess:
         table = TableName.of(warehouse, payload["n"], payload["t"])
         granted = _granted_location(payload)
         return self._decide(
-            SignAsked(who, table, granted, payload.get("m") == "rw", method, uri, headers),
+            SignAsked(who, table, granted, payload.get("m") == "rw", method, uri, headers, body),
             notes,
             lambda: _still_the_grants(catalog, table, granted, payload),
         )
@@ -282,6 +285,7 @@ class DataAccess:
         uri: str,
         headers: dict[str, list[str]],
         notes: dict[str, Any],
+        body: bytes | None = None,
     ) -> tuple[str, dict[str, list[str]]]:
         """The spec's signer (`POST .../tables/{t}/sign`, Iceberg 1.11): the caller authenticated by
         the catalog now, the table by the path, its location the catalog's (`NoSuchTable` when there
@@ -289,7 +293,7 @@ class DataAccess:
         `sign`, on the caller's policy as it is now."""
         self.signing_on()
         location = access.catalog.table_location(table)
-        return self._decide(SignAsked(access.who, table, location, True, method, uri, headers), notes)
+        return self._decide(SignAsked(access.who, table, location, True, method, uri, headers, body), notes)
 
     def _decide(
         self, asked: SignAsked, notes: dict[str, Any], still: Callable[[], None] | None = None
@@ -301,10 +305,14 @@ class DataAccess:
         rights = DataRights.of(who, table)
         _, endpoint, _ = self._s3()
         try:
-            request = parse_object_request(asked.method, asked.uri, asked.headers, endpoint, writes=True)
+            request = parse_object_request(
+                asked.method, asked.uri, asked.headers, endpoint, writes=True, body=asked.body
+            )
         except SigningRefused as error:
             raise Forbidden(f"not signed: {error}") from None
         notes["signing"] = {"method": request.method, "object": f"{request.bucket}/{request.key}"}
+        if request.batch:
+            notes["signing"]["deletes"] = len(request.batch)
         if request.copy_source is not None:
             notes["signing"]["copy"] = "/".join(request.copy_source)
         for bucket, key in request.objects():

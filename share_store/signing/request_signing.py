@@ -14,7 +14,8 @@ that request's, and clients send it as given. So nothing the caller wrote in its
 request reaches the signature unless it is named here:
 
 * the method: `GET`/`HEAD` of one object; for a writer also `PUT` and `DELETE` of
-  one object and the steps of its multipart upload;
+  one object, the steps of its multipart upload, and a batch delete (`POST /{bucket}?delete`),
+  whose body is read for every key it names (`batch_deletes`) and whose hash is signed;
 * the query: a closed set of parameters per method (`uploads`, `uploadId`,
   `partNumber`), each once, each value checked; nothing else (no listings, ACLs,
   versions, tags);
@@ -33,7 +34,8 @@ request reaches the signature unless it is named here:
   the target (`ObjectRequest.objects`).
 
 A write's body is left out of the signature (`UNSIGNED-PAYLOAD`: the body is the
-engine's, never seen here). This is a signing request, not a hot path: botocore's
+engine's, never seen here), but for a batch delete's, which names the objects deleted: its
+SHA-256 is signed, so the store takes that body only. This is a signing request, not a hot path: botocore's
 signer, the reference, does the signing.
 """
 
@@ -46,6 +48,8 @@ from urllib.parse import quote, unquote, urlsplit
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+from share_store.signing.batch_deletes import BatchRefused, deleted_keys
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 #: What a writer's engine sends besides reads: objects put and deleted, multipart uploads.
@@ -103,7 +107,7 @@ class _WriterAuth(S3SigV4Auth):
     body is the engine's, never seen here; a read's empty body is hashed as botocore does."""
 
     def _should_sha256_sign_payload(self, request: AWSRequest) -> bool:
-        return request.method in READ_METHODS
+        return request.method in READ_METHODS or bool(request.body)  # a batch delete's body
 
 
 class SigningRefused(Exception):
@@ -122,6 +126,9 @@ class ObjectRequest:
     #: The object an `x-amz-copy-source` header names (a copy, or a part copied from it).
     copy_source: tuple[str, str] | None = None
     query: tuple[tuple[str, str], ...] = field(default=())
+    #: A batch delete's keys (its `key` is empty) and its body, whose hash is signed.
+    batch: tuple[str, ...] = ()
+    body: bytes | None = None
 
     @property
     def reads(self) -> bool:
@@ -129,6 +136,8 @@ class ObjectRequest:
 
     def objects(self) -> list[tuple[str, str]]:
         """Every object the request touches, as (bucket, key): a grant must allow each."""
+        if self.batch:
+            return [(self.bucket, key) for key in self.batch]
         return [(self.bucket, self.key)] + ([self.copy_source] if self.copy_source else [])
 
 
@@ -239,11 +248,16 @@ def _headers(
 
 
 def parse_object_request(
-    method: str, uri: str, headers: dict[str, list[str]], endpoint: str, writes: bool = False
+    method: str,
+    uri: str,
+    headers: dict[str, list[str]],
+    endpoint: str,
+    writes: bool = False,
+    body: bytes | None = None,
 ) -> ObjectRequest:
     """The one operation an S3 request names, if it is a read of one object at `endpoint` (with
-    `writes`, also a put, copy or delete of one, or a step of its multipart upload), and the
-    request built for it; `SigningRefused` for anything else."""
+    `writes`, also a put, copy or delete of one, a step of its multipart upload, or a batch delete
+    with its `body`), and the request built for it; `SigningRefused` for anything else."""
     method = method.upper()
     allowed = READ_METHODS | WRITE_METHODS if writes else READ_METHODS
     if method not in allowed:
@@ -264,6 +278,8 @@ def parse_object_request(
     if not parts.path.startswith(base_path + "/"):
         raise SigningRefused("the request is not addressed to this store's endpoint")
     raw_bucket, _, raw_key = parts.path[len(base_path) + 1 :].partition("/")
+    if writes and method == "POST" and parts.query in ("delete", "delete=") and not raw_key:
+        return _batch_delete(f"{scheme}://{netloc}{base_path}", _decoded(raw_bucket, "bucket"), headers, body)
     bucket, key = _object_name(_decoded(raw_bucket, "bucket"), _decoded(raw_key, "key"))
     query = _query(method, parts.query, writes)
     kept, source = _headers(method, headers, query)
@@ -271,6 +287,19 @@ def parse_object_request(
     if query:
         built += "?" + "&".join(quote(n, safe="") + (f"={quote(v, safe='')}" if v else "") for n, v in query)
     return ObjectRequest(method, bucket, key, built, kept, source, query)
+
+
+def _batch_delete(base: str, bucket: str, headers: dict[str, list[str]], body: bytes | None) -> ObjectRequest:
+    """A batch delete of the keys its `body` names, each one object, in `bucket`."""
+    if body is None:
+        raise SigningRefused("a batch delete is signed with its body (the request's `body`)")
+    try:
+        keys = tuple(_object_name(bucket, key)[1] for key in deleted_keys(body))
+    except BatchRefused as error:
+        raise SigningRefused(str(error)) from None
+    kept, _ = _headers("POST", headers, (("delete", ""),))
+    uri = f"{base}/{quote(bucket, safe='')}?delete"
+    return ObjectRequest("POST", bucket, "", uri, kept, None, (("delete", ""),), keys, body)
 
 
 @dataclass(frozen=True)
@@ -284,7 +313,9 @@ class HeaderSigner:
 
     def sign(self, request: ObjectRequest) -> dict[str, list[str]]:
         """The headers to add to `request.uri` (each a list, as the signer protocol carries them)."""
-        aws = AWSRequest(method=request.method, url=request.uri, headers=dict(request.headers))
+        aws = AWSRequest(
+            method=request.method, url=request.uri, headers=dict(request.headers), data=request.body
+        )
         auth = _WriterAuth(
             Credentials(self.access_key, self.secret_key, self.session_token), "s3", self.region
         )

@@ -29,7 +29,7 @@ from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
 from sharing_server.http.access_delegation import asked_modes
 from sharing_server.http.entity_tags import not_modified, with_tag
-from sharing_server.http.sign_requests import parse_sign_request
+from sharing_server.http.sign_requests import parse_sign_request_with_body
 from sharing_server.observability.audit import audit_fields
 
 
@@ -151,7 +151,7 @@ class TableEndpoints(CatalogEndpoints):
         The grant in the path is the proof (pyiceberg's signer sends no catalog credentials with
         SigV4): it names the caller and the table, and each request is checked against them."""
         params, body, notes = request.path_params, await request.body(), audit_fields(request)
-        method, uri, headers = parse_sign_request(body)
+        (method, uri, headers), deleted = parse_sign_request_with_body(body)
         signed_uri, signed = await run_in_threadpool(
             self.data.sign,
             params["prefix"],
@@ -162,6 +162,7 @@ class TableEndpoints(CatalogEndpoints):
             uri,
             headers,
             notes,
+            deleted,
         )
         return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})
 
@@ -174,8 +175,8 @@ class TableEndpoints(CatalogEndpoints):
         def sign(access: CatalogAccess) -> tuple[str, dict[str, list[str]]]:
             self.data.signing_on()  # said first: not served here while signing is off
             name = codec.table_at(params["prefix"], params["namespace"], params["table"])
-            method, uri, headers = parse_sign_request(body)
-            return self.data.sign_table(access, name, method, uri, headers, notes)
+            (method, uri, headers), deleted = parse_sign_request_with_body(body)
+            return self.data.sign_table(access, name, method, uri, headers, notes, deleted)
 
         signed_uri, signed = await self.as_caller(request, sign)
         return JSONResponse({"uri": signed_uri, "headers": signed}, headers={"Cache-Control": "no-store"})

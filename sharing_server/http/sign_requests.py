@@ -27,6 +27,12 @@ class SignRequest(NamedTuple):
 def parse_sign_request(raw: bytes) -> SignRequest:
     """A remote-signing request's method, URI and headers (name → values), as the Iceberg clients
     send them; `InvalidParameter` for anything else."""
+    return parse_sign_request_with_body(raw)[0]
+
+
+def parse_sign_request_with_body(raw: bytes) -> tuple[SignRequest, bytes | None]:
+    """`parse_sign_request`, and the request's `body` (a batch delete's, which the writers' signers
+    read for the keys it deletes) as bytes, when sent."""
     try:
         body = json_text.json_object(raw)
     except json_text.NotAJsonObject as refused:
@@ -49,4 +55,5 @@ def parse_sign_request(raw: bytes) -> SignRequest:
     for name in ("region", "body"):
         if not isinstance(body.get(name, ""), str):
             raise InvalidParameter(f"the signing request's {name!r} must be a string")
-    return SignRequest(method, uri, headers)
+    sent = body.get("body")
+    return SignRequest(method, uri, headers), sent.encode() if sent is not None else None

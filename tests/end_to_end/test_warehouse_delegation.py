@@ -10,7 +10,9 @@ the bucket's root; a read-only user's keys and signatures cannot write.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -179,7 +181,7 @@ def test_views_on_s3_with_a_sigv4_catalog_user(delegating_server: Deployment, ow
 
 def vended_config(server: Deployment, user: IssuedUser, namespace: str, table: str) -> dict[str, str]:
     url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{table}"
-    loaded = signed(user, "GET", url, **{"X-Iceberg-Access-Delegation": VENDED})
+    loaded = signed(user, "GET", url, b"", **{"X-Iceberg-Access-Delegation": VENDED})
     assert loaded.status_code == 200, loaded.text
     assert loaded.headers["cache-control"] == "no-store"
     body = loaded.json()
@@ -274,7 +276,7 @@ def test_the_signer_signs_only_the_grants_table_and_user(
 ) -> None:
     namespace, a, ab = two_tables
     url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
-    loaded = signed(owner, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED}).json()
+    loaded = signed(owner, "GET", url, b"", **{"X-Iceberg-Access-Delegation": SIGNED}).json()
     config = loaded["config"]
     assert config["s3.remote-signing-enabled"] == "true" and "s3.access-key-id" not in config
     signer = f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}"
@@ -320,7 +322,7 @@ def test_a_removed_user_stops_signing_and_a_user_may_not_load_keys_it_has_no_dat
     users = CatalogUsers(delegating_server.store.transactions, delegating_server.secret)
     brief = users.create("brief")
     url = f"{root(delegating_server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{a}"
-    config = signed(brief, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED}).json()["config"]
+    config = signed(brief, "GET", url, b"", **{"X-Iceberg-Access-Delegation": SIGNED}).json()["config"]
     signer = f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}"
     uri = f"{config['s3.endpoint']}/{WAREHOUSE}/{namespace}/{a}/x"
     body = {"method": "GET", "region": "us-east-1", "uri": uri, "headers": {}}
@@ -335,7 +337,7 @@ def test_a_removed_user_stops_signing_and_a_user_may_not_load_keys_it_has_no_dat
         ],
     }
     metadata_only = users.create("metadata-only", json.dumps(nodata))
-    answer = signed(metadata_only, "GET", url, **{"X-Iceberg-Access-Delegation": VENDED})
+    answer = signed(metadata_only, "GET", url, b"", **{"X-Iceberg-Access-Delegation": VENDED})
     assert answer.status_code == 403 and "GetTableData" in answer.text
     assert signed(metadata_only, "GET", url).status_code == 200  # metadata alone, as before
 
@@ -412,7 +414,7 @@ def attacker(delegating_server: Deployment, owner: IssuedUser) -> IssuedUser:
 def signer_of(server: Deployment, user: IssuedUser, namespace: str, table: str) -> tuple[str, str]:
     """The signer URL of a remote-signing load of the table by `user`, and the store's endpoint."""
     url = f"{root(server)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables/{table}"
-    loaded = signed(user, "GET", url, **{"X-Iceberg-Access-Delegation": SIGNED})
+    loaded = signed(user, "GET", url, b"", **{"X-Iceberg-Access-Delegation": SIGNED})
     assert loaded.status_code == 200, loaded.text
     config = loaded.json()["config"]
     return f"{config['s3.signer.uri']}/{config['s3.signer.endpoint']}", config["s3.endpoint"]
@@ -839,3 +841,74 @@ def test_a_nested_namespace_through_the_advertised_separator(
         delegating_server, owner, "outer%1Finner", name, sign_body("GET", f"{endpoint}/{bucket}/{key}")
     )
     assert sent(answer, "GET").content[:4] == b"PAR1"
+
+
+def delete_body(*keys: str, extra: str = "") -> str:
+    objects = "".join(f"<Object><Key>{key}</Key>{extra}</Object>" for key in keys)
+    head = '<?xml version="1.0" encoding="UTF-8"?>'
+    return f'{head}<Delete xmlns="{S3_XMLNS}">{objects}<Quiet>true</Quiet></Delete>'
+
+
+S3_XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+
+def test_a_batch_delete_is_signed_only_for_keys_inside_the_table_and_only_with_its_body(
+    delegating_server: Deployment, owner: IssuedUser, reader: IssuedUser, two_tables: tuple[str, str, str]
+) -> None:
+    """`POST /{bucket}?delete` with the keys in its body (the Java client's DeleteObjects, its body in
+    the signing request since 1.11): every key must be inside the table; the body's hash is signed,
+    so the store refuses another body sent with the signature. Both signers decide alike."""
+    namespace, a, ab = two_tables
+    signer, endpoint = signer_of(delegating_server, owner, namespace, a)
+    store = delegating_server.seaweed.client()  # type: ignore[attr-defined]
+    mine = [f"{namespace}/{a}/data/batch-{n}.parquet" for n in range(2)]
+    theirs = f"{namespace}/{ab}/data/keep.parquet"
+    for key in [*mine, theirs]:
+        store.put_object(Bucket=WAREHOUSE, Key=key, Body=b"x")
+    url = f"{endpoint}/{WAREHOUSE}?delete"
+
+    def md5(text: str) -> dict[str, list[str]]:
+        return {"Content-MD5": [base64.b64encode(hashlib.md5(text.encode()).digest()).decode()],
+                "Content-Type": ["application/xml"]}  # fmt: skip
+
+    def signed_delete(body: str, via_grant: bool = False, user: IssuedUser = owner) -> httpx.Response:
+        request = sign_body("POST", url, body=body, headers=md5(body))
+        if via_grant:
+            return httpx.post(signer, json=request)
+        return spec_sign(delegating_server, user, namespace, a, request)
+
+    for body in (
+        delete_body(mine[0], theirs),  # one key outside among keys inside
+        delete_body(f"{namespace}/{a}/../{ab}/data/keep.parquet"),
+        delete_body(mine[0], extra="<VersionId>v1</VersionId>"),
+        f'<!DOCTYPE d [<!ENTITY e "{mine[0]}">]><Delete><Object><Key>&e;</Key></Object></Delete>',
+        "<Delete></Delete>",
+        "not xml",
+    ):
+        for via_grant in (False, True):
+            answer = signed_delete(body, via_grant)
+            assert answer.status_code == 403, (body, via_grant, answer.text)
+            assert answer.json()["error"]["type"] == "ForbiddenException"
+    assert (
+        spec_sign(delegating_server, owner, namespace, a, sign_body("POST", url)).status_code == 403
+    )  # no body
+    assert signed_delete(delete_body(*mine), user=reader).status_code == 403  # a reader deletes nothing
+
+    body = delete_body(*mine)
+    answer = signed_delete(body)
+    assert answer.status_code == 200, answer.text
+    signature = {name: ", ".join(values) for name, values in answer.json()["headers"].items()}
+    # Another body under the same signature (the neighbour's key slipped in): the store refuses it.
+    swapped = delete_body(theirs) + " " * (len(body) - len(delete_body(theirs)))
+    refused_by_store = httpx.post(answer.json()["uri"], content=swapped.encode(), headers={**signature, **{
+        name: values[0] for name, values in md5(swapped).items()}})  # fmt: skip
+    assert refused_by_store.status_code in (400, 403), refused_by_store.text
+    assert store.get_object(Bucket=WAREHOUSE, Key=theirs)["Body"].read() == b"x"
+    own = {name: values[0] for name, values in md5(body).items()}
+    deleted = httpx.post(answer.json()["uri"], content=body.encode(), headers={**own, **signature})
+    assert deleted.status_code == 200, deleted.text
+    left = store.list_objects_v2(Bucket=WAREHOUSE, Prefix=f"{namespace}/{a}/data/batch-").get("KeyCount")
+    assert left == 0
+    assert store.get_object(Bucket=WAREHOUSE, Key=theirs)["Body"].read() == b"x"
+    # The grant's signer signs the same request alike.
+    assert signed_delete(body, via_grant=True).status_code == 200

@@ -106,7 +106,7 @@ def test_a_copy_source_is_parsed_into_the_object_it_copies() -> None:
         ("PUT", "http://s3:9000/b/k?acl", "multipart"),
         ("DELETE", "http://s3:9000/b/k?versionId=1", "multipart"),
         ("POST", "http://s3:9000/b/k", "multipart"),
-        ("POST", "http://s3:9000/b?delete", "one object"),
+        ("POST", "http://s3:9000/b?delete", "with its body"),  # a batch delete is read with its body
         ("PUT", "http://s3:9000/b/a/../k", "one object"),
         ("PUT", "http://s3:9000/b/k?partNumber=1", "multipart"),
         ("PUT", "http://s3:9000/b/k?partNumber=0&uploadId=a", "part number"),
