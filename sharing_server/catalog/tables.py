@@ -72,7 +72,9 @@ class TableEndpoints(CatalogEndpoints):
             delegation = await run_in_threadpool(
                 self.data.delegate, asked, access, table, loaded, signer, audit_fields(request)
             )
-            return _json(codec.load_answer(loaded, "all", delegation), _no_store(delegation))
+            # Tagged as the load that follows it will be (a staged create has no metadata file: none).
+            tag = table_load_tag(loaded.metadata_location, "all", *delegation, bool(delegation[0]))
+            return _json(codec.load_answer(loaded, "all", delegation), with_tag(_no_store(delegation), tag))
         if codec.dropped_asked(request.query_params.get("dropped")):
             dropped = await run_in_threadpool(access.list_dropped, warehouse, levels)
             return JSONResponse(codec.dropped_result(dropped))
@@ -187,7 +189,7 @@ class TableEndpoints(CatalogEndpoints):
         warehouse, levels = codec.namespace_at(params["prefix"], params["namespace"])
         name, metadata_location, overwrite = codec.registration(warehouse, levels, await request.body())
         loaded = await run_in_threadpool(access.register_table, name, metadata_location, overwrite)
-        return _json(codec.load_answer(loaded))
+        return _json(codec.load_answer(loaded), with_tag(None, table_load_tag(loaded.metadata_location)))
 
     async def rename(self, request: Request) -> Response:
         warehouse = request.path_params["prefix"]

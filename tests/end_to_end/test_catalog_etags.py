@@ -113,3 +113,22 @@ def test_a_views_load_is_tagged_and_answers_304_until_replaced(
     assert replaced.headers["etag"] != tag
     fresh = signed(user, "GET", f"{base}/v", b"", **{"If-None-Match": tag})
     assert fresh.status_code == 200 and fresh.headers["etag"] == replaced.headers["etag"]
+
+
+def test_a_create_answers_the_tag_of_its_first_load_and_a_staged_create_none(
+    s3: Deployment, writer: tuple[IssuedUser, Catalog]
+) -> None:
+    user, catalog = writer
+    namespace = f"etag_{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(namespace)
+    tables = f"{catalog_root(s3)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables"
+    made = signed(user, "POST", tables, json.dumps({"name": "c", "schema": SCHEMA}).encode())
+    assert made.status_code == 200, made.text
+    tag = made.headers["etag"]
+    assert (
+        signed(user, "GET", table_url(s3, namespace, "c"), b"", **{"If-None-Match": tag}).status_code == 304
+    )
+    staged = {"name": "s", "schema": SCHEMA, "stage-create": True}
+    answer = signed(user, "POST", tables, json.dumps(staged).encode())
+    assert answer.status_code == 200, answer.text
+    assert "etag" not in answer.headers and "metadata-location" not in answer.json()
