@@ -18,6 +18,7 @@ from __future__ import annotations
 from share_store.catalog import policies as actions
 from sharing_server.openapi.catalog_commits import commit_operations
 from sharing_server.openapi.catalog_maintenance import maintenance_operations, maintenance_schemas
+from sharing_server.openapi.catalog_plans import warehouse_plan_operations
 from sharing_server.openapi.catalog_shapes import (
     BAD_NAMES,
     DROPPED,
@@ -69,6 +70,7 @@ def area() -> Area:
             **commit_operations(),
             **view_operations(),
             **maintenance_operations(),
+            **warehouse_plan_operations(),
             **_not_served(),
         },
         schemas={**schemas(), **view_schemas(), **maintenance_schemas()},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sharing_server.openapi.components import PROTOCOL_AUTH, errors
 from sharing_server.openapi.delta_sharing import token_operation
+from sharing_server.openapi.scan_plans import plan_schemas, share_plan_operations
 from sharing_server.openapi.shapes import (
     INTEGER,
     NAME,
@@ -222,6 +223,8 @@ def area() -> Area:
                 json_body(model("S3SignRequest")),
             ),
             **_share_named(),
+            **share_plan_operations(_operation, "", "", [NAMESPACE, TABLE]),
+            **share_plan_operations(_operation, "Share", "share_", [SHARE, NAMESPACE, TABLE]),
             **{
                 ("iceberg_read_only", method): operation(
                     f"icebergReadOnly{method.title()}",
@@ -239,5 +242,5 @@ def area() -> Area:
                 for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
             },
         },
-        schemas=_schemas(),
+        schemas={**_schemas(), **plan_schemas()},
     )

@@ -43,9 +43,12 @@ def served_endpoints(app: object) -> set[str]:
             continue
         if route.path in NOT_LISTED:
             continue
+        # The spec spells the plan's id `{plan-id}`, which is no name of a Starlette parameter.
+        path = route.path.replace("{plan_id}", "{plan-id}")
         for method in route.methods or ():
-            if method != "HEAD" or "GET" not in (route.methods or ()) or route.path.endswith("}"):
-                found.add(f"{method} {route.path}")
+            head_served = route.path.endswith("}") and route.path != paths.WAREHOUSE_TABLE_PLAN_ID
+            if method != "HEAD" or "GET" not in (route.methods or ()) or head_served:
+                found.add(f"{method} {path}")
     return found
 
 
@@ -53,7 +56,7 @@ def keyed_mutations(app: object) -> set[str]:
     """The endpoints under `/v1/{prefix}` whose handler takes an `Idempotency-Key`."""
     mount = next(r for r in app.routes if isinstance(r, Mount) and r.path == paths.WAREHOUSE_PREFIX)  # type: ignore[attr-defined]
     return {
-        f"{method} {route.path}"
+        f"{method} {route.path.replace('{plan_id}', '{plan-id}')}"
         for route in mount.routes
         if isinstance(route, Route)
         and isinstance(getattr(route.endpoint, "__self__", None), IdempotentEndpoint)

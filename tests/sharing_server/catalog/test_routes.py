@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from share_store.authentication.sign_in_throttle import PER_ADDRESS
 from share_store.catalog.names import IDENTIFIER_SUPPORT, LEVEL_SEPARATOR
 from share_store.catalog.users import CatalogUsers, IssuedUser
+from sharing_server.catalog.scan_plans import PLAN_ENDPOINTS
 from sharing_server.catalog.warehouses import ENDPOINTS
 from tests.catalog_attacks import ATT, attacker_policy
 from tests.sharing_server.catalog.served import (
@@ -48,7 +49,8 @@ def test_config_names_the_warehouse_as_prefix_and_the_endpoints_served(catalog: 
     config = catalog.call("GET", "/config", params={"warehouse": WH})
     assert config.status_code == 200
     overrides = {"prefix": WH, "namespace-separator": "%1F"}
-    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": overrides, "endpoints": ENDPOINTS,
+    endpoints = ENDPOINTS + PLAN_ENDPOINTS
+    expected = {"defaults": IDENTIFIER_SUPPORT, "overrides": overrides, "endpoints": endpoints,
                 "idempotency-key-lifetime": "PT30M"}  # fmt: skip
     assert config.json() == expected
     assert "POST /v1/{prefix}/transactions/commit" in config.json()["endpoints"]
@@ -333,7 +335,7 @@ def test_metrics_reports_are_accepted_and_dropped(catalog: Served) -> None:
         ("GET", f"/{WH}/views"),
         ("PUT", f"/{WH}/namespaces/ns/views/v"),
         ("GET", f"/{WH}/namespaces/ns/views/v/plan"),
-        ("POST", f"/{WH}/namespaces/ns/tables/t/plan"),
+        ("POST", f"/{WH}/namespaces/ns/tables/t/plan/nothing/more"),
         ("PUT", f"/{WH}/namespaces"),
         ("GET", "/nothing/here/at/all"),
         ("GET", f"/{WH}/namespaces/a%2Fb/tables/t"),

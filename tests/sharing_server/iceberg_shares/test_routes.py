@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from share_store.model import TableSpec
+from sharing_server.iceberg_shares.scan_plans import PLAN_ENDPOINTS
 from tests.conftest import Deployment
 
 CUSTOMERS = pa.table({"custkey": pa.array([1, 2], pa.int64()), "name": ["ann", "bob"]})
@@ -54,9 +55,12 @@ def test_the_configuration_lists_read_endpoints_only(server: Deployment) -> None
     body = answer.json()
     assert body["defaults"] == {} and body["overrides"] == {"namespace-separator": "%1F"}
     assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}" in body["endpoints"]
-    # The spec's signer is a POST that signs reads only.
+    # The spec's signer is a POST that signs reads only; scan planning's POSTs and DELETE (a
+    # cancel) plan reads and change nothing.
     writes = [e for e in body["endpoints"] if e.split()[0] in ("POST", "DELETE", "PUT")]
-    assert writes == ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"]
+    assert writes == ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"] + [
+        e for e in PLAN_ENDPOINTS if not e.startswith("GET")
+    ]
     assert not [e for e in body["endpoints"] if e.endswith("/credentials")]  # vending is off
 
 
