@@ -7,7 +7,8 @@ The load, in threads, spread over the replicas: Delta Sharing recipients (`delta
 table the writers append to), pyiceberg writers appending through `/_iceberg` (each append's rows
 carry ids of their own, and the acknowledged ones are recorded with their snapshot), and a provider
 creating and revoking tokens through the admin API. The faults: PostgreSQL black-holed, its
-connections reset, S3 black-holed, S3 slowed; each for `FAULT_SECONDS`.
+connections reset, its port refused (as a stopped server); S3 black-holed, slowed, refused; each
+for `FAULT_SECONDS`.
 
 Every HTTP answer a replica gives to these clients is recorded (`requests`' adapter is wrapped,
 as pyiceberg and delta-sharing both use it; it also sets a timeout where a client set none) so
@@ -20,6 +21,7 @@ that each error answer is checked against its surface's model.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
@@ -385,12 +387,20 @@ def inject(rig: Rig, name: str, seconds: float) -> FaultRun:
     elif name == "s3-slowed":
         with rig.s3.slowed(1.0):
             time.sleep(seconds)
+    elif name in ("db-refused", "s3-refused"):
+        # As a stopped server: open connections reset, new ones refused, then back on the same port.
+        proxy = rig.db if name == "db-refused" else rig.s3
+        proxy.stop()
+        try:
+            time.sleep(seconds)
+        finally:
+            proxy.start()
     else:
         raise ValueError(name)
     return FaultRun(name, started, _monotonic())
 
 
-FAULTS = ("db-paused", "db-reset", "s3-paused", "s3-slowed")
+FAULTS = ("db-paused", "db-reset", "db-refused", "s3-paused", "s3-slowed", "s3-refused")
 
 
 def recover(rig: Rig, run: FaultRun) -> None:
@@ -480,6 +490,10 @@ class Outcome:
     #: The status of each replica's Delta Sharing query of the Iceberg table at version 0 (shared
     #: while it was empty) after every fault.
     version_zero: dict[str, int | None] = field(default_factory=dict)
+    #: Open descriptors of each replica at the end, and the connections through each proxy.
+    descriptors: dict[str, int] = field(default_factory=dict)
+    proxied: dict[str, int] = field(default_factory=dict)
+    rss_before: dict[str, int] = field(default_factory=dict)  # KiB, as the load began
 
     @property
     def server_errors(self) -> list[str]:
@@ -566,7 +580,15 @@ class Outcome:
             f"  5xx other than 503: {len(self.server_errors)}; answers audited otherwise: "
             f"{len(self.audit_mismatches)}; version 0 after the faults: "
             f"{sorted(str(status) for status in set(self.version_zero.values()))}",
-            "  RSS MiB: " + ", ".join(f"{u.rsplit(':', 1)[1]} {k / 1024:.0f}" for u, k in self.rss.items()),
+            "  open descriptors: "
+            + ", ".join(f"{u.rsplit(':', 1)[1]} {n}" for u, n in self.descriptors.items())
+            + "; connections through the proxies: "
+            + ", ".join(f"{name} {n}" for name, n in self.proxied.items()),
+            "  RSS MiB (before → after): "
+            + ", ".join(
+                f"{u.rsplit(':', 1)[1]} {self.rss_before.get(u, 0) / 1024:.0f} → {k / 1024:.0f}"
+                for u, k in self.rss.items()
+            ),
         ]
         return "\n".join(lines)
 
@@ -583,6 +605,7 @@ def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome
         threading.Thread(target=_loop, args=(stop, ledger, name, step), name=name, daemon=True)
         for name, step in steps
     ]
+    rss_before = {r.url: rss_kib(r) for r in rig.replicas}
     began = _monotonic()
     for thread in threads:
         thread.start()
@@ -609,6 +632,8 @@ def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome
         runs, ledger, answers, final,
         {r.url: rss_kib(r) for r in rig.replicas}, {r.url: r.process.poll() is None for r in rig.replicas},
         stuck, _monotonic() - began, audit_mismatches(rig, answers), version_zero,
+        {r.url: len(os.listdir(f"/proc/{r.process.pid}/fd")) for r in rig.replicas},
+        {"postgresql": rig.db.open_connections(), "s3": rig.s3.open_connections()}, rss_before,
     )  # fmt: skip
 
 
@@ -645,6 +670,8 @@ def audit_mismatches(rig: Rig, answers: list[Answer]) -> list[str]:
 def main() -> int:
     """`make soak`: its own PostgreSQL and SeaweedFS, the scenario for SOAK_SECONDS, the report."""
     seconds = float(os.environ.get("SOAK_SECONDS", "600"))
+    # pyiceberg warns of each retried 409 (writers racing each other): hundreds of lines an hour.
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)
     tmp = Path(tempfile.mkdtemp(prefix="fault-soak-"))
     postgres = start_postgres()
     seaweed = start_seaweed(tmp / "seaweed")

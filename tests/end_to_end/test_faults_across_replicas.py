@@ -1,6 +1,6 @@
 """Faults across replicas, CI-sized (issue 53): three replicas on one PostgreSQL and one SeaweedFS,
 each reached through a fault proxy, under a mixed load of recipients, writers and a provider; each
-fault once (PostgreSQL black-holed, its connections reset, S3 black-holed, S3 slowed), a few
+fault once (PostgreSQL black-holed, reset, refused; S3 black-holed, slowed, refused), a few
 seconds each. The scenario and its checks are tests/fault_soak.py's, which `make soak` runs long.
 """
 
