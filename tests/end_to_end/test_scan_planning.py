@@ -22,7 +22,9 @@ from pyiceberg.types import LongType, NestedField, StringType
 from share_store.catalog.users import IssuedUser
 from share_store.iceberg import scan_plans
 from tests.conftest import Deployment
+from tests.end_to_end.test_iceberg_deletes import rows_of as delete_rows_of
 from tests.end_to_end.test_iceberg_rest import (
+    DELETE_TABLES,
     DELTA_TABLES,
     as_rows,
     catalog_uri,
@@ -31,10 +33,31 @@ from tests.end_to_end.test_iceberg_rest import (
     scanned,
     seaweed_server,
     source_rows,
+    spark_rows_of,
+    spark_tables,
 )
+from tests.end_to_end.test_restricted_iceberg import (
+    DELTA_BUCKET,
+    SIGNED,
+    assert_same_rows,
+    delta_table,
+    deployment,
+    named_files,
+    own_table,
+)
+from tests.end_to_end.test_restricted_iceberg import catalog_uri as restricted_catalog_uri
+from tests.end_to_end.test_restricted_iceberg import recipient as restricted_recipient
 from tests.end_to_end.test_warehouse_catalog import aistor_catalog, catalog_root, owner, signed
 
-__all__ = ["delta_shares", "owner", "seaweed_server"]  # fixtures of other modules, used here
+__all__ = [
+    "delta_shares",
+    "delta_table",
+    "deployment",
+    "own_table",
+    "owner",
+    "seaweed_server",
+    "spark_tables",
+]  # fixtures of other modules, used here
 
 WAREHOUSE = "analytics"
 SCHEMA = Schema(
@@ -282,3 +305,65 @@ def test_the_share_catalog_lists_the_planning_endpoints(seaweed_server: Deployme
     config = httpx.get(f"{catalog_uri(seaweed_server)}/v1/config", headers=headers).json()
     assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan" in config["endpoints"]
     assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks" in config["endpoints"]
+
+
+# -- restricted shared tables (issue 50): only their allowed and derived files ----------------
+
+
+@pytest.mark.parametrize(("fixture", "name", "key"), [("delta_table", "sales.customers", "custkey"),
+                                                     ("own_table", "shop.orders", "id")])  # fmt: skip
+def test_a_restricted_table_is_planned_over_its_allowed_and_derived_files_only(
+    deployment: Deployment, request: pytest.FixtureRequest, fixture: str, name: str, key: str
+) -> None:
+    shared = request.getfixturevalue(fixture)
+    token = shared["token"]
+    local = restricted_recipient(deployment, token, **SIGNED).load_table(name)
+    remote = restricted_recipient(deployment, token, **SIGNED, **{"scan-planning-mode": "server"}).load_table(
+        name
+    )
+    assert remote.catalog.supports_server_side_planning()
+    assert_same_rows(remote.scan().to_arrow().to_pandas(), shared["expected"], key)
+    planned = {task.file.file_path for task in remote.scan().plan_files()}
+    assert planned == {task.file.file_path for task in local.scan().plan_files()}
+    # Every planned file is one the restricted manifests name: no original of a derived file.
+    named = {location for location, info in named_files(local).items() if info["kind"] == "data"}
+    assert planned <= named
+    originals = {f"s3://{DELTA_BUCKET}/{original}" for original in shared.get("originals", [])}
+    assert not planned & originals
+
+
+def test_a_completed_plan_carries_vended_keys_when_asked_for(
+    deployment: Deployment, delta_table: dict[str, Any]
+) -> None:
+    url = f"{restricted_catalog_uri(deployment)}/v1/namespaces/sales/tables/customers/plan"
+    headers = {"Authorization": f"Bearer {delta_table['token']}"}
+    signed_plan = httpx.post(
+        url, json={}, headers=headers | {"X-Iceberg-Access-Delegation": "remote-signing"}
+    )
+    assert signed_plan.status_code == 200 and "storage-credentials" not in signed_plan.json()
+    vended = httpx.post(url, json={}, headers=headers | {"X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert vended.status_code == 200, vended.text
+    credentials = vended.json()["storage-credentials"]
+    assert credentials and all(c["prefix"].startswith("s3://") for c in credentials)
+    assert all("s3.access-key-id" in c["config"] for c in credentials)
+    assert vended.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize("name", DELETE_TABLES)
+def test_a_shared_table_with_delete_files_planned_on_the_server_reads_as_spark_reads_it(
+    seaweed_server: Deployment, spark_tables: dict[str, Any], name: str
+) -> None:
+    """Spark's position and equality deletes: each task carries its delete files (by index into
+    the answer's `delete-files`), and the rows are Spark's."""
+    remote = server_recipient(seaweed_server, "deletes").load_table(f"db.{name}")
+    local = recipient(seaweed_server, "deletes").load_table(f"db.{name}")
+    tasks = list(remote.scan().plan_files())
+    assert any(task.delete_files for task in tasks)
+    as_planned = {t.file.file_path: sorted(d.file_path for d in t.delete_files) for t in tasks}
+    locally = {
+        t.file.file_path: sorted(d.file_path for d in t.delete_files) for t in local.scan().plan_files()
+    }
+    assert as_planned == locally
+    for snapshot in (spark_tables[name]["snapshots"][-1], spark_tables[name]["snapshots"][2]):
+        got = remote.scan(snapshot_id=snapshot["snapshot_id"]).to_arrow().to_pylist()
+        assert delete_rows_of(got, name) == spark_rows_of(snapshot)
