@@ -35,6 +35,7 @@ from bench.results import RESULTS, machine, write_results
 from bench.rows import readable_rows
 from bench.s3_queries import bench_s3
 from bench.scale import bench_scale
+from bench.scan_planning import bench_scan_planning
 from bench.spark_reads import bench_spark
 from bench.warehouse_catalog import bench_warehouse
 from bench.warehouse_delegation import bench_delegation, bench_signing_keys
@@ -60,6 +61,7 @@ def scenarios() -> dict[str, Callable[[], None]]:
         "iceberg-rest": lambda: bench_iceberg_rest(iceberg_files),
         "warehouse": bench_warehouse,
         "idempotency": bench_idempotent_commits,
+        "scan-planning": bench_scan_planning,
         "delegation": bench_delegation,
         "signing-keys": bench_signing_keys,
         "maintenance": bench_maintenance,
