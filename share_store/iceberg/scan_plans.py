@@ -17,19 +17,23 @@ it again; `DELETE` has nothing to free).
 
 Bounds, whatever a caller sends: the body is read up to `MAX_BODY` bytes; a filter is at most
 `MAX_FILTER_NODES` expressions deep `MAX_FILTER_DEPTH`; one answer carries at most
-`TASKS_PER_ANSWER` tasks, and a plan reads only the manifest list until the tasks are fetched.
+`TASKS_PER_ANSWER` tasks, and a plan reads only the manifest list until the tasks are fetched;
+at most `PLANS_AT_ONCE` plans read manifests at once in a process (the others wait their turn,
+then 429).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from share_store.errors import InvalidParameter, NotFound
+from share_store.errors import InvalidParameter, NotFound, RateLimited, StorageUnavailable
 from share_store.signing.token_codec import TokenCodec
 
 #: The most bytes of a plan request read, and the size of a filter in expressions and depth.
@@ -40,6 +44,11 @@ MAX_FILTER_DEPTH = 64
 TASKS_PER_ANSWER = 1_000
 #: How long a plan's tokens (plan tasks, plan id) are honoured.
 TOKEN_SECONDS = 3600
+#: Manifest reads planned at once in a process, and how long a plan waits for its turn: each reads
+#: and holds up to a run of manifests, so many callers at once queue rather than share the memory.
+PLANS_AT_ONCE = 4
+TURN_SECONDS = 30.0
+_TURNS = threading.BoundedSemaphore(PLANS_AT_ONCE)
 #: The spec's `content` of a content file, by pyiceberg's `DataFileContent` value.
 CONTENT = {0: "data", 1: "position-deletes", 2: "equality-deletes"}
 
@@ -214,6 +223,17 @@ class Plan:
         return body
 
 
+@contextmanager
+def _reading() -> Iterator[None]:
+    """Reads of the table's manifest list and manifests: storage that fails them is a 503."""
+    try:
+        yield
+    except OSError as error:
+        raise StorageUnavailable(
+            f"the table's manifests cannot be read right now: {type(error).__name__}"
+        ) from None
+
+
 def _scan(table: Any, scan: ScanAsked) -> Any:
     """pyiceberg's `DataScan` of `table` as asked; 400 for a snapshot, column or filter it lacks."""
     from pyiceberg.exceptions import ResolveError
@@ -277,7 +297,8 @@ def plan(table: Any, scan: ScanAsked, tokens: PlanTokens, bound: str) -> tuple[P
     if snapshot is None:  # an empty table: nothing to read
         return Plan([], [], []), tokens.make("plan", bound, scan, -1, {})
     plan_id = tokens.make("plan", bound, scan, snapshot.snapshot_id, {})
-    manifests = snapshot.manifests(table.io)
+    with _reading():
+        manifests = snapshot.manifests(table.io)
     runs = manifest_runs(manifests)
     if len(runs) <= 1:
         return _planned(
@@ -296,7 +317,8 @@ def fetch_tasks(table: Any, token: str, tokens: PlanTokens, bound: str) -> Plan:
         raise NoSuchPlanTask("the plan task's snapshot is no longer visible: plan the scan again")
     data_scan = _scan(table, ScanAsked(snapshot_id, scan.select, scan.filter, scan.case_sensitive,
                                        scan.use_snapshot_schema))  # fmt: skip
-    manifests = data_scan.snapshot().manifests(table.io)
+    with _reading():
+        manifests = data_scan.snapshot().manifests(table.io)
     first, last = payload["r"]
     if not (0 <= first < last <= len(manifests)):
         raise NoSuchPlanTask("the plan task names manifests the snapshot lacks")
@@ -320,10 +342,15 @@ def _planned(
     at most `TASKS_PER_ANSWER`, and a plan task for the rest of the run if there is more."""
     first, last = run
     chosen = [m for i, m in enumerate(manifests) if (first <= i < last) or m.content != 0]
+    if not _TURNS.acquire(timeout=TURN_SECONDS):
+        raise RateLimited("too many scans are being planned at once; try again shortly", TURN_SECONDS)
     try:
-        tasks = list(data_scan._manifest_planner.plan_files(chosen))
+        with _reading():
+            tasks = list(data_scan._manifest_planner.plan_files(chosen))
     except ValueError as error:  # pyiceberg's own refusals: equality deletes
         raise InvalidParameter(f"cannot plan this scan: {_first_line(error)}") from None
+    finally:
+        _TURNS.release()
     page = tasks[offset : offset + TASKS_PER_ANSWER]
     more = []
     if offset + TASKS_PER_ANSWER < len(tasks):
