@@ -24,6 +24,7 @@ then 429).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -70,6 +71,9 @@ class ScanAsked:
     filter: Any  # the filter's JSON as sent (None: every row), parsed again when planned
     case_sensitive: bool
     use_snapshot_schema: bool
+    #: The columns whose statistics each data file carries (`stats-fields`); None: no statistics,
+    #: which the spec leaves out unless asked for (most of a task's bytes, and read by no reader).
+    stats_fields: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,13 +82,15 @@ class ScanAsked:
             "f": self.filter,
             "i": self.case_sensitive,
             "u": self.use_snapshot_schema,
+            "t": list(self.stats_fields) if self.stats_fields is not None else None,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScanAsked:
-        select = data.get("c")
+        select, stats = data.get("c"), data.get("t")
         return cls(data.get("s"), tuple(select) if select is not None else None, data.get("f"),
-                   bool(data.get("i", True)), bool(data.get("u", False)))  # fmt: skip
+                   bool(data.get("i", True)), bool(data.get("u", False)),
+                   tuple(stats) if stats is not None else None)  # fmt: skip
 
 
 def _filter_size(node: Any) -> None:
@@ -133,13 +139,16 @@ def _scan_asked(raw: dict[str, Any]) -> ScanAsked:
     )  # fmt: skip
     if snapshot is not None and (not isinstance(snapshot, int) or isinstance(snapshot, bool)):
         raise InvalidParameter("snapshot-id is a long")
-    if select is not None and (
-        not isinstance(select, list) or not all(isinstance(c, str) for c in select) or len(select) > 10_000
-    ):
-        raise InvalidParameter("select is a list of column names")
+    stats = raw.get("stats-fields")
+    for name, names in (("select", select), ("stats-fields", stats)):
+        if names is not None and (
+            not isinstance(names, list) or not all(isinstance(c, str) for c in names) or len(names) > 10_000
+        ):
+            raise InvalidParameter(f"{name} is a list of column names")
     if not isinstance(case, bool) or not isinstance(schema, bool):
         raise InvalidParameter("case-sensitive and use-snapshot-schema are booleans")
-    return ScanAsked(snapshot, tuple(select) if select is not None else None, raw.get("filter"), case, schema)
+    return ScanAsked(snapshot, tuple(select) if select is not None else None, raw.get("filter"), case, schema,
+                     tuple(stats) if stats is not None else None)  # fmt: skip
 
 
 def bound_expression(filter_json: Any) -> Any:
@@ -260,6 +269,17 @@ def _scan(table: Any, scan: ScanAsked) -> Any:
     return data_scan
 
 
+def _stats_ids(table: Any, scan: ScanAsked) -> frozenset[int]:
+    """The field ids of the columns `stats-fields` names; 400 for one the table lacks."""
+    if not scan.stats_fields:
+        return frozenset()
+    schema = table.metadata.schema()
+    try:
+        return frozenset(schema.find_field(n, scan.case_sensitive).field_id for n in scan.stats_fields)
+    except ValueError as error:
+        raise InvalidParameter(f"stats-fields: {_first_line(error)}") from None
+
+
 def _files_in(manifest: Any) -> int:
     """How many live files a manifest says it has (many when it does not say)."""
     counts = (manifest.added_files_count, manifest.existing_files_count)
@@ -315,8 +335,7 @@ def fetch_tasks(table: Any, token: str, tokens: PlanTokens, bound: str) -> Plan:
     snapshot_id = payload["n"]
     if table.metadata.snapshot_by_id(snapshot_id) is None:
         raise NoSuchPlanTask("the plan task's snapshot is no longer visible: plan the scan again")
-    data_scan = _scan(table, ScanAsked(snapshot_id, scan.select, scan.filter, scan.case_sensitive,
-                                       scan.use_snapshot_schema))  # fmt: skip
+    data_scan = _scan(table, dataclasses.replace(scan, snapshot_id=snapshot_id))
     with _reading():
         manifests = data_scan.snapshot().manifests(table.io)
     first, last = payload["r"]
@@ -359,15 +378,19 @@ def _planned(
                 "task", bound, scan, snapshot_id, {"r": [first, last], "o": offset + TASKS_PER_ANSWER}
             )
         ]
-    scan_tasks, deletes = scan_tasks_json(table.metadata, page)
+    scan_tasks, deletes = scan_tasks_json(table.metadata, page, _stats_ids(table, scan))
     return Plan(scan_tasks, deletes, more)
 
 
 # -- the spec's JSON of tasks and files ------------------------------------------------------
 
 
-def scan_tasks_json(metadata: Any, tasks: Iterable[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """`file-scan-tasks` and the `delete-files` they reference by index (each delete file once)."""
+def scan_tasks_json(
+    metadata: Any, tasks: Iterable[Any], stats: frozenset[int] = frozenset()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`file-scan-tasks` and the `delete-files` they reference by index (each delete file once);
+    the data files' column statistics of the field ids `stats` only."""
+    types = PartitionTypes(metadata)
     deletes: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     out: list[dict[str, Any]] = []
@@ -376,32 +399,49 @@ def scan_tasks_json(metadata: Any, tasks: Iterable[Any]) -> tuple[list[dict[str,
         for delete in sorted(task.delete_files, key=lambda d: d.file_path):
             if delete.file_path not in index:
                 index[delete.file_path] = len(deletes)
-                deletes.append(content_file_json(metadata, delete))
+                deletes.append(content_file_json(metadata, delete, types=types))
             refs.append(index[delete.file_path])
-        entry: dict[str, Any] = {"data-file": content_file_json(metadata, task.file)}
+        entry: dict[str, Any] = {"data-file": content_file_json(metadata, task.file, stats, types)}
         if refs:
             entry["delete-file-references"] = refs
         out.append(entry)
     return out, deletes
 
 
-def _count_map(values: dict[int, int] | None) -> dict[str, list[int]] | None:
+def _count_map(values: dict[int, int] | None, stats: frozenset[int]) -> dict[str, list[int]] | None:
     if not values:
         return None
-    keys = sorted(values)
+    keys = sorted(k for k in values if k in stats)
+    if not keys:
+        return None
     return {"keys": keys, "values": [int(values[k]) for k in keys]}
 
 
-def partition_json(metadata: Any, spec_id: int, partition: Any) -> list[Any]:
+class PartitionTypes:
+    """The types of each partition spec's fields, worked out once per spec for a page of files."""
+
+    def __init__(self, metadata: Any) -> None:
+        self.metadata = metadata
+        self._by_spec: dict[int, list[Any]] = {}
+
+    def of(self, spec_id: int) -> list[Any]:
+        if spec_id not in self._by_spec:
+            try:
+                spec = self.metadata.specs()[spec_id]
+                self._by_spec[spec_id] = list(spec.partition_type(self.metadata.schema()).fields)
+            except (KeyError, ValueError):
+                self._by_spec[spec_id] = []
+        return self._by_spec[spec_id]
+
+
+def partition_json(
+    metadata: Any, spec_id: int, partition: Any, types: PartitionTypes | None = None
+) -> list[Any]:
     """A file's partition as the spec's list of values (JSON single-value serialization)."""
     from pyiceberg.conversions import to_json
 
     values = list(partition) if partition is not None else []
-    try:
-        spec = metadata.specs()[spec_id]
-        fields = spec.partition_type(metadata.schema()).fields
-    except (KeyError, ValueError):
-        fields = []
+    fields = (types or PartitionTypes(metadata)).of(spec_id)
     out: list[Any] = []
     for i, value in enumerate(values):
         if value is None or i >= len(fields):
@@ -422,8 +462,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def content_file_json(metadata: Any, file: Any) -> dict[str, Any]:
-    """One `DataFile` or `DeleteFile` as the spec's `ContentFile`."""
+def content_file_json(
+    metadata: Any, file: Any, stats: frozenset[int] = frozenset(), types: PartitionTypes | None = None
+) -> dict[str, Any]:
+    """One `DataFile` or `DeleteFile` as the spec's `ContentFile` (a data file's column counts of
+    the field ids `stats` only)."""
     content = CONTENT[int(file.content)]
     spec_id = int(file.spec_id) if getattr(file, "spec_id", None) is not None else 0
     body: dict[str, Any] = {
@@ -431,7 +474,7 @@ def content_file_json(metadata: Any, file: Any) -> dict[str, Any]:
         "file-path": file.file_path,
         "file-format": str(file.file_format.value).lower(),
         "spec-id": spec_id,
-        "partition": partition_json(metadata, spec_id, file.partition),
+        "partition": partition_json(metadata, spec_id, file.partition, types),
         "file-size-in-bytes": int(file.file_size_in_bytes),
         "record-count": int(file.record_count),
     }
@@ -442,11 +485,11 @@ def content_file_json(metadata: Any, file: Any) -> dict[str, Any]:
     if file.sort_order_id is not None:
         body["sort-order-id"] = int(file.sort_order_id)
     if content == "data":
-        for name, values in (
+        for name, values in () if not stats else (
             ("column-sizes", file.column_sizes), ("value-counts", file.value_counts),
             ("null-value-counts", file.null_value_counts), ("nan-value-counts", file.nan_value_counts),
         ):  # fmt: skip
-            counted = _count_map(values)
+            counted = _count_map(values, stats)
             if counted is not None:
                 body[name] = counted
         first_row = getattr(file, "first_row_id", None)

@@ -139,5 +139,11 @@ def test_a_file_is_the_specs_content_file(table: Any) -> None:
     assert data["content"] == "data" and data["file-format"] == "parquet" and data["spec-id"] == 0
     assert data["partition"] == ["2024-01-03"]  # the spec's single-value JSON of a date
     assert data["record-count"] == 1 and data["file-size-in-bytes"] > 0
-    assert set(data["value-counts"]) == {"keys", "values"} and 1 in data["value-counts"]["keys"]
     assert "delete-file-references" not in task and "delete-files" not in plan.to_json()
+    # Column statistics only of the columns `stats-fields` names (none unless asked for).
+    assert not [name for name in data if name.endswith("-counts") or name == "column-sizes"]
+    stats = asked(filter={"type": "eq", "term": "id", "value": 2}, **{"stats-fields": ["id"]})
+    (task,) = scan_plans.plan(table, stats, tokens(), "b")[0].file_scan_tasks
+    assert task["data-file"]["value-counts"] == {"keys": [1], "values": [1]}
+    with pytest.raises(InvalidParameter):
+        scan_plans.plan(table, asked(**{"stats-fields": ["nope"]}), tokens(), "b")
