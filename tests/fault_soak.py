@@ -32,7 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,6 @@ import delta_sharing
 import httpx
 import pandas as pd
 import pyarrow as pa
-import requests.adapters
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 from sqlalchemy import make_url
@@ -49,6 +48,16 @@ from testbed.fault_proxy import FaultProxy
 from testbed.seaweed import SeaweedS3, start_seaweed, upload_tree
 from tests.conftest import TESTDATA
 from tests.end_to_end.test_replicas import ADMIN_TOKEN, Replica
+from tests.fault_answers import HUNG, Recorder, audit_mismatches
+from tests.fault_outcome import (
+    FAULT_SECONDS,
+    RECOVERY_LIMIT,
+    REVOKED_WITHIN,
+    FaultRun,
+    Ledger,
+    Outcome,
+    failed_checks,
+)
 from tests.postgres import start_postgres
 
 DELTA_BUCKET = "faults"
@@ -56,88 +65,6 @@ DELTA = "delta-0.8.0-partitioned"
 WAREHOUSE = "faultwh"
 SHARE = "faults"
 ROWS = pa.schema([pa.field("id", pa.string(), nullable=False), pa.field("writer", pa.string())])
-#: How long each fault lasts (the issue's runs black-holed the database for 10 s).
-FAULT_SECONDS = float(os.environ.get("SOAK_FAULT_SECONDS", "10"))
-#: What must hold: recovery after a fault's end, the longest answer, a revocation's reach.
-RECOVERY_LIMIT = 30.0
-HUNG = 60.0
-REVOKED_WITHIN = 1.0
-CLIENT_TIMEOUT = (10.0, HUNG)
-
-
-def _monotonic() -> float:
-    return time.monotonic()
-
-
-@dataclass
-class Answer:
-    """One HTTP answer (or failure to get one) a client got from a replica."""
-
-    at: float
-    method: str
-    url: str
-    path: str
-    status: int | None  # None: no answer (the exception's name is in `failure`)
-    elapsed: float
-    headers: dict[str, str] = field(default_factory=dict)
-    body: str = ""
-    failure: str = ""
-
-
-class Recorder:
-    """Every answer the replicas give this process's clients, by the `requests` adapter and `send`."""
-
-    def __init__(self, bases: list[str]) -> None:
-        self.bases = bases
-        self.answers: list[Answer] = []
-        self._lock = threading.Lock()
-
-    def path_of(self, url: str) -> str | None:
-        for base in self.bases:
-            if url.startswith(base):
-                return url[len(base) :].split("?", 1)[0]
-        return None
-
-    def add(self, answer: Answer) -> None:
-        with self._lock:
-            self.answers.append(answer)
-
-    def record(self, method: str, url: str, started: float, response: Any, failure: str = "") -> None:
-        path = self.path_of(url)
-        if path is None:
-            return  # S3 (files, signed URLs), not a replica's answer
-        if response is None:
-            self.add(Answer(started, method, url, path, None, _monotonic() - started, failure=failure))
-            return
-        status = int(response.status_code)
-        body = ""
-        if status >= 400:
-            body = response.text if hasattr(response, "text") else ""
-        headers = {k.lower(): v for k, v in response.headers.items()}
-        self.add(Answer(started, method, url, path, status, _monotonic() - started, headers, body))
-
-    @contextmanager
-    def wrapping_requests(self) -> Iterator[None]:
-        original = requests.adapters.HTTPAdapter.send
-        recorder = self
-
-        def send(adapter: requests.adapters.HTTPAdapter, request: Any, **kwargs: Any) -> Any:
-            if kwargs.get("timeout") is None:
-                kwargs["timeout"] = CLIENT_TIMEOUT
-            started = _monotonic()
-            try:
-                response = original(adapter, request, **kwargs)
-            except Exception as error:
-                recorder.record(request.method, request.url, started, None, type(error).__name__)
-                raise
-            recorder.record(request.method, request.url, started, response)
-            return response
-
-        requests.adapters.HTTPAdapter.send = send  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            requests.adapters.HTTPAdapter.send = original  # type: ignore[method-assign]
 
 
 @dataclass
@@ -154,7 +81,7 @@ class Rig:
 
     def send(self, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
         """An httpx request, recorded; None when no answer came."""
-        started = _monotonic()
+        started = time.monotonic()
         try:
             response = httpx.request(method, url, timeout=httpx.Timeout(HUNG, connect=10), **kwargs)
         except httpx.HTTPError as error:
@@ -244,21 +171,6 @@ def rig(tmp: Path, store_url: str, seaweed: SeaweedS3) -> Iterator[Rig]:
 # -- the load ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Ledger:
-    """What the clients did: acknowledged and failed appends, reads with rows, revocations."""
-
-    acked: dict[str, int] = field(default_factory=dict)  # id → the snapshot its append made
-    failed: set[str] = field(default_factory=set)
-    delta_reads: int = 0
-    wrong_delta: list[str] = field(default_factory=list)
-    iceberg_reads: list[tuple[set[int], list[str]]] = field(default_factory=list)  # ancestry, ids
-    revoked: int = 0
-    revocation_misses: list[str] = field(default_factory=list)
-    client_failures: Counter[str] = field(default_factory=Counter)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
 def ancestry(table: Table) -> set[int]:
     snapshot = table.current_snapshot()
     found: set[int] = set()
@@ -275,8 +187,10 @@ def _loop(stop: threading.Event, ledger: Ledger, name: str, step: Callable[[int]
         try:
             step(n)
         except Exception as error:  # every client failure is counted; the answers are checked apart
+            kind = f"{name}: {type(error).__name__}"
             with ledger.lock:
-                ledger.client_failures[f"{name}: {type(error).__name__}"] += 1
+                ledger.client_failures[kind] += 1
+                ledger.failure_examples.setdefault(kind, (time.monotonic(), str(error)[:160]))
             time.sleep(0.2)
         n += 1
 
@@ -343,7 +257,7 @@ def provider(rig: Rig, ledger: Ledger) -> Callable[[int], None]:
         revoked = rig.admin(revoked_on, "DELETE", f"/shares/{SHARE}/tokens/{token_id}")
         if revoked is None or revoked.status_code >= 300:
             raise RuntimeError(f"token not revoked: {revoked.status_code if revoked else 'no answer'}")
-        acked = _monotonic()
+        acked = time.monotonic()
         with ledger.lock:
             ledger.revoked += 1
         time.sleep(REVOKED_WITHIN)  # then no replica may serve it
@@ -354,7 +268,7 @@ def provider(rig: Rig, ledger: Ledger) -> Callable[[int], None]:
             if answer is not None and answer.status_code < 300:
                 with ledger.lock:
                     ledger.revocation_misses.append(
-                        f"{replica.url} served a token revoked {_monotonic() - acked:.1f} s before"
+                        f"{replica.url} served a token revoked {time.monotonic() - acked:.1f} s before"
                     )
         time.sleep(0.3)
 
@@ -364,21 +278,13 @@ def provider(rig: Rig, ledger: Ledger) -> Callable[[int], None]:
 # -- faults and recovery --------------------------------------------------------------------------
 
 
-@dataclass
-class FaultRun:
-    name: str
-    started: float
-    ended: float
-    recovery: dict[str, float] = field(default_factory=dict)  # replica → seconds after the end
-
-
 def inject(rig: Rig, name: str, seconds: float) -> FaultRun:
-    started = _monotonic()
+    started = time.monotonic()
     if name == "db-paused":
         with rig.db.paused():
             time.sleep(seconds)
     elif name == "db-reset":
-        while _monotonic() - started < seconds:
+        while time.monotonic() - started < seconds:
             rig.db.reset()
             time.sleep(0.5)
     elif name == "s3-paused":
@@ -397,7 +303,7 @@ def inject(rig: Rig, name: str, seconds: float) -> FaultRun:
             proxy.start()
     else:
         raise ValueError(name)
-    return FaultRun(name, started, _monotonic())
+    return FaultRun(name, started, time.monotonic())
 
 
 FAULTS = ("db-paused", "db-reset", "db-refused", "s3-paused", "s3-slowed", "s3-refused")
@@ -408,9 +314,9 @@ def recover(rig: Rig, run: FaultRun) -> None:
 
     def probe(index: int, replica: Replica) -> None:
         deadline = run.ended + RECOVERY_LIMIT * 2
-        while _monotonic() < deadline:
+        while time.monotonic() < deadline:
             if _healthy(rig, replica, f"{run.name}-{index}-{uuid.uuid4().hex[:6]}"):
-                run.recovery[replica.url] = _monotonic() - run.ended
+                run.recovery[replica.url] = time.monotonic() - run.ended
                 return
             time.sleep(0.5)
 
@@ -441,156 +347,11 @@ def _healthy(rig: Rig, replica: Replica, probe_id: str) -> bool:
 # -- checks ---------------------------------------------------------------------------------------
 
 
-def model_violations(answers: list[Answer]) -> list[str]:
-    """Error answers not in their surface's model, or without a request id, or 503s without Retry-After."""
-    found: list[str] = []
-    for answer in answers:
-        if answer.status is None or answer.status < 400:
-            continue
-        where = f"{answer.method} {answer.path} {answer.status}"
-        if "x-request-id" not in answer.headers:
-            found.append(f"{where}: no X-Request-Id")
-        if answer.status == 503 and "retry-after" not in answer.headers:
-            found.append(f"{where}: 503 without Retry-After")
-        if answer.method == "HEAD":
-            continue
-        try:
-            body = json.loads(answer.body)
-        except ValueError:
-            found.append(f"{where}: not JSON: {answer.body[:80]!r}")
-            continue
-        if answer.path.startswith(("/iceberg", "/_iceberg")):
-            error = body.get("error") if isinstance(body, dict) else None
-            if not (isinstance(error, dict) and {"message", "type", "code"} <= set(error)):
-                found.append(f"{where}: not Iceberg's model: {answer.body[:120]}")
-        elif not (isinstance(body, dict) and {"errorCode", "message"} <= set(body)):
-            found.append(f"{where}: not Delta Sharing's model: {answer.body[:120]}")
-    return found
-
-
 def rss_kib(replica: Replica) -> int:
     for line in Path(f"/proc/{replica.process.pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-@dataclass
-class Outcome:
-    runs: list[FaultRun]
-    ledger: Ledger
-    answers: list[Answer]
-    final_ids: Counter[str]
-    rss: dict[str, int]
-    alive: dict[str, bool]
-    stuck_threads: int
-    seconds: float
-    #: Answers whose audit line is missing or names another status than the client got.
-    audit_mismatches: list[str] = field(default_factory=list)
-    #: The status of each replica's Delta Sharing query of the Iceberg table at version 0 (shared
-    #: while it was empty) after every fault.
-    version_zero: dict[str, int | None] = field(default_factory=dict)
-    #: Open descriptors of each replica at the end, and the connections through each proxy.
-    descriptors: dict[str, int] = field(default_factory=dict)
-    proxied: dict[str, int] = field(default_factory=dict)
-    rss_before: dict[str, int] = field(default_factory=dict)  # KiB, as the load began
-
-    @property
-    def server_errors(self) -> list[str]:
-        """5xx answers other than an outage's 503: a fault must never be a 500."""
-        return sorted(
-            f"{a.method} {a.path} {a.status}"
-            for a in self.answers
-            if a.status is not None and a.status >= 500 and a.status != 503
-        )
-
-    @property
-    def lost(self) -> list[str]:
-        return sorted(i for i in self.ledger.acked if self.final_ids[i] == 0)
-
-    @property
-    def doubled(self) -> list[str]:
-        return sorted(i for i, count in self.final_ids.items() if count > 1)
-
-    @property
-    def wrong_iceberg(self) -> list[str]:
-        """Iceberg reads whose rows are not those of their snapshot: an acknowledged append of its
-        ancestry missing, one of another snapshot present, or a row twice."""
-        wrong: list[str] = []
-        for lineage, ids in self.ledger.iceberg_reads:
-            seen = Counter(ids)
-            for row, snapshot in self.ledger.acked.items():
-                if (snapshot in lineage) != (seen[row] > 0):
-                    wrong.append(
-                        f"{row} of snapshot {snapshot}: {'missing' if snapshot in lineage else 'extra'}"
-                    )
-            wrong += [f"{row} twice" for row, count in seen.items() if count > 1]
-        return wrong
-
-    @property
-    def hung(self) -> list[Answer]:
-        return [a for a in self.answers if a.elapsed > HUNG]
-
-    def status_counts(self) -> dict[str, Counter[str]]:
-        """Per fault (and `calm` between them): surface and status (or failure) the clients saw."""
-        counts: dict[str, Counter[str]] = {}
-        for answer in self.answers:
-            surface = answer.path.split("/")[1] if answer.path.count("/") else answer.path
-            seen = str(answer.status) if answer.status is not None else answer.failure
-            counts.setdefault(self.phase_of(answer), Counter())[f"{surface} {seen}"] += 1
-        return counts
-
-    def phase_of(self, answer: Answer) -> str:
-        """The fault an answer's request was in flight in, at any time of it (a black hole holds
-        requests), else `calm`."""
-        ends = answer.at + answer.elapsed
-        return next((r.name for r in self.runs if answer.at <= r.ended and ends >= r.started), "calm")
-
-    def longest_waits(self) -> dict[str, float]:
-        """The longest a client waited for an answer (or its failure), per phase."""
-        waits: dict[str, float] = {}
-        for answer in self.answers:
-            phase = self.phase_of(answer)
-            waits[phase] = max(waits.get(phase, 0.0), answer.elapsed)
-        return waits
-
-    def report(self) -> str:
-        lines = [
-            f"faults across replicas: {self.seconds:.0f} s, {len(self.runs)} faults of {FAULT_SECONDS:.0f} s"
-        ]
-        waits = self.longest_waits()
-        for phase, counts in sorted(self.status_counts().items()):
-            seen = ", ".join(f"{k} × {v}" for k, v in sorted(counts.items()))
-            lines.append(f"  {phase} (longest wait {waits[phase]:.1f} s): {seen}")
-        for run in self.runs:
-            times = ", ".join(f"{url.rsplit(':', 1)[1]} {s:.1f} s" for url, s in run.recovery.items())
-            lines.append(f"  recovery after {run.name}: {times or 'none'}")
-        ledger = self.ledger
-        lines += [
-            f"  appends acknowledged {len(ledger.acked) // 3}, failed {len(ledger.failed) // 3}; "
-            f"lost {len(self.lost)}, doubled {len(self.doubled)} rows",
-            f"  reads: delta {ledger.delta_reads} (wrong {len(ledger.wrong_delta)}), iceberg "
-            f"{len(ledger.iceberg_reads)} (wrong {len(self.wrong_iceberg)})",
-            f"  tokens revoked {ledger.revoked}, served after {REVOKED_WITHIN:.0f} s: "
-            f"{len(ledger.revocation_misses)}",
-            f"  answers {len(self.answers)}, over {HUNG:.0f} s: {len(self.hung)}; stuck client threads "
-            f"{self.stuck_threads}; error answers out of their model: {len(model_violations(self.answers))}",
-            "  client failures: "
-            + ", ".join(f"{k} × {v}" for k, v in sorted(ledger.client_failures.items())),
-            f"  5xx other than 503: {len(self.server_errors)}; answers audited otherwise: "
-            f"{len(self.audit_mismatches)}; version 0 after the faults: "
-            f"{sorted(str(status) for status in set(self.version_zero.values()))}",
-            "  open descriptors: "
-            + ", ".join(f"{u.rsplit(':', 1)[1]} {n}" for u, n in self.descriptors.items())
-            + "; connections through the proxies: "
-            + ", ".join(f"{name} {n}" for name, n in self.proxied.items()),
-            "  RSS MiB (before → after): "
-            + ", ".join(
-                f"{u.rsplit(':', 1)[1]} {self.rss_before.get(u, 0) / 1024:.0f} → {k / 1024:.0f}"
-                for u, k in self.rss.items()
-            ),
-        ]
-        return "\n".join(lines)
 
 
 def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome:
@@ -606,7 +367,7 @@ def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome
         for name, step in steps
     ]
     rss_before = {r.url: rss_kib(r) for r in rig.replicas}
-    began = _monotonic()
+    began = time.monotonic()
     for thread in threads:
         thread.start()
     runs: list[FaultRun] = []
@@ -617,7 +378,7 @@ def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome
             recover(rig, fault)
             runs.append(fault)
             time.sleep(2)
-        if _monotonic() - began >= seconds:
+        if time.monotonic() - began >= seconds:
             break
     stop.set()
     for thread in threads:
@@ -628,10 +389,11 @@ def run(rig: Rig, seconds: float, writers: int = 2, readers: int = 1) -> Outcome
     version_zero = {r.url: _query_status(rig, r, {"version": 0}) for r in rig.replicas}
     time.sleep(1.5)  # a request's audit line is written after its last byte
     answers = list(rig.recorder.answers)
+    audit_logs = [r.log_path.with_name(f"{r.log_path.stem}-audit.log") for r in rig.replicas]
     return Outcome(
         runs, ledger, answers, final,
         {r.url: rss_kib(r) for r in rig.replicas}, {r.url: r.process.poll() is None for r in rig.replicas},
-        stuck, _monotonic() - began, audit_mismatches(rig, answers), version_zero,
+        stuck, time.monotonic() - began, audit_mismatches(audit_logs, answers), version_zero,
         {r.url: len(os.listdir(f"/proc/{r.process.pid}/fd")) for r in rig.replicas},
         {"postgresql": rig.db.open_connections(), "s3": rig.s3.open_connections()}, rss_before,
     )  # fmt: skip
@@ -642,29 +404,6 @@ def _query_status(rig: Rig, replica: Replica, body: dict[str, Any]) -> int | Non
     head = {"Authorization": f"Bearer {rig.token}"}
     answer = rig.send("POST", replica.url + path, json=body, headers=head)
     return answer.status_code if answer is not None else None
-
-
-def audit_mismatches(rig: Rig, answers: list[Answer]) -> list[str]:
-    """Each answer a client got against its replica's audit line, by `X-Request-Id`."""
-    audited: dict[str, int] = {}
-    for replica in rig.replicas:
-        name = replica.log_path.stem
-        for line in replica.log_path.with_name(f"{name}-audit.log").read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # a line still being written
-            audited[record["request_id"]] = record["status"]
-    found: list[str] = []
-    for answer in answers:
-        request_id = answer.headers.get("x-request-id")
-        if answer.status is None or request_id is None or answer.path == "/healthz":
-            continue  # no answer, or one with no id (model_violations counts those)
-        if request_id not in audited:
-            found.append(f"{answer.method} {answer.path} {answer.status}: no audit line")
-        elif audited[request_id] != answer.status:
-            found.append(f"{answer.method} {answer.path}: got {answer.status}, audited {audited[request_id]}")
-    return found
 
 
 def main() -> int:
@@ -686,40 +425,6 @@ def main() -> int:
         seaweed.stop()
         postgres.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def failed_checks(outcome: Outcome) -> list[str]:
-    """What must hold, each as one line when it did not."""
-    failures: list[str] = []
-    if outcome.lost:
-        failures.append(f"acknowledged appends lost: {outcome.lost[:5]}")
-    if outcome.doubled:
-        failures.append(f"rows doubled: {outcome.doubled[:5]}")
-    if outcome.ledger.wrong_delta:
-        failures.append(f"Delta answers not of their version: {outcome.ledger.wrong_delta[:5]}")
-    if outcome.wrong_iceberg:
-        failures.append(f"Iceberg reads not of their snapshot: {outcome.wrong_iceberg[:5]}")
-    for fault in outcome.runs:
-        slow = {u: s for u, s in fault.recovery.items() if s > RECOVERY_LIMIT}
-        if slow or len(fault.recovery) < 3:
-            failures.append(f"{fault.name}: recovery {fault.recovery}")
-    if not all(outcome.alive.values()):
-        failures.append(f"replicas exited: {outcome.alive}")
-    if outcome.hung or outcome.stuck_threads:
-        failures.append(f"hung: {len(outcome.hung)} answers, {outcome.stuck_threads} threads")
-    if outcome.ledger.revocation_misses:
-        failures.append(f"revoked tokens served: {outcome.ledger.revocation_misses[:5]}")
-    violations = model_violations(outcome.answers)
-    if violations:
-        failures.append(f"{len(violations)} error answers out of model: {sorted(set(violations))[:8]}")
-    if outcome.server_errors:
-        failures.append(f"{len(outcome.server_errors)} 5xx not 503: {sorted(set(outcome.server_errors))[:8]}")
-    if outcome.audit_mismatches:
-        mismatches = sorted(set(outcome.audit_mismatches))[:8]
-        failures.append(f"{len(outcome.audit_mismatches)} answers audited otherwise: {mismatches}")
-    if set(outcome.version_zero.values()) != {200}:
-        failures.append(f"version 0 of the table shared while empty: {outcome.version_zero}")
-    return failures
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Faults across replicas, CI-sized (issue 53): three replicas on one PostgreSQL and one SeaweedFS,
 each reached through a fault proxy, under a mixed load of recipients, writers and a provider; each
 fault once (PostgreSQL black-holed, reset, refused; S3 black-holed, slowed, refused), a few
-seconds each. The scenario and its checks are tests/fault_soak.py's, which `make soak` runs long.
+seconds each. The scenario is tests/fault_soak.py's (its checks tests/fault_answers.py's and
+tests/fault_outcome.py's), which `make soak` runs long.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import pytest
 
 from testbed.seaweed import SeaweedS3
 from tests import fault_soak
-from tests.fault_soak import Outcome
+from tests.fault_answers import model_violations
+from tests.fault_outcome import RECOVERY_LIMIT, Outcome
 from tests.postgres import Postgres
 
 
@@ -48,7 +50,7 @@ def test_every_answer_with_rows_is_of_its_version(outcome: Outcome) -> None:
 def test_every_replica_recovers_within_30_s_without_a_restart(outcome: Outcome) -> None:
     for run in outcome.runs:
         assert len(run.recovery) == 3, run
-        assert max(run.recovery.values()) <= fault_soak.RECOVERY_LIMIT, run
+        assert max(run.recovery.values()) <= RECOVERY_LIMIT, run
     assert all(outcome.alive.values()), outcome.alive
 
 
@@ -62,7 +64,7 @@ def test_a_revoked_token_is_refused_everywhere_within_1_s(outcome: Outcome) -> N
 
 
 def test_every_error_answer_is_in_its_surfaces_model(outcome: Outcome) -> None:
-    violations = fault_soak.model_violations(outcome.answers)
+    violations = model_violations(outcome.answers)
     assert violations == [], sorted(set(violations))
 
 
