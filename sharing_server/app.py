@@ -100,6 +100,15 @@ def protocol_routes(services: AppServices) -> list[Route]:
     ]
 
 
+def idempotency_keys(services: AppServices) -> IdempotencyKeys | None:
+    """`/_iceberg`'s idempotency keys in the store, unless `[warehouses] idempotency_key_minutes`
+    is 0 (then no key is served, nor advertised)."""
+    minutes = services.options.idempotency_key_minutes
+    if minutes == 0:
+        return None
+    return IdempotencyKeys(services.store.transactions, services.secret, lifetime=timedelta(minutes=minutes))
+
+
 def app_routes(services: AppServices) -> list[BaseRoute]:
     """Everything the app serves: what `create_app` routes and `/openapi.json` describes. Each
     package's routes are given the services their handlers use; none looks one up per request."""
@@ -119,7 +128,7 @@ def app_routes(services: AppServices) -> list[BaseRoute]:
             services.data,
             services.maintenance.maintainer,
             services.maintenance.queue,
-            IdempotencyKeys(services.store.transactions, services.secret),
+            idempotency_keys(services),
             TokenCodec(services.secret, "scan-plan-writers"),
         ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),

@@ -27,7 +27,9 @@
 [warehouses]  access_delegation: how writers' engines reach the own warehouses' files with only
            the catalog's keys: "vended-credentials" (STS keys for the table's location, with
            [iceberg]'s credential_role_arn, credential_sts_endpoint and credential_duration)
-           and/or "remote-signing" (this server signs each request); none by default
+           and/or "remote-signing" (this server signs each request); none by default;
+           idempotency_key_minutes: how long an Idempotency-Key of /_iceberg's mutations
+           answers its retries, advertised in /v1/config (default 30; 0: keys not served)
 [maintenance]  the server's own maintenance of the own warehouses' tables (compaction,
            snapshot expiry, unreferenced-file removal, as each table is configured):
            background (default true), interval_seconds (between rounds, and between two

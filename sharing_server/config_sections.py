@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from share_store.catalog.idempotency import MAX_LIFETIME
 from share_store.catalog.maintenance.configuration import Limits
 from share_store.catalog.maintenance.schedule import Background
 from share_store.errors import AdminError, CatalogError
@@ -152,7 +153,7 @@ SECTION_KEYS = {
         "warm_window_hours",
     ),
     "console": ("session_idle_minutes", "activity_retention_hours", "activity_max_events"),
-    "warehouses": ("access_delegation",),
+    "warehouses": ("access_delegation", "idempotency_key_minutes"),
     "maintenance": (
         "background",
         "interval_seconds",
@@ -190,6 +191,19 @@ def read_section(
     if strict and unknown:
         raise ConfigError(f"unknown [{name}] settings: {', '.join(sorted(unknown))}")
     return values
+
+
+def idempotency_key_minutes(values: dict[str, Any]) -> int:
+    """`[warehouses] idempotency_key_minutes`: 0 (keys off) to a week; 30 by default."""
+    raw = values.get("idempotency_key_minutes", 30)
+    limit = int(MAX_LIFETIME.total_seconds() // 60)
+    try:
+        minutes = int(str(raw))
+    except ValueError:
+        minutes = -1
+    if isinstance(raw, bool) or not 0 <= minutes <= limit:
+        raise ConfigError(f"[warehouses] idempotency_key_minutes: a whole number from 0 (off) to {limit}")
+    return minutes
 
 
 def access_delegation(values: dict[str, Any]) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from sharing_server.config_sections import (
     access_delegation,
     background_maintenance,
     delete_options,
+    idempotency_key_minutes,
     maintenance_limits,
     max_token_lifetime,
     parse_bool,
@@ -82,6 +83,9 @@ class ServiceOptions:
     # `[warehouses] access_delegation`: how writers' engines reach own tables' files with only the
     # catalog's keys ("vended-credentials", "remote-signing"); none by default.
     access_delegation: tuple[str, ...] = ()
+    # `[warehouses] idempotency_key_minutes`: how long an `Idempotency-Key` of `/_iceberg` answers
+    # its retries (advertised in /v1/config); 0: keys not served.
+    idempotency_key_minutes: int = 30
     # `[maintenance]`: the server keeps its own warehouses' tables in the background.
     maintenance: Background = field(default_factory=Background)
     # `[maintenance]`'s limits on every run, asked for or background, whatever a table says.
@@ -161,6 +165,7 @@ def read_options(
         iceberg=delete_options(iceberg),
         vending=vending_settings(iceberg),
         access_delegation=access_delegation(sections["warehouses"]),
+        idempotency_key_minutes=idempotency_key_minutes(sections["warehouses"]),
         maintenance=background_maintenance(sections["maintenance"]),
         maintenance_limits=maintenance_limits(sections["maintenance"]),
     )

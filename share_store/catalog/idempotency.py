@@ -11,9 +11,10 @@ request's. What is replayed is a finalized answer: a 2xx, or a 4xx the same
 request would get again (`storable`); never a 5xx, nor a refusal of the caller
 itself (401, 403, 429), which may answer otherwise a moment later.
 
-The store keeps them (`share_store.persistence.idempotency_keys`) for `LIFETIME`,
-which `/v1/config` advertises as `idempotency-key-lifetime` (`LIFETIME_TEXT`:
-Java's `Duration.parse` reads hours and minutes, never days).
+The store keeps them (`share_store.persistence.idempotency_keys`) for their
+lifetime (`LIFETIME` unless `[warehouses] idempotency_key_minutes` says otherwise),
+which `/v1/config` advertises as `idempotency-key-lifetime` (`lifetime_text`, in
+minutes: Java's `Duration.parse` reads hours and minutes, never days).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from share_store.errors import InvalidParameter, RateLimited, ShareStoreError
 HEADER = "Idempotency-Key"
 #: How long a finalized key answers its replays (and is then removed by maintenance).
 LIFETIME = timedelta(minutes=30)
-LIFETIME_TEXT = "PT30M"
+#: The longest lifetime a provider may set (`[warehouses] idempotency_key_minutes`): a week.
+MAX_LIFETIME = timedelta(days=7)
 #: An in-progress claim older than this is taken over: the process that held it died mid-request
 #: (a live one finishes or gives it back well within it: the server's request timeout is 30 s).
 CLAIM_LIFETIME = timedelta(minutes=2)
@@ -71,6 +73,12 @@ class KeyInProgress(RateLimited):
 
     error_code = "TEMPORARILY_UNAVAILABLE"
     status_code = 503
+
+
+def lifetime_text(lifetime: timedelta) -> str:
+    """The lifetime as `/v1/config` advertises it: ISO 8601 in whole minutes (`PT30M`, `PT1440M`),
+    the form Java's `Duration.parse` reads (it refuses days, `P7D`)."""
+    return f"PT{int(lifetime.total_seconds() // 60)}M"
 
 
 def parse_key(text: str) -> str:

@@ -26,7 +26,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
@@ -61,7 +61,7 @@ def sweep(conn: Connection, now: datetime) -> int:
     return int(conn.execute(delete(t).where(t.c.expires_at <= now)).rowcount or 0)
 
 
-def _claimed(binding: Binding, now: datetime) -> dict[str, Any]:
+def _claimed(binding: Binding, now: datetime, lifetime: timedelta) -> dict[str, Any]:
     """A row's columns as a new claim of `binding` sets them."""
     return {
         "binding": binding.digest(),
@@ -70,15 +70,21 @@ def _claimed(binding: Binding, now: datetime) -> dict[str, Any]:
         "answer_status": None,
         "answer": None,
         "claimed_at": now,
-        "expires_at": now + LIFETIME,
+        "expires_at": now + lifetime,
     }
 
 
 class IdempotencyKeys:
     def __init__(
-        self, transactions: Transactions, server_key: bytes, clock: Callable[[], datetime] = utc_now
+        self,
+        transactions: Transactions,
+        server_key: bytes,
+        clock: Callable[[], datetime] = utc_now,
+        lifetime: timedelta = LIFETIME,
     ) -> None:
         self.transactions = transactions
+        #: How long a key answers its replays, from its answer (advertised in `/v1/config`).
+        self.lifetime = lifetime
         self._server_key = server_key
         self.clock = clock
         self._lock = threading.Lock()
@@ -104,7 +110,7 @@ class IdempotencyKeys:
                 if inserted is None:
                     continue  # another request inserted it first: decide on its row
                 return CLAIM, inserted
-            values = _claimed(binding, now)
+            values = _claimed(binding, now, self.lifetime)
             claim = values["claim"]
             with self.transactions.change() as conn:
                 taken = conn.execute(
@@ -125,7 +131,7 @@ class IdempotencyKeys:
 
     def _insert(self, key: str, binding: Binding, now: datetime) -> str | None:
         """The key claimed by inserting its row (its claim id); None if it has one already."""
-        values = _claimed(binding, now)
+        values = _claimed(binding, now, self.lifetime)
         try:
             # Not waited to disk (the common case's cost): the commit it comes before is, and
             # takes the claim with it; a claim lost with the machine had no commit to guard.
@@ -148,7 +154,7 @@ class IdempotencyKeys:
                     status=DONE,
                     answer_status=answer.status,
                     answer=self._seal(caller, key, answer),
-                    expires_at=now + LIFETIME,
+                    expires_at=now + self.lifetime,
                 )
             )
 

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.data_access import DataAccess
+from share_store.catalog.idempotency import lifetime_text
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.iceberg.scan_plans import PlanTokens
@@ -86,7 +87,7 @@ def warehouse_api(
     # Plan tokens signed with the server's key (`plans`), which every replica shares; without one,
     # a key of this process only (its tokens are refused elsewhere).
     p = PlanEndpoints(catalog, callers, data, PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan")))
-    r.idempotency = keys is not None  # advertised in /v1/config only when served
+    r.idempotency = None if keys is None else lifetime_text(keys.lifetime)  # advertised when served
     tokens = CatalogTokens(callers)
     m = MaintenanceEndpoints(maintainer or Maintainer(catalog), callers, queue)
     routes: list[BaseRoute] = [

@@ -19,7 +19,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from share_store.catalog.errors import NoSuchWarehouse
-from share_store.catalog.idempotency import LIFETIME_TEXT
 from share_store.catalog.names import IDENTIFIER_SUPPORT, NAMESPACE_SEPARATOR, check_warehouse
 from share_store.errors import InvalidParameter
 from sharing_server.catalog import codec
@@ -54,8 +53,9 @@ SIGN_ENDPOINTS = ["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"
 
 
 class WarehouseEndpoints(CatalogEndpoints):
-    #: Whether the mutations take an `Idempotency-Key` (`idempotent_routes`): then advertised.
-    idempotency = False
+    #: The keys' lifetime as advertised (`PT30M`) when the mutations take an `Idempotency-Key`
+    #: (`idempotent_routes`); None when they do not.
+    idempotency: str | None = None
 
     # -- configuration and warehouses --------------------------------------------------
 
@@ -73,7 +73,7 @@ class WarehouseEndpoints(CatalogEndpoints):
         overrides = {"prefix": warehouse, "namespace-separator": NAMESPACE_SEPARATOR}
         config = {"defaults": IDENTIFIER_SUPPORT, "overrides": overrides, "endpoints": endpoints}
         if self.idempotency:  # the spec's one signal of keys served: the top-level lifetime
-            config["idempotency-key-lifetime"] = LIFETIME_TEXT
+            config["idempotency-key-lifetime"] = self.idempotency
         return JSONResponse(config)
 
     async def warehouses(self, request: Request) -> Response:

@@ -265,3 +265,19 @@ def test_the_query_default_catalog_is_taken_and_ignored(tmp_path: Path) -> None:
     )
     config = load_config(write_toml(tmp_path, text), env={})
     assert list(config.make_catalogs().configs) == ["wh"]
+
+
+@pytest.mark.parametrize(("text", "minutes"), [("", 30), ("0", 0), ("1440", 1440), ('"90"', 90)])
+def test_the_idempotency_key_lifetime_is_set_in_minutes_or_off(
+    tmp_path: Path, text: str, minutes: int
+) -> None:
+    setting = f"[warehouses]\nidempotency_key_minutes = {text}\n" if text else ""
+    assert load_config(write_toml(tmp_path, setting), env={}).options.idempotency_key_minutes == minutes
+
+
+@pytest.mark.parametrize("text", ["-1", "10081", '"PT30M"', "true", "1.5"])
+def test_an_idempotency_key_lifetime_out_of_range_is_refused(tmp_path: Path, text: str) -> None:
+    with pytest.raises(ConfigError, match="idempotency_key_minutes"):
+        _ = load_config(
+            write_toml(tmp_path, f"[warehouses]\nidempotency_key_minutes = {text}\n"), env={}
+        ).options

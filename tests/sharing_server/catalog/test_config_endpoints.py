@@ -98,3 +98,26 @@ def test_config_lists_exactly_what_is_served(tmp_path: Path, delegation: tuple[s
         assert unkeyed == {f"POST {paths.WAREHOUSE_TABLE_METRICS}"}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("minutes", "advertised"), [(0, None), (90, "PT90M")])
+def test_the_key_lifetime_advertised_is_the_one_set_and_none_when_keys_are_off(
+    tmp_path: Path, minutes: int, advertised: str | None
+) -> None:
+    store = ShareStore(sqlite_url(tmp_path / "store.db"))
+    (tmp_path / "buckets").mkdir()
+    storage = LocalStorage(tmp_path / "buckets", UrlSigner(SECRET, "http://localhost"))
+    options = ServiceOptions(
+        admin_token_hash=hash_secret(ADMIN), per_token_rps=0, warm_on_start=False,
+        idempotency_key_minutes=minutes,
+    )  # fmt: skip
+    app = create_app(store, storage, SECRET, options=options)
+    try:
+        with TestClient(app) as client:
+            headers = {"Authorization": f"Bearer {ADMIN}"}
+            client.post("/_iceberg/v1/warehouses", json={"name": WH}, headers=headers)
+            config = client.get(f"/_iceberg/v1/config?warehouse={WH}", headers=headers).json()
+        assert config.get("idempotency-key-lifetime") == advertised
+        assert bool(keyed_mutations(app)) == (advertised is not None)
+    finally:
+        store.close()
