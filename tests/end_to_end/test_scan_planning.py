@@ -6,7 +6,10 @@ another table, forged or unknown refused in the spec's error model."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,14 +41,18 @@ from tests.end_to_end.test_iceberg_rest import (
 )
 from tests.end_to_end.test_restricted_iceberg import (
     DELTA_BUCKET,
+    DELTA_COLUMNS,
+    DELTA_WHERE,
     SIGNED,
     assert_same_rows,
     delta_table,
     deployment,
     named_files,
     own_table,
+    restricted_share,
 )
 from tests.end_to_end.test_restricted_iceberg import catalog_uri as restricted_catalog_uri
+from tests.end_to_end.test_restricted_iceberg import cli as restricted_cli
 from tests.end_to_end.test_restricted_iceberg import recipient as restricted_recipient
 from tests.end_to_end.test_warehouse_catalog import aistor_catalog, catalog_root, owner, signed
 
@@ -367,3 +374,37 @@ def test_a_shared_table_with_delete_files_planned_on_the_server_reads_as_spark_r
     for snapshot in (spark_tables[name]["snapshots"][-1], spark_tables[name]["snapshots"][2]):
         got = remote.scan(snapshot_id=snapshot["snapshot_id"]).to_arrow().to_pylist()
         assert delete_rows_of(got, name) == spark_rows_of(snapshot)
+
+
+def test_a_changed_restriction_makes_the_plans_made_under_the_old_one_unknown(
+    deployment: Deployment, delta_table: dict[str, Any], tmp_path: Path
+) -> None:
+    """A plan id (and so its plan tasks, bound alike) names the restriction's metadata."""
+    share = f"replanned_{uuid.uuid4().hex[:6]}"
+    spec = f"customers:delta:{DELTA_BUCKET}:customers"
+    token = restricted_share(deployment, tmp_path, share, "sales", spec, DELTA_WHERE, DELTA_COLUMNS)
+    table = f"{restricted_catalog_uri(deployment)}/v1/namespaces/sales/tables/customers"
+    headers = {"Authorization": f"Bearer {token}"}
+    body = settled(lambda: httpx.post(f"{table}/plan", json={}, headers=headers, timeout=120)).json()
+    plan = f"{table}/plan/{body['plan-id']}"
+    assert settled(lambda: httpx.get(plan, headers=headers, timeout=120)).status_code == 200
+    narrower = ["--where", "acctbal > 150 AND region = 'emea'"]
+    assert restricted_cli(deployment, "share", "restrict", share, "sales/customers", *narrower) == 0
+    stale = settled(lambda: httpx.get(plan, headers=headers, timeout=120))
+    assert stale.status_code == 404 and stale.json()["error"]["type"] == "NoSuchPlanIdException"
+    # Planned again, the scan is the new restriction's.
+    local = restricted_recipient(deployment, token, **SIGNED).load_table("sales.customers")
+    remote = restricted_recipient(deployment, token, **SIGNED, **{"scan-planning-mode": "server"})
+    frame = remote.load_table("sales.customers").scan().to_arrow().to_pandas()
+    assert len(frame) == len(local.scan().to_arrow()) and (frame.acctbal > 150).all()
+    assert 0 < len(frame) < len(delta_table["expected"])
+
+
+def settled(call: Callable[[], httpx.Response], seconds: float = 120.0) -> httpx.Response:
+    """`call()` again while a restricted table's derived files are being written (503)."""
+    deadline = time.monotonic() + seconds
+    answer = call()
+    while answer.status_code == 503 and time.monotonic() < deadline:
+        time.sleep(float(answer.headers.get("retry-after", "1")))
+        answer = call()
+    return answer
