@@ -299,7 +299,7 @@ class DeltaAsIceberg:
             ("data", data_entries, ManifestWriterV2),
             ("deletes", delete_entries, DeleteManifestWriter),
         ):
-            if not entries and name == "deletes":
+            if not entries:  # pyiceberg writes no empty manifest: a version of no files lists none
                 continue
             key = f"{base}/{version}/{name}-{writer_id}.avro"
             output = _output_file(self.storage, self.cache_bucket, key)

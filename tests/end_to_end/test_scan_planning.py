@@ -408,3 +408,22 @@ def settled(call: Callable[[], httpx.Response], seconds: float = 120.0) -> httpx
         time.sleep(float(answer.headers.get("retry-after", "1")))
         answer = call()
     return answer
+
+
+def test_a_restriction_that_keeps_no_rows_is_an_empty_table_planned_to_nothing(
+    deployment: Deployment, delta_table: dict[str, Any], tmp_path: Path
+) -> None:
+    """No file of the table holds a row the restriction keeps: the generated version lists no
+    manifest (pyiceberg writes no empty one), so the load answers and both plans are empty."""
+    share = f"nothing_{uuid.uuid4().hex[:6]}"
+    spec = f"customers:delta:{DELTA_BUCKET}:customers"
+    where = "acctbal > 100000 AND region = 'emea'"
+    token = restricted_share(deployment, tmp_path, share, "sales", spec, where, DELTA_COLUMNS)
+    table = f"{restricted_catalog_uri(deployment)}/v1/namespaces/sales/tables/customers"
+    headers = {"Authorization": f"Bearer {token}"}
+    assert settled(lambda: httpx.get(table, headers=headers, timeout=120)).status_code == 200
+    body = settled(lambda: httpx.post(f"{table}/plan", json={}, headers=headers, timeout=120)).json()
+    assert body["status"] == "completed" and not body.get("file-scan-tasks") and not body.get("plan-tasks")
+    for properties in ({}, {"scan-planning-mode": "server"}):
+        loaded = restricted_recipient(deployment, token, **SIGNED, **properties).load_table("sales.customers")
+        assert loaded.scan().to_arrow().num_rows == 0
