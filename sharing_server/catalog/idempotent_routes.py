@@ -55,8 +55,8 @@ log = logging.getLogger(__name__)
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 #: Routes that change nothing a retry could duplicate, or are not the catalog's own mutations:
-#: the token endpoint (OAuth2, not Iceberg), metrics reports (dropped), the remote signers (by
-#: name, and any route ending in `/sign`: the spec declares no key on `sign` or `reportMetrics`).
+#: the token endpoint (OAuth2, not Iceberg), metrics reports (dropped), the remote signers (these,
+#: and any route named `*_sign`: the spec declares no key on `sign` or `reportMetrics`).
 NOT_MUTATIONS = frozenset(
     {"warehouse_oauth", "warehouse_table_metrics", "warehouse_s3_sign", "warehouse_not_served"}
 )
@@ -206,6 +206,13 @@ def _retrieved(run: asyncio.Future[Response]) -> None:
         run.exception()
 
 
+def takes_key(route: str, method: str) -> bool:
+    """Whether the route's handler takes an `Idempotency-Key` for `method` (its OpenAPI spec says so
+    too: `sharing_server.openapi.catalog_idempotency`)."""
+    signer = route.endswith("_sign")
+    return method in MUTATING_METHODS and route not in NOT_MUTATIONS and not signer
+
+
 def idempotent_routes(
     routes: Sequence[BaseRoute], keys: IdempotencyKeys, not_found: Mapping[str, str]
 ) -> list[BaseRoute]:
@@ -214,12 +221,7 @@ def idempotent_routes(
     keyed: list[BaseRoute] = []
     for route in routes:
         methods = set(route.methods or ()) if isinstance(route, Route) else set()
-        if (
-            not isinstance(route, Route)
-            or route.name in NOT_MUTATIONS
-            or route.path.endswith("/sign")
-            or not methods & MUTATING_METHODS
-        ):
+        if not isinstance(route, Route) or not any(takes_key(route.name, method) for method in methods):
             keyed.append(route)
             continue
         endpoint = IdempotentEndpoint(route.endpoint, route.name, keys, not_found.get(route.name, MISSING))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from share_store.catalog import policies as actions
 from sharing_server.openapi.catalog_commits import commit_operations
+from sharing_server.openapi.catalog_idempotency import with_idempotency_keys
 from sharing_server.openapi.catalog_maintenance import maintenance_operations, maintenance_schemas
 from sharing_server.openapi.catalog_plans import warehouse_plan_operations
 from sharing_server.openapi.catalog_shapes import (
@@ -63,16 +64,18 @@ def area() -> Area:
             TAG: "AIStor Tables: a writable Iceberg REST catalog of warehouses (SigV4 `s3tables` or "
             "bearer tokens; each catalog user's IAM-style policy decides what it may do)."
         },
-        operations={
-            **_catalog_operations(),
-            **_namespace_operations(),
-            **_table_operations(),
-            **commit_operations(),
-            **view_operations(),
-            **maintenance_operations(),
-            **warehouse_plan_operations(),
-            **_not_served(),
-        },
+        operations=with_idempotency_keys(
+            {
+                **_catalog_operations(),
+                **_namespace_operations(),
+                **_table_operations(),
+                **commit_operations(),
+                **view_operations(),
+                **maintenance_operations(),
+                **warehouse_plan_operations(),
+                **_not_served(),
+            }
+        ),
         schemas={**schemas(), **view_schemas(), **maintenance_schemas()},
     )
 
