@@ -49,6 +49,7 @@ from share_store.catalog.idempotency import (
 from share_store.persistence.idempotency_keys import IdempotencyKeys
 from sharing_server.auth.catalog_callers import AFTER_AUTHENTICATION
 from sharing_server.http.iceberg_errors import MISSING, error_answer
+from sharing_server.observability.audit import audit_fields
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,8 @@ class IdempotentEndpoint:
             try:
                 response = await self._answer(request)
             except Decided as decided:
+                # The audit line says what the key did: a provider tells retries from requests.
+                audit_fields(request)["idempotency_key"] = decided.outcome
                 if decided.outcome == REPLAY:
                     assert decided.answer is not None
                     replayed = {**decided.answer.headers, "Idempotent-Replayed": "true"}
@@ -152,6 +155,7 @@ class IdempotentEndpoint:
             break
         if claim.claim is None or claim.binding is None:
             return response  # refused before its caller was known (a 401): not the key's
+        audit_fields(request)["idempotency_key"] = "ran"
         caller, key, held = claim.binding.caller, claim.key, claim.claim
         body = getattr(response, "body", None)
         if storable(response.status_code) and isinstance(body, bytes):

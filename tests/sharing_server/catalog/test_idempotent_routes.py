@@ -92,7 +92,7 @@ def test_a_request_cancelled_mid_commit_still_keeps_its_answer(store: ShareStore
     key, body = str(uuid.uuid4()), b'{"updates": []}'
 
     async def cut_off() -> None:
-        scope = {
+        scope: dict[str, object] = {
             "type": "http",
             "method": "POST",
             "path": "/_iceberg/t",
@@ -117,6 +117,7 @@ def test_a_request_cancelled_mid_commit_still_keeps_its_answer(store: ShareStore
         with pytest.raises(asyncio.CancelledError):
             await request
         await asyncio.sleep(0.6)
+        assert scope["state"]["audit"]["idempotency_key"] == "ran"  # type: ignore[index]
 
     asyncio.run(cut_off())
     assert committed == [1]
