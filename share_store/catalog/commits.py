@@ -266,7 +266,11 @@ def check_requirements(base: TableMetadata | None, request: CommitTableRequest) 
         try:
             requirement.validate(base)
         except CommitFailedException as error:
-            raise CommitConflict(f"Requirement failed: {error}") from None
+            # pyiceberg's own messages already say "Requirement failed: …"; said once is enough.
+            message = str(error)
+            if not message.startswith("Requirement failed"):
+                message = f"Requirement failed: {message}"
+            raise CommitConflict(message) from None
 
 
 def _upgraded_to_v3(base: TableMetadata, updates: tuple[Any, ...]) -> tuple[TableMetadata, tuple[Any, ...]]:
