@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pytest
-from pyiceberg.catalog import Catalog
+from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
+from bench.scan_planning import files as bench_files
 from share_store.catalog.users import IssuedUser
 from share_store.iceberg import scan_plans
 from tests.conftest import Deployment
@@ -39,6 +40,8 @@ from tests.end_to_end.test_iceberg_rest import (
     spark_rows_of,
     spark_tables,
 )
+from tests.end_to_end.test_replicas import ADMIN_TOKEN as REPLICA_ADMIN_TOKEN
+from tests.end_to_end.test_replicas import replicas, root
 from tests.end_to_end.test_restricted_iceberg import (
     DELTA_BUCKET,
     DELTA_COLUMNS,
@@ -62,6 +65,7 @@ __all__ = [
     "deployment",
     "own_table",
     "owner",
+    "root",
     "seaweed_server",
     "spark_tables",
 ]  # fixtures of other modules, used here
@@ -427,3 +431,40 @@ def test_a_restriction_that_keeps_no_rows_is_an_empty_table_planned_to_nothing(
     for properties in ({}, {"scan-planning-mode": "server"}):
         loaded = restricted_recipient(deployment, token, **SIGNED, **properties).load_table("sales.customers")
         assert loaded.scan().to_arrow().num_rows == 0
+
+
+# -- replicas: the plan's tokens are the server's key's, not a process's ------------------------
+
+
+def test_a_plan_made_on_one_replica_is_fetched_from_the_other(
+    tmp_path: Path, postgres_url: str, root: Path
+) -> None:
+    """Two server processes on one PostgreSQL store and one key: a plan of 1,100 files made on one
+    answers plan tasks that the other answers in full, as pyiceberg planning there reads."""
+    with replicas(tmp_path, postgres_url, root) as (a, b):
+        bearer = {"Authorization": f"Bearer {REPLICA_ADMIN_TOKEN}"}
+        made = httpx.post(f"{a.url}/_iceberg/v1/warehouses", json={"name": "planned"}, headers=bearer)
+        assert made.status_code == 200, made.text
+        writer = load_catalog("a", uri=f"{a.url}/_iceberg", warehouse="planned", token=REPLICA_ADMIN_TOKEN)
+        writer.create_namespace("ns")
+        table = writer.create_table("ns.wide", SCHEMA)
+        for start, count in ((0, 1000), (1000, 100)):
+            with table.transaction() as transaction, transaction.update_snapshot().fast_append() as append:
+                for data_file in bench_files(start, count, table.location()):
+                    append.append_data_file(data_file)
+        url = "/_iceberg/v1/planned/namespaces/ns/tables/wide"
+        body = httpx.post(f"{a.url}{url}/plan", json={}, headers=bearer).json()
+        assert "file-scan-tasks" not in body and len(body["plan-tasks"]) == 2
+        paths = []
+        for task in body["plan-tasks"]:
+            page = httpx.post(f"{b.url}{url}/tasks", json={"plan-task": task}, headers=bearer)
+            assert page.status_code == 200, page.text
+            paths += [t["data-file"]["file-path"] for t in page.json()["file-scan-tasks"]]
+        assert len(paths) == len(set(paths)) == 1100
+        assert httpx.get(f"{b.url}{url}/plan/{body['plan-id']}", headers=bearer).status_code == 200
+        reader = load_catalog(
+            "b", uri=f"{b.url}/_iceberg", warehouse="planned", token=REPLICA_ADMIN_TOKEN,
+            **{"scan-planning-mode": "server"},
+        )  # fmt: skip
+        planned = {task.file.file_path for task in reader.load_table("ns.wide").scan().plan_files()}
+        assert planned == set(paths)
