@@ -21,6 +21,7 @@ from sharing_server.openapi.shapes import (
     model,
     object_schema,
     parameter,
+    response,
 )
 
 PLAN_ID = parameter("plan_id", "path", STRING, "A plan's id, as its plan answered it.", required=True)
@@ -85,13 +86,19 @@ def share_plan_operations(
             f"iceberg{prefix}FetchPlanningResult", "A plan again, by its id",
             ("The plan.", "PlanTableScanResult"), (401, 404, 503), [*table, PLAN_ID],
         ),
-        (f"iceberg_{names}plan", "DELETE"): make(
+        (f"iceberg_{names}plan", "DELETE"): _no_content(make(
             f"iceberg{prefix}CancelPlanning", "Cancel a plan (nothing is held for it)",
             ("Cancelled.", "PlanTableScanResult"), (401, 404), [*table, PLAN_ID],
-        ),
+        )),
         (f"iceberg_{names}table_tasks", "POST"): make(
             f"iceberg{prefix}FetchScanTasks", "The file scan tasks of one plan task",
             ("The tasks.", "FetchScanTasksResult"), (400, 401, 404, 503), table,
             json_body(model("FetchScanTasksRequest")),
         ),
     }  # fmt: skip
+
+
+def _no_content(spec: Schema) -> Schema:
+    """`spec` answering 204 with no body where `make` gave it a 200 with one (a cancel)."""
+    others = {status: answer for status, answer in spec["responses"].items() if status != "200"}
+    return {**spec, "responses": {"204": response("Cancelled: nothing was held."), **others}}
