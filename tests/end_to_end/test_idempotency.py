@@ -74,6 +74,10 @@ def keyed(user: IssuedUser, method: str, url: str, body: bytes, key: str) -> htt
     return signed(user, method, url, body, **{"Idempotency-Key": key})
 
 
+def tables_url(deployment: Deployment, namespace: str) -> str:
+    return f"{catalog_root(deployment)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables"
+
+
 def new_table_body(name: str) -> bytes:
     schema = {"type": "struct", "schema-id": 0, "fields": [
         {"id": 1, "name": "id", "type": "long", "required": True}]}  # fmt: skip
@@ -163,7 +167,7 @@ def test_a_create_table_replayed_answers_the_stored_answer_and_creates_once(
     catalog: Catalog,
     namespace: str,
 ) -> None:
-    url = f"{catalog_root(s3)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables"
+    url = tables_url(s3, namespace)
     key, body = uuid7(), new_table_body("made")
     first = keyed(owner, "POST", url, body, key)
     assert first.status_code == 200, first.text
@@ -350,7 +354,7 @@ def test_an_expired_key_is_swept_and_then_runs_anew(
     catalog: Catalog,
     namespace: str,
 ) -> None:
-    url = f"{catalog_root(s3)}/v1/{WAREHOUSE}/namespaces/{namespace}/tables"
+    url = tables_url(s3, namespace)
     key, body = uuid7(), new_table_body("swept")
     assert keyed(owner, "POST", url, body, key).status_code == 200
     # A minute past the lifetime of an answer kept now (it is kept as it goes, a moment after).
