@@ -1,6 +1,8 @@
 """Where a table of the server's own warehouses lives: the catalog decides, once, and records it.
 
-A new table gets `<warehouse>/<namespace levels>/<table>-<uuid>`; a location
+A new table gets `<warehouse>/<namespace levels>/<table>-<uuid>`, as does one
+whose create names a location relative to nothing (`engine_default`: Sail sends
+`spark-warehouse/t-<uuid>`, its own default under its working folder); a location
 asked for (a create's `location`, a staged create's `set-location`, a
 registered metadata file's `location`) is taken only if it is normalised,
 inside the table's warehouse and below its root, with no query, fragment,
@@ -71,6 +73,20 @@ def assigned_location(
     """A new table's own folder: unique by its uuid, so it overlaps no other table's."""
     prefix = "/".join((*namespace, f"{name}-{uuid.uuid4().hex}"))
     return TableLocation(file_uri(storage, warehouse, prefix), warehouse, prefix)
+
+
+def engine_default(text: object) -> bool:
+    """Whether a create's `location` is an engine's own default relative to nothing the catalog knows
+    (no scheme, not absolute, plain safe folders: Sail's `spark-warehouse/t-<uuid>`): the catalog
+    then assigns the table its own folder, as for a create with no location. Anything that names a
+    place (a scheme, a `/`) or has a dot segment is still checked, and refused, as asked."""
+    return (
+        isinstance(text, str)
+        and bool(text)
+        and "://" not in text
+        and not text.startswith("/")
+        and all(SAFE_SEGMENT.fullmatch(part) for part in text.split("/"))
+    )
 
 
 def requested_location(

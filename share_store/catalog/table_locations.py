@@ -27,6 +27,7 @@ from share_store.catalog.locations import (
     MayTake,
     assigned_location,
     check_free,
+    engine_default,
     no_one,
     requested_location,
 )
@@ -53,12 +54,13 @@ class TableLocations:
         asked: str | None,
         may_take: MayTake = no_one,
     ) -> TableLocation:
-        """A new table's location: the one asked for if the catalog takes it, else a folder of its own.
+        """A new table's location: the one asked for if the catalog takes it, else a folder of its own
+        (no location asked, or an engine's own default relative to nothing: `engine_default`).
 
         Checked now, before an engine writes a file there (a staged create's data
         files come before its commit), and claimed again when the table is recorded.
         """
-        if asked is None:
+        if asked is None or engine_default(asked):
             location = assigned_location(self.storage, warehouse, namespace, name)
         else:
             location = requested_location(self.storage, warehouse, asked, namespace)

@@ -12,6 +12,7 @@ from share_store.catalog.locations import (
     check_files,
     check_no_overlap,
     check_write_paths,
+    engine_default,
     requested_location,
 )
 from share_store.catalog.names import check_name, check_namespace
@@ -76,6 +77,30 @@ def test_new_locations_are_folders_of_their_own(s3: S3Storage) -> None:
     one = assigned_location(s3, "wh", ("a", "b"), "t")
     two = assigned_location(s3, "wh", ("a", "b"), "t")
     assert one.uri.startswith("s3://wh/a/b/t-") and one != two and not one.overlaps(two)
+
+
+def test_only_a_plain_relative_location_is_an_engines_default_for_the_catalog_to_replace() -> None:
+    # Sail's CREATE TABLE with no LOCATION: relative to its own working folder, naming no storage.
+    assert engine_default("spark-warehouse/t-1c2498ee-2886-4328-b73d-290c064b3cd2")
+    assert engine_default("t")
+    named_or_hostile = [
+        "s3://other-bucket/x",
+        "s3://wh/sales/orders",
+        "file:///etc",
+        "/etc/passwd",
+        "../x",
+        "spark-warehouse/../x",
+        "./x",
+        "a//b",
+        "a/.hidden",
+        "a/b?x=1",
+        "a b",
+        "",
+        None,
+        ["a"],
+    ]
+    for text in named_or_hostile:
+        assert not engine_default(text), text
 
 
 def test_locations_overlap_when_one_holds_the_other_not_when_they_share_a_prefix() -> None:

@@ -1,0 +1,148 @@
+"""Engines not tried before, configured as their own documentation says, against both catalogs on SeaweedFS.
+
+- **Sail 0.7** (a Spark Connect server in Rust, `pysail`): the writers' catalog `/_iceberg` as an
+  `iceberg-rest` catalog of `SAIL_CATALOG__LIST` with a bearer token, S3 through the AWS
+  environment variables; PySpark's Connect client drives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from share_store.catalog.users import CatalogUsers, IssuedUser
+from share_store.model import TableSpec
+from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, free_port, upload_tree
+from tests.conftest import Deployment, deploy
+from tests.end_to_end.test_warehouse_catalog import catalog_root, signed
+from tests.end_to_end.test_warehouse_engines import catalog_token
+
+WAREHOUSE = "engines"
+DELTA_BUCKET = "enginesdelta"
+DELTA_TABLES = {"plain": "simple_table", "parted": "delta-0.8.0-partitioned", "dv": "table-with-dv-small"}
+SHARE = "engines"
+SAIL = Path(sys.executable).with_name("sail")
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3, testdata: Path
+) -> Iterator[Deployment]:
+    """One server for every engine of the module: the writers' catalog and a share of Delta tables, with
+    vending on (recipients' engines read S3 with the keys it vends, as none of them signs remotely)."""
+    client = seaweed.client()
+    client.create_bucket(Bucket=DELTA_BUCKET)
+    for directory in DELTA_TABLES.values():
+        upload_tree(client, testdata / directory, DELTA_BUCKET, directory)
+    env = {
+        "SHARING_ICEBERG_CREDENTIAL_VENDING": "sts",
+        "SHARING_ICEBERG_CREDENTIAL_ROLE_ARN": READER_ROLE_ARN,
+    }
+    deployment = deploy(tmp_path_factory.mktemp("engines"), seaweed.storage_config(), env=env)
+    deployment.seaweed = seaweed  # type: ignore[attr-defined]
+    specs = [TableSpec.parse(f"db:{name}:delta:{DELTA_BUCKET}:{path}") for name, path in DELTA_TABLES.items()]
+    deployment.store.create_share(SHARE, specs)
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+@pytest.fixture(scope="module")
+def writer(server: Deployment) -> IssuedUser:
+    user = CatalogUsers(server.store.transactions, server.secret).create(f"engines-{uuid.uuid4().hex[:6]}")
+    response = signed(
+        user, "POST", f"{catalog_root(server)}/v1/warehouses", json.dumps({"name": WAREHOUSE}).encode()
+    )
+    assert response.status_code in (200, 409), response.text
+    return user
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"sail exited: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"sail did not listen in 60 s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def sail(server: Deployment, writer: IssuedUser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Sail server whose catalog is `/_iceberg`, as Sail's catalog guide configures one; its `sc://` URL."""
+    seaweed: SeaweedS3 = server.seaweed  # type: ignore[attr-defined]
+    port = free_port()
+    catalog = (
+        f'[{{type="iceberg-rest", name="shared", uri="{catalog_root(server)}", warehouse="{WAREHOUSE}", '
+        f'bearer_access_token="{catalog_token(server, writer)}"}}]'
+    )
+    env = os.environ | {
+        "SAIL_CATALOG__LIST": catalog,
+        "SAIL_CATALOG__DEFAULT_CATALOG": "shared",
+        "AWS_ACCESS_KEY_ID": seaweed.access_key,
+        "AWS_SECRET_ACCESS_KEY": seaweed.secret_key,
+        "AWS_REGION": seaweed.region,
+        "AWS_ENDPOINT_URL": seaweed.endpoint,
+        "AWS_ENDPOINT": seaweed.endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+    }
+    workdir = tmp_path_factory.mktemp("sail")
+    log_path = workdir / "sail.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(SAIL), "spark", "server", "--port", str(port), "-C", str(workdir)],
+            env=env,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        wait_listening(port, process, log_path)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_sail_creates_writes_and_reads_a_table_with_no_location(sail: str) -> None:
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(sail).getOrCreate()
+    namespace = f"ns_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE DATABASE {namespace}")
+    spark.sql(f"CREATE TABLE {namespace}.t (id BIGINT, name STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {namespace}.t VALUES (1, 'a'), (2, 'b')")
+    rows = spark.sql(f"SELECT * FROM {namespace}.t ORDER BY id").collect()
+    assert [tuple(row) for row in rows] == [(1, "a"), (2, "b")]
+
+
+def test_a_relative_create_location_gets_a_folder_of_the_servers_choosing_and_named_ones_are_still_checked(
+    server: Deployment, writer: IssuedUser
+) -> None:
+    namespace = f"loc_{uuid.uuid4().hex[:8]}"
+    with server.catalog_api(catalog_token(server, writer)) as api:
+        assert api.post(f"/{WAREHOUSE}/namespaces", json={"namespace": [namespace]}).status_code == 200
+        schema = {"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "type": "long", "required": False}]}  # fmt: skip
+        tables = f"/{WAREHOUSE}/namespaces/{namespace}/tables"
+        made = api.post(tables, json={"name": "sail", "schema": schema, "location": "spark-warehouse/t-1"})
+        assert made.status_code == 200, made.text
+        location = made.json()["metadata"]["location"]
+        assert location.startswith(f"s3://{WAREHOUSE}/{namespace}/sail-"), location
+        for hostile in ("s3://other-bucket/x", "../x", "spark-warehouse/../x", "file:///etc", "/etc/x"):
+            refused = api.post(tables, json={"name": "t", "schema": schema, "location": hostile})
+            assert refused.status_code == 400, (hostile, refused.text)
+            assert refused.json()["error"]["type"] == "BadRequestException"
+        assert api.get(f"{tables}/t").status_code == 404
