@@ -31,8 +31,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from share_store.catalog.catalog import WarehouseCatalog
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.persistence import ShareStore
-from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.readers.directory_access import DirectoryAccess
 from share_store.signing.token_codec import TokenCodec
 from share_store.storage.base import ObjectStorage

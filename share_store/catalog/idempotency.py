@@ -11,7 +11,7 @@ request's. What is replayed is a finalized answer: a 2xx, or a 4xx the same
 request would get again (`storable`); never a 5xx, nor a refusal of the caller
 itself (401, 403, 429), which may answer otherwise a moment later.
 
-The store keeps them (`share_store.persistence.idempotency_keys`) for their
+The store keeps them (`share_store.catalog.idempotency_keys`) for their
 lifetime (`LIFETIME` unless `[warehouses] idempotency_key_minutes` says otherwise),
 which `/v1/config` advertises as `idempotency-key-lifetime` (`lifetime_text`, in
 minutes: Java's `Duration.parse` reads hours and minutes, never days).

@@ -46,7 +46,7 @@ from share_store.catalog.idempotency import (
     parse_key,
     storable,
 )
-from share_store.persistence.idempotency_keys import IdempotencyKeys
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from sharing_server.auth.catalog_callers import AFTER_AUTHENTICATION
 from sharing_server.http.iceberg_errors import MISSING, error_answer
 from sharing_server.observability.audit import audit_fields

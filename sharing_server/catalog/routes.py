@@ -19,10 +19,10 @@ from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.data_access import DataAccess
 from share_store.catalog.idempotency import lifetime_text
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.iceberg.scan_plans import PlanTokens
-from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.signing.token_codec import TokenCodec
 from sharing_server import paths
 from sharing_server.auth.catalog_callers import CatalogTokens

@@ -31,8 +31,8 @@ from pyiceberg.catalog import Catalog
 from requests.adapters import BaseAdapter
 
 from share_store.catalog.idempotency import LIFETIME
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.catalog.users import CatalogUsers, IssuedUser
-from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.persistence.mappers import utc_now
 from share_store.persistence.sql_schema import idempotency_keys_table
 from tests.conftest import Deployment

@@ -29,11 +29,11 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
+from share_store.catalog import idempotency_keys
 from share_store.catalog.maintenance import rows
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.catalog.maintenance.schedule import Background, due_tables
-from share_store.persistence import idempotency_keys
 from share_store.persistence.mappers import utc_now
 
 log = logging.getLogger(__name__)

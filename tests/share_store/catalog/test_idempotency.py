@@ -24,8 +24,8 @@ from share_store.catalog.idempotency import (
     parse_key,
     storable,
 )
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.persistence import ShareStore, sqlite_url
-from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.persistence.mappers import utc_now
 
 SECRET = b"idempotency-tests-server-key-0123"

@@ -20,10 +20,10 @@ from share_store.authentication.sign_in_throttle import AdminToken
 from share_store.authentication.tokens import hash_secret
 from share_store.catalog.callers import CatalogCallers
 from share_store.catalog.idempotency import CLAIM, REPLAY, Answer, Binding, body_digest
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.catalog.users import CatalogUsers
 from share_store.errors import StorageUnavailable
 from share_store.persistence import ShareStore, sqlite_url
-from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.signing.token_codec import TokenCodec
 from sharing_server.auth.catalog_callers import CatalogAuthentication
 from sharing_server.catalog.idempotent_routes import IdempotentEndpoint, idempotent_routes

@@ -11,12 +11,12 @@ from sqlalchemy import func, select
 
 from share_store.catalog.catalog import NewTable, WarehouseCatalog
 from share_store.catalog.idempotency import REPLAY, Answer, Binding
+from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.catalog.maintenance import rows
 from share_store.catalog.maintenance.background import LEASE, LEASE_SECONDS, BackgroundMaintenance
 from share_store.catalog.maintenance.configuration import COMPACTION, KINDS
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.schedule import Background
-from share_store.persistence.idempotency_keys import IdempotencyKeys
 from share_store.persistence.mappers import utc_now
 from share_store.persistence.sql_schema import (
     idempotency_keys_table,
