@@ -113,7 +113,8 @@ def app_routes(services: AppServices) -> list[BaseRoute]:
     """Everything the app serves: what `create_app` routes and `/openapi.json` describes. Each
     package's routes are given the services their handlers use; none looks one up per request."""
     plans = TokenCodec(services.secret, "scan-plan")  # one key on every replica: any answers a plan task
-    share_catalog = ShareCatalog(services.store, services.iceberg_grants, services.metrics, plans)
+    runs = services.plan_runs  # plans past their budget, of both catalogs
+    share_catalog = ShareCatalog(services.store, services.iceberg_grants, services.metrics, plans, runs)
     share_oauth = OAuthTokens(services.store, timedelta(seconds=services.options.access_token_lifetime))
     return [
         Route(paths.HEALTHZ, health, methods=["GET"]),
@@ -130,6 +131,7 @@ def app_routes(services: AppServices) -> list[BaseRoute]:
             services.maintenance.queue,
             idempotency_keys(services),
             TokenCodec(services.secret, "scan-plan-writers"),
+            runs,
         ),
         Mount(paths.CONSOLE_PREFIX, routes=console_routes(services.console)),
     ]

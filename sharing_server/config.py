@@ -14,7 +14,9 @@
            max_hint_nodes, hint_budget_ms (CPU per 10,000 files; 0: none),
            body_timeout, stream_send_timeout, keep_alive_timeout (an idle connection's, 75 s),
            stream_buffer_bytes,
-           streams_per_token, streams_per_process (0 turns a cap off)
+           streams_per_token, streams_per_process (0 turns a cap off),
+           scan_plan_budget (seconds a scan plan takes before a client that polls is told
+           `submitted`; default 10)
 [oauth]    access_token_lifetime (seconds)
 [iceberg]  cache_bucket, cache_prefix (where derived deletion vector and data files
            go), inline_dv_bytes, deletes_in_parquet ("refuse" or "materialize"),

@@ -140,6 +140,7 @@ SECTION_KEYS = {
         "streams_per_token",
         "streams_per_process",
         "async_query_budget",
+        "scan_plan_budget",
         "url_lifetime_per_file_ms",
         "url_lifetime_max",
     ),

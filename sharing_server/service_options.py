@@ -16,6 +16,7 @@ from typing import Any
 
 from share_store.catalog.maintenance.configuration import Limits
 from share_store.catalog.maintenance.schedule import Background
+from share_store.iceberg.plan_runs import SCAN_PLAN_BUDGET
 from share_store.lifetimes import MAX_TOKEN_LIFETIME
 from share_store.signing.url_lifetimes import LONGEST_SIGNABLE
 from share_store.storage.sts_vending import VendingSettings
@@ -106,6 +107,9 @@ class ServiceOptions:
     # Seconds an async /query (`asyncquery=true`) may take to start its answer before the client
     # is told `pending` and polls: Spark's connector polls every 10 s.
     async_query_budget: float = 5.0
+    # Seconds a scan plan of a client that polls (Java's, from Iceberg 1.11) may take before it is
+    # told `submitted` and polls `GET …/plan/{plan-id}`: `share_store.iceberg.plan_runs`.
+    scan_plan_budget: float = SCAN_PLAN_BUDGET
     # An answer's pre-signed URLs live `[server] url_lifetime` plus this much per file it hands
     # out, up to `url_lifetime_max` (and never past the token's expiry): `UrlLifetimes`.
     url_lifetime: int = 3600  # `[server] url_lifetime`: what every answer's URLs live at least
@@ -147,6 +151,7 @@ def read_options(
             streams_per_token=limit("streams_per_token", int),
             streams_per_process=limit("streams_per_process", int),
             async_query_budget=limit("async_query_budget", float),
+            scan_plan_budget=limit("scan_plan_budget", float),
             url_lifetime_per_file_ms=limit("url_lifetime_per_file_ms", float),
             url_lifetime_max=limit("url_lifetime_max", int),
             access_token_lifetime=int(oauth.get("access_token_lifetime", defaults.access_token_lifetime)),
@@ -190,6 +195,8 @@ def read_options(
         raise ConfigError("[limits] url_lifetime_per_file_ms must be 0 or more")
     if not 60 <= options.url_lifetime_max <= LONGEST_SIGNABLE:
         raise ConfigError(f"[limits] url_lifetime_max must be 60 to {LONGEST_SIGNABLE} seconds (7 days)")
+    if not 0 <= options.scan_plan_budget <= 600:  # NaN too
+        raise ConfigError("[limits] scan_plan_budget must be 0 to 600 seconds")
     if not options.async_query_budget >= 0:  # NaN too
         raise ConfigError("[limits] async_query_budget must be 0 seconds or more")
     if options.streams_per_token < 0 or options.streams_per_process < 0:

@@ -28,6 +28,7 @@ from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
 from share_store.catalog.table_source import OwnWarehouses
 from share_store.catalog.users import CatalogUsers
+from share_store.iceberg.plan_runs import PlanRuns
 from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.persistence import ShareStore
 from share_store.persistence.async_queries import AsyncQueryStore
@@ -78,6 +79,8 @@ class AppServices:
     queries: TableQueries
     #: Async `/query`s (2026-07): rows in the store, work in worker threads of their own.
     async_queries: AsyncQueries
+    #: Scan plans of both Iceberg catalogs made in the background past their budget (1.11 `submitted`).
+    plan_runs: PlanRuns
     streams: StreamSlots
     list_tokens: TokenCodec
     admin: Admin
@@ -204,6 +207,7 @@ def app_services(
         ),
         queries=queries,
         async_queries=AsyncQueries(queries, AsyncQueryStore(store.transactions), options.async_query_budget),
+        plan_runs=PlanRuns(options.scan_plan_budget),
         streams=StreamSlots(options.streams_per_token, options.streams_per_process),
         list_tokens=TokenCodec(secret, "list-page"),
         admin=admin,

@@ -242,7 +242,7 @@ def _reading() -> Iterator[None]:
         ) from None
 
 
-def _scan(table: Any, scan: ScanAsked) -> Any:
+def scan_of(table: Any, scan: ScanAsked) -> Any:
     """pyiceberg's `DataScan` of `table` as asked; 400 for a snapshot, column or filter it lacks."""
     from pyiceberg.exceptions import ResolveError
 
@@ -311,7 +311,7 @@ def plan(table: Any, scan: ScanAsked, tokens: PlanTokens, bound: str) -> tuple[P
     """The answer to `POST .../plan`, and its plan id: the tasks inline when the snapshot's data
     manifests have at most `TASKS_PER_ANSWER` files, else one plan task per run of them (nothing
     but the manifest list is read until they are fetched)."""
-    data_scan = _scan(table, scan)
+    data_scan = scan_of(table, scan)
     snapshot = data_scan.snapshot()
     if snapshot is None:  # an empty table: nothing to read
         return Plan([], [], []), tokens.make("plan", bound, scan, -1, {})
@@ -334,7 +334,7 @@ def fetch_tasks(table: Any, token: str, tokens: PlanTokens, bound: str) -> Plan:
     snapshot_id = payload["n"]
     if table.metadata.snapshot_by_id(snapshot_id) is None:
         raise NoSuchPlanTask("the plan task's snapshot is no longer visible: plan the scan again")
-    data_scan = _scan(table, dataclasses.replace(scan, snapshot_id=snapshot_id))
+    data_scan = scan_of(table, dataclasses.replace(scan, snapshot_id=snapshot_id))
     with _reading():
         manifests = data_scan.snapshot().manifests(table.io)
     first, last = payload["r"]

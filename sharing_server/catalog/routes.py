@@ -22,6 +22,7 @@ from share_store.catalog.idempotency import lifetime_text
 from share_store.catalog.idempotency_keys import IdempotencyKeys
 from share_store.catalog.maintenance.maintainer import Maintainer
 from share_store.catalog.maintenance.queue import RunQueue
+from share_store.iceberg.plan_runs import SCAN_PLAN_BUDGET, PlanRuns
 from share_store.iceberg.scan_plans import PlanTokens
 from share_store.signing.token_codec import TokenCodec
 from sharing_server import paths
@@ -77,6 +78,7 @@ def warehouse_api(
     queue: RunQueue | None = None,
     keys: IdempotencyKeys | None = None,
     plans: TokenCodec | None = None,
+    runs: PlanRuns | None = None,
 ) -> list[BaseRoute]:
     """The routes, their handlers given the catalog, its callers and its data access, and the
     maintainer and run queue the server's background maintenance shares (nothing looked up per
@@ -86,7 +88,9 @@ def warehouse_api(
     v = ViewEndpoints(catalog, callers, data)
     # Plan tokens signed with the server's key (`plans`), which every replica shares; without one,
     # a key of this process only (its tokens are refused elsewhere).
-    p = PlanEndpoints(catalog, callers, data, PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan")))
+    # `runs`: the plans made in the background past their budget (`[limits] scan_plan_budget`).
+    tokens_of_plans = PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan"))
+    p = PlanEndpoints(catalog, callers, data, tokens_of_plans, runs or PlanRuns(SCAN_PLAN_BUDGET))
     r.idempotency = None if keys is None else lifetime_text(keys.lifetime)  # advertised when served
     tokens = CatalogTokens(callers)
     m = MaintenanceEndpoints(maintainer or Maintainer(catalog), callers, queue)
@@ -165,9 +169,10 @@ def catalog_mount(
     queue: RunQueue | None = None,
     keys: IdempotencyKeys | None = None,
     plans: TokenCodec | None = None,
+    runs: PlanRuns | None = None,
 ) -> Mount:
     """`/_iceberg`: the routes, behind the Iceberg error model. Its callers are catalog users, not
     share tokens: a refused proof is not named in the audit line as a token."""
-    routes = warehouse_api(catalog, callers, data, maintainer, queue, keys, plans)
+    routes = warehouse_api(catalog, callers, data, maintainer, queue, keys, plans, runs)
     errors = iceberg_error_model(routes, NOT_FOUND, names_tokens=False)
     return Mount(paths.WAREHOUSE_PREFIX, routes=routes, middleware=[errors])

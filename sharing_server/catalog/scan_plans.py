@@ -1,8 +1,9 @@
 """Server-side scan planning at `/_iceberg` (a writer's own warehouse):
 
-POST   /v1/{prefix}/namespaces/{ns}/tables/{t}/plan             plan a scan (`completed`)
-GET    /v1/{prefix}/namespaces/{ns}/tables/{t}/plan/{plan-id}   the same plan, planned again
-DELETE /v1/{prefix}/namespaces/{ns}/tables/{t}/plan/{plan-id}   cancel: nothing is held (204)
+POST   /v1/{prefix}/namespaces/{ns}/tables/{t}/plan             plan a scan (`completed`, or
+                                                                `submitted` past the budget)
+GET    /v1/{prefix}/namespaces/{ns}/tables/{t}/plan/{plan-id}   the plan, done or still going
+DELETE /v1/{prefix}/namespaces/{ns}/tables/{t}/plan/{plan-id}   cancel (204)
 POST   /v1/{prefix}/namespaces/{ns}/tables/{t}/tasks            one plan task's file scan tasks
 
 A plan names the table's files, so the caller must be allowed `s3tables:GetTableData` on it, as
@@ -13,8 +14,10 @@ and the server vends them (`X-Iceberg-Access-Delegation`), as a load does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -24,7 +27,8 @@ from share_store.catalog.catalog import WarehouseCatalog
 from share_store.catalog.data_access import DataAccess, DataRights
 from share_store.catalog.names import TableName
 from share_store.errors import Forbidden
-from share_store.iceberg import scan_plans
+from share_store.iceberg import plan_runs, scan_plans
+from share_store.iceberg.plan_runs import PlanRuns
 from share_store.iceberg.scan_plans import PlanTokens
 from sharing_server import paths
 from sharing_server.catalog import codec
@@ -40,14 +44,22 @@ PLAN_ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
 ]
 NO_STORE = {"Cache-Control": "no-store"}
+#: A plan's making, run when the caller waits or in the background (`PlanRuns`): the plan's JSON.
+Planning = Callable[[], dict[str, Any]]
 
 
 class PlanEndpoints(CatalogEndpoints):
     def __init__(
-        self, catalog: WarehouseCatalog, callers: CatalogCallers, data: DataAccess, tokens: PlanTokens
+        self,
+        catalog: WarehouseCatalog,
+        callers: CatalogCallers,
+        data: DataAccess,
+        tokens: PlanTokens,
+        runs: PlanRuns,
     ) -> None:
         super().__init__(catalog, callers, data)
         self.tokens = tokens
+        self.runs = runs
 
     def _table(self, request: Request, access: CatalogAccess) -> tuple[TableName, Any, Any, str]:
         """The table the path names, loaded for a caller who may read its data; its pyiceberg
@@ -89,32 +101,50 @@ class PlanEndpoints(CatalogEndpoints):
     async def plan(self, request: Request) -> Response:
         body = await plan_body(request)
 
-        def plan(access: CatalogAccess) -> dict[str, Any]:
+        def prepare(access: CatalogAccess) -> tuple[str, Planning, list[Any]]:
             asked = scan_plans.parse_plan_request(body)
             name, loaded, table, bound = self._table(request, access)
-            planned, plan_id = scan_plans.plan(table, asked, self.tokens, bound)
-            answer = {"status": "completed", "plan-id": plan_id, **planned.to_json()}
-            credentials = self._credentials(request, access, name, loaded)
-            return {**answer, "storage-credentials": credentials} if credentials else answer
+            at, plan_id = plan_runs.pinned(table, asked, self.tokens, bound)
+            return plan_id, self._planning(table, at, bound), self._credentials(request, access, name, loaded)
 
-        return JSONResponse(await self.as_caller(request, plan), headers=NO_STORE)
+        return await self._answer(request, *await self.as_caller(request, prepare))
 
     async def plan_by_id(self, request: Request) -> Response:
         plan_id = str(request.path_params["plan_id"])
 
-        def fetch(access: CatalogAccess) -> dict[str, Any] | None:
+        def prepare(access: CatalogAccess) -> tuple[Planning, list[Any]] | None:
             name, loaded, table, bound = self._table(request, access)
-            payload = self.tokens.read("plan", plan_id, bound)
+            scan = plan_runs.of_plan_id(table, plan_id, self.tokens, bound)
             if request.method == "DELETE":
-                return None  # a plan holds nothing on the server to free
-            scan = scan_plans.ScanAsked.from_json(payload["q"])
-            planned, _ = scan_plans.plan(table, scan, self.tokens, bound)
-            answer = {"status": "completed", "plan-id": plan_id, **planned.to_json()}
-            credentials = self._credentials(request, access, name, loaded)
-            return {**answer, "storage-credentials": credentials} if credentials else answer
+                return None
+            return self._planning(table, scan, bound), self._credentials(request, access, name, loaded)
 
-        answer = await self.as_caller(request, fetch)
-        return Response(status_code=204) if answer is None else JSONResponse(answer, headers=NO_STORE)
+        prepared = await self.as_caller(request, prepare)
+        if prepared is None:
+            self.runs.cancel(plan_id)
+            return Response(status_code=204)
+        if self.runs.cancelled(plan_id):
+            return JSONResponse({"status": "cancelled"}, headers=NO_STORE)
+        return await self._answer(request, plan_id, *prepared)
+
+    def _planning(self, table: Any, scan: scan_plans.ScanAsked, bound: str) -> Planning:
+        return lambda: scan_plans.plan(table, scan, self.tokens, bound)[0].to_json()
+
+    async def _answer(
+        self, request: Request, plan_id: str, planning: Planning, credentials: list[Any]
+    ) -> Response:
+        """`completed` with the plan (and keys, if vended), or `submitted` to a client that polls
+        when the plan takes longer than the budget (`plan_runs`)."""
+        if plan_runs.polls(request.headers):
+            planned = await self.runs.answer(plan_id, planning)
+            if planned is None:
+                return JSONResponse({"status": "submitted", "plan-id": plan_id}, headers=NO_STORE)
+        else:
+            planned = await run_in_threadpool(planning)
+        answer = {"status": "completed", "plan-id": plan_id, **planned}
+        if credentials:
+            answer["storage-credentials"] = credentials
+        return JSONResponse(answer, headers=NO_STORE)
 
     async def tasks(self, request: Request) -> Response:
         plan_task = scan_plans.plan_task_of(await plan_body(request))

@@ -33,6 +33,7 @@ from starlette.routing import Mount, Route
 from share_store.catalog.names import NAMESPACE_SEPARATOR
 from share_store.errors import Forbidden, InvalidParameter, NotFound, Unauthenticated
 from share_store.iceberg.etags import shared_load_tag
+from share_store.iceberg.plan_runs import SCAN_PLAN_BUDGET, PlanRuns
 from share_store.iceberg.scan_plans import PlanTokens
 from share_store.iceberg_shares.grants import IcebergGrants
 from share_store.iceberg_shares.opened_shares import OpenedShare, configured_prefix, open_share, own_share
@@ -82,7 +83,12 @@ class ShareCatalog:
     """The recipients' read-only catalog, given the store, the tables' grants and the metrics."""
 
     def __init__(
-        self, store: ShareStore, grants: IcebergGrants, metrics: Metrics, plans: TokenCodec | None = None
+        self,
+        store: ShareStore,
+        grants: IcebergGrants,
+        metrics: Metrics,
+        plans: TokenCodec | None = None,
+        runs: PlanRuns | None = None,
     ) -> None:
         self.store = store
         self.grants = grants
@@ -90,8 +96,10 @@ class ShareCatalog:
         #: The tokens' shares' namespaces and tables, and which table signs a read.
         self.shares = ShareTables(store, grants)
         #: Server-side scan planning, its tokens signed with the server's key (`plans`, which every
-        #: replica shares), else with a key of this process only.
-        self.plans = SharePlans(self, PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan")))
+        #: replica shares), else with a key of this process only; `runs`, those made in the
+        #: background past their budget (`[limits] scan_plan_budget`).
+        tokens = PlanTokens(plans or TokenCodec(os.urandom(32), "scan-plan"))
+        self.plans = SharePlans(self, tokens, runs or PlanRuns(SCAN_PLAN_BUDGET))
 
     # -- which share the request reads, and the table it names ----------------------------
 

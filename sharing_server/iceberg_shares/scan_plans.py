@@ -1,8 +1,9 @@
 """Server-side scan planning at `/iceberg` (a recipient's share catalog):
 
-POST   .../namespaces/{schema}/tables/{t}/plan         plan a scan (`completed`, tasks inline or plan tasks)
-GET    .../namespaces/{schema}/tables/{t}/plan/{plan-id}   the same plan, planned again
-DELETE .../namespaces/{schema}/tables/{t}/plan/{plan-id}   cancel: nothing is held (204), unknown ids 404
+POST   .../namespaces/{schema}/tables/{t}/plan         plan a scan (`completed`, tasks inline or plan
+                                                    tasks; `submitted` past the budget, `plan_runs`)
+GET    .../namespaces/{schema}/tables/{t}/plan/{plan-id}   the plan, done or still going
+DELETE .../namespaces/{schema}/tables/{t}/plan/{plan-id}   cancel (204), unknown ids 404
 POST   .../namespaces/{schema}/tables/{t}/tasks            one plan task's file scan tasks
 
 The table is the one the token's share holds, planned over the metadata a load of it shows (a
@@ -14,13 +15,15 @@ load told it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from share_store.iceberg import scan_plans
+from share_store.iceberg import plan_runs, scan_plans
+from share_store.iceberg.plan_runs import PlanRuns
 from share_store.iceberg.scan_plans import PlanTokens
 from share_store.iceberg_shares.planned_tables import share_binding, visible_table
 from sharing_server.http.plan_bodies import plan_body
@@ -42,9 +45,10 @@ NO_STORE = {"Cache-Control": "no-store"}
 class SharePlans:
     """The planning handlers, given the share catalog (its tables and grants) and the plans' tokens."""
 
-    def __init__(self, catalog: ShareCatalog, tokens: PlanTokens) -> None:
+    def __init__(self, catalog: ShareCatalog, tokens: PlanTokens, runs: PlanRuns) -> None:
         self.catalog = catalog
         self.tokens = tokens
+        self.runs = runs
 
     async def _planned(self, request: Request) -> tuple[Any, Any, Any, str]:
         """The token, the table the URL names, its grant and visible table, and the tokens' binding."""
@@ -61,16 +65,54 @@ class SharePlans:
     async def plan(self, request: Request) -> Response:
         asked = scan_plans.parse_plan_request(await plan_body(request))
         token, table, (grant, visible), bound = await self._planned(request)
-        planned, plan_id = await run_in_threadpool(scan_plans.plan, visible, asked, self.tokens, bound)
-        body: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **planned.to_json()}
-        audit_fields(request)["planned"] = (
-            len(planned.file_scan_tasks) or f"{len(planned.plan_tasks)} plan tasks"
+        at, plan_id = await run_in_threadpool(plan_runs.pinned, visible, asked, self.tokens, bound)
+        return await self._answer(
+            request, plan_id, self._planning(request, visible, at, bound), table, token, grant
         )
-        return await self._answer(request, body, table, token, grant)
+
+    async def plan_by_id(self, request: Request) -> Response:
+        plan_id = str(request.path_params["plan_id"])
+        token, table, (grant, visible), bound = await self._planned(request)
+        scan = plan_runs.of_plan_id(visible, plan_id, self.tokens, bound)
+        if request.method == "DELETE":
+            self.runs.cancel(plan_id)
+            return Response(status_code=204)
+        if self.runs.cancelled(plan_id):
+            return JSONResponse({"status": "cancelled"}, headers=NO_STORE)
+        return await self._answer(
+            request, plan_id, self._planning(request, visible, scan, bound), table, token, grant
+        )
+
+    def _planning(
+        self, request: Request, visible: Any, scan: scan_plans.ScanAsked, bound: str
+    ) -> Callable[[], dict[str, Any]]:
+        notes = audit_fields(request)
+
+        def planning() -> dict[str, Any]:
+            planned, _ = scan_plans.plan(visible, scan, self.tokens, bound)
+            notes["planned"] = len(planned.file_scan_tasks) or f"{len(planned.plan_tasks)} plan tasks"
+            return planned.to_json()
+
+        return planning
 
     async def _answer(
-        self, request: Request, body: dict[str, Any], table: Any, token: Any, grant: Any
+        self,
+        request: Request,
+        plan_id: str,
+        planning: Callable[[], dict[str, Any]],
+        table: Any,
+        token: Any,
+        grant: Any,
     ) -> Response:
+        """`completed` with the plan (and keys, if the grant vends them), or `submitted` to a client
+        that polls when the plan takes longer than the budget (`plan_runs`)."""
+        if plan_runs.polls(request.headers):
+            planned = await self.runs.answer(plan_id, planning)
+            if planned is None:
+                return JSONResponse({"status": "submitted", "plan-id": plan_id}, headers=NO_STORE)
+        else:
+            planned = await run_in_threadpool(planning)
+        body: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **planned}
         catalog = self.catalog
         access = await run_in_threadpool(
             read_access, request, catalog.metrics, catalog.grants, table, token, grant
@@ -78,17 +120,6 @@ class SharePlans:
         if "storage-credentials" in access:
             body["storage-credentials"] = access["storage-credentials"]
         return JSONResponse(body, headers=NO_STORE)
-
-    async def plan_by_id(self, request: Request) -> Response:
-        plan_id = str(request.path_params["plan_id"])
-        token, table, (grant, visible), bound = await self._planned(request)
-        payload = self.tokens.read("plan", plan_id, bound)
-        if request.method == "DELETE":
-            return Response(status_code=204)  # a plan holds nothing on the server to free
-        scan = scan_plans.ScanAsked.from_json(payload["q"])
-        planned, _ = await run_in_threadpool(scan_plans.plan, visible, scan, self.tokens, bound)
-        body = {"status": "completed", "plan-id": plan_id, **planned.to_json()}
-        return await self._answer(request, body, table, token, grant)
 
     async def tasks(self, request: Request) -> Response:
         plan_task = scan_plans.plan_task_of(await plan_body(request))

@@ -60,8 +60,9 @@ def plan_schemas() -> dict[str, Schema]:
             {"delete-file-references": array(INTEGER), "residual-filter": ANY_OBJECT},
         ),
         "PlanTableScanResult": object_schema(
-            {"status": {"type": "string", "enum": ["completed"]}, "plan-id": STRING},
-            {**tasks, "storage-credentials": array(model("StorageCredential"))},
+            # `submitted` to a client that polls, past the budget; `cancelled` once cancelled.
+            {"status": {"type": "string", "enum": ["completed", "submitted", "cancelled"]}},
+            {"plan-id": STRING, **tasks, "storage-credentials": array(model("StorageCredential"))},
         ),
         "FetchScanTasksRequest": object_schema({"plan-task": STRING}),
         "FetchScanTasksResult": object_schema({}, tasks),

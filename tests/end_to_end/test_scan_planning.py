@@ -6,11 +6,12 @@ another table, forged or unknown refused in the spec's error model."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pyarrow as pa
@@ -25,6 +26,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from bench.scan_planning import files as bench_files
 from share_store.catalog.users import IssuedUser
 from share_store.iceberg import scan_plans
+from share_store.iceberg.plan_runs import PlanRuns
 from tests.conftest import Deployment
 from tests.end_to_end.test_iceberg_deletes import rows_of as delete_rows_of
 from tests.end_to_end.test_iceberg_rest import (
@@ -235,6 +237,108 @@ def test_a_large_plan_is_answered_in_plan_tasks_fetched_through_tasks(
         assert refused.status_code == 404, refused.text
         assert refused.json()["error"]["type"] == "NoSuchPlanTaskException"
     assert signed(owner, "POST", plan_url(s3, namespace, name, "tasks"), b"{}").status_code == 400
+
+
+JAVA_1_11 = {"X-Client-Version": "Apache Iceberg 1.11.0 (commit 0123abc)"}
+
+
+def plan_runs_of(deployment: Deployment) -> PlanRuns:
+    """The running server's plans past their budget (it runs in this process)."""
+    app: Any = deployment.server.app
+    return cast(PlanRuns, app.state.services.plan_runs)
+
+
+class Gate:
+    """Holds every plan the server makes until opened: a plan "longer than the budget", at will."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.open = threading.Event()
+        made = scan_plans.plan
+
+        def held(*args: Any, **kwargs: Any) -> Any:
+            assert self.open.wait(60), "the test never let the plan finish"
+            return made(*args, **kwargs)
+
+        monkeypatch.setattr(scan_plans, "plan", held)
+
+
+def test_a_plan_past_its_budget_is_submitted_to_a_client_that_polls_and_fetched_by_its_id(
+    s3: Deployment, owner: IssuedUser, writer: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Java's client (1.11) polls a submitted plan: past the budget it is told `submitted`, and
+    `GET …/plan/{plan-id}` answers the plan once made, of the snapshot current when it was asked
+    for, whatever is committed meanwhile. pyiceberg 0.12, which cannot poll, is always answered."""
+    namespace, name = f"ns_{uuid.uuid4().hex[:8]}", "slow"
+    writer.create_namespace(namespace)
+    table = writer.create_table(f"{namespace}.{name}", SCHEMA, partition_spec=SPEC)
+    arrow = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("region", pa.string())])
+    table.append(pa.Table.from_pylist([{"id": i, "region": "eu"} for i in range(3)], arrow))
+    before = {task.file.file_path for task in writer.load_table(f"{namespace}.{name}").scan().plan_files()}
+    runs = plan_runs_of(s3)
+    monkeypatch.setattr(runs, "budget", 0.2)
+    gate = Gate(monkeypatch)
+    url = plan_url(s3, namespace, name)
+    submitted = signed(owner, "POST", url, b"{}", **JAVA_1_11)
+    assert submitted.status_code == 200, submitted.text
+    body = submitted.json()
+    assert body["status"] == "submitted" and body["plan-id"], body
+    by_id = f"{url}/{body['plan-id']}"
+    assert signed(owner, "GET", by_id, b"", **JAVA_1_11).json() == {
+        "status": "submitted",
+        "plan-id": body["plan-id"],
+    }
+    table.append(pa.Table.from_pylist([{"id": 9, "region": "us"}], arrow))  # after the plan was asked for
+    gate.open.set()
+    for _ in range(50):
+        polled = signed(owner, "GET", by_id, b"", **JAVA_1_11).json()
+        if polled["status"] != "submitted":
+            break
+        time.sleep(0.1)
+    assert polled["status"] == "completed", polled
+    assert {t["data-file"]["file-path"] for t in polled["file-scan-tasks"]} == before
+    # pyiceberg 0.12 is never told `submitted`: it raises on it. Held past the budget, it still reads.
+    gate.open.clear()
+    threading.Timer(0.5, gate.open.set).start()
+    remote = server_planned(s3, owner).load_table(f"{namespace}.{name}")
+    assert rows(remote) == rows(writer.load_table(f"{namespace}.{name}"))
+    # A cancelled plan says so; an id of another table is unknown, as ever.
+    gate.open.clear()
+    other = signed(owner, "POST", url, b"{}", **JAVA_1_11).json()
+    assert other["status"] == "submitted"
+    assert signed(owner, "DELETE", f"{url}/{other['plan-id']}", b"", **JAVA_1_11).status_code == 204
+    assert signed(owner, "GET", f"{url}/{other['plan-id']}", b"", **JAVA_1_11).json() == {
+        "status": "cancelled"
+    }
+    gate.open.set()
+    stranger = signed(
+        owner, "GET", plan_url(s3, namespace, "nope") + f"/{other['plan-id']}", b"", **JAVA_1_11
+    )
+    assert stranger.status_code == 404
+
+
+def test_a_shared_table_plan_past_its_budget_is_submitted_and_polled(
+    seaweed_server: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = plan_runs_of(seaweed_server)
+    monkeypatch.setattr(runs, "budget", 0.2)
+    gate = Gate(monkeypatch)
+    url = f"{catalog_uri(seaweed_server)}/v1/namespaces/tpch/tables/customer/plan"
+    headers = {"Authorization": f"Bearer {seaweed_server.token('ice')}", **JAVA_1_11}
+    body = httpx.post(url, json={}, headers=headers).json()
+    assert body["status"] == "submitted", body
+    gate.open.set()
+    for _ in range(50):
+        polled = httpx.get(f"{url}/{body['plan-id']}", headers=headers).json()
+        if polled["status"] != "submitted":
+            break
+        time.sleep(0.1)
+    local = recipient(seaweed_server, "ice").load_table("tpch.customer")
+    assert polled["status"] == "completed", polled
+    planned = {t["data-file"]["file-path"] for t in polled["file-scan-tasks"]}
+    assert planned == {task.file.file_path for task in local.scan().plan_files()}
+    # The plan id is the token's: another token of the share does not fetch it.
+    other = {"Authorization": f"Bearer {seaweed_server.token('ice')}", **JAVA_1_11}
+    assert httpx.get(f"{url}/{body['plan-id']}", headers=other).status_code == 404
 
 
 # -- the recipients' share catalog (`/iceberg`) -----------------------------------------------
