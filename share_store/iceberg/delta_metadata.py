@@ -15,7 +15,9 @@ writes, under `<cache prefix>iceberg/<table id>/<schema fingerprint>/`:
   (v3 deletion vectors would point into the Delta files directly, but
   pyiceberg neither writes v3 manifests nor reads a vector out of a file that
   is not Puffin; position deletes read everywhere.)
-- `metadata/<latest>-<snapshots>.metadata.json`: the table metadata, one
+- `metadata/<latest>-<snapshots>-t.metadata.json`: the table metadata, whose `location` is
+  the folder of this fingerprint (holding `metadata/`: engines that find the file relative to
+  the location, ClickHouse, find it; nothing is written into the provider's Delta table), one
   snapshot per shared Delta version (snapshot id and sequence number are the
   version + 1), the newest `versions_kept` (`[iceberg] delta_snapshots`) when history is shared, else the
   latest alone.
@@ -169,8 +171,10 @@ class DeltaAsIceberg:
                 entry["parent-snapshot-id"] = parent
             snapshots.append(entry)
             parent = version + 1
-        metadata = self._metadata(latest, schema, spec, ids, snapshots)
-        key = f"{base}/metadata/{latest.version}-{len(snapshots)}.metadata.json"
+        metadata = self._metadata(latest, schema, spec, ids, snapshots, self._uri((self.cache_bucket, base)))
+        # `-t`: the metadata whose `location` is the folder it is in (files before it named the Delta
+        # table's folder; a cached one must not be served with the other location).
+        key = f"{base}/metadata/{latest.version}-{len(snapshots)}-t.metadata.json"
         if self.storage.stat(self.cache_bucket, key) is None:
             self.storage.write(self.cache_bucket, key, json.dumps(metadata).encode())
         files.add((self.cache_bucket, key))
@@ -189,13 +193,16 @@ class DeltaAsIceberg:
         spec: dict[str, Any],
         ids: FieldIds,
         snapshots: list[dict[str, Any]],
+        location: str,
     ) -> dict[str, Any]:
-        bucket, path = self.reader.bucket, self.reader.path
+        """`location`: the generated folder, which holds `metadata/` (the data files are named whole,
+        in the Delta table's folder). Engines that find the metadata file relative to the table's
+        location (ClickHouse) then find it, and nothing is written into the provider's table."""
         current = snapshots[-1]
         return {
             "format-version": 2,
             "table-uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"delta-sharing:{self.table_id}")),
-            "location": f"s3://{bucket}/{path}",
+            "location": location,
             "last-sequence-number": current["sequence-number"],
             "last-updated-ms": current["timestamp-ms"],
             "last-column-id": ids.last,

@@ -3,6 +3,11 @@
 - **Sail 0.7** (a Spark Connect server in Rust, `pysail`): the writers' catalog `/_iceberg` as an
   `iceberg-rest` catalog of `SAIL_CATALOG__LIST` with a bearer token, S3 through the AWS
   environment variables; PySpark's Connect client drives it.
+- **ClickHouse 26.9** in process (`chdb` 4.4): `/iceberg` as a `DataLakeCatalog` database
+  (`catalog_type = 'rest'`, the share token in `auth_header`), reading shared Delta tables, whose
+  generated metadata ClickHouse finds relative to the table's `location`.
+- **polars 2.1** (`polars[iceberg]`) and **daft 0.7**: `scan_iceberg` / `read_iceberg` of a table
+  pyiceberg loaded from `/iceberg`, S3 read with the keys the server vends.
 """
 
 from __future__ import annotations
@@ -16,13 +21,19 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import delta_sharing
+import pandas as pd
+import pyarrow as pa
 import pytest
+from pyiceberg.catalog.rest import RestCatalog
 
 from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.model import TableSpec
 from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, free_port, upload_tree
 from tests.conftest import Deployment, deploy
+from tests.end_to_end.test_client_local import canonical
 from tests.end_to_end.test_warehouse_catalog import catalog_root, signed
 from tests.end_to_end.test_warehouse_engines import catalog_token
 
@@ -30,6 +41,8 @@ WAREHOUSE = "engines"
 DELTA_BUCKET = "enginesdelta"
 DELTA_TABLES = {"plain": "simple_table", "parted": "delta-0.8.0-partitioned", "dv": "table-with-dv-small"}
 SHARE = "engines"
+#: An Iceberg table pyiceberg writes through `/_iceberg` (its Parquet files carry field ids), shared.
+ICEBERG_SHARE = "engines_ice"
 SAIL = Path(sys.executable).with_name("sail")
 
 
@@ -146,3 +159,112 @@ def test_a_relative_create_location_gets_a_folder_of_the_servers_choosing_and_na
             assert refused.status_code == 400, (hostile, refused.text)
             assert refused.json()["error"]["type"] == "BadRequestException"
         assert api.get(f"{tables}/t").status_code == 404
+
+
+# -- recipients: /iceberg ------------------------------------------------------------------------
+
+
+def catalog_uri(server: Deployment) -> str:
+    return f"{server.server.url}/iceberg"
+
+
+def shared_frame(server: Deployment, share: str, schema: str, table: str) -> pd.DataFrame:
+    """The table as the Delta Sharing path reads it: what every engine must read too."""
+    url = f"{server.profile(share)}#{share}.{schema}.{table}"
+    return delta_sharing.load_as_pandas(url, use_delta_format=True)
+
+
+def as_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    return canonical(frame[sorted(frame.columns)])
+
+
+@pytest.fixture(scope="module")
+def iceberg_share(server: Deployment, writer: IssuedUser) -> str:
+    """`shared.t` in the writers' warehouse, written by pyiceberg (with the store's keys) and shared."""
+    seaweed: SeaweedS3 = server.seaweed  # type: ignore[attr-defined]
+    keys = {
+        "s3.endpoint": seaweed.endpoint,
+        "s3.access-key-id": seaweed.access_key,
+        "s3.secret-access-key": seaweed.secret_key,
+        "s3.region": seaweed.region,
+    }
+    token = catalog_token(server, writer)
+    catalog = RestCatalog("writer", uri=catalog_root(server), warehouse=WAREHOUSE, token=token, **keys)
+    catalog.create_namespace("shared")
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["a", "b", None]})
+    catalog.create_table("shared.t", rows.schema).append(rows)
+    spec = TableSpec.parse(f"shared:t:uniform:{WAREHOUSE}:shared:t")
+    server.store.create_share(ICEBERG_SHARE, [spec])
+    return ICEBERG_SHARE
+
+
+def recipient(server: Deployment, share: str) -> RestCatalog:
+    """pyiceberg as a recipient sets it up: the address and the token (it asks for vended keys)."""
+    return RestCatalog(share, uri=catalog_uri(server), token=server.token(share))
+
+
+@pytest.fixture(scope="module")
+def clickhouse(server: Deployment) -> Iterator[object]:
+    """chdb with `/iceberg` attached as ClickHouse's REST-catalog guide does, with the store's keys.
+
+    Not with vended keys: ClickHouse 26.9 then compares the table's location in its endpoint form
+    (`/bucket/path/`) with the metadata's (`bucket/path/...`), finds no prefix, and reads
+    `<path>/<bucket>/<path>/metadata/...` (404) for every table, Iceberg ones too: its own bug,
+    fixed in ClickHouse's later `TableMetadata::getMetadataLocation`.
+    """
+    from chdb import session
+
+    seaweed: SeaweedS3 = server.seaweed  # type: ignore[attr-defined]
+    clickhouse = session.Session()
+    clickhouse.query("SET allow_experimental_database_iceberg = 1")
+    clickhouse.query(
+        f"CREATE DATABASE shared ENGINE = DataLakeCatalog('{catalog_uri(server)}/v1', "
+        f"'{seaweed.access_key}', '{seaweed.secret_key}') SETTINGS catalog_type = 'rest', "
+        f"warehouse = '{SHARE}', auth_header = 'Authorization: Bearer {server.token(SHARE)}', "
+        f"storage_endpoint = '{seaweed.endpoint}', vended_credentials = false"
+    )
+    yield clickhouse
+    clickhouse.close()
+
+
+@pytest.mark.parametrize("name", DELTA_TABLES)
+def test_clickhouse_reads_shared_delta_tables(server: Deployment, clickhouse: Any, name: str) -> None:
+    through_clickhouse = clickhouse.query(f"SELECT * FROM shared.`db.{name}`", "DataFrame")
+    shared = shared_frame(server, SHARE, "db", name)
+    assert len(through_clickhouse) == len(shared) > 0
+    assert as_rows(through_clickhouse).equals(as_rows(shared))
+
+
+def test_a_delta_tables_generated_metadata_lies_under_its_location(server: Deployment) -> None:
+    """What ClickHouse relies on: the metadata file is `<location>/metadata/...`, and the data files,
+    named whole, stay in the provider's Delta table (nothing is written into it)."""
+    table = recipient(server, SHARE).load_table("db.plain")
+    location = table.metadata.location
+    assert table.metadata_location.startswith(f"{location}/metadata/")
+    assert location.startswith(f"s3://{DELTA_BUCKET}/.delta-sharing-cache/iceberg/")
+    files = [task.file.file_path for task in table.scan().plan_files()]
+    assert files and all(path.startswith(f"s3://{DELTA_BUCKET}/simple_table/") for path in files)
+
+
+@pytest.mark.parametrize("name", DELTA_TABLES)
+def test_polars_scans_shared_delta_tables(server: Deployment, name: str) -> None:
+    import polars as pl
+
+    table = recipient(server, SHARE).load_table(f"db.{name}")
+    through_polars = pl.scan_iceberg(table).collect().to_pandas()
+    shared = shared_frame(server, SHARE, "db", name)
+    assert len(through_polars) == len(shared) > 0
+    assert as_rows(through_polars).equals(as_rows(shared))
+
+
+def test_polars_and_daft_read_a_shared_iceberg_table(server: Deployment, iceberg_share: str) -> None:
+    import daft
+    import polars as pl
+
+    table = recipient(server, iceberg_share).load_table("shared.t")
+    shared = as_rows(shared_frame(server, iceberg_share, "shared", "t"))
+    through_polars = pl.scan_iceberg(table).collect().to_pandas()
+    through_daft = daft.read_iceberg(table).to_pandas()
+    assert len(shared) == 3
+    assert as_rows(through_polars).equals(shared)
+    assert as_rows(through_daft).equals(shared)
