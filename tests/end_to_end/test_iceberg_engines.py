@@ -133,11 +133,14 @@ def test_sail_creates_writes_and_reads_a_table_with_no_location(sail: str) -> No
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(sail).getOrCreate()
-    namespace = f"ns_{uuid.uuid4().hex[:8]}"
-    spark.sql(f"CREATE DATABASE {namespace}")
-    spark.sql(f"CREATE TABLE {namespace}.t (id BIGINT, name STRING) USING iceberg")
-    spark.sql(f"INSERT INTO {namespace}.t VALUES (1, 'a'), (2, 'b')")
-    rows = spark.sql(f"SELECT * FROM {namespace}.t ORDER BY id").collect()
+    try:
+        namespace = f"ns_{uuid.uuid4().hex[:8]}"
+        spark.sql(f"CREATE DATABASE {namespace}")
+        spark.sql(f"CREATE TABLE {namespace}.t (id BIGINT, name STRING) USING iceberg")
+        spark.sql(f"INSERT INTO {namespace}.t VALUES (1, 'a'), (2, 'b')")
+        rows = spark.sql(f"SELECT * FROM {namespace}.t ORDER BY id").collect()
+    finally:
+        spark.stop()  # the Connect client's threads would otherwise keep pytest from exiting
     assert [tuple(row) for row in rows] == [(1, "a"), (2, "b")]
 
 
