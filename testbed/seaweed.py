@@ -277,6 +277,25 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
     return server
 
 
+def ensure_bucket(client, bucket: str) -> None:
+    """Make `bucket` unless this SeaweedFS has it already: the S3 server lives for the whole test
+    session, and a module fixture another module imports is made again there, with its buckets."""
+    try:
+        client.create_bucket(Bucket=bucket)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+            raise
+
+
+def empty_prefix(client, bucket: str, prefix: str) -> None:
+    """Remove every object under `prefix`: a table uploaded again there holds only its own files."""
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    for page in pages:
+        keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+        if keys:
+            client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+
+
 def upload_tree(client, source: Path, bucket: str, prefix: str) -> None:
     """Upload every file under `source` to `bucket` under `prefix`, keeping relative paths."""
     for path in sorted(source.rglob("*")):

@@ -129,9 +129,14 @@ def sail(server: Deployment, writer: IssuedUser, tmp_path_factory: pytest.TempPa
         process.wait(10)
 
 
-def test_sail_creates_writes_and_reads_a_table_with_no_location(sail: str) -> None:
+def test_sail_creates_writes_and_reads_a_table_with_no_location(
+    sail: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pyspark.sql import SparkSession
 
+    # A Connect session sets SPARK_CONNECT_MODE_ENABLED in this process's environment, after which
+    # every classic session of the later Spark tests asks for a Connect URL: undone at teardown.
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     spark = SparkSession.builder.remote(sail).getOrCreate()
     try:
         namespace = f"ns_{uuid.uuid4().hex[:8]}"

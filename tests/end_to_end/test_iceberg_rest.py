@@ -22,7 +22,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
 from share_store.model import TableSpec
-from testbed.seaweed import SeaweedS3, upload_tree
+from testbed.seaweed import SeaweedS3, ensure_bucket, upload_tree
 from tests.conftest import Deployment, audit_records, deploy
 from tests.end_to_end.test_client_local import canonical
 from tests.end_to_end.test_iceberg_deletes import frame_rows, row_order, rows_of
@@ -34,7 +34,7 @@ BUCKET = "restwarehouse"
 
 @pytest.fixture(scope="module")
 def seaweed_server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
-    seaweed.client().create_bucket(Bucket=BUCKET)
+    ensure_bucket(seaweed.client(), BUCKET)  # made again where another module imports this fixture
     tmp = tmp_path_factory.mktemp("iceberg-rest")
     catalogs = {
         "wh": {
@@ -57,7 +57,7 @@ def seaweed_server(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3)
     # Files added from outside the table's location (pyiceberg's add_files), as migrations do.
     external = catalog.create_table("tpch.external", CUSTOMER)
     outside = f"s3://{BUCKET}/landing/customers.parquet"
-    with external.io.new_output(outside).create() as stream:
+    with external.io.new_output(outside).create(overwrite=True) as stream:  # made again: see above
         pq.write_table(customers(1, 4).cast(external.schema().as_arrow()), stream)
     external.add_files([outside])
     store = deployment.store
@@ -297,7 +297,7 @@ def spark_tables(seaweed_server: Deployment, written: Path, seaweed: SeaweedS3) 
     """The Spark-written tables with deletes, moved into S3 and shared as share `deletes`."""
     bucket = "sparkdeletes"
     s3 = seaweed.client()
-    s3.create_bucket(Bucket=bucket)
+    ensure_bucket(s3, bucket)
     local = str(written / "buckets" / "spark")
     prefix = same_length_uri(local, bucket)
     catalog = seaweed_server.catalogs.catalog("wh")
@@ -347,7 +347,7 @@ DELTA_TABLES = {
 def delta_shares(seaweed_server: Deployment, seaweed: SeaweedS3, testdata: Path) -> str:
     bucket = "restdelta"
     client = seaweed.client()
-    client.create_bucket(Bucket=bucket)
+    ensure_bucket(client, bucket)
     for directory in DELTA_TABLES.values():
         upload_tree(client, testdata / directory, bucket, directory)
     specs = [TableSpec.parse(f"db:{name}:delta:{bucket}:{path}") for name, path in DELTA_TABLES.items()]

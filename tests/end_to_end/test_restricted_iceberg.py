@@ -45,7 +45,7 @@ from share_store.authentication.tokens import hash_secret
 from share_store.catalog.users import CatalogUsers
 from share_store.iceberg_shares.grants import MAX_EXACT_FILES
 from sharing_server.cli import main
-from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, upload_tree
+from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, empty_prefix, ensure_bucket, upload_tree
 from tests.conftest import ADMIN_TOKEN, Deployment, audit_lines, deploy
 from tests.end_to_end.test_iceberg_vended import denied, store_client
 from tests.end_to_end.test_restricted_tables import customers
@@ -142,7 +142,9 @@ def delta_table(deployment: Deployment, tmp_path_factory: pytest.TempPathFactory
     write_deltalake(local, customers(40, 20), partition_by=["region"], mode="append")
     DeltaTable(local).delete("custkey % 7 = 0")
     client = deployment.seaweed.client()  # type: ignore[attr-defined]
-    client.create_bucket(Bucket=DELTA_BUCKET)
+    # Made again where another module imports this fixture: the table holds only this run's files.
+    ensure_bucket(client, DELTA_BUCKET)
+    empty_prefix(client, DELTA_BUCKET, "customers/")
     upload_tree(client, Path(local), DELTA_BUCKET, "customers")
     spec = f"customers:delta:{DELTA_BUCKET}:customers"
     token = restricted_share(deployment, tmp, "restricted_delta", "sales", spec, DELTA_WHERE, DELTA_COLUMNS)
@@ -436,6 +438,10 @@ def own_table(deployment: Deployment, tmp_path_factory: pytest.TempPathFactory) 
         f"{deployment.server.url}/_iceberg/v1/warehouses",
         json.dumps({"name": WAREHOUSE}).encode(),
     )
+    if made.status_code == 409:  # the bucket made by another module's import of this fixture
+        adopt = {"name": WAREHOUSE, "adopt": True}  # only the provider adopts a bucket
+        made = httpx.post(f"{deployment.server.url}/_iceberg/v1/warehouses", json=adopt,
+                          headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})  # fmt: skip
     assert made.status_code == 200, made.text
     writer: Catalog = aistor_catalog(deployment, owner, WAREHOUSE)
     writer.create_namespace("shop")
