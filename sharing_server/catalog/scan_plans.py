@@ -14,10 +14,8 @@ and the server vends them (`X-Iceberg-Access-Delegation`), as a load does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -34,18 +32,18 @@ from sharing_server import paths
 from sharing_server.catalog import codec
 from sharing_server.catalog.endpoints import CatalogEndpoints
 from sharing_server.http.access_delegation import asked_modes
+from sharing_server.http.plan_answers import (
+    NO_STORE,
+    PLAN_ENDPOINTS,
+    Planning,
+    cancelled,
+    planned,
+    submitted,
+)
 from sharing_server.http.plan_bodies import plan_body
 from sharing_server.observability.audit import audit_fields
 
-PLAN_ENDPOINTS = [
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-]
-NO_STORE = {"Cache-Control": "no-store"}
-#: A plan's making, run when the caller waits or in the background (`PlanRuns`): the plan's JSON.
-Planning = Callable[[], dict[str, Any]]
+__all__ = ["PLAN_ENDPOINTS", "PlanEndpoints"]
 
 
 class PlanEndpoints(CatalogEndpoints):
@@ -124,7 +122,7 @@ class PlanEndpoints(CatalogEndpoints):
             self.runs.cancel(plan_id)
             return Response(status_code=204)
         if self.runs.cancelled(plan_id):
-            return JSONResponse({"status": "cancelled"}, headers=NO_STORE)
+            return cancelled()
         return await self._answer(request, plan_id, *prepared)
 
     def _planning(self, table: Any, scan: scan_plans.ScanAsked, bound: str) -> Planning:
@@ -135,13 +133,10 @@ class PlanEndpoints(CatalogEndpoints):
     ) -> Response:
         """`completed` with the plan (and keys, if vended), or `submitted` to a client that polls
         when the plan takes longer than the budget (`plan_runs`)."""
-        if plan_runs.polls(request.headers):
-            planned = await self.runs.answer(plan_id, planning)
-            if planned is None:
-                return JSONResponse({"status": "submitted", "plan-id": plan_id}, headers=NO_STORE)
-        else:
-            planned = await run_in_threadpool(planning)
-        answer = {"status": "completed", "plan-id": plan_id, **planned}
+        plan = await planned(request, self.runs, plan_id, planning)
+        if plan is None:
+            return submitted(plan_id)
+        answer = {"status": "completed", "plan-id": plan_id, **plan}
         if credentials:
             answer["storage-credentials"] = credentials
         return JSONResponse(answer, headers=NO_STORE)

@@ -15,7 +15,6 @@ load told it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -26,6 +25,14 @@ from share_store.iceberg import plan_runs, scan_plans
 from share_store.iceberg.plan_runs import PlanRuns
 from share_store.iceberg.scan_plans import PlanTokens
 from share_store.iceberg_shares.planned_tables import share_binding, visible_table
+from sharing_server.http.plan_answers import (
+    NO_STORE,
+    PLAN_ENDPOINTS,
+    Planning,
+    cancelled,
+    planned,
+    submitted,
+)
 from sharing_server.http.plan_bodies import plan_body
 from sharing_server.iceberg_shares.delegation import read_access
 from sharing_server.observability.audit import audit_fields
@@ -33,13 +40,7 @@ from sharing_server.observability.audit import audit_fields
 if TYPE_CHECKING:
     from sharing_server.iceberg_shares.routes import ShareCatalog
 
-PLAN_ENDPOINTS = [
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-]
-NO_STORE = {"Cache-Control": "no-store"}
+__all__ = ["PLAN_ENDPOINTS", "SharePlans"]
 
 
 class SharePlans:
@@ -78,14 +79,12 @@ class SharePlans:
             self.runs.cancel(plan_id)
             return Response(status_code=204)
         if self.runs.cancelled(plan_id):
-            return JSONResponse({"status": "cancelled"}, headers=NO_STORE)
+            return cancelled()
         return await self._answer(
             request, plan_id, self._planning(request, visible, scan, bound), table, token, grant
         )
 
-    def _planning(
-        self, request: Request, visible: Any, scan: scan_plans.ScanAsked, bound: str
-    ) -> Callable[[], dict[str, Any]]:
+    def _planning(self, request: Request, visible: Any, scan: scan_plans.ScanAsked, bound: str) -> Planning:
         notes = audit_fields(request)
 
         def planning() -> dict[str, Any]:
@@ -99,20 +98,17 @@ class SharePlans:
         self,
         request: Request,
         plan_id: str,
-        planning: Callable[[], dict[str, Any]],
+        planning: Planning,
         table: Any,
         token: Any,
         grant: Any,
     ) -> Response:
         """`completed` with the plan (and keys, if the grant vends them), or `submitted` to a client
         that polls when the plan takes longer than the budget (`plan_runs`)."""
-        if plan_runs.polls(request.headers):
-            planned = await self.runs.answer(plan_id, planning)
-            if planned is None:
-                return JSONResponse({"status": "submitted", "plan-id": plan_id}, headers=NO_STORE)
-        else:
-            planned = await run_in_threadpool(planning)
-        body: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **planned}
+        plan = await planned(request, self.runs, plan_id, planning)
+        if plan is None:
+            return submitted(plan_id)
+        body: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **plan}
         catalog = self.catalog
         access = await run_in_threadpool(
             read_access, request, catalog.metrics, catalog.grants, table, token, grant
