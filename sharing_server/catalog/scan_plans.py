@@ -14,8 +14,10 @@ and the server vends them (`X-Iceberg-Access-Delegation`), as a load does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -44,6 +46,8 @@ from sharing_server.http.plan_bodies import plan_body
 from sharing_server.observability.audit import audit_fields
 
 __all__ = ["PLAN_ENDPOINTS", "PlanEndpoints"]
+#: The `storage-credentials` of a completed plan, vended when it is answered.
+Credentials = Callable[[], list[Any]]
 
 
 class PlanEndpoints(CatalogEndpoints):
@@ -99,23 +103,23 @@ class PlanEndpoints(CatalogEndpoints):
     async def plan(self, request: Request) -> Response:
         body = await plan_body(request)
 
-        def prepare(access: CatalogAccess) -> tuple[str, Planning, list[Any]]:
+        def prepare(access: CatalogAccess) -> tuple[str, Planning, Credentials]:
             asked = scan_plans.parse_plan_request(body)
             name, loaded, table, bound = self._table(request, access)
             at, plan_id = plan_runs.pinned(table, asked, self.tokens, bound)
-            return plan_id, self._planning(table, at, bound), self._credentials(request, access, name, loaded)
+            return plan_id, self._planning(table, at, bound), self._vending(request, access, name, loaded)
 
         return await self._answer(request, *await self.as_caller(request, prepare))
 
     async def plan_by_id(self, request: Request) -> Response:
         plan_id = str(request.path_params["plan_id"])
 
-        def prepare(access: CatalogAccess) -> tuple[Planning, list[Any]] | None:
+        def prepare(access: CatalogAccess) -> tuple[Planning, Credentials] | None:
             name, loaded, table, bound = self._table(request, access)
             scan = plan_runs.of_plan_id(table, plan_id, self.tokens, bound)
             if request.method == "DELETE":
                 return None
-            return self._planning(table, scan, bound), self._credentials(request, access, name, loaded)
+            return self._planning(table, scan, bound), self._vending(request, access, name, loaded)
 
         prepared = await self.as_caller(request, prepare)
         if prepared is None:
@@ -125,11 +129,15 @@ class PlanEndpoints(CatalogEndpoints):
             return cancelled()
         return await self._answer(request, plan_id, *prepared)
 
+    def _vending(self, request: Request, access: CatalogAccess, name: TableName, loaded: Any) -> Credentials:
+        # Vended only once the plan is complete: a `submitted` answer (and each poll of it) needs none.
+        return lambda: self._credentials(request, access, name, loaded)
+
     def _planning(self, table: Any, scan: scan_plans.ScanAsked, bound: str) -> Planning:
         return lambda: scan_plans.plan(table, scan, self.tokens, bound)[0].to_json()
 
     async def _answer(
-        self, request: Request, plan_id: str, planning: Planning, credentials: list[Any]
+        self, request: Request, plan_id: str, planning: Planning, vending: Credentials
     ) -> Response:
         """`completed` with the plan (and keys, if vended), or `submitted` to a client that polls
         when the plan takes longer than the budget (`plan_runs`)."""
@@ -137,6 +145,7 @@ class PlanEndpoints(CatalogEndpoints):
         if plan is None:
             return submitted(plan_id)
         answer = {"status": "completed", "plan-id": plan_id, **plan}
+        credentials = await run_in_threadpool(vending)
         if credentials:
             answer["storage-credentials"] = credentials
         return JSONResponse(answer, headers=NO_STORE)
