@@ -6,6 +6,7 @@ another caller's Idempotency-Key. Each must be refused in the Iceberg error mode
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pyarrow as pa
@@ -13,8 +14,10 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from share_store.catalog.users import CatalogUsers, IssuedUser
+from share_store.iceberg.plan_runs import PENDING, WORKERS
 from tests.catalog_attacks import ATT, ROWS, assert_refused, attacker_policy
 from tests.conftest import Deployment
+from tests.end_to_end.test_scan_planning import Gate, plan_runs_of
 from tests.end_to_end.test_warehouse_catalog import (
     WAREHOUSE,
     aistor_catalog,
@@ -104,6 +107,17 @@ def test_a_plan_id_outlives_nothing_its_table_dropped_and_its_name_taken_again(
     plan = signed(attacker, "POST", url(s3, ATT, name, "plan"), b"{}")
     assert plan.status_code == 200, plan.text
     plan_id = plan.json()["plan-id"]
+    # Renamed away: the old name has no plan; the new name's answer names none but its own files.
+    moved = f"{name}_moved"
+    catalog.rename_table(f"{ATT}.{name}", f"{ATT}.{moved}")
+    assert_refused(signed(attacker, "GET", url(s3, ATT, name, f"plan/{plan_id}")), 404)
+    catalog.create_table(f"{ATT}.{name}", schema=ROWS).append(
+        pa.table({"id": [3], "name": ["squatter"]}, schema=ROWS)
+    )
+    squatter = signed(attacker, "GET", url(s3, ATT, name, f"plan/{plan_id}"))
+    assert_refused(squatter, 404, "NoSuchPlanIdException", what="a plan id at a name taken again")
+    catalog.drop_table(f"{ATT}.{name}")
+    catalog.rename_table(f"{ATT}.{moved}", f"{ATT}.{name}")
     catalog.drop_table(f"{ATT}.{name}")
     gone = signed(attacker, "GET", url(s3, ATT, name, f"plan/{plan_id}"))
     assert_refused(gone, 404)
@@ -160,3 +174,37 @@ def test_another_callers_idempotency_key_replays_nothing_to_the_attacker(
     for bad in ("x" * 10_000, "not-a-uuid", "../" + mine):
         refused = signed(attacker, "POST", url(s3, ATT, own), body, **{"Idempotency-Key": bad})
         assert_refused(refused, 400, "BadRequestException", what=f"key {bad[:20]!r}")
+
+
+JAVA_1_11 = {"X-Client-Version": "Apache Iceberg 1.11.0 (commit x)"}
+
+
+def test_many_plans_past_their_budget_at_once_are_429_beyond_the_bound_not_more_threads(
+    s3: Deployment, attacker: IssuedUser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that says it polls floods `POST …/plan` with distinct scans while planning is slow:
+    past WORKERS+PENDING runs the server answers 429 (Iceberg error model), and never runs more
+    planning threads than its pool."""
+    name = f"t{uuid.uuid4().hex[:6]}"
+    aistor_catalog(s3, attacker).create_table(f"{ATT}.{name}", schema=ROWS).append(
+        pa.table({"id": [1], "name": ["x"]}, schema=ROWS)
+    )
+    runs = plan_runs_of(s3)
+    monkeypatch.setattr(runs, "budget", 0.1)
+    gate = Gate(monkeypatch)
+    answers = []
+    try:
+        for n in range(WORKERS + PENDING + 6):
+            body = json.dumps({"filter": {"type": "eq", "term": "id", "value": 1000 + n}}).encode()
+            answers.append(signed(attacker, "POST", url(s3, ATT, name, "plan"), body, **JAVA_1_11))
+        threads = [t for t in threading.enumerate() if t.name.startswith("scan-plan")]
+    finally:
+        gate.open.set()
+    statuses = [a.status_code for a in answers]
+    assert statuses.count(200) <= WORKERS + PENDING, statuses
+    limited = [a for a in answers if a.status_code == 429]
+    assert limited, statuses
+    assert set(statuses) <= {200, 429}, statuses
+    for answer in limited:
+        assert_refused(answer, 429)
+    assert len(threads) <= WORKERS, [t.name for t in threads]
