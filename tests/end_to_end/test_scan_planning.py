@@ -48,13 +48,18 @@ from tests.end_to_end.test_restricted_iceberg import (
     DELTA_BUCKET,
     DELTA_COLUMNS,
     DELTA_WHERE,
+    OWN_COLUMNS,
     SIGNED,
+    assert_raw_file_allowed,
     assert_same_rows,
+    delta_allowed,
     delta_table,
     deployment,
     named_files,
+    own_allowed,
     own_table,
     restricted_share,
+    through_signer,
 )
 from tests.end_to_end.test_restricted_iceberg import catalog_uri as restricted_catalog_uri
 from tests.end_to_end.test_restricted_iceberg import cli as restricted_cli
@@ -445,6 +450,46 @@ def test_a_restricted_table_is_planned_over_its_allowed_and_derived_files_only(
     assert planned <= named
     originals = {f"s3://{DELTA_BUCKET}/{original}" for original in shared.get("originals", [])}
     assert not planned & originals
+
+
+@pytest.mark.parametrize(("fixture", "name", "columns", "allowed"), [
+    ("delta_table", "sales.customers", DELTA_COLUMNS, delta_allowed),
+    ("own_table", "shop.orders", OWN_COLUMNS, own_allowed),
+])  # fmt: skip
+def test_every_file_a_restricted_plan_names_read_raw_holds_only_allowed_rows_and_columns(
+    deployment: Deployment,
+    request: pytest.FixtureRequest,
+    fixture: str,
+    name: str,
+    columns: list[str],
+    allowed: Callable[[Any], Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan's own JSON, as a hostile client reads it: every data file named inline and through
+    plan tasks (pages of one task), fetched through the signer and read as it is, deletes ignored:
+    no row outside the filter, no column outside the list."""
+    monkeypatch.setattr(scan_plans, "TASKS_PER_ANSWER", 1)  # plan tasks and pages too
+    token = request.getfixturevalue(fixture)["token"]
+    namespace, table = name.split(".")
+    url = f"{restricted_catalog_uri(deployment)}/v1/namespaces/{namespace}/tables/{table}"
+    headers = {"Authorization": f"Bearer {token}"}
+    answers = [settled(lambda: httpx.post(f"{url}/plan", json={}, headers=headers, timeout=120)).json()]
+    pending = list(answers[0].get("plan-tasks", []))
+    while pending:
+        page = httpx.post(f"{url}/tasks", json={"plan-task": pending.pop()}, headers=headers, timeout=120)
+        assert page.status_code == 200, page.text
+        answers.append(page.json())
+        pending += page.json().get("plan-tasks", [])
+    data = {task["data-file"]["file-path"] for a in answers for task in a.get("file-scan-tasks", [])}
+    deletes = {file["file-path"] for a in answers for file in a.get("delete-files", [])}
+    assert data
+    partitions = named_files(restricted_recipient(deployment, token, **SIGNED).load_table(name))
+    for location in data:
+        assert_raw_file_allowed(
+            through_signer(deployment, token, location), partitions[location], columns, allowed
+        )
+    for location in deletes:  # a delete file names data files and positions, never a cut column's values
+        assert through_signer(deployment, token, location)[:4] in (b"PAR1", b"PFA1")
 
 
 def test_a_completed_plan_carries_vended_keys_when_asked_for(
