@@ -8,15 +8,18 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Iterator
 
+import httpx
 import pyarrow as pa
 import pytest
-from pyiceberg.catalog import Catalog
+from pyiceberg.catalog import Catalog, load_catalog
 
 from share_store.catalog.users import CatalogUsers, IssuedUser
 from share_store.iceberg.plan_runs import PENDING, WORKERS
+from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.catalog_attacks import ATT, ROWS, assert_refused, attacker_policy
-from tests.conftest import Deployment
+from tests.conftest import Deployment, deploy
 from tests.end_to_end.test_scan_planning import Gate, plan_runs_of
 from tests.end_to_end.test_warehouse_catalog import (
     WAREHOUSE,
@@ -176,6 +179,7 @@ def test_another_callers_idempotency_key_replays_nothing_to_the_attacker(
         assert_refused(refused, 400, "BadRequestException", what=f"key {bad[:20]!r}")
 
 
+SIGNED = "remote-signing"
 JAVA_1_11 = {"X-Client-Version": "Apache Iceberg 1.11.0 (commit x)"}
 
 
@@ -208,3 +212,120 @@ def test_many_plans_past_their_budget_at_once_are_429_beyond_the_bound_not_more_
     for answer in limited:
         assert_refused(answer, 429)
     assert len(threads) <= WORKERS, [t.name for t in threads]
+
+
+# -- the writers' spec signer (`POST …/tables/{t}/sign`) as the one-namespace user ----------------------
+
+
+@pytest.fixture(scope="module")
+def signing(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> Iterator[Deployment]:
+    """A server that signs writers' requests (the session's `s3` server does not)."""
+    env = {
+        "SHARING_WAREHOUSES_ACCESS_DELEGATION": SIGNED,
+        "SHARING_ICEBERG_CREDENTIAL_ROLE_ARN": WRITER_ROLE_ARN,
+    }
+    deployment = deploy(
+        tmp_path_factory.mktemp("hostile-sign"), seaweed.storage_config(path_style="true"), env=env
+    )
+    deployment.seaweed = seaweed  # type: ignore[attr-defined]
+    yield deployment
+    deployment.server.stop()
+    deployment.store.close()
+
+
+def signing_writer(deployment: Deployment, user: IssuedUser, warehouse: str) -> Catalog:
+    return load_catalog(
+        f"sign-{uuid.uuid4().hex[:6]}",
+        **{
+            "uri": catalog_root(deployment),
+            "warehouse": warehouse,
+            "rest.sigv4-enabled": "true",
+            "rest.signing-name": "s3tables",
+            "rest.signing-region": "local",
+            "client.region": "local",
+            "client.access-key-id": user.access_key,
+            "client.secret-access-key": user.secret_key,
+            "header.X-Iceberg-Access-Delegation": SIGNED,
+        },
+    )
+
+
+def test_the_spec_signer_signs_nothing_outside_the_one_namespace_users_table(signing: Deployment) -> None:
+    """The path names the attacker's own table; every URI or header reaching past it is refused in
+    the Iceberg error model, and the victims' files are still there afterwards."""
+    users = CatalogUsers(signing.store.transactions, signing.secret)
+    boss = users.create(f"boss-{uuid.uuid4().hex[:6]}")
+    mine_wh, other_wh = f"hs-{uuid.uuid4().hex[:6]}", f"hs-{uuid.uuid4().hex[:6]}"
+    for name in (mine_wh, other_wh):
+        made = signed(
+            boss, "POST", f"{catalog_root(signing)}/v1/warehouses", json.dumps({"name": name}).encode()
+        )
+        assert made.status_code == 200, made.text
+    victims: list[tuple[str, str]] = []
+    for warehouse in (mine_wh, other_wh):
+        catalog = signing_writer(signing, boss, warehouse)
+        catalog.create_namespace("victims")
+        table = catalog.create_table("victims.kept", schema=ROWS)
+        table.append(pa.table({"id": [1], "name": ["secret"]}, schema=ROWS))
+        path = next(t.file.file_path for t in catalog.load_table("victims.kept").scan().plan_files())
+        bucket, _, key = path.removeprefix("s3://").partition("/")
+        victims.append((bucket, key))
+    signing_writer(signing, boss, mine_wh).create_namespace(ATT)
+    attacker = users.create(f"att-{uuid.uuid4().hex[:6]}", attacker_policy(mine_wh))
+    own = signing_writer(signing, attacker, mine_wh).create_table(f"{ATT}.mine", schema=ROWS)
+    folder = own.location().removeprefix(f"s3://{mine_wh}/")
+    loaded = signed(
+        attacker, "GET", url_in(signing, mine_wh, ATT, "mine"), b"", **{"X-Iceberg-Access-Delegation": SIGNED}
+    )
+    assert loaded.status_code == 200, loaded.text
+    endpoint = loaded.json()["config"]["s3.endpoint"]
+    host = endpoint.partition("://")[2]
+    (vb, vk), (ob, ok) = victims
+    inside = f"{endpoint}/{mine_wh}/{folder}/data/x.parquet"
+
+    def sign(
+        method: str, uri: str, headers: dict[str, list[str]] | None = None, **more: str
+    ) -> httpx.Response:
+        body = {"method": method, "region": "us-east-1", "uri": uri, "headers": headers or {}, **more}
+        return signed(
+            attacker, "POST", url_in(signing, mine_wh, ATT, "mine", "sign"), json.dumps(body).encode()
+        )
+
+    assert sign("GET", inside).status_code == 200  # the control: its own table is signed
+    delete = f"<Delete><Object><Key>{vk}</Key></Object></Delete>"
+    cases: dict[str, tuple[str, str, dict[str, list[str]], dict[str, str]]] = {
+        "another namespace's table": ("GET", f"{endpoint}/{vb}/{vk}", {}, {}),
+        "another warehouse's bucket": ("GET", f"{endpoint}/{ob}/{ok}", {}, {}),
+        "a fragment": ("GET", f"{inside}#/../../../victims/kept", {}, {}),
+        "a fragment before the victim": ("GET", f"{endpoint}/{vb}/{vk}#{folder}/data/x", {}, {}),
+        "a query naming the victim": ("GET", f"{endpoint}/{vb}?prefix={folder}/{vk}", {}, {}),
+        "dot segments": ("GET", f"{endpoint}/{mine_wh}/{folder}/../../{vk}", {}, {}),
+        "encoded dot segments": ("GET", f"{endpoint}/{mine_wh}/{folder}/%2E%2E/%2E%2E/{vk}", {}, {}),
+        "an encoded slash after the bucket": ("GET", f"{endpoint}/{mine_wh}%2F{vk}", {}, {}),
+        "an encoded slash into the table": ("GET", f"{endpoint}/{mine_wh}/{ATT}%2F..%2F{vk}", {}, {}),
+        "a virtual host": ("GET", f"http://{vb}.{host}/{vk}", {}, {}),
+        "a virtual host of its own bucket, the victim's key": (
+            "GET",
+            f"http://{mine_wh}.{host}/{vk}",
+            {},
+            {},
+        ),
+        "a copy of another table's object": ("PUT", inside, {"x-amz-copy-source": [f"/{vb}/{vk}"]}, {}),
+        "a copy of another warehouse's object": ("PUT", inside, {"x-amz-copy-source": [f"/{ob}/{ok}"]}, {}),
+        "an upload begun on the victim": ("POST", f"{endpoint}/{vb}/{vk}?uploads", {}, {}),
+        "the victim's acl": ("PUT", f"{endpoint}/{vb}/{vk}?acl", {}, {}),
+        "its own acl": ("GET", f"{inside}?acl", {}, {}),
+        "a batch delete of the victim": ("POST", f"{endpoint}/{vb}?delete", {}, {"body": delete}),
+        "a delete of the victim": ("DELETE", f"{endpoint}/{vb}/{vk}", {}, {}),
+    }
+    for what, (method, uri, headers, more) in cases.items():
+        answer = sign(method, uri, headers, **more)
+        assert_refused(answer, {400, 403}, what=what)
+    store = signing.seaweed.client()  # type: ignore[attr-defined]
+    for bucket, key in victims:
+        assert store.get_object(Bucket=bucket, Key=key)["Body"].read()[:4] == b"PAR1"
+
+
+def url_in(deployment: Deployment, warehouse: str, namespace: str, table: str, tail: str = "") -> str:
+    base = f"{catalog_root(deployment)}/v1/{warehouse}/namespaces/{namespace}/tables/{table}"
+    return f"{base}/{tail}" if tail else base
