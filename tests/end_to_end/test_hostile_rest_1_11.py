@@ -9,6 +9,7 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -20,6 +21,8 @@ from share_store.iceberg.plan_runs import PENDING, WORKERS
 from testbed.seaweed import WRITER_ROLE_ARN, SeaweedS3
 from tests.catalog_attacks import ATT, ROWS, assert_refused, attacker_policy
 from tests.conftest import Deployment, deploy
+from tests.end_to_end import test_iceberg_one_token as one_token
+from tests.end_to_end.test_iceberg_one_token import provider  # noqa: F401  (a fixture)
 from tests.end_to_end.test_scan_planning import Gate, plan_runs_of
 from tests.end_to_end.test_warehouse_catalog import (
     WAREHOUSE,
@@ -329,3 +332,55 @@ def test_the_spec_signer_signs_nothing_outside_the_one_namespace_users_table(sig
 def url_in(deployment: Deployment, warehouse: str, namespace: str, table: str, tail: str = "") -> str:
     base = f"{catalog_root(deployment)}/v1/{warehouse}/namespaces/{namespace}/tables/{table}"
     return f"{base}/{tail}" if tail else base
+
+
+# -- the recipients' spec signer (`/iceberg/v1/…/tables/{t}/sign`): a recipient of a restricted share ---
+
+
+def test_the_recipients_spec_signer_signs_none_of_another_recipients_or_tables_files(
+    provider: dict[str, Any],  # noqa: F811
+) -> None:
+    """acme, naming north's customers (restricted to its nation), asks for zeta's derived files or
+    south's orders spelled past the signer's checks: refused; its own file is signed."""
+    tokens, endpoint = provider["tokens"], provider["seaweed"].endpoint
+    acme, zeta = tokens["acme"], tokens["zeta"]
+    mine = one_token.data_files(
+        one_token.catalog(provider, acme, "north", **one_token.SIGNED).load_table("sales.customers")
+    )
+    theirs = one_token.data_files(
+        one_token.catalog(provider, zeta, "north", **one_token.SIGNED).load_table("sales.customers")
+    )
+    orders = one_token.data_files(
+        one_token.catalog(provider, acme, "south", **one_token.SIGNED).load_table("ops.orders")
+    )
+
+    def uri(location: str) -> str:
+        return f"{endpoint}/{location.removeprefix('s3://')}"
+
+    def sign(method: str, target: str, headers: dict[str, list[str]] | None = None) -> httpx.Response:
+        more = {"headers": headers} if headers else None
+        return one_token.spec_sign(provider, acme, "/shares/north", "sales/customers", method, target, more)
+
+    assert sign("GET", uri(mine[0])).status_code == 200
+    host = endpoint.partition("://")[2]
+    own_folder = uri(mine[0]).rsplit("/", 1)[0]
+    bucket, _, their_key = theirs[0].removeprefix("s3://").partition("/")
+    cases: dict[str, tuple[str, str, dict[str, list[str]]]] = {
+        "a fragment hiding the other's file": ("GET", f"{uri(theirs[0])}#{mine[0]}", {}),
+        "a fragment after its own": ("GET", f"{uri(mine[0])}#/../{their_key}", {}),
+        "a query after the other's file": ("GET", f"{uri(theirs[0])}?x={mine[0]}", {}),
+        "dot segments": ("GET", f"{own_folder}/../../{their_key}", {}),
+        "encoded dot segments": ("GET", f"{own_folder}/%2E%2E/%2E%2E/{their_key}", {}),
+        "an encoded slash": ("GET", f"{endpoint}/{bucket}%2F{their_key}", {}),
+        "a virtual host": ("GET", f"http://{bucket}.{host}/{their_key}", {}),
+        "another table's file": ("GET", uri(orders[0]), {}),
+        "a copy of the other's file": (
+            "PUT",
+            uri(mine[0]),
+            {"x-amz-copy-source": [f"/{bucket}/{their_key}"]},
+        ),
+        "an upload": ("POST", f"{uri(mine[0])}?uploads", {}),
+        "its acl": ("GET", f"{uri(mine[0])}?acl", {}),
+    }
+    for what, (method, target, headers) in cases.items():
+        assert_refused(sign(method, target, headers), {400, 403}, what=what)
