@@ -384,3 +384,28 @@ def test_the_recipients_spec_signer_signs_none_of_another_recipients_or_tables_f
     }
     for what, (method, target, headers) in cases.items():
         assert_refused(sign(method, target, headers), {400, 403}, what=what)
+
+
+def test_a_key_reused_on_another_warehouses_path_is_422_and_changes_nothing_there(
+    s3: Deployment,
+    owner: IssuedUser,  # noqa: F811
+) -> None:
+    """The same caller, the same key and body, sent to the same-named table of another warehouse:
+    not the first answer replayed for it, a 422, and that table untouched."""
+    second = f"wh-{uuid.uuid4().hex[:6]}"
+    made = signed(owner, "POST", f"{catalog_root(s3)}/v1/warehouses", json.dumps({"name": second}).encode())
+    assert made.status_code == 200, made.text
+    namespace, name = f"ns_{uuid.uuid4().hex[:6]}", "t"
+    for warehouse in (WAREHOUSE, second):
+        catalog = aistor_catalog(s3, owner, warehouse)
+        catalog.create_namespace(namespace)
+        catalog.create_table(f"{namespace}.{name}", schema=ROWS)
+    body = json.dumps({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"k": "1"}}]}).encode()  # fmt: skip
+    key = str(uuid.uuid4())
+    first = signed(owner, "POST", url(s3, namespace, name), body, **{"Idempotency-Key": key})
+    assert first.status_code == 200, first.text
+    there = url(s3, namespace, name).replace(f"/v1/{WAREHOUSE}/", f"/v1/{second}/")
+    reused = signed(owner, "POST", there, body, **{"Idempotency-Key": key})
+    assert_refused(reused, 422, "UnprocessableEntityException", what="a key on another warehouse's path")
+    assert "k" not in aistor_catalog(s3, owner, second).load_table(f"{namespace}.{name}").properties
