@@ -409,3 +409,35 @@ def test_a_key_reused_on_another_warehouses_path_is_422_and_changes_nothing_ther
     reused = signed(owner, "POST", there, body, **{"Idempotency-Key": key})
     assert_refused(reused, 422, "UnprocessableEntityException", what="a key on another warehouse's path")
     assert "k" not in aistor_catalog(s3, owner, second).load_table(f"{namespace}.{name}").properties
+
+
+def test_forged_plan_tasks_and_plan_ids_are_4xx_in_the_error_model(
+    s3: Deployment, attacker: IssuedUser
+) -> None:
+    """Plan tasks and ids the server never made (huge, of the wrong type, encoded dot segments,
+    a NUL): a 400 or 404, never a 500 nor anything planned."""
+    name = f"t{uuid.uuid4().hex[:6]}"
+    aistor_catalog(s3, attacker).create_table(f"{ATT}.{name}", schema=ROWS)
+    tasks = url(s3, ATT, name, "tasks")
+    bodies: list[Any] = [
+        {"plan-task": "x" * 200_000},
+        {"plan-task": 7},
+        {"plan-task": None},
+        {},
+        [],
+        {"plan-task": "."},
+    ]
+    for body in bodies:
+        answer = signed(attacker, "POST", tasks, json.dumps(body).encode())
+        assert_refused(answer, {400, 404}, what=f"plan task {str(body)[:40]}")
+    # (A bare ".." is resolved by httpx itself into the table's own URL: not the server's to refuse.)
+    for plan_id in ("%2E%2E", "a" * 10_000, "%00"):
+        for method in ("GET", "DELETE"):
+            answer = signed(attacker, method, url(s3, ATT, name, f"plan/{plan_id}"))
+            assert answer.status_code in (400, 404, 414), (
+                plan_id[:20],
+                answer.status_code,
+                answer.text[:200],
+            )
+            if answer.status_code != 414:
+                assert_refused(answer, {400, 404}, what=f"{method} plan {plan_id[:20]}")
