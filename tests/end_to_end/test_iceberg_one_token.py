@@ -33,7 +33,7 @@ from pyiceberg.exceptions import SignError
 
 from share_store.authentication.tokens import hash_secret
 from sharing_server.cli import main
-from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, upload_tree
+from testbed.seaweed import READER_ROLE_ARN, SeaweedS3, empty_prefix, ensure_bucket, upload_tree
 from tests.conftest import ADMIN_TOKEN, SPARK_ICEBERG_PYTHON, Deployment, deploy
 from tests.end_to_end.test_warehouse_engines import duckdb_connection
 
@@ -91,9 +91,10 @@ def provider(tmp_path_factory: pytest.TempPathFactory, seaweed: SeaweedS3) -> It
     }
     deployment = deploy(tmp, seaweed.storage_config(path_style="true"), env=env)
     client = seaweed.client()
-    client.create_bucket(Bucket=BUCKET)
+    ensure_bucket(client, BUCKET)  # made again where another module imports this fixture
     for name, frame in (("customers", customers()), ("orders", orders())):
         write_deltalake(str(tmp / name), frame)
+        empty_prefix(client, BUCKET, f"{name}/")  # the table holds only this run's files
         upload_tree(client, tmp / name, BUCKET, name)
     assert cli(deployment, "share", "create", "north", "sales", f"customers:delta:{BUCKET}:customers") == 0
     where = "nation = CURRENT_RECIPIENT('nation')"
