@@ -264,6 +264,12 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> SeaweedS3:
         "-webdav=false",
         "-admin.ui=false",
         "-master.telemetry=false",
+        # Every bucket is a collection with a volume of its own, and `weed mini`
+        # sizes its volume count from free disk / volume size (76 GB free gave
+        # 74 volumes, so the suite's 75th bucket got InternalError on PutObject).
+        # Volumes are not preallocated, so a fixed, generous count costs no disk.
+        "-master.volumeSizeLimitMB=64",
+        "-volume.max=2000",
     ]
     args += [f"-{name}={port}" for name, port in ports.items()]
     (workdir / "data").mkdir(exist_ok=True)
