@@ -66,8 +66,11 @@ def upload_log_and_tail(client: Any, location: Path, bucket: str, prefix: str) -
     upload_all(client, location, bucket, prefix, paths)
 
 
-def cold_rows(where: str, storage: dict[str, str] | None, table: str, files: int) -> None:
+def cold_rows(
+    where: str, storage: dict[str, str] | None, table: str, files: int, shape: str | None = None
+) -> None:
     """A started, settled server's first /query of `table`, then the next ones."""
+    shape = shape or f"checkpoint + {TAIL_COMMITS} commits"
     server = Server("run-cold" + where.replace(" ", "-"), storage)
     _, token = server.share({NAME: f"delta:bench:{table}"})
     with server:
@@ -81,13 +84,13 @@ def cold_rows(where: str, storage: dict[str, str] | None, table: str, files: int
         first, last, lines = timed_query(client, path)
         assert lines == files + 2, (lines, files)
         record(
-            f"/query {files:,} files, checkpoint + {TAIL_COMMITS} commits{where}: never read, first byte",
+            f"/query {files:,} files, {shape}{where}: never read, first byte",
             f"{first * 1000:.0f} ms",
             f"<= {FIRST_BYTE_GOAL * 1000:.0f} ms",
             "met" if first <= FIRST_BYTE_GOAL else "missed",
         )
         record(
-            f"/query {files:,} files, checkpoint + {TAIL_COMMITS} commits{where}: never read, last byte",
+            f"/query {files:,} files, {shape}{where}: never read, last byte",
             f"{last:.2f} s",
         )
         settle(server.process.pid)  # the held snapshot, built behind the first answer
@@ -95,27 +98,32 @@ def cold_rows(where: str, storage: dict[str, str] | None, table: str, files: int
         time.sleep(0.1)
         warm_first, warm_last, _ = timed_query(client, path)
         record(
-            f"/query {files:,} files, checkpoint + {TAIL_COMMITS} commits{where}: "
-            "second / third query, first byte",
+            f"/query {files:,} files, {shape}{where}: second / third query, first byte",
             f"{again_first * 1000:.0f} / {warm_first * 1000:.0f} ms",
         )
         record(
-            f"/query {files:,} files, checkpoint + {TAIL_COMMITS} commits{where}: "
-            "second / third query, last byte",
+            f"/query {files:,} files, {shape}{where}: second / third query, last byte",
             f"{again_last:.2f} / {warm_last:.2f} s",
         )
+
+
+#: A table loaded in one go: one commit of every file, no checkpoint yet (see `streamed_commits`).
+ONE_COMMIT = "one commit, no checkpoint"
 
 
 def bench_cold_local() -> None:
     # First: the wake-up every after-idle row below (and the server scenario's) includes.
     wake_rows()
+    make_delta_table(BUCKET / f"t{FILES // 1000}k", FILES)
+    cold_rows("", None, f"t{FILES // 1000}k", FILES, ONE_COMMIT)
     files = make_checkpointed_table(BUCKET / NAME)
     cold_rows("", None, NAME, files)
 
 
 def bench_cold_s3(seaweed: Any) -> None:
-    """The same table on SeaweedFS: `bench_s3` uploaded `make_delta_table`'s files under t100k, and
-    the checkpoint and tail are added to it here (after the rows that read it as it was)."""
+    """The same tables on SeaweedFS: `bench_s3` uploaded `make_delta_table`'s files under t100k, read
+    first as they are (one commit), then with the checkpoint and tail added to them here."""
+    cold_rows(" on S3", seaweed.storage_config(path_style="true"), f"t{FILES // 1000}k", FILES, ONE_COMMIT)
     files = make_checkpointed_table(BUCKET / NAME)
     upload_log_and_tail(seaweed.client(), BUCKET / NAME, "bench", f"t{FILES // 1000}k")
     cold_rows(" on S3", seaweed.storage_config(path_style="true"), f"t{FILES // 1000}k", files)

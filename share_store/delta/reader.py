@@ -21,7 +21,7 @@ from share_store.delta.log_listing import LogListing
 from share_store.delta.replay import LogReader
 from share_store.errors import InvalidParameter, TableFilesMissing
 from share_store.storage.base import BatchSigning, ObjectStorage, UrlSigning
-from share_store.tables.active_files import FileSet, StreamedFileSet
+from share_store.tables.active_files import FileSet, UnheldFileSet
 from share_store.tables.commit_times import Commit, monotonic
 from share_store.tables.snapshot import TableSnapshot
 from share_store.tables.snapshot_cache import CheckedVersions, SnapshotCache, TableSnapshots
@@ -178,7 +178,7 @@ class DeltaTableReader:
         """`version` replayed from its checkpoint; for a `first_reader`, streamed from a checkpoint
         too big to hold at once (`replay.COLD_STREAM_BYTES`), else held as long as it fits."""
         stream_above = min(replay.COLD_STREAM_BYTES, replay.STREAM_THRESHOLD_BYTES) if first_reader else None
-        state = self.log.replay(listing, version, stream_above)
+        state = self.log.replay(listing, version, stream_above, first_reader=first_reader)
         assert state.protocol is not None and state.metadata is not None  # or replay raises
         snapshot = TableSnapshot(version, state.protocol, state.metadata, state.files())
         if not snapshot.streamed:
@@ -209,7 +209,7 @@ class DeltaTableReader:
 
     def _build(self, listing: LogListing, version: int, streamed: FileSet) -> TableSnapshot:
         try:
-            if isinstance(streamed, StreamedFileSet):
+            if isinstance(streamed, UnheldFileSet):
                 streamed.listed.wait(BUILD_WAIT_SECONDS)
             held = self._replayed(listing, version, first_reader=False)
             self._keep(held)

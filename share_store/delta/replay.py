@@ -16,6 +16,7 @@ import gc
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -28,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from share_store.delta import streamed_commits
 from share_store.delta.log_listing import (
     CLASSIC_CHECKPOINT,
     MULTIPART_CHECKPOINT,
@@ -35,6 +37,7 @@ from share_store.delta.log_listing import (
     check_available,
     list_log,
 )
+from share_store.delta.streamed_commits import StreamedCommits
 from share_store.errors import TableFilesMissing, TableLogDamaged
 from share_store.storage.base import ObjectStorage
 from share_store.tables.active_files import FileSet, StreamedFileSet, struct_rows
@@ -50,6 +53,10 @@ STREAM_THRESHOLD_BYTES = 8 * 1024 * 1024
 # (2.3 MB) takes 0.7 s, streaming the first lines of them 20 ms. 10,000 files are
 # held in some 70 ms, as fast as a first answer needs.
 COLD_STREAM_BYTES = 1024 * 1024
+#: From this many commits on, a replay reads them several at a time: on S3 each is a
+#: round trip of a few milliseconds, and a table of many small commits has hundreds.
+PARALLEL_READS_FROM = 8
+_log_reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="log-read")
 
 
 _pause_lock = threading.Lock()
@@ -89,7 +96,7 @@ def _streamable(keys: list[str]) -> bool:
     return all(CLASSIC_CHECKPOINT.fullmatch(name) or MULTIPART_CHECKPOINT.fullmatch(name) for name in names)
 
 
-def _loads(line: bytes) -> dict[str, Any]:
+def _loads(line: bytes | memoryview) -> dict[str, Any]:
     """One action of a commit: orjson parses it six times faster than json.
 
     Actions' numbers (sizes, times, versions) fit in 64 bits, which orjson keeps
@@ -98,7 +105,14 @@ def _loads(line: bytes) -> dict[str, Any]:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:  # what only json accepts (NaN, Infinity)
-        return json.loads(line)
+        return json.loads(bytes(line))
+
+
+def _parsed(raw: bytes, version: int) -> list[dict[str, Any]]:
+    try:
+        return [_loads(line) for line in raw.splitlines() if line.strip()]
+    except ValueError as error:  # orjson's and json's decode errors both are
+        raise TableLogDamaged(f"the log is unreadable at version {version}: not JSON") from error
 
 
 def dv_id(descriptor: dict[str, Any] | None) -> str:
@@ -165,6 +179,8 @@ class ReplayState:
     streamed_temporary: bool = False
     #: With a streamed checkpoint: files removed after it.
     removed: set[tuple[str, str]] = field(default_factory=set)
+    #: A version with no checkpoint, its files listed from its commits' lines.
+    streamed_commits: StreamedCommits | None = None
 
     def apply(self, action: dict[str, Any]) -> None:
         if (add := action.get("add")) is not None:
@@ -180,6 +196,8 @@ class ReplayState:
             self.protocol = protocol
 
     def files(self) -> FileSet:
+        if self.streamed_commits is not None:
+            return self.streamed_commits
         if not self.streamed_parts:
             return FileSet(self.active.values())
         return StreamedFileSet(
@@ -199,28 +217,42 @@ class LogReader:
         return list_log(self.storage, self.bucket, self.log_prefix, after)
 
     def read_commit(self, listing: LogListing, version: int) -> list[dict[str, Any]]:
+        return _parsed(self._commit_bytes(listing, version), version)
+
+    def _commit_bytes(self, listing: LogListing, version: int) -> bytes:
         key = listing.commits.get(version)
         if key is None:
             check_available(listing, version)
             raise TableLogDamaged(f"commit {version} is missing from the log (a gap in its commits)")
         try:
-            raw = self.storage.read(self.bucket, key)
+            return self.storage.read(self.bucket, key)
         except FileNotFoundError as error:
             raise TableFilesMissing() from error
-        try:
-            return [_loads(line) for line in raw.splitlines() if line.strip()]
-        except ValueError as error:  # orjson's and json's decode errors both are
-            raise TableLogDamaged(f"the log is unreadable at version {version}: not JSON") from error
 
-    def replay(self, listing: LogListing, version: int, stream_above: int | None = None) -> ReplayState:
+    def _commits_bytes(self, listing: LogListing, versions: range) -> list[bytes]:
+        """The commits' files, read a few at a time when there are many (a round trip each on S3)."""
+        if len(versions) < PARALLEL_READS_FROM:
+            return [self._commit_bytes(listing, version) for version in versions]
+        return list(_log_reads.map(lambda version: self._commit_bytes(listing, version), versions))
+
+    def replay(
+        self,
+        listing: LogListing,
+        version: int,
+        stream_above: int | None = None,
+        first_reader: bool = False,
+    ) -> ReplayState:
         """The state at `version`: newest usable checkpoint, then the commits after it.
 
         A classic or multi-part checkpoint of more than `stream_above` bytes
-        (`STREAM_THRESHOLD_BYTES` unless given) is streamed rather than held.
+        (`STREAM_THRESHOLD_BYTES` unless given) is streamed rather than held. For a
+        `first_reader` (whose held snapshot is built behind it), so are a v2 checkpoint's
+        sidecars beyond `stream_above`, and the files of a version with no checkpoint
+        whose commits take more than `COLD_STREAM_BYTES` (see `streamed_commits`).
         """
         with collector_paused():
             threshold = STREAM_THRESHOLD_BYTES if stream_above is None else stream_above
-            return self._replay(listing, version, threshold)
+            return self._replay(listing, version, threshold, first_reader)
 
     def checkpoint_bytes(self, listing: LogListing, version: int) -> int:
         """The size of the checkpoint a replay of `version` would start from, if streamable (else 0)."""
@@ -237,7 +269,9 @@ class LogReader:
                 return checkpoint
         return None
 
-    def _replay(self, listing: LogListing, version: int, stream_above: int) -> ReplayState:
+    def _replay(
+        self, listing: LogListing, version: int, stream_above: int, first_reader: bool
+    ) -> ReplayState:
         check_available(listing, version)
         state = ReplayState()
         start = 0
@@ -246,12 +280,26 @@ class LogReader:
             keys = listing.checkpoints[checkpoint]
             if _streamable(keys) and listing.checkpoint_bytes.get(checkpoint, 0) > stream_above:
                 self._stream_checkpoint(keys, state)
-            else:
+            elif not (
+                first_reader and len(keys) == 1 and self._stream_sidecars(keys[0], state, stream_above)
+            ):
                 self._load_checkpoint(keys, state)
             start = checkpoint + 1
-        for commit in range(start, version + 1):
-            for action in self.read_commit(listing, commit):
-                state.apply(action)
+        versions = range(start, version + 1)
+        commits = self._commits_bytes(listing, versions)
+        scanned = None
+        if first_reader and checkpoint is None and sum(map(len, commits)) > COLD_STREAM_BYTES:
+            scanned = streamed_commits.scan(commits, _loads, file_identity)
+        if scanned is not None:
+            state.protocol, state.metadata, state.streamed_commits = (
+                scanned.protocol,
+                scanned.metadata,
+                scanned.files,
+            )
+        else:
+            for commit, raw in zip(versions, commits, strict=True):
+                for action in _parsed(raw, commit):
+                    state.apply(action)
         if state.protocol is None or state.metadata is None:
             raise TableFilesMissing()
         if not isinstance(state.metadata.get("schemaString"), str):
@@ -259,18 +307,47 @@ class LogReader:
         return state
 
     def _load_checkpoint(self, keys: list[str], state: ReplayState) -> None:
-        sidecars: list[str] = []
+        sidecars: list[dict[str, Any]] = []
         for key in keys:
-            if key.endswith(".json"):
-                for action in self._json_lines(key):
-                    if "sidecar" in action:
-                        sidecars.append(action["sidecar"]["path"])
-                    else:
-                        state.apply(action)
-            else:
-                sidecars += self._load_parquet(key, state)
+            sidecars += self._load_top_level(key, state)
         for sidecar in sidecars:
-            self._load_parquet(f"{self.log_prefix}_sidecars/{sidecar.rpartition('/')[2]}", state)
+            self._load_parquet(self._sidecar_key(sidecar), state)
+
+    def _sidecar_key(self, sidecar: dict[str, Any]) -> str:
+        return f"{self.log_prefix}_sidecars/{sidecar['path'].rpartition('/')[2]}"
+
+    def _load_top_level(self, key: str, state: ReplayState) -> list[dict[str, Any]]:
+        """A checkpoint file's actions applied to `state`; the sidecars it names."""
+        if not key.endswith(".json"):
+            return self._load_parquet(key, state)
+        sidecars = []
+        for action in self._json_lines(key):
+            if "sidecar" in action:
+                sidecars.append(action["sidecar"])
+            else:
+                state.apply(action)
+        return sidecars
+
+    def _stream_sidecars(self, key: str, state: ReplayState, stream_above: int) -> bool:
+        """A v2 checkpoint whose sidecars hold more than `stream_above` bytes, streamed from them as
+        a classic checkpoint is from its parts; False (nothing taken) if it holds files itself."""
+        top = ReplayState()
+        sidecars = self._load_top_level(key, top)
+        if (
+            top.active
+            or not sidecars
+            or sum(int(s.get("sizeInBytes") or 0) for s in sidecars) <= stream_above
+        ):
+            return False
+        state.protocol, state.metadata = top.protocol, top.metadata
+        for sidecar in sidecars:
+            try:
+                path, temporary = self.storage.local_file(self.bucket, self._sidecar_key(sidecar))
+            except FileNotFoundError as error:
+                raise TableFilesMissing() from error
+            state.streamed_parts.append(path)
+            state.streamed_temporary = temporary
+        return True
 
     def _stream_checkpoint(self, keys: list[str], state: ReplayState) -> None:
         """Fetch the checkpoint to disk and take only its protocol and metadata now."""
@@ -305,11 +382,11 @@ class LogReader:
         except FileNotFoundError as error:
             raise TableFilesMissing() from error
 
-    def _load_parquet(self, key: str, state: ReplayState) -> list[str]:
+    def _load_parquet(self, key: str, state: ReplayState) -> list[dict[str, Any]]:
         # ParquetFile rather than read_table, which loads pyarrow.dataset on first use.
         parquet = pq.ParquetFile(pa.BufferReader(self._read(key)))
         columns = [c for c in CHECKPOINT_COLUMNS if c in parquet.schema_arrow.names]
-        sidecars: list[str] = []
+        sidecars: list[dict[str, Any]] = []
         for batch in parquet.read(columns=columns).to_batches():
             for column in columns:
                 values = batch.column(column)
@@ -326,5 +403,5 @@ class LogReader:
                     elif column == "protocol":
                         state.protocol = _normalize(value)
                     else:
-                        sidecars.append(value["path"])
+                        sidecars.append(value)
         return sidecars

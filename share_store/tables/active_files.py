@@ -53,7 +53,19 @@ class FileSet:
         return self.count
 
 
-class StreamedFileSet(FileSet):
+class UnheldFileSet(FileSet):
+    """Files not held in memory but made again each time they are listed (a streamed snapshot's).
+
+    Too many to look each one up or to keep lines for: the held snapshot of the
+    same version, when one is built behind its first reader, does that.
+    """
+
+    def __init__(self) -> None:
+        #: Set once a listing of the files has ended (finished, or left by its reader).
+        self.listed = threading.Event()
+
+
+class StreamedFileSet(UnheldFileSet):
     """A checkpoint's `add` rows, less the files changed after it, plus those changes' adds.
 
     `parts` are the checkpoint's Parquet files on local disk (temporary copies
@@ -81,13 +93,12 @@ class StreamedFileSet(FileSet):
         self._removed = removed
         self._normalize = normalize
         self._identity = identity
+        super().__init__()
         if temporary:
             weakref.finalize(self, _delete, list(parts))
         #: Tail files that replace a checkpoint row of the same identity in its place
         #: (added again, never removed): found by `_totals`, listed where the row was.
         self._in_place: set[Identity] = set()
-        #: Set once a listing of the files has ended (finished, or left by its reader).
-        self.listed = threading.Event()
         self.count, self.total_size, self.has_deletion_vectors = self._totals()
 
     @property

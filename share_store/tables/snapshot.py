@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from share_store.tables.active_files import FileSet, StreamedFileSet
+from share_store.tables.active_files import FileSet, UnheldFileSet
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ class TableSnapshot:
 
     @property
     def streamed(self) -> bool:
-        """Whether the files are read from the checkpoint each time rather than held."""
-        return isinstance(self.adds, StreamedFileSet)
+        """Whether the files are read from the log each time rather than held."""
+        return isinstance(self.adds, UnheldFileSet)
 
     @property
     def configuration(self) -> dict[str, str]:

@@ -37,8 +37,12 @@ TESTDATA_TABLES = [
     "simple_table_with_checkpoint",
     "delta-1.2.1-only-struct-stats",
     "table_with_deletion_logs",
+    "table-with-dv-small",  # commits only, deletion vectors
+    "checkpoint-v2-table",  # sidecars
 ]
 SYNTHETIC = "checkpoint_and_tail"
+#: The same actions with no checkpoint: every version streamed from its commits (`streamed_commits`).
+COMMITS_ONLY = "commits_only"
 PARQUET = {"delta-sharing-capabilities": "responseformat=parquet"}
 DELTA = {"delta-sharing-capabilities": "responseformat=delta;readerfeatures=deletionVectors"}
 HINT = json.dumps(
@@ -111,6 +115,12 @@ def write_synthetic(location: Path) -> None:
         (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
 
 
+def write_commits_only(location: Path) -> None:
+    write_synthetic(location)
+    for checkpoint in (location / "_delta_log").glob("*checkpoint*"):
+        checkpoint.unlink()
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator[Deployment]:
     tmp = tmp_path_factory.mktemp("cold")
@@ -118,8 +128,9 @@ def served(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Iterator
     for table in TESTDATA_TABLES:
         shutil.copytree(testdata / table, bucket / table)
     write_synthetic(bucket / SYNTHETIC)
+    write_commits_only(bucket / COMMITS_ONLY)
     deployment = deploy(tmp, {"type": "local", "root": str(tmp / "buckets")})
-    tables = [*TESTDATA_TABLES, SYNTHETIC]
+    tables = [*TESTDATA_TABLES, SYNTHETIC, COMMITS_ONLY]
     aliases = {}
     # An alias per table, request, format and way of serving it: each first request is cold.
     for table, body, form, way in itertools.product(
@@ -192,12 +203,12 @@ def api(served: Deployment) -> Iterator[httpx.Client]:
 
 @pytest.mark.parametrize("form", ["parquet", "delta"])
 @pytest.mark.parametrize("body", list(BODIES))
-@pytest.mark.parametrize("table", [*TESTDATA_TABLES, SYNTHETIC])
+@pytest.mark.parametrize("table", [*TESTDATA_TABLES, SYNTHETIC, COMMITS_ONLY])
 def test_first_answers_are_those_of_the_held_snapshot(
     api: httpx.Client, monkeypatch: pytest.MonkeyPatch, table: str, body: str, form: str
 ) -> None:
     headers = PARQUET if form == "parquet" else DELTA
-    if form == "parquet" and table == "table_with_deletion_logs":
+    if form == "parquet" and table in ("table_with_deletion_logs", "table-with-dv-small"):
         headers = DELTA  # the parquet format cannot carry deletion vectors: refused either way
     request = BODIES[body]
     held = answers(api, alias(table, body, form, "held"), request, headers)

@@ -20,6 +20,7 @@ from share_store.delta import reader as delta_reader
 from share_store.delta import replay
 from share_store.delta.advanced_snapshots import ACTIVE
 from share_store.delta.reader import DeltaTableReader
+from share_store.delta.streamed_commits import StreamedCommits
 from share_store.errors import TableFilesMissing
 from share_store.signing.file_urls import UrlSigner
 from share_store.storage.local import LocalStorage
@@ -174,3 +175,20 @@ def test_older_versions_and_builds_over_the_cap_are_not_built(
     delta_reader._pending.release()
     table._snapshots.drop(latest.version)
     assert not table.built(table.snapshot()).streamed  # room again: built
+
+
+def test_a_table_with_no_checkpoint_streams_its_commits_to_its_first_reader(
+    tmp_path: Path, cold: None
+) -> None:
+    location = tmp_path / "b" / "t"
+    for index in range(5):
+        write_deltalake(str(location), pa.table({"id": [index]}), mode="append")
+    table = reader(tmp_path)
+    first = table.snapshot()
+    assert isinstance(first.adds, StreamedCommits) and first.streamed and first.num_files == 5
+    held = table.built(first)
+    assert not held.streamed and paths(held.adds) == paths(first.adds)
+    assert table.snapshot() is held and ACTIVE in held.memo
+    # Time travel is read cold too: streamed, never built behind.
+    older = table.snapshot(2)
+    assert isinstance(older.adds, StreamedCommits) and table.built(older) is older
