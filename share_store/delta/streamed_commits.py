@@ -26,6 +26,7 @@ reports what is wrong as it always did.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ _SCAN_OPTIONS = pa_json.ParseOptions(explicit_schema=SCAN_SCHEMA, unexpected_fie
 # Blocks of 4 MB scan a 28 MB commit in 50 ms, the default 1 MB in 75 ms.
 _READ_OPTIONS = pa_json.ReadOptions(block_size=4 << 20)
 _NEWLINE, _OPEN = ord("\n"), ord("{")
+_line_finder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit-lines")
 
 
 class Lines:
@@ -74,7 +76,12 @@ class Lines:
     @classmethod
     def of(cls, data: bytes) -> Lines:
         buffer = np.frombuffer(data, np.uint8)
-        breaks = np.flatnonzero(buffer == _NEWLINE)
+        # A megabyte at a time: the comparison's array stays in cache, twice as fast as whole.
+        step = 1 << 20
+        found = [
+            np.flatnonzero(buffer[at : at + step] == _NEWLINE) + at for at in range(0, len(buffer), step)
+        ]
+        breaks = np.concatenate(found) if found else np.zeros(0, np.int64)
         starts = np.concatenate(([0], breaks + 1))
         ends = np.concatenate((breaks, [len(data)]))
         # Lines that open an object are not blank; the few others are looked at one by one.
@@ -107,13 +114,16 @@ def scan(
 ) -> ScannedCommits | None:
     """The state after `commits` (oldest first, from version 0); None if the scan cannot tell it."""
     data = commits[0] if len(commits) == 1 else b"\n".join(commits)
+    # The lines are found while pyarrow parses (both let go of the interpreter): 10 ms of 65.
+    found = _line_finder.submit(Lines.of, data)
     try:
         table = pa_json.read_json(
             pa.BufferReader(data), read_options=_READ_OPTIONS, parse_options=_SCAN_OPTIONS
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    lines = Lines.of(data)
+    finally:
+        lines = found.result()
     if table.num_rows != len(lines):  # two objects on one line, which a replay refuses
         return None
     table = table.combine_chunks()
@@ -132,9 +142,7 @@ def scan(
     add_rows = pc.indices_nonzero(is_add)
     add_keys = keys.take(add_rows)
     remove_keys = keys.filter(is_remove)
-    counted = pc.value_counts(add_keys)
-    repeated = counted.field("values").filter(pc.greater(counted.field("counts"), 1))
-    suspect_keys = pc.unique(pa.concat_arrays([remove_keys, repeated]))
+    suspect_keys = pc.unique(pa.concat_arrays([remove_keys, _repeated(add_keys)]))
     placed: dict[int, Action] = {}
     suspect_rows: set[int] = set()
     if len(suspect_keys):
@@ -153,12 +161,21 @@ def scan(
     vectors_present = vectors.null_count < len(vectors) or any(
         a.get("deletionVector") for a in placed.values()
     )
-    files = StreamedCommits(
-        lines, add_rows.to_pylist(), suspect_rows, placed, loads, (count, size, vectors_present)
-    )
+    # Through NumPy: `to_pylist()` takes 23 ms for 100,000 rows, this 2.
+    rows_of_adds = add_rows.to_numpy().tolist()
+    files = StreamedCommits(lines, rows_of_adds, suspect_rows, placed, loads, (count, size, vectors_present))
     return ScannedCommits(
         _last(lines, is_protocol, "protocol", loads), _last(lines, is_metadata, "metaData", loads), files
     )
+
+
+def _repeated(keys: pa.Array) -> pa.Array:
+    """The keys found more than once (none, as a rule: a file is added once, then its distinct
+    keys are as many as its rows, which `unique` tells in 7 ms where `value_counts` takes 12)."""
+    if len(pc.unique(keys)) == len(keys):
+        return keys.slice(0, 0)
+    counted = pc.value_counts(keys)
+    return counted.field("values").filter(pc.greater(counted.field("counts"), 1))
 
 
 def _keys(
