@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from share_store.delta.replay import ReplayState, collector_paused, file_identity
+from share_store.delta.collector import collector_paused
+from share_store.delta.replay import ReplayState, file_identity
 from share_store.tables.snapshot import TableSnapshot
 
 #: A held snapshot's memo entry: its active files by identity, which later versions start from.

@@ -12,12 +12,9 @@ result against deltalake on every version of every test table.
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -30,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from share_store.delta import streamed_commits
+from share_store.delta.collector import collector_paused
 from share_store.delta.log_listing import (
     CLASSIC_CHECKPOINT,
     MULTIPART_CHECKPOINT,
@@ -62,36 +60,6 @@ COMMIT_STREAM_FACTOR = 4
 #: round trip of a few milliseconds, and a table of many small commits has hundreds.
 PARALLEL_READS_FROM = 8
 _log_reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="log-read")
-
-
-_pause_lock = threading.Lock()
-_pauses = 0
-_resume = False
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector held off while a replay builds its dictionaries.
-
-    A replay makes a few dictionaries per file, long-lived and free of cycles;
-    the collector, set off by every few hundred allocations, would walk them
-    again and again: a quarter of a cold 100,000-file replay. Reference counting
-    still frees everything meanwhile. Replays in several threads share one
-    pause, which ends with the last of them.
-    """
-    global _pauses, _resume
-    with _pause_lock:
-        if _pauses == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pauses -= 1
-            if _pauses == 0 and _resume:
-                gc.enable()
 
 
 def _streamable(keys: list[str]) -> bool:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from share_store.delta import replay
+from share_store.delta import collector, replay
 from share_store.delta.replay import LogReader
 from share_store.errors import InvalidParameter, TableLogDamaged
 from share_store.signing.file_urls import UrlSigner
@@ -134,15 +134,15 @@ def test_checkpoint_rows_built_by_column_match_to_pylist(checkpoint: Path) -> No
 
 def test_the_collector_pause_nests_and_restores() -> None:
     assert gc.isenabled()
-    with replay.collector_paused():
+    with collector.collector_paused():
         assert not gc.isenabled()
-        with replay.collector_paused():  # another replay, as from another thread
+        with collector.collector_paused():  # another replay, as from another thread
             assert not gc.isenabled()
         assert not gc.isenabled()  # the first one still runs
     assert gc.isenabled()
     gc.disable()
     try:
-        with replay.collector_paused():
+        with collector.collector_paused():
             pass
         assert not gc.isenabled()  # a collector turned off by someone else stays off
     finally:
