@@ -254,10 +254,8 @@ class LogReader:
             keys = listing.checkpoints[checkpoint]
             if _streamable(keys) and listing.checkpoint_bytes.get(checkpoint, 0) > stream_above:
                 self._stream_checkpoint(keys, state)
-            elif not (
-                first_reader and len(keys) == 1 and self._stream_sidecars(keys[0], state, stream_above)
-            ):
-                self._load_checkpoint(keys, state)
+            else:
+                self._load_checkpoint(keys, state, stream_above if first_reader else None)
             start = checkpoint + 1
         versions = range(start, version + 1)
         commits = self._commits_bytes(listing, versions)
@@ -284,10 +282,23 @@ class LogReader:
             raise TableLogDamaged(f"the table's metadata at version {version} has no schema (schemaString)")
         return state
 
-    def _load_checkpoint(self, keys: list[str], state: ReplayState) -> None:
+    def _load_checkpoint(
+        self, keys: list[str], state: ReplayState, stream_sidecars_above: int | None
+    ) -> None:
+        """The checkpoint held in `state`; with `stream_sidecars_above`, a v2 checkpoint's sidecars of
+        more bytes than that are streamed instead, as a classic checkpoint's parts are (unless its
+        own file holds files too: a streamed set lists its parts alone)."""
         sidecars: list[dict[str, Any]] = []
         for key in keys:
             sidecars += self._load_top_level(key, state)
+        if (
+            stream_sidecars_above is not None
+            and sidecars
+            and not state.active
+            and sum(int(s.get("sizeInBytes") or 0) for s in sidecars) > stream_sidecars_above
+        ):
+            self._stream_sidecars(sidecars, state)
+            return
         for sidecar in sidecars:
             self._load_parquet(self._sidecar_key(sidecar), state)
 
@@ -306,18 +317,8 @@ class LogReader:
                 state.apply(action)
         return sidecars
 
-    def _stream_sidecars(self, key: str, state: ReplayState, stream_above: int) -> bool:
-        """A v2 checkpoint whose sidecars hold more than `stream_above` bytes, streamed from them as
-        a classic checkpoint is from its parts; False (nothing taken) if it holds files itself."""
-        top = ReplayState()
-        sidecars = self._load_top_level(key, top)
-        if (
-            top.active
-            or not sidecars
-            or sum(int(s.get("sizeInBytes") or 0) for s in sidecars) <= stream_above
-        ):
-            return False
-        state.protocol, state.metadata = top.protocol, top.metadata
+    def _stream_sidecars(self, sidecars: list[dict[str, Any]], state: ReplayState) -> None:
+        """Fetch the sidecars to disk, to be read a record batch at a time (`StreamedFileSet`)."""
         for sidecar in sidecars:
             try:
                 path, temporary = self.storage.local_file(self.bucket, self._sidecar_key(sidecar))
@@ -325,7 +326,6 @@ class LogReader:
                 raise TableFilesMissing() from error
             state.streamed_parts.append(path)
             state.streamed_temporary = temporary
-        return True
 
     def _stream_checkpoint(self, keys: list[str], state: ReplayState) -> None:
         """Fetch the checkpoint to disk and take only its protocol and metadata now."""
