@@ -145,15 +145,14 @@ def scan(
     suspect_keys = pc.unique(pa.concat_arrays([remove_keys, _repeated(add_keys)]))
     placed: dict[int, Action] = {}
     suspect_rows: set[int] = set()
-    if len(suspect_keys):
-        suspects = pc.and_(pc.or_(is_add, is_remove), pc.is_in(keys, value_set=suspect_keys))
-        rows = pc.indices_nonzero(suspects).to_pylist()
-        placed = _replay_apart(rows, lines, loads, identity)
-        suspect_rows = {row for row in rows if is_add[row].as_py()}
-    plain = pc.invert(pc.is_in(add_keys, value_set=suspect_keys)) if len(suspect_keys) else None
     sizes = add.field("size").take(add_rows)
     vectors = add.field("deletionVector").take(add_rows)
-    if plain is not None:
+    if len(suspect_keys):
+        suspect_adds = pc.is_in(add_keys, value_set=suspect_keys)
+        suspect_rows = set(add_rows.filter(suspect_adds).to_pylist())
+        suspects = pc.and_(pc.or_(is_add, is_remove), pc.is_in(keys, value_set=suspect_keys))
+        placed = _replay_apart(pc.indices_nonzero(suspects).to_pylist(), lines, loads, identity)
+        plain = pc.invert(suspect_adds)
         sizes, vectors = sizes.filter(plain), vectors.filter(plain)
     count = len(sizes) + len(placed)
     size = (pc.sum(sizes).as_py() or 0) + sum(int(action.get("size") or 0) for action in placed.values())
