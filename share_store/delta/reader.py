@@ -358,6 +358,10 @@ class DeltaTableReader:
     def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning | None:
         return self.storage.batch_signer(now, lifetime)
 
+    @property
+    def batch_signs_faster(self) -> bool:
+        return self.storage.batch_signs_faster
+
     def check_files_exist(self, snapshot: TableSnapshot, with_dvs: bool = False, ahead: float = 0.0) -> bool:
         """`TableFilesMissing` if any active data file (or DV file) is gone (vacuumed, lost).
 

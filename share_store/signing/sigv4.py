@@ -20,11 +20,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from share_store.arrow_text import string_data
 from share_store.signing.hmac_pads import PaddedHmac
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 # Keys made only of characters S3 leaves unencoded need no quoting at all.
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.~/-]*")
+_PLAIN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
 
 def _hmac(key: bytes, message: str) -> bytes:
@@ -84,23 +89,7 @@ class S3Presigner:
         self, expires_in: int, now: datetime | None = None, method: str = "GET"
     ) -> Callable[[str, str], str]:
         """`presign` as of one moment: what every URL shares (stamp, scope, query) is made once."""
-        moment = (now or datetime.now(UTC)).astimezone(UTC)
-        stamp, scope, credential, signing_key = self._per_second(moment)
-        query = (
-            f"X-Amz-Algorithm={ALGORITHM}&X-Amz-Credential={credential}&X-Amz-Date={stamp}"
-            f"&X-Amz-Expires={expires_in}&X-Amz-SignedHeaders=host"
-        )
-        if self.credentials.session_token:
-            token = quote(self.credentials.session_token, safe="")
-            # The URL keeps botocore's order; the signed canonical query is sorted,
-            # and X-Amz-Security-Token sorts before X-Amz-SignedHeaders.
-            signed_query = query.replace(
-                "&X-Amz-SignedHeaders", f"&X-Amz-Security-Token={token}&X-Amz-SignedHeaders"
-            )
-            query += f"&X-Amz-Security-Token={token}"
-        else:
-            signed_query = query
-        to_sign_head = f"{ALGORITHM}\n{stamp}\n{scope}\n"
+        query, signed_query, to_sign_head, signing_key = self._shared(expires_in, now)
         hexdigest = signing_key.hexdigest
         sha256 = hashlib.sha256
         plain = _PLAIN_KEY.fullmatch
@@ -120,3 +109,66 @@ class S3Presigner:
             return f"{scheme}://{host}{path}?{query}&X-Amz-Signature={signature}"
 
         return sign
+
+    def batch_signing(
+        self, expires_in: int, now: datetime | None = None, method: str = "GET"
+    ) -> Callable[[str, pa.Array], pa.Array]:
+        """`signing` for a record batch of keys of one bucket at once: the same URLs, with only the
+        two hashes made key by key and the canonical requests and URLs around them put together by
+        Arrow for the whole batch. A warm /query of 100,000 files on S3 spent most of its time in
+        `signing`'s string work (250 ms of 350)."""
+        query, signed_query, to_sign_head, signing_key = self._shared(expires_in, now)
+        inner, outer = signing_key.pads
+        # Every string to sign starts with the same head: the inner hash takes it in once.
+        headed = inner.copy()
+        headed.update(to_sign_head.encode())
+        sha256 = hashlib.sha256
+        scheme, netloc, base_path, path_style = self.scheme, self.netloc, self.base_path, self.path_style
+
+        def sign(bucket: str, keys: pa.Array) -> pa.Array:
+            host = netloc if path_style else f"{bucket}.{netloc}"
+            prefix = f"{base_path}/{bucket}/" if path_style else f"{base_path}/"
+            if string_data(keys).translate(None, _PLAIN_BYTES):  # some key needs quoting
+                plain = _PLAIN_KEY.fullmatch
+                keys = pa.array(
+                    [key if plain(key) else quote(key, safe="/~") for key in keys.to_pylist()], pa.string()
+                )
+            paths = pc.binary_join_element_wise(prefix, keys, "")
+            tail = f"\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
+            canonical = pc.binary_join_element_wise(f"{method}\n", paths, tail, "")
+            signatures: list[str] = []
+            append, copy_headed, copy_outer = signatures.append, headed.copy, outer.copy
+            # NumPy makes the bytes objects an order of magnitude faster than `to_pylist()`.
+            for request in canonical.cast(pa.binary()).to_numpy(zero_copy_only=False).tolist():
+                digest = copy_headed()
+                digest.update(sha256(request).hexdigest().encode())
+                signature = copy_outer()
+                signature.update(digest.digest())
+                append(signature.hexdigest())
+            query_head = f"?{query}&X-Amz-Signature="
+            return pc.binary_join_element_wise(
+                f"{scheme}://{host}", paths, query_head, pa.array(signatures, pa.string()), ""
+            )
+
+        return sign
+
+    def _shared(self, expires_in: int, now: datetime | None) -> tuple[str, str, str, PaddedHmac]:
+        """What every URL signed at one moment shares: its query as sent and as signed (sorted),
+        the head of the string to sign and the signing key."""
+        moment = (now or datetime.now(UTC)).astimezone(UTC)
+        stamp, scope, credential, signing_key = self._per_second(moment)
+        query = (
+            f"X-Amz-Algorithm={ALGORITHM}&X-Amz-Credential={credential}&X-Amz-Date={stamp}"
+            f"&X-Amz-Expires={expires_in}&X-Amz-SignedHeaders=host"
+        )
+        if self.credentials.session_token:
+            token = quote(self.credentials.session_token, safe="")
+            # The URL keeps botocore's order; the signed canonical query is sorted,
+            # and X-Amz-Security-Token sorts before X-Amz-SignedHeaders.
+            signed_query = query.replace(
+                "&X-Amz-SignedHeaders", f"&X-Amz-Security-Token={token}&X-Amz-SignedHeaders"
+            )
+            query += f"&X-Amz-Security-Token={token}"
+        else:
+            signed_query = query
+        return query, signed_query, f"{ALGORITHM}\n{stamp}\n{scope}\n", signing_key

@@ -42,6 +42,9 @@ class ObjectStorage(ABC):
 
     #: How long presigned URLs live, in seconds.
     url_lifetime: int
+    #: Whether `batch_signer` beats `url_signer` key by key, so that a held snapshot's files are
+    #: signed a batch at a time too (a streamed one's come in record batches: those always are).
+    batch_signs_faster = False
 
     @abstractmethod
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import boto3
+import pyarrow as pa
 import urllib3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from share_store.signing.sigv4 import Credentials, S3Presigner
-from share_store.storage.base import ObjectInfo, ObjectStorage, ObjectTooLarge, UrlSigning
+from share_store.storage.base import BatchSigning, ObjectInfo, ObjectStorage, ObjectTooLarge, UrlSigning
 from share_store.storage.s3_errors import (
     ABSENT,
     ELSEWHERE,
@@ -67,6 +68,11 @@ class S3Settings:
 
 
 class S3Storage(ObjectStorage):
+    #: A SigV4 URL's canonical request and the URL around its signature, put together by Arrow for
+    #: a batch, cost a third of that string work key by key (a warm /query of 100,000 files spent
+    #: 250 of its 350 ms signing). Local URLs sign so short a message that key by key is as fast.
+    batch_signs_faster = True
+
     def __init__(self, settings: S3Settings, url_lifetime: int = 3600) -> None:
         self.settings = settings
         self.url_lifetime = url_lifetime
@@ -307,5 +313,16 @@ class S3Storage(ObjectStorage):
 
         def signed(bucket: str, key: str) -> tuple[str, int]:
             return sign(bucket, key), expiration
+
+        return signed
+
+    def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning | None:
+        if self._presigner is None:
+            return None
+        seconds = self.lifetime(now, lifetime)
+        sign, expiration = self._presigner.batch_signing(seconds), int(now + seconds) * 1000
+
+        def signed(bucket: str, keys: pa.Array) -> tuple[pa.Array, int]:
+            return sign(bucket, keys), expiration
 
         return signed

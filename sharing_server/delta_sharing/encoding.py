@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import repeat
 from typing import Any, Protocol, cast, runtime_checkable
 
 import pyarrow as pa
@@ -18,6 +19,11 @@ from sharing_server.delta_sharing.line_templates import BUCKET, DV_BUCKET, DV_KE
 from sharing_server.delta_sharing.streamed_lines import BatchEncoder, Unencodable, present_fields
 
 PARQUET_KINDS = {"add": "add", "remove": "remove", "cdc": "cdf"}
+#: Files of a held snapshot whose URLs are signed at once: few in the first batch, doubling up to
+#: `SIGNED_BATCH`, since the answer's first chunk (64 KB, a hundred lines or so) waits for the
+#: batches it holds; then enough that Arrow's work per batch is small beside its files'.
+FIRST_SIGNED_BATCH = 64
+SIGNED_BATCH = 4096
 _UNMADE: Any = object()  # a file whose template is not made yet (None: cannot be made)
 
 
@@ -39,6 +45,11 @@ class BatchFileSigner(FileSigner, Protocol):
     def locate_many(self, paths: pa.Array) -> tuple[str, pa.Array] | None: ...
 
     def batch_signer(self, now: float, lifetime: int | None = None) -> BatchSigning | None: ...
+
+    @property
+    def batch_signs_faster(self) -> bool:
+        """Whether a held snapshot's files are signed a batch at a time too (`ObjectStorage`)."""
+        ...
 
 
 class LineEncoder:
@@ -148,10 +159,16 @@ class LineEncoder:
                 yield self.entry_file("add", entry, version=version)
             return
         # Entries are the snapshot's actions with its partition columns: the actions suffice.
-        columns = tuple(snapshot.partition_columns)
         files = snapshot.adds if entries is None else (entry.action for entry in entries)
         templates = self._templates(snapshot, version)
-        sign = self.signer.url_signer(self.now, self.url_lifetime)
+        signer = self.signer
+        if isinstance(signer, BatchFileSigner) and signer.batch_signs_faster:
+            sign_many = signer.batch_signer(self.now, self.url_lifetime)
+            if sign_many is not None:
+                yield from self._signed_in_batches(snapshot, files, templates, version, sign_many)
+                return
+        columns = tuple(snapshot.partition_columns)
+        sign = signer.url_signer(self.now, self.url_lifetime)
         fill = line_templates.fill
         last_expiration, expiry = -1, b""
         for action in files:
@@ -167,12 +184,67 @@ class LineEncoder:
                 last_expiration, expiry = expiration, str(expiration).encode()
                 if self.min_expiration is None or expiration < self.min_expiration:
                     self.min_expiration = expiration
-            dv_url = None
-            if template[DV_KEY] is not None:
-                dv_url, dv_expiration = sign(template[DV_BUCKET], template[DV_KEY])
-                if self.min_expiration is None or dv_expiration < self.min_expiration:
-                    self.min_expiration = dv_expiration
+            dv_url = None if template[DV_KEY] is None else self._dv_url(template)
             yield fill(template, url, expiry, dv_url)
+
+    def _signed_in_batches(
+        self,
+        snapshot: TableSnapshot,
+        files: Iterable[dict[str, Any]],
+        templates: dict[int, LineTemplate | None],
+        version: int | None,
+        sign_many: BatchSigning,
+    ) -> Iterator[dict[str, Any] | bytes]:
+        """`snapshot_files`' loop for a storage that signs a batch of URLs faster than one by one:
+        the lines, in the same order, their URLs signed `SIGNED_BATCH` at a time."""
+        columns = tuple(snapshot.partition_columns)
+        pending: list[tuple[dict[str, Any], LineTemplate]] = []
+        size = FIRST_SIGNED_BATCH
+        for action in files:
+            template = templates.get(id(action), _UNMADE)
+            if template is _UNMADE:
+                template = templates[id(action)] = self._template(FileEntry(action, columns), version)
+            if template is None:
+                yield from self._filled(pending, sign_many)  # the lines before it go first
+                pending = []
+                yield self.entry_file("add", FileEntry(action, columns), version=version)
+                continue
+            pending.append((action, template))
+            if len(pending) >= size:
+                yield from self._filled(pending, sign_many)
+                pending, size = [], min(2 * size, SIGNED_BATCH)
+        yield from self._filled(pending, sign_many)
+
+    def _filled(
+        self, pending: list[tuple[dict[str, Any], LineTemplate]], sign_many: BatchSigning
+    ) -> Iterator[bytes]:
+        """The lines of files whose templates are made, their URLs signed at once per bucket."""
+        if not pending:
+            return
+        bucket = pending[0][1][BUCKET]
+        if all(template[BUCKET] == bucket for _, template in pending):
+            urls, expiration = sign_many(
+                bucket, pa.array([template[KEY] for _, template in pending], pa.string())
+            )
+            signed: Iterable[tuple[str, int]] = zip(
+                urls.to_numpy(zero_copy_only=False).tolist(), repeat(expiration)
+            )
+        else:  # files in several buckets (a table's files are in its own, as a rule): one by one
+            signed = (self._sign((template[BUCKET], template[KEY])) for _, template in pending)
+        fill = line_templates.fill
+        last_expiration, expiry = -1, b""
+        for (action, template), (url, expiration) in zip(pending, signed, strict=True):
+            self.file_bytes += action.get("size") or 0
+            if expiration != last_expiration:  # once per batch, as a rule
+                last_expiration, expiry = expiration, str(expiration).encode()
+                if self.min_expiration is None or expiration < self.min_expiration:
+                    self.min_expiration = expiration
+            dv_url = None if template[DV_KEY] is None else self._dv_url(template)
+            yield fill(template, url, expiry, dv_url)
+
+    def _dv_url(self, template: LineTemplate) -> str:
+        """The URL of a file's deletion vector on disk (few tables have them)."""
+        return self._sign((template[DV_BUCKET], template[DV_KEY]))[0]
 
     def prepare(self, snapshot: TableSnapshot) -> int:
         """Make the templates `snapshot_files` would make for every file of `snapshot`; how many were new.

@@ -7,10 +7,12 @@ from datetime import UTC, datetime
 
 import boto3
 import httpx
+import pyarrow as pa
 import pytest
 from botocore.config import Config
 
 from share_store.signing.sigv4 import Credentials, S3Presigner
+from share_store.storage.s3 import S3Settings, S3Storage
 
 KEYS = [
     "a/b c%2F.parquet",
@@ -61,3 +63,46 @@ def test_seaweedfs_accepts_ranges_and_refuses_expired(seaweed) -> None:
     assert httpx.get(url.replace("a%20b", "a%20c")).status_code == 403
     expired = signer.presign("signing", "dir/a b.bin", 1, datetime.fromtimestamp(time.time() - 5, UTC))
     assert httpx.get(expired).status_code == 403
+
+
+@pytest.mark.parametrize("token", [None, "session/token+with=odd chars"])
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9000", "https://s3.example.com", "http://h:1/prefix"])
+@pytest.mark.parametrize("path_style", [True, False])
+@pytest.mark.parametrize("plain_only", [True, False])
+def test_batch_signing_gives_the_urls_of_signing(
+    token: str | None, endpoint: str, path_style: bool, plain_only: bool
+) -> None:
+    """A record batch's URLs, signed at once, are those signed one by one, byte for byte: plain
+    keys alone, and among keys that need quoting; path-style and virtual-host addressing."""
+    ours = S3Presigner(endpoint, "eu-west-3", Credentials("AKIA/TEST", "s3cr3t", token), path_style)
+    keys = [key for key in KEYS if not plain_only or key == "plain"] + [
+        f"t/part-{i:05d}.parquet" for i in range(50)
+    ]
+    moment = datetime.fromtimestamp(int(time.time()), UTC)
+    one_by_one = ours.signing(900, moment)
+    batch = ours.batch_signing(900, moment)("my-bucket", pa.array(keys, pa.string()))
+    assert batch.to_pylist() == [one_by_one("my-bucket", key) for key in keys]
+    # A slice of a larger batch (its offsets not at 0), as a streamed checkpoint's batches are.
+    sliced = pa.array(["skipped", *keys], pa.string()).slice(1)
+    assert ours.batch_signing(900, moment)("my-bucket", sliced).to_pylist() == batch.to_pylist()
+
+
+def test_storage_batch_signer_matches_its_url_signer() -> None:
+    """`S3Storage.batch_signer`, which /query uses for a record batch of files, gives the URLs and
+    the expiry its `url_signer` gives file by file."""
+    storage = S3Storage(
+        S3Settings(endpoint="http://127.0.0.1:9000", region="us-east-1", access_key="AKIA", secret_key="k"),
+        600,
+    )
+    now = time.time()
+    keys = ["a/b c.parquet", "d/e.parquet"]
+    for _ in range(5):  # both within the same second
+        second = int(time.time())
+        one = storage.url_signer(now, 120)
+        expected = [one("bkt", key) for key in keys]
+        signer = storage.batch_signer(now, 120)
+        assert signer is not None
+        urls, expiration = signer("bkt", pa.array(keys, pa.string()))
+        if int(time.time()) == second:
+            break
+    assert [(url, expiration) for url in urls.to_pylist()] == expected
