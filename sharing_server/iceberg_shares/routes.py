@@ -211,20 +211,22 @@ class ShareCatalog:
         metrics = self.metrics
         method, uri, headers = _parsed(await request.body())
         fields = audit_fields(request)
+
+        def signed() -> tuple[str, dict[str, list[str]]]:
+            # The token, its share and the signature in one trip to a worker thread: a scan signs
+            # every object it reads, one request each, and each trip costs the event loop a wakeup.
+            try:
+                opened = self._signing_share(request)
+            except (Unauthenticated, Forbidden, NotFound) as error:
+                raise SigningRefused(error.message) from None
+            return self.shares.sign(opened.name, method, uri, headers, fields, opened.audience)
+
         try:
-            opened = await run_in_threadpool(self._signing_share, request)
-        except (Unauthenticated, Forbidden, NotFound) as error:
-            metrics.iceberg_signatures.labels("refused").inc()
-            raise IcebergError(403, error.message) from None
-        try:
-            signed = await run_in_threadpool(
-                self.shares.sign, opened.name, method, uri, headers, fields, opened.audience
-            )
+            signed_uri, signed_headers = await run_in_threadpool(signed)
         except SigningRefused as error:
             metrics.iceberg_signatures.labels("refused").inc()
             raise IcebergError(403, str(error)) from None
         metrics.iceberg_signatures.labels("signed").inc()
-        signed_uri, signed_headers = signed
         return JSONResponse(
             {"uri": signed_uri, "headers": signed_headers}, headers={"Cache-Control": "no-store"}
         )
