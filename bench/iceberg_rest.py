@@ -25,6 +25,7 @@ from bench.paths import DATA
 from bench.results import record
 from bench.rows import sample_rows
 from bench.servers import Server, running_seaweed
+from bench.timing import ratio_row
 from testbed.seaweed import upload_tree
 
 BUCKET = "icebergrest"
@@ -116,4 +117,13 @@ def bench_iceberg_rest(files: int) -> None:
                 f"Iceberg REST: scan of {files:,} files, facade (remote signing) / direct (keys)",
                 f"{through_s:.2f} / {direct_s:.2f} s",
             )
-            record(f"Iceberg REST: scan of {files:,} files: ratio", f"{through_s / direct_s:.2f}x")
+            # Issue 54's goal is against pyarrow's FileIO with keys; pyiceberg signs remotely only
+            # through its fsspec FileIO, whose cost with keys alone is the row above, so the second
+            # ratio is signing's own price, the same FileIO on both sides.
+            ratio_row(f"Iceberg REST: scan of {files:,} files: facade / direct (pyarrow FileIO, keys)",
+                      through_s / direct_s, 2.0)  # fmt: skip
+            ratio_row(
+                f"Iceberg REST: scan of {files:,} files: facade / direct with the same fsspec FileIO (keys)",
+                through_s / fsspec_s,
+                None,
+            )
