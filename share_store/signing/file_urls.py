@@ -8,21 +8,17 @@ presigned by such a parameter.
 from __future__ import annotations
 
 import hmac
-import re
 from collections.abc import Callable
 from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from share_store.arrow_text import string_data
 from share_store.signing.hmac_pads import PaddedHmac
+from share_store.signing.url_paths import UNRESERVED_PATH, quoted_paths
 
 EXPIRES_PARAM = "X-Sharing-Expires"
 SIGNATURE_PARAM = "X-Amz-Signature"
-# What quote(..., safe="/") leaves as is.
-UNRESERVED_PATH = re.compile(r"[A-Za-z0-9_.~/-]*")
-_UNRESERVED_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
 
 class UrlSigner:
@@ -91,12 +87,7 @@ class UrlSigner:
                 signature = copy_outer()
                 signature.update(digest.digest())
                 append(signature.hexdigest())
-            paths = pc.binary_join_element_wise(f"{bucket}/", keys, "")
-            # Whether any key needs quoting, from all their bytes at once (`translate` is fast).
-            if string_data(keys).translate(None, _UNRESERVED_BYTES) or not UNRESERVED_PATH.fullmatch(bucket):
-                plain = UNRESERVED_PATH.fullmatch
-                quoted = [path if plain(path) else quote(path, safe="/") for path in paths.to_pylist()]
-                paths = pa.array(quoted, pa.string())
+            paths = quoted_paths(pc.binary_join_element_wise(f"{bucket}/", keys, ""))
             urls = pc.binary_join_element_wise(base, paths, query, pa.array(signatures, pa.string()), "")
             return urls, expiration
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,13 +22,10 @@ from urllib.parse import quote, urlsplit
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from share_store.arrow_text import string_data
 from share_store.signing.hmac_pads import PaddedHmac
+from share_store.signing.url_paths import UNRESERVED_PATH, quoted_paths
 
 ALGORITHM = "AWS4-HMAC-SHA256"
-# Keys made only of characters S3 leaves unencoded need no quoting at all.
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.~/-]*")
-_PLAIN_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
 
 def _hmac(key: bytes, message: str) -> bytes:
@@ -92,11 +88,11 @@ class S3Presigner:
         query, signed_query, to_sign_head, signing_key = self._shared(expires_in, now)
         hexdigest = signing_key.hexdigest
         sha256 = hashlib.sha256
-        plain = _PLAIN_KEY.fullmatch
+        plain = UNRESERVED_PATH.fullmatch
         scheme, netloc, base_path, path_style = self.scheme, self.netloc, self.base_path, self.path_style
 
         def sign(bucket: str, key: str) -> str:
-            quoted_key = key if plain(key) else quote(key, safe="/~")
+            quoted_key = key if plain(key) else quote(key, safe="/")
             if path_style:
                 host = netloc
                 path = f"{base_path}/{bucket}/{quoted_key}"
@@ -128,12 +124,7 @@ class S3Presigner:
         def sign(bucket: str, keys: pa.Array) -> pa.Array:
             host = netloc if path_style else f"{bucket}.{netloc}"
             prefix = f"{base_path}/{bucket}/" if path_style else f"{base_path}/"
-            if string_data(keys).translate(None, _PLAIN_BYTES):  # some key needs quoting
-                plain = _PLAIN_KEY.fullmatch
-                keys = pa.array(
-                    [key if plain(key) else quote(key, safe="/~") for key in keys.to_pylist()], pa.string()
-                )
-            paths = pc.binary_join_element_wise(prefix, keys, "")
+            paths = pc.binary_join_element_wise(prefix, quoted_paths(keys), "")
             tail = f"\n{signed_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
             canonical = pc.binary_join_element_wise(f"{method}\n", paths, tail, "")
             signatures: list[str] = []
