@@ -78,11 +78,14 @@ class LineEncoder:
     def served_bytes(self) -> int:
         return self.file_bytes
 
-    def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
-        # One signer for the whole response: its per-response work (keys, stamps) is done once.
+    def _signing(self) -> UrlSigning:
+        """One signer for the whole response: its per-response work (keys, stamps) is done once."""
         if self._url_signer is None:
             self._url_signer = self.signer.url_signer(self.now, self.url_lifetime)
-        url, expiration = self._url_signer(*location)
+        return self._url_signer
+
+    def _sign(self, location: tuple[str, str]) -> tuple[str, int]:
+        url, expiration = self._signing()(*location)
         if self.min_expiration is None or expiration < self.min_expiration:
             self.min_expiration = expiration
         return url, expiration
@@ -168,7 +171,7 @@ class LineEncoder:
                 yield from self._signed_in_batches(snapshot, files, templates, version, sign_many)
                 return
         columns = tuple(snapshot.partition_columns)
-        sign = signer.url_signer(self.now, self.url_lifetime)
+        sign = self._signing()
         fill = line_templates.fill
         last_expiration, expiry = -1, b""
         for action in files:
@@ -283,7 +286,7 @@ class LineEncoder:
             batches = BatchEncoder(
                 self.format,
                 self.hash_kind,
-                signer.url_signer(self.now, self.url_lifetime),
+                self._signing(),
                 signer.batch_signer(self.now, self.url_lifetime),
                 signer.locate_many,
                 columns,
