@@ -572,3 +572,34 @@ def test_a_broken_table_in_a_share_does_not_stop_its_neighbours_signatures(recip
     for share in ("mixed", "mixedlatest"):
         answer = rsign(recipients, recipients.token(share), "GET", ok)
         assert answer.status_code == 200, (share, answer.text)
+
+
+def test_the_recipients_signer_refuses_bad_revoked_and_named_recipients_tokens_with_a_403(
+    recipients: Deployment,
+) -> None:
+    """The token is checked in the same worker trip as the signature: a wrong secret, a revoked
+    token and a named recipient's token at the URL naming no share are each a 403 in the Iceberg
+    error model, with nothing signed, and counted as refused."""
+    ok = data_url(recipients, "customer")
+    store = recipients.store
+    revoked, secret = store.create_token("ice", None, "revoked")
+    store.revoke_token("ice", revoked.id)
+    store.create_recipient("acme-signer")
+    store.grant_share("acme-signer", "ice")
+    _, named = store.create_recipient_token("acme-signer", None)
+    metrics_url = recipients.endpoint.removesuffix("/delta-sharing") + "/metrics"
+
+    def refused() -> float:
+        lines = httpx.get(metrics_url).text.splitlines()
+        return sum(
+            float(line.split()[-1])
+            for line in lines
+            if "iceberg_signatures_total{" in line and "refused" in line
+        )
+
+    before = refused()
+    for token in ("no-such-secret", secret, named):
+        answer = rsign(recipients, token, "GET", ok)
+        assert answer.status_code == 403, answer.text
+        assert answer.json()["error"]["type"] == FORBIDDEN and "uri" not in answer.json()
+    assert refused() - before == 3
