@@ -1,5 +1,5 @@
-"""SigV4 query-string presigning for S3 object URLs (GET, and the server's own PUT and DELETE),
-written for speed.
+"""SigV4 query-string presigning for S3 object URLs (GET, and the server's own PUT and DELETE)
+and for the server's own listings, written for speed.
 
 botocore spends about 0.3 ms per URL building a request object, hooks and a
 canonical request through generic code; a 100,000-file table would spend half
@@ -142,6 +142,27 @@ class S3Presigner:
             )
 
         return sign
+
+    def presign_listing(
+        self, bucket: str, params: list[tuple[str, str]], expires_in: int, now: datetime | None = None
+    ) -> str:
+        """A ListObjectsV2 URL of `bucket` with `params` (query names as S3 spells them: `prefix`,
+        `delimiter`, `start-after`, ...), byte for byte botocore's `generate_presigned_url(
+        "list_objects_v2", ...)` with its parameters given in the same order."""
+        query, signed_query, to_sign_head, signing_key = self._shared(expires_in, now)
+        asked = [("list-type", "2"), *params]
+        listing = [(quote(name, safe=""), quote(value, safe="")) for name, value in asked]
+        signed = [tuple(pair.split("=", 1)) for pair in signed_query.split("&")]
+        canonical_query = "&".join(f"{name}={value}" for name, value in sorted([*listing, *signed]))
+        # Path-style only, as the server's own requests are (`S3Storage` signs them itself then alone).
+        if not self.path_style:
+            raise ValueError("listings are signed for path-style addressing only")
+        host, path = self.netloc, f"{self.base_path}/{bucket}"
+        canonical = f"GET\n{path}\n{canonical_query}\nhost:{host}\n\nhost\nUNSIGNED-PAYLOAD"
+        hashed = hashlib.sha256(canonical.encode()).hexdigest()
+        signature = signing_key.hexdigest((to_sign_head + hashed).encode())
+        head = "&".join(f"{name}={value}" for name, value in listing)
+        return f"{self.scheme}://{host}{path}?{head}&{query}&X-Amz-Signature={signature}"
 
     def _shared(self, expires_in: int, now: datetime | None) -> tuple[str, str, str, PaddedHmac]:
         """What every URL signed at one moment shares: its query as sent and as signed (sorted),

@@ -24,6 +24,7 @@ import urllib3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from share_store.errors import StorageUnavailable
 from share_store.signing.sigv4 import Credentials, S3Presigner
 from share_store.storage.base import BatchSigning, ObjectInfo, ObjectStorage, ObjectTooLarge, UrlSigning
 from share_store.storage.s3_errors import (
@@ -37,7 +38,14 @@ from share_store.storage.s3_errors import (
     s3_errors,
 )
 from share_store.storage.s3_object_reader import S3ObjectReader
-from share_store.storage.s3_signed_requests import NoSuchBucket, list_page, listed_keys, object_request
+from share_store.storage.s3_signed_requests import (
+    ListingPage,
+    NoSuchBucket,
+    list_page,
+    listed_keys,
+    listing_page,
+    object_request,
+)
 
 # A missing-file check lists the keys it looks for in ranges of this many, each from
 # the key before the range on, all at once: one page each when the keys are dense. A
@@ -117,6 +125,11 @@ class S3Storage(ObjectStorage):
         )
 
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
+        if self._lists_own(bucket):
+            for page in self._listing(bucket, prefix, start_after):
+                for item in page.objects:
+                    yield ObjectInfo(key=item.key, size=item.size, modified_ms=item.modified_ms)
+            return
         paginator = self._client.get_paginator("list_objects_v2")
         extra = {"StartAfter": start_after} if start_after else {}
         with s3_errors(({"NoSuchBucket"}, None)):  # no bucket: nothing in it
@@ -129,6 +142,8 @@ class S3Storage(ObjectStorage):
                     )
 
     def folders(self, bucket: str, prefix: str) -> builtins.list[str]:
+        if self._lists_own(bucket):
+            return [folder for page in self._listing(bucket, prefix, None) for folder in page.prefixes]
         paginator = self._client.get_paginator("list_objects_v2")
         with s3_errors(({"NoSuchBucket"}, None)):
             return [
@@ -138,7 +153,39 @@ class S3Storage(ObjectStorage):
             ]
         return []  # no bucket: no folders
 
+    def _lists_own(self, bucket: str) -> bool:
+        """Whether listings of `bucket` go by URLs our signer signs (`_listing`)."""
+        return self._own_signer is not None and bucket not in _DOT_SEGMENTS
+
+    def _listing(self, bucket: str, prefix: str, start_after: str | None) -> Iterator[ListingPage]:
+        """The pages of a listing of `prefix` one level deep, by URLs our signer signs and read by
+        hand (`listing_page`, which says why); no bucket lists nothing, as with botocore."""
+        assert self._own_signer is not None
+        attempts = max(self.settings.max_attempts, 1)
+        params = [("prefix", prefix), ("delimiter", "/"), ("encoding-type", "url")]
+        if start_after:
+            params.append(("start-after", start_after))
+        while True:
+            url = self._own_signer.presign_listing(bucket, params, OWN_URL_SECONDS)
+            try:
+                page = listing_page(list_page(self._http, self._timeout, attempts, url))
+            except NoSuchBucket:
+                return
+            except ValueError as error:
+                raise StorageUnavailable("object storage answered a listing that is not one") from error
+            yield page
+            if page.next_token is None:
+                return
+            params = [*params[:3], ("continuation-token", page.next_token)]
+
     def read(self, bucket: str, key: str) -> bytes:
+        if self._signs_own(key) and bucket not in _DOT_SEGMENTS:
+            # By a URL our signer signs: a never-read table's first reader waits for its commits
+            # (`object_request` says what it saves).
+            data = self._object_request("GET", bucket, key, None, "GetObject", (ABSENT, None))
+            if data is None:
+                raise FileNotFoundError(f"{bucket}/{key}")
+            return data
         with s3_errors((ABSENT, FileNotFoundError(f"{bucket}/{key}"))):
             return self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
 
@@ -226,13 +273,13 @@ class S3Storage(ObjectStorage):
     def _object_request(
         self, method: str, bucket: str, key: str, body: bytes | None, operation: str, *rules: Rule,
         denied: Meaning = permission_denied,
-    ) -> None:  # fmt: skip
-        """One PUT or DELETE of an object by a URL our signer signs, its answer mapped as botocore's
-        (`s3_signed_requests.object_request`, which says why not through botocore)."""
+    ) -> bytes | None:  # fmt: skip
+        """One GET, PUT or DELETE of an object by a URL our signer signs, its answer mapped as
+        botocore's (`s3_signed_requests.object_request`, which says why not through botocore)."""
         assert self._own_signer is not None
         url = self._own_signer.presign(bucket, key, OWN_URL_SECONDS, method=method)
         attempts = max(self.settings.max_attempts, 1)
-        object_request(
+        return object_request(
             self._http, self._timeout, attempts, method, url, body, operation, *rules, denied=denied
         )
 
@@ -281,11 +328,17 @@ class S3Storage(ObjectStorage):
         return [key for key in wanted if key not in present]
 
     def _list_page(self, bucket: str, prefix: str, start_after: str | None) -> bytes:
-        """One ListObjectsV2 page's XML (keys URL-encoded), by a URL botocore presigns."""
-        params = {"Bucket": bucket, "Prefix": prefix, "EncodingType": "url"}
-        if start_after:
-            params["StartAfter"] = start_after
-        url = self._client.generate_presigned_url("list_objects_v2", Params=params, ExpiresIn=300)
+        """One ListObjectsV2 page's XML (keys URL-encoded), by a URL our signer (else botocore) signs."""
+        if self._lists_own(bucket):
+            assert self._own_signer is not None
+            listing = [("prefix", prefix), ("encoding-type", "url")]
+            listing += [("start-after", start_after)] if start_after else []
+            url = self._own_signer.presign_listing(bucket, listing, OWN_URL_SECONDS)
+        else:
+            params = {"Bucket": bucket, "Prefix": prefix, "EncodingType": "url"}
+            if start_after:
+                params["StartAfter"] = start_after
+            url = self._client.generate_presigned_url("list_objects_v2", Params=params, ExpiresIn=300)
         return list_page(self._http, self._timeout, max(self.settings.max_attempts, 1), url)
 
     def lifetime(self, now: float, wanted: int | None = None) -> int:

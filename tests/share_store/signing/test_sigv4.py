@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 import httpx
@@ -22,12 +23,9 @@ KEYS = [
 ]
 
 
-@pytest.mark.parametrize("token", [None, "session/token+with=odd chars"])
-@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9000", "https://s3.example.com", "http://h:1/prefix"])
-@pytest.mark.parametrize(("method", "operation"), [("GET", "get_object"), ("PUT", "put_object"),
-                                                   ("DELETE", "delete_object")])  # fmt: skip
-def test_identical_to_botocore(token: str | None, endpoint: str, method: str, operation: str) -> None:
-    client = boto3.client(
+def botocore_client(endpoint: str, token: str | None) -> Any:
+    """What our signer is compared with: botocore's client for the same keys, path-style."""
+    return boto3.client(
         "s3",
         endpoint_url=endpoint,
         region_name="eu-west-3",
@@ -36,6 +34,14 @@ def test_identical_to_botocore(token: str | None, endpoint: str, method: str, op
         aws_session_token=token,
         config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
     )
+
+
+@pytest.mark.parametrize("token", [None, "session/token+with=odd chars"])
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9000", "https://s3.example.com", "http://h:1/prefix"])
+@pytest.mark.parametrize(("method", "operation"), [("GET", "get_object"), ("PUT", "put_object"),
+                                                   ("DELETE", "delete_object")])  # fmt: skip
+def test_identical_to_botocore(token: str | None, endpoint: str, method: str, operation: str) -> None:
+    client = botocore_client(endpoint, token)
     ours = S3Presigner(endpoint, "eu-west-3", Credentials("AKIA/TEST", "s3cr3t", token))
     for key in KEYS:
         for _ in range(5):  # both must sign within the same second
@@ -106,3 +112,28 @@ def test_storage_batch_signer_matches_its_url_signer() -> None:
         if int(time.time()) == second:
             break
     assert [(url, expiration) for url in urls.to_pylist()] == expected
+
+
+LISTINGS = [
+    [("prefix", "t 1/_delta_log/"), ("delimiter", "/"), ("encoding-type", "url")],
+    [("prefix", "ünï/a+b~c="), ("encoding-type", "url"), ("start-after", "ünï/a+b~c=/00.json")],
+    [("prefix", "x/"), ("delimiter", "/"), ("encoding-type", "url"), ("continuation-token", "tok/en+=")],
+]
+
+
+@pytest.mark.parametrize("token", [None, "session/token+with=odd chars"])
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9000", "https://s3.example.com", "http://h:1/prefix"])
+def test_listings_identical_to_botocore(token: str | None, endpoint: str) -> None:
+    client = botocore_client(endpoint, token)
+    ours = S3Presigner(endpoint, "eu-west-3", Credentials("AKIA/TEST", "s3cr3t", token))
+    names = {"prefix": "Prefix", "delimiter": "Delimiter", "encoding-type": "EncodingType",
+             "start-after": "StartAfter", "continuation-token": "ContinuationToken"}  # fmt: skip
+    for params in LISTINGS:
+        for _ in range(5):  # both must sign within the same second
+            second = int(time.time())
+            mine = ours.presign_listing("my-bucket", params, 300, datetime.fromtimestamp(second, UTC))
+            botocore_params = {"Bucket": "my-bucket", **{names[name]: value for name, value in params}}
+            theirs = client.generate_presigned_url("list_objects_v2", Params=botocore_params, ExpiresIn=300)
+            if int(time.time()) == second:
+                break
+        assert mine == theirs

@@ -23,8 +23,10 @@ from botocore.exceptions import (
 )
 
 from share_store.errors import StorageUnavailable, TableFilesMissing
+from share_store.storage.base import ObjectInfo
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.s3_errors import client_error, s3_errors, storage_error
+from share_store.storage.s3_signed_requests import ListedObject, listing_page
 
 UNCHANGED = "unchanged"  # the answer raised as botocore reported it
 DENIED = (TableFilesMissing, "permission denied")
@@ -346,6 +348,15 @@ def test_the_listing_maps_its_answers(
 # -- the server's own PUT and single DELETE (`_object_request`) ------------------------------------
 
 OK = Response(200)
+NOT_A_PAGE = (StorageUnavailable, "object storage answered a listing that is not one")
+LISTED = Response(
+    200,
+    b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+    b"<Name>b</Name><Prefix>p%2F</Prefix><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+    b"<Contents><Key>p%2Fa+b%2Bc</Key><LastModified>2025-12-06T05:46:40.123Z</LastModified>"
+    b"<ETag>&quot;e&quot;</ETag><Size>3</Size></Contents>"
+    b"<CommonPrefixes><Prefix>p%2Fsub%2F</Prefix></CommonPrefixes></ListBucketResult>",
+)
 WRITE_REFUSED = (PermissionError, "cannot write to bucket b")
 
 
@@ -367,14 +378,33 @@ WRITE_REFUSED = (PermissionError, "cannot write to bucket b")
         ("delete", [Response(503, code("SlowDown"))], DOWN, 2),
         ("delete", [Response(404, code("NoSuchBucket"))], ("unchanged", "NoSuchBucket"), 1),
         ("delete", [urllib3.exceptions.ReadTimeoutError(None, "/", "slow")], DOWN, 2),
+        ("read", [Response(200, b"a commit")], returned(b"a commit"), 1),
+        ("read", [Response(404, code("NoSuchKey"))], (FileNotFoundError, "b/k"), 1),
+        ("read", [Response(404)], (FileNotFoundError, "b/k"), 1),  # bodiless
+        ("read", [Response(404, code("NoSuchBucket"))], (FileNotFoundError, "b/k"), 1),
+        ("read", [Response(403, code("InvalidAccessKeyId"))], DENIED, 1),
+        ("read", [Response(500, code("InternalError")), Response(200, b"x")], returned(b"x"), 2),
+        ("read", [Response(500, code("InternalError"))], DOWN, 2),
+        ("read", [Response(416, code("InvalidRange"))], ("unchanged", "InvalidRange"), 1),
+        ("read", [urllib3.exceptions.ProtocolError("reset"), Response(200, b"x")], returned(b"x"), 2),
+        ("list", [LISTED], returned([ObjectInfo("p/a b+c", 3, 1_765_000_000_123)]), 1),
+        ("list", [Response(404, code("NoSuchBucket"))], returned([]), 1),
+        ("list", [Response(403, code("AccessDenied"))], DENIED, 1),
+        ("list", [Response(503, code("SlowDown"))], DOWN, 2),
+        ("list", [Response(200, b"<html>a proxy's page</html>")], NOT_A_PAGE, 1),  # not "nothing listed"
+        ("list", [Response(200, b"<ListBucketResult><Contents><Key>x</Key></Contents>")], NOT_A_PAGE, 1),
+        ("folders", [LISTED], returned(["p/sub/"]), 1),
+        ("folders", [Response(404, code("NoSuchBucket"))], returned([]), 1),
+        ("folders", [Response(400, code("InvalidArgument"))], DOWN, 1),  # no page: the store failing
     ],
 )
 def test_own_requests_map_their_answers_as_botocores(
     storage: S3Storage, monkeypatch: pytest.MonkeyPatch, call: str, answers: list[Any], expected: Any,
     requests: int,
 ) -> None:  # fmt: skip
-    """A write and a one-key delete go by a URL our signer signs, never through botocore, and mean
-    what botocore's answers mean to the same calls (the table above)."""
+    """A read, a listing, a write and a one-key delete go by a URL our signer signs, never through
+    botocore, and mean what botocore's answers mean to the same calls (the table above); a listing
+    that is no page is the store failing, as for `missing`."""
 
     def not_botocore(*_: Any, **__: Any) -> None:
         raise AssertionError("botocore was called")
@@ -432,3 +462,19 @@ def test_own_requests_are_signed_for_the_endpoint_the_server_reaches() -> None:
     assert both._presigner.netloc == "s3.example.com" and both._own_signer.netloc == "127.0.0.1:9000"
     one = S3Storage(S3Settings(endpoint="http://127.0.0.1:9000", access_key="a", secret_key="b"))
     assert one._own_signer is one._presigner
+
+
+def test_a_listing_page_not_url_encoded_is_read_as_it_is() -> None:
+    """A store that ignores `encoding-type=url` sends keys as XML text: entities decoded, `+` and
+    `%` kept; the next page's token only where the page says it is truncated."""
+    page = listing_page(
+        b"<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>a&amp;b=</NextContinuationToken>"
+        b"<Contents><Key>t/a+b%2F&amp;&lt;c&gt;.json</Key><LastModified>2025-12-06T05:46:40Z</LastModified>"
+        b"</Contents><CommonPrefixes><Prefix>t/x+y/</Prefix></CommonPrefixes></ListBucketResult>"
+    )
+    assert page.objects == [ListedObject("t/a+b%2F&<c>.json", 0, 1_765_000_000_000)]
+    assert page.prefixes == ["t/x+y/"] and page.next_token == "a&b="
+    last = listing_page(
+        b"<ListBucketResult><NextContinuationToken>x</NextContinuationToken></ListBucketResult>"
+    )
+    assert last.objects == [] and last.next_token is None
