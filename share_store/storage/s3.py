@@ -127,8 +127,7 @@ class S3Storage(ObjectStorage):
     def list(self, bucket: str, prefix: str, start_after: str | None = None) -> Iterator[ObjectInfo]:
         if self._lists_own(bucket):
             for page in self._listing(bucket, prefix, start_after):
-                for item in page.objects:
-                    yield ObjectInfo(key=item.key, size=item.size, modified_ms=item.modified_ms)
+                yield from page.objects
             return
         paginator = self._client.get_paginator("list_objects_v2")
         extra = {"StartAfter": start_after} if start_after else {}
@@ -162,9 +161,8 @@ class S3Storage(ObjectStorage):
         hand (`listing_page`, which says why); no bucket lists nothing, as with botocore."""
         assert self._own_signer is not None
         attempts = max(self.settings.max_attempts, 1)
-        params = [("prefix", prefix), ("delimiter", "/"), ("encoding-type", "url")]
-        if start_after:
-            params.append(("start-after", start_after))
+        asked = [("prefix", prefix), ("delimiter", "/"), ("encoding-type", "url")]
+        params = asked + ([("start-after", start_after)] if start_after else [])
         while True:
             url = self._own_signer.presign_listing(bucket, params, OWN_URL_SECONDS)
             try:
@@ -176,10 +174,11 @@ class S3Storage(ObjectStorage):
             yield page
             if page.next_token is None:
                 return
-            params = [*params[:3], ("continuation-token", page.next_token)]
+            # The token carries on from where the page ended, `start-after` included.
+            params = [*asked, ("continuation-token", page.next_token)]
 
     def read(self, bucket: str, key: str) -> bytes:
-        if self._signs_own(key) and bucket not in _DOT_SEGMENTS:
+        if self._signs_own(bucket, key):
             # By a URL our signer signs: a never-read table's first reader waits for its commits
             # (`object_request` says what it saves).
             data = self._object_request("GET", bucket, key, None, "GetObject", (ABSENT, None))
@@ -245,7 +244,7 @@ class S3Storage(ObjectStorage):
 
     def delete(self, bucket: str, keys: Iterable[str]) -> None:
         batch = list(keys)
-        if len(batch) == 1 and self._signs_own(batch[0]):
+        if len(batch) == 1 and self._signs_own(bucket, batch[0]):
             # A DELETE answers 204 whether or not the key was there, as DeleteObjects does.
             self._object_request("DELETE", bucket, batch[0], None, "DeleteObject")
             return
@@ -257,18 +256,18 @@ class S3Storage(ObjectStorage):
     def write(self, bucket: str, key: str, data: bytes) -> None:
         # A PUT replaces the object atomically: readers see the old object or the new.
         refused = PermissionError(f"cannot write to bucket {bucket}")
-        if self._signs_own(key):
+        if self._signs_own(bucket, key):
             no_bucket = ({"NoSuchBucket"}, refused)
             self._object_request("PUT", bucket, key, data, "PutObject", no_bucket, denied=refused)
             return
         with s3_errors(({"NoSuchBucket"}, refused), denied=refused):
             self._client.put_object(Bucket=bucket, Key=key, Body=data)
 
-    def _signs_own(self, key: str) -> bool:
-        """Whether `key` goes by `_object_request`: not a key with `.` or `..` segments, which
-        urllib3 would resolve in the URL (another key, and a signature that no longer holds);
-        botocore sends those as they are. The catalog's own keys never have them."""
-        return self._own_signer is not None and not _DOT_SEGMENTS.intersection(key.split("/"))
+    def _signs_own(self, bucket: str, key: str) -> bool:
+        """Whether `key` goes by `_object_request`: not a key (or bucket) with `.` or `..`
+        segments, which urllib3 would resolve in the URL (another key, and a signature that no
+        longer holds); botocore sends those as they are. The catalog's own keys never have them."""
+        return self._lists_own(bucket) and not _DOT_SEGMENTS.intersection(key.split("/"))
 
     def _object_request(
         self, method: str, bucket: str, key: str, body: bytes | None, operation: str, *rules: Rule,

@@ -1,10 +1,11 @@
 """S3 requests sent by a URL signed beforehand, through urllib3 rather than botocore.
 
 Where botocore's own work showed in the timings: the server's own GET, PUT and
-single DELETE of an object (`object_request`), and listing pages (`list_page`):
-a log's listing (`listing_page`) and a check for missing files (`listed_keys`). Both have the retries
-(`max_attempts`, on no answer or a 5xx; every request here is idempotent) and
-timeouts of `S3Storage`'s client, and its answers' meanings (`s3_errors`).
+single DELETE of an object (`object_request`), and listing pages (`list_page`),
+read whole (`listing_page`) or for their keys in a check for missing files
+(`listed_keys`). All have the retries (`max_attempts`, on no answer or a 5xx;
+every request here is idempotent) and timeouts of `S3Storage`'s client, and its
+answers' meanings (`s3_errors`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from urllib.parse import unquote_plus
 import urllib3
 
 from share_store.errors import StorageUnavailable
+from share_store.storage.base import ObjectInfo
 from share_store.storage.s3_errors import (
     UNREACHABLE,
     Meaning,
@@ -131,18 +133,11 @@ def list_page(http: urllib3.PoolManager, timeout: urllib3.Timeout, attempts: int
 
 
 @dataclass(frozen=True)
-class ListedObject:
-    key: str
-    size: int
-    modified_ms: int
-
-
-@dataclass(frozen=True)
 class ListingPage:
     """One ListObjectsV2 page: its objects, its common prefixes (folders), and the token of the
     next page, None on the last."""
 
-    objects: list[ListedObject]
+    objects: list[ObjectInfo]
     prefixes: list[str]
     next_token: str | None
 
@@ -172,8 +167,10 @@ def listing_page(xml: bytes) -> ListingPage:
             raise ValueError("a listed object without its key or time")
         moment = datetime.fromisoformat(modified.group(1).decode().strip())
         objects.append(
-            ListedObject(
-                text(key.group(1)), int(size.group(1)) if size else 0, int(moment.timestamp() * 1000)
+            ObjectInfo(
+                key=text(key.group(1)),
+                size=int(size.group(1)) if size else 0,
+                modified_ms=int(moment.timestamp() * 1000),
             )
         )
     prefixes = [text(prefix) for prefix in _COMMON_PREFIX.findall(xml)]
@@ -182,7 +179,3 @@ def listing_page(xml: bytes) -> ListingPage:
     return ListingPage(
         objects, prefixes, html.unescape(token.group(1).decode()) if truncated and token else None
     )
-
-
-def _as_is(text: str) -> str:
-    return text

@@ -198,5 +198,9 @@ def test_own_listings_list_what_botocore_lists(seaweed: SeaweedS3) -> None:
     for key in ODD_KEYS:
         assert ours.read(name, key) == key.encode()
     assert ours.read(name, "t/zipped.json") == b"\x1f\x8b not gzip"  # as stored, never decompressed
+    # A prefix is one query value: what it holds never adds a parameter, nor leaves the bucket.
+    for hostile in ("t/&prefix=u/", "t/?prefix=u/", "t/#", "u%2F", "t/../u/", "../"):
+        assert [info.key for info in ours.list(name, hostile)] == [i.key for i in theirs.list(name, hostile)]
+        assert not any(info.key.startswith("u/") for info in ours.list(name, hostile))
     with pytest.raises(FileNotFoundError):
         ours.read(name, "t/none.json")

@@ -26,7 +26,7 @@ from share_store.errors import StorageUnavailable, TableFilesMissing
 from share_store.storage.base import ObjectInfo
 from share_store.storage.s3 import S3Settings, S3Storage
 from share_store.storage.s3_errors import client_error, s3_errors, storage_error
-from share_store.storage.s3_signed_requests import ListedObject, listing_page
+from share_store.storage.s3_signed_requests import listing_page
 
 UNCHANGED = "unchanged"  # the answer raised as botocore reported it
 DENIED = (TableFilesMissing, "permission denied")
@@ -450,7 +450,29 @@ def test_a_key_with_dot_segments_goes_by_botocore_as_it_is(
     storage._http = Pool(AssertionError("sent by our signed URL"))
     storage.write("b", key, b"x")
     storage.delete("b", [key])
-    assert sent == [("PutObject", key), ("DeleteObjects", key)]
+    with pytest.raises(TypeError):  # the stub answers no body: botocore was asked, not urllib3
+        storage.read("b", key)
+    assert sent == [("PutObject", key), ("DeleteObjects", key), ("GetObject", key)]
+
+
+@pytest.mark.parametrize("bucket", ["..", "."])
+def test_a_dot_segment_bucket_goes_by_botocore(
+    storage: S3Storage, monkeypatch: pytest.MonkeyPatch, bucket: str
+) -> None:
+    """A bucket named `..` would resolve out of the URL's path as a key's segment would: its reads,
+    writes and listings go by botocore too."""
+    sent: list[str] = []
+
+    def botocore(operation: str, params: dict[str, Any]) -> Any:
+        sent.append(operation)
+        raise answer("NoSuchBucket", 404)
+
+    monkeypatch.setattr(storage._client, "_make_api_call", botocore)
+    storage._http = Pool(AssertionError("sent by our signed URL"))
+    assert list(storage.list(bucket, "t/")) == [] and storage.folders(bucket, "t/") == []
+    with pytest.raises(FileNotFoundError):
+        storage.read(bucket, "t/k")
+    assert sent == ["ListObjectsV2", "ListObjectsV2", "GetObject"]
 
 
 def test_own_requests_are_signed_for_the_endpoint_the_server_reaches() -> None:
@@ -472,7 +494,7 @@ def test_a_listing_page_not_url_encoded_is_read_as_it_is() -> None:
         b"<Contents><Key>t/a+b%2F&amp;&lt;c&gt;.json</Key><LastModified>2025-12-06T05:46:40Z</LastModified>"
         b"</Contents><CommonPrefixes><Prefix>t/x+y/</Prefix></CommonPrefixes></ListBucketResult>"
     )
-    assert page.objects == [ListedObject("t/a+b%2F&<c>.json", 0, 1_765_000_000_000)]
+    assert page.objects == [ObjectInfo("t/a+b%2F&<c>.json", 0, 1_765_000_000_000)]
     assert page.prefixes == ["t/x+y/"] and page.next_token == "a&b="
     last = listing_page(
         b"<ListBucketResult><NextContinuationToken>x</NextContinuationToken></ListBucketResult>"
