@@ -72,6 +72,30 @@ def test_create_and_read(store: ShareStore) -> None:
         store.list_tables("sales", "q2")
 
 
+def test_list_tables_by_name_or_share_alike(store: ShareStore) -> None:
+    """`list_tables` reads a share named in one joined SELECT: the same tables, in order, with the
+    share's stored name, as for the share read first; a share that is not there is a 404, an empty
+    one no tables, and a neighbour's tables (a name differing in case only is the same share) never
+    come with them."""
+    store.create_share("Sales", parse_create_args(["Q2", "b:delta:bucket:b", "Q1", "a:delta:bucket:a"]))
+    store.create_share("Sales2", parse_create_args(["Q1", "other:delta:bucket:o"]))
+    store.create_share("Empty")
+    named = store.list_tables("sALES")
+    assert [(t.share, t.schema, t.name) for t in named] == [("Sales", "Q1", "a"), ("Sales", "Q2", "b")]
+    assert named == store.list_tables(store.get_share("sales"))
+    assert store.list_tables("sales", "q2") == store.list_tables(store.get_share("sales"), "Q2")
+    assert [t.name for t in store.list_tables("sales", "q2")] == ["b"]
+    audience = Audience("r", {"region": "eu"})
+    assert [t.audience for t in store.list_tables("sales", audience=audience)] == [audience, audience]
+    assert store.list_tables("empty") == []
+    with pytest.raises(NotFound, match="share 'nope' not found"):
+        store.list_tables("nope")
+    with pytest.raises(NotFound, match="share 'nope' not found"):
+        store.list_tables("nope", "q1")
+    with pytest.raises(NotFound, match="schema 'q1' not found"):
+        store.list_tables("empty", "q1")
+
+
 def test_duplicate_share_and_table_leave_store_untouched(store: ShareStore) -> None:
     store.create_share("s", parse_create_args(["sc", "t:delta:bucket:p"]))
     before = snapshot(store)
