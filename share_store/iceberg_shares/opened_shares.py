@@ -69,7 +69,8 @@ def configured_prefix(store: ShareStore, secret: str, token: Token, warehouse: s
     """The prefix `GET /v1/config` answers for `warehouse` (None: the URLs that name no share).
 
     A share's own token keeps the form it has always had (no prefix) for no warehouse or its own
-    share; any other warehouse is the share-named form, for any token the share is open to."""
+    share; any other warehouse is the share-named form, for any token the share is open to.
+    With no warehouse nothing is read from the store (callers need no worker thread for it)."""
     if warehouse is None:
         own_share(token)
         return None

@@ -134,7 +134,10 @@ class ShareCatalog:
         else:
             warehouse = request.query_params.get("warehouse") or None
             secret, token = bearer_secret(request), share_token(request)
-            prefix = await run_in_threadpool(configured_prefix, self.store, secret, token, warehouse)
+            if warehouse is None:  # the token alone decides: no store read, so no worker thread
+                prefix = configured_prefix(self.store, secret, token, None)
+            else:
+                prefix = await run_in_threadpool(configured_prefix, self.store, secret, token, warehouse)
         endpoints = READ_ENDPOINTS + SIGN_ENDPOINTS + (METRICS_ENDPOINTS if prefix else [])
         endpoints += VENDING_ENDPOINTS if self.grants.vends else []
         endpoints += PLAN_ENDPOINTS
