@@ -65,15 +65,20 @@ def open_share(
     return token, OpenedShare(share.name, audience, named=True)
 
 
+def token_answers_config(token: Token, warehouse: str | None) -> bool:
+    """Whether `configured_prefix` answers from the token alone, reading nothing from the store
+    (no warehouse, or a share's own token naming its own share): callers need no worker thread."""
+    return warehouse is None or (token.recipient_id is None and warehouse.lower() == token.share.lower())
+
+
 def configured_prefix(store: ShareStore, secret: str, token: Token, warehouse: str | None) -> str | None:
     """The prefix `GET /v1/config` answers for `warehouse` (None: the URLs that name no share).
 
     A share's own token keeps the form it has always had (no prefix) for no warehouse or its own
-    share; any other warehouse is the share-named form, for any token the share is open to.
-    With no warehouse nothing is read from the store (callers need no worker thread for it)."""
+    share; any other warehouse is the share-named form, for any token the share is open to."""
     if warehouse is None:
         own_share(token)
         return None
-    if token.recipient_id is None and warehouse.lower() == token.share.lower():
+    if token_answers_config(token, warehouse):
         return None
     return open_share(store, secret, warehouse)[1].prefix

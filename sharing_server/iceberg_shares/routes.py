@@ -36,7 +36,13 @@ from share_store.iceberg.etags import shared_load_tag
 from share_store.iceberg.plan_runs import SCAN_PLAN_BUDGET, PlanRuns
 from share_store.iceberg.scan_plans import PlanTokens
 from share_store.iceberg_shares.grants import IcebergGrants
-from share_store.iceberg_shares.opened_shares import OpenedShare, configured_prefix, open_share, own_share
+from share_store.iceberg_shares.opened_shares import (
+    OpenedShare,
+    configured_prefix,
+    open_share,
+    own_share,
+    token_answers_config,
+)
 from share_store.iceberg_shares.share_tables import ShareTables
 from share_store.model import SharedTable, Token
 from share_store.persistence import ShareStore
@@ -134,8 +140,8 @@ class ShareCatalog:
         else:
             warehouse = request.query_params.get("warehouse") or None
             secret, token = bearer_secret(request), share_token(request)
-            if warehouse is None:  # the token alone decides: no store read, so no worker thread
-                prefix = configured_prefix(self.store, secret, token, None)
+            if token_answers_config(token, warehouse):
+                prefix = configured_prefix(self.store, secret, token, warehouse)
             else:
                 prefix = await run_in_threadpool(configured_prefix, self.store, secret, token, warehouse)
         endpoints = READ_ENDPOINTS + SIGN_ENDPOINTS + (METRICS_ENDPOINTS if prefix else [])

@@ -178,7 +178,9 @@ def test_a_share_not_granted_answers_as_a_share_that_does_not_exist(provider: di
                ("south", "vault", "nowhere")}  # fmt: skip
     shapes = {(e["type"], e["message"].replace(name, "NAME")) for name, e in answers.items()}
     assert len(shapes) == 1, answers
-    for name in ("a/b", "..", "../south", "north/../south", "south%2F", "%2Fsouth", "", " south"):
+    forged = ("a/b", "..", "../south", "north/../south", "south%2F", "%2Fsouth", "", " south")
+    forged += ("north#", "north?x=1", "north%23", "north\x00", "NORTH/..", "north ", "vault#north")
+    for name in forged:
         if name:
             refusal(get(provider, "/v1/config", zeta, warehouse=name), 404)
     # No warehouse: a recipient's token must name one.
@@ -195,6 +197,10 @@ def test_a_shares_own_token_keeps_its_form_and_opens_no_other_share(provider: di
         and get(provider, "/v1/config", own, warehouse="north").json() == unchanged
     )
     assert get(provider, "/v1/namespaces", own).json() == {"namespaces": [["sales"]]}
+    # Its own share in another case is still its own; a name that only starts like it is another.
+    assert get(provider, "/v1/config", own, warehouse="NORTH").json() == unchanged
+    for forged in ("north#", "north?warehouse=south", "north/../south", "north%2F", "north ", "south#north"):
+        refusal(get(provider, "/v1/config", own, warehouse=forged), 404)
     other = refusal(get(provider, "/v1/config", own, warehouse="south"), 404)
     missing = refusal(get(provider, "/v1/config", own, warehouse="nowhere"), 404)
     assert other["message"].replace("south", "X") == missing["message"].replace("nowhere", "X")
